@@ -1,0 +1,3 @@
+#!/usr/bin/env node
+import { launch } from './launch.ts';
+await launch(import.meta.url, '../admin-cli/main');
