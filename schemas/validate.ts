@@ -62,8 +62,14 @@ function issuesOf(validator: Validator<any, any>, value: unknown): ValidationIss
     seen.add(key);
     out.push({ path, message });
   }
-  if (out.length === 0) out.push({ path: '', message: 'does not match the expected shape' });
-  return out;
+  // A union of literals fails once per member ("must be equal to constant") and once for the
+  // union; one line per path reads better.
+  const unionPaths = new Set(out.filter((i) => i.message === 'must match a schema in anyOf').map((i) => i.path));
+  const collapsed = out
+    .filter((i) => !(unionPaths.has(i.path) && i.message === 'must be equal to constant'))
+    .map((i) => (i.message === 'must match a schema in anyOf' ? { path: i.path, message: 'is not one of the allowed values' } : i));
+  if (collapsed.length === 0) collapsed.push({ path: '', message: 'does not match the expected shape' });
+  return collapsed;
 }
 
 /** Compile a schema once; reuse the result everywhere that shape is received. */
