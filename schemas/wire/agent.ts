@@ -1,0 +1,251 @@
+// Orchestrator <-> agent WebSocket protocol (`GET {base_url}/v1/agents/connect`). The agent
+// authenticates with `Authorization: Bearer <agent token>` when `agentAuth` is `token`, then
+// sends `agent.register`. Objects are strict: a sender still using a removed field is refused.
+//
+// Where the spec names a cache field `type` (`{ type: 'source' | 'dep', key }`) the message
+// carries it as `cacheType`, because `type` is the message discriminator.
+import { Type, type Static } from 'typebox';
+
+const Strict = { additionalProperties: false } as const;
+const Id = Type.String({ minLength: 1, maxLength: 200 });
+const Time = Type.String({ format: 'date-time' });
+const ErrorBody = Type.Object({ code: Type.String(), message: Type.String() }, Strict);
+
+export const JobRunStatus = Type.Union([Type.Literal('running'), Type.Literal('completed'), Type.Literal('failed'), Type.Literal('cancelled')]);
+export type JobRunStatus = Static<typeof JobRunStatus>;
+
+export const StepRunStatus = Type.Union([
+  Type.Literal('running'),
+  Type.Literal('completed'),
+  Type.Literal('failed'),
+  Type.Literal('skipped'),
+  Type.Literal('cancelled'),
+]);
+export type StepRunStatus = Static<typeof StepRunStatus>;
+
+export const AgentRegister = Type.Object(
+  {
+    type: Type.Literal('agent.register'),
+    protocolVersion: Type.Integer(),
+    agentId: Id,
+    /** Custom labels; the orchestrator adds the auto labels (OS, arch, role). */
+    labels: Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { maxItems: 200 }),
+    os: Type.String(),
+    arch: Type.String(),
+    /** Ephemeral agents run one job and go; static agents get a recovery window on disconnect. */
+    ephemeral: Type.Boolean(),
+    sandboxes: Type.Array(Type.String()),
+    sdkVersion: Type.String(),
+    inFlightJobs: Type.Array(Type.Object({ jobId: Id, status: JobRunStatus }, Strict)),
+  },
+  Strict,
+);
+export type AgentRegister = Static<typeof AgentRegister>;
+
+export const AgentRegistered = Type.Object(
+  { type: Type.Literal('agent.registered'), agentId: Id, labels: Type.Array(Type.String()), protocolVersion: Type.Integer() },
+  Strict,
+);
+
+export const SourceAuth = Type.Object(
+  {
+    /** How to fetch the repository: a git URL plus an optional short-lived credential. */
+    cloneUrl: Type.String(),
+    token: Type.Optional(Type.String()),
+    username: Type.Optional(Type.String()),
+  },
+  Strict,
+);
+
+export const JobDispatch = Type.Object(
+  {
+    type: Type.Literal('job.dispatch'),
+    jobId: Id,
+    runId: Id,
+    attempt: Type.Integer({ minimum: 1 }),
+    jobConfig: Type.Object(
+      {
+        workflow: Type.String(),
+        job: Type.String(),
+        /** Matrix combination of this job instance, when the job has a matrix. */
+        matrix: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+        sha: Type.String(),
+        ref: Type.Union([Type.String(), Type.Null()]),
+        repository: Type.String(),
+        contentHash: Type.String(),
+        /** Outputs of the jobs this job needs, by job name. */
+        needs: Type.Record(Type.String(), Type.Record(Type.String(), Type.Unknown())),
+        event: Type.Unknown(),
+        changedFiles: Type.Union([Type.Array(Type.String()), Type.Null()]),
+        env: Type.Record(Type.String(), Type.String()),
+        secrets: Type.Optional(Type.Record(Type.String(), Type.String())),
+        timeoutMs: Type.Optional(Type.Integer({ minimum: 1 })),
+        gracePeriodSeconds: Type.Optional(Type.Number({ minimum: 0 })),
+        container: Type.Optional(Type.Unknown()),
+        build: Type.Optional(Type.Boolean()),
+        isTestRun: Type.Boolean(),
+      },
+      Strict,
+    ),
+    sourceTarUrl: Type.Union([Type.String(), Type.Null()]),
+    sourceTarDigest: Type.Union([Type.String(), Type.Null()]),
+    depsUrl: Type.Union([Type.String(), Type.Null()]),
+    depsHash: Type.Union([Type.String(), Type.Null()]),
+    sourceAuth: SourceAuth,
+    workflowAuth: Type.Union([SourceAuth, Type.Null()]),
+    /** `shared` for trusted refs; `iso/<run>` for untrusted ones (user-cache scope). */
+    cacheRefScope: Type.String(),
+  },
+  Strict,
+);
+export type JobDispatch = Static<typeof JobDispatch>;
+
+export const StepResult = Type.Object(
+  {
+    name: Type.String(),
+    status: StepRunStatus,
+    startedAt: Type.Optional(Time),
+    finishedAt: Type.Optional(Time),
+    reason: Type.Optional(Type.String()),
+  },
+  Strict,
+);
+
+export const JobStatus = Type.Object(
+  {
+    type: Type.Literal('job.status'),
+    jobId: Id,
+    status: JobRunStatus,
+    steps: Type.Array(StepResult),
+    startedAt: Type.Optional(Time),
+    finishedAt: Type.Optional(Time),
+    reason: Type.Optional(Type.String({ maxLength: 10_000 })),
+    outputs: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  },
+  Strict,
+);
+export type JobStatus = Static<typeof JobStatus>;
+
+export const JobContext = Type.Object(
+  { type: Type.Literal('job.context'), jobId: Id, nodeVersion: Type.String(), os: Type.String(), arch: Type.String(), sandbox: Type.String() },
+  Strict,
+);
+
+export const StepStatus = Type.Object(
+  {
+    type: Type.Literal('step.status'),
+    jobId: Id,
+    index: Type.Integer({ minimum: 0 }),
+    name: Type.String(),
+    status: StepRunStatus,
+    at: Time,
+    reason: Type.Optional(Type.String({ maxLength: 10_000 })),
+  },
+  Strict,
+);
+
+export const LogChunk = Type.Object(
+  {
+    type: Type.Literal('log.chunk'),
+    jobId: Id,
+    /** Monotonic per job; lets the orchestrator drop a chunk resent after a reconnect. */
+    seq: Type.Integer({ minimum: 0 }),
+    lines: Type.Array(
+      Type.Object(
+        {
+          at: Time,
+          /** Step name, or `(setup)` for output before the first step. */
+          step: Type.String(),
+          stream: Type.Union([Type.Literal('stdout'), Type.Literal('stderr'), Type.Literal('system')]),
+          text: Type.String({ maxLength: 65_536 }),
+        },
+        Strict,
+      ),
+      { maxItems: 5_000 },
+    ),
+  },
+  Strict,
+);
+
+export const JobCancel = Type.Object({ type: Type.Literal('job.cancel'), jobId: Id, reason: Type.String(), force: Type.Boolean() }, Strict);
+
+export const EventEmit = Type.Object(
+  { type: Type.Literal('event.emit'), jobId: Id, requestId: Id, eventName: Type.String({ minLength: 1, maxLength: 200 }), payload: Type.Unknown(), target: Type.Optional(Type.String()) },
+  Strict,
+);
+export const EventEmitResponse = Type.Object(
+  { type: Type.Literal('event.emit.response'), requestId: Id, deliveryId: Type.Optional(Id), error: Type.Optional(ErrorBody) },
+  Strict,
+);
+
+const CacheType = Type.Union([Type.Literal('source'), Type.Literal('dep')]);
+export const CacheUploadRequest = Type.Object({ type: Type.Literal('cache.upload.request'), jobId: Id, requestId: Id, cacheType: CacheType, key: Type.String({ minLength: 1 }) }, Strict);
+export const CacheUploadResponse = Type.Object({ type: Type.Literal('cache.upload.response'), requestId: Id, url: Type.Optional(Type.String()), error: Type.Optional(ErrorBody) }, Strict);
+export const CacheUploadComplete = Type.Object(
+  { type: Type.Literal('cache.upload.complete'), jobId: Id, cacheType: CacheType, key: Type.String({ minLength: 1 }), depsHash: Type.Optional(Type.String()) },
+  Strict,
+);
+
+export const CacheUserRestoreRequest = Type.Object(
+  { type: Type.Literal('cache.user.restore.request'), jobId: Id, requestId: Id, key: Type.String({ minLength: 1, maxLength: 512 }), restoreKeys: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 512 }), { maxItems: 20 })) },
+  Strict,
+);
+export const CacheUserRestoreResponse = Type.Object(
+  { type: Type.Literal('cache.user.restore.response'), requestId: Id, hit: Type.Boolean(), matchedKey: Type.Optional(Type.String()), downloadUrl: Type.Optional(Type.String()), tarHash: Type.Optional(Type.String()), error: Type.Optional(ErrorBody) },
+  Strict,
+);
+export const CacheUserSaveRequest = Type.Object({ type: Type.Literal('cache.user.save.request'), jobId: Id, requestId: Id, key: Type.String({ minLength: 1, maxLength: 512 }) }, Strict);
+export const CacheUserSaveResponse = Type.Object(
+  { type: Type.Literal('cache.user.save.response'), requestId: Id, uploadUrl: Type.Optional(Type.String()), skip: Type.Boolean(), error: Type.Optional(ErrorBody) },
+  Strict,
+);
+export const CacheUserSaveComplete = Type.Object(
+  { type: Type.Literal('cache.user.save.complete'), jobId: Id, requestId: Id, key: Type.String({ minLength: 1, maxLength: 512 }), tarHash: Type.String(), sizeBytes: Type.Integer({ minimum: 0 }) },
+  Strict,
+);
+
+export const OidcTokenRequest = Type.Object({ type: Type.Literal('oidc.token.request'), jobId: Id, requestId: Id, audience: Type.String({ minLength: 1, maxLength: 1000 }) }, Strict);
+export const OidcTokenResponse = Type.Object(
+  {
+    type: Type.Literal('oidc.token.response'),
+    requestId: Id,
+    token: Type.Optional(Type.String()),
+    expiresIn: Type.Optional(Type.Integer({ minimum: 1 })),
+    deferred: Type.Optional(Type.Literal(true)),
+    code: Type.Optional(Type.String()),
+  },
+  Strict,
+);
+
+export const ProtocolError = Type.Object({ type: Type.Literal('protocol.error'), error: ErrorBody, requestId: Type.Optional(Id) }, Strict);
+
+export const AgentToOrchestratorMembers = [
+  AgentRegister,
+  JobStatus,
+  JobContext,
+  StepStatus,
+  LogChunk,
+  EventEmit,
+  CacheUploadRequest,
+  CacheUploadComplete,
+  CacheUserRestoreRequest,
+  CacheUserSaveRequest,
+  CacheUserSaveComplete,
+  OidcTokenRequest,
+] as const;
+export const AgentToOrchestrator = Type.Union([...AgentToOrchestratorMembers]);
+export type AgentToOrchestrator = Static<typeof AgentToOrchestrator>;
+
+export const OrchestratorToAgentMembers = [
+  AgentRegistered,
+  JobDispatch,
+  JobCancel,
+  EventEmitResponse,
+  CacheUploadResponse,
+  CacheUserRestoreResponse,
+  CacheUserSaveResponse,
+  OidcTokenResponse,
+  ProtocolError,
+] as const;
+export const OrchestratorToAgent = Type.Union([...OrchestratorToAgentMembers]);
+export type OrchestratorToAgent = Static<typeof OrchestratorToAgent>;
