@@ -27,8 +27,8 @@ export const TRIGGER_TYPES = [
   'workflows_failed_batch',
 ] as const;
 
-export const TriggerType = Type.Union(TRIGGER_TYPES.map((t) => Type.Literal(t)));
-export type TriggerType = Static<typeof TriggerType>;
+export type TriggerType = (typeof TRIGGER_TYPES)[number];
+export const TriggerType = Type.Unsafe<TriggerType>(Type.Union(TRIGGER_TYPES.map((t) => Type.Literal(t))));
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
 

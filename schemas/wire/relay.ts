@@ -86,8 +86,8 @@ export const ACK_RESULTS = [
   'rejected_misconfigured',
   'shed_retry_later',
 ] as const;
-export const AckResult = Type.Union(ACK_RESULTS.map((r) => Type.Literal(r)));
-export type AckResult = Static<typeof AckResult>;
+export type AckResult = (typeof ACK_RESULTS)[number];
+export const AckResult = Type.Unsafe<AckResult>(Type.Union(ACK_RESULTS.map((r) => Type.Literal(r))));
 
 export const WebhookAck = Type.Object(
   {

@@ -1,0 +1,199 @@
+// The server configuration: one shape for defaults, the local YAML file, `SVC_*` environment
+// overrides and stored shared config versions (spec: "Shared configuration and config versions").
+// `SvcConfig` is the effective config after layering: every section is present and every field
+// with a default is filled. `SvcConfigOverlay` is the same tree with everything optional, for one
+// layer on its own (a config file, a stored shared config document).
+import { Type, type Static, type TSchema } from 'typebox';
+
+const strict = { additionalProperties: false } as const;
+
+const NonEmpty = Type.String({ minLength: 1 });
+const Port = Type.Integer({ minimum: 1, maximum: 65535 });
+const PositiveInt = Type.Integer({ minimum: 1 });
+const NonNegativeInt = Type.Integer({ minimum: 0 });
+/** Absolute http(s) address; trailing slash allowed. */
+const HttpUrl = Type.String({ minLength: 1, pattern: '^https?://[^\\s/?#]+([/?#][^\\s]*)?$' });
+const ConnectionUrl = Type.String({ minLength: 1, pattern: '^postgres(ql)?://\\S+$' });
+
+export const InstanceMode = Type.Enum(['platform', 'hybrid', 'independent', 'observed']);
+export type InstanceMode = Static<typeof InstanceMode>;
+
+export const LogLevel = Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+export type LogLevel = Static<typeof LogLevel>;
+
+export const StorageType = Type.Enum(['filesystem', 's3']);
+export type StorageType = Static<typeof StorageType>;
+
+export const AgentAuth = Type.Enum(['token', 'none']);
+export type AgentAuth = Static<typeof AgentAuth>;
+
+export const SignerKind = Type.Enum(['db', 'aws-kms', 'command']);
+export type SignerKind = Static<typeof SignerKind>;
+
+/** `<kind>:<id>`, e.g. `provider:github`, `storage:s3`. */
+export const PluginConfigKey = '^[a-z][a-z0-9-]*:[a-z0-9][a-z0-9._-]*$';
+
+export const SvcConfig = Type.Object(
+  {
+    // ---- local fields (spec: "Local config fields") ----
+    database: Type.Object(
+      {
+        /** Absent: the embedded PostgreSQL under `dataDir`. */
+        url: Type.Optional(ConnectionUrl),
+      },
+      strict,
+    ),
+    instance: Type.Object(
+      {
+        id: Type.Optional(Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' })),
+        /** Absent: the role decides (independent without `platform.url`). */
+        mode: Type.Optional(InstanceMode),
+      },
+      strict,
+    ),
+    server: Type.Object(
+      {
+        port: Port,
+        /** URL path prefix the server is mounted under, e.g. `/ci`. */
+        basePath: Type.Optional(Type.String({ pattern: '^(/[A-Za-z0-9._~-]+)*/?$' })),
+        logLevel: LogLevel,
+      },
+      strict,
+    ),
+    scaler: Type.Object(
+      {
+        configPath: Type.Optional(NonEmpty),
+        configDir: Type.Optional(NonEmpty),
+      },
+      strict,
+    ),
+
+    // ---- shared fields ----
+    platform: Type.Object(
+      {
+        url: Type.Optional(HttpUrl),
+        token: Type.Optional(NonEmpty),
+      },
+      strict,
+    ),
+    storage: Type.Object(
+      {
+        type: StorageType,
+        fsPath: Type.Optional(NonEmpty),
+        bucket: Type.Optional(Type.String({ minLength: 3, maxLength: 63, pattern: '^[a-z0-9][a-z0-9.-]*[a-z0-9]$' })),
+        endpoint: Type.Optional(HttpUrl),
+        forcePathStyle: Type.Boolean(),
+        /** Address developers' machines reach storage at (pre-signed uploads). */
+        uploadEndpoint: Type.Optional(HttpUrl),
+        /** Address agents reach storage at. */
+        externalEndpoint: Type.Optional(HttpUrl),
+        region: Type.Optional(NonEmpty),
+      },
+      strict,
+    ),
+    agentAuth: AgentAuth,
+    agentTokenTtlMs: Type.Optional(PositiveInt),
+    queue: Type.Object({ maxDepth: PositiveInt, timeoutMs: PositiveInt }, strict),
+    lockfileCache: Type.Object({ max: PositiveInt, ttlMs: PositiveInt }, strict),
+    staleDetector: Type.Object({ scanIntervalMs: PositiveInt }, strict),
+    secrets: Type.Object(
+      {
+        /** Master key, 32 bytes as base64 or 64 hex characters. */
+        key: Type.Optional(NonEmpty),
+        keyFile: Type.Optional(NonEmpty),
+        /** Previous master key during rotation. */
+        keyOld: Type.Optional(NonEmpty),
+        keyFileOld: Type.Optional(NonEmpty),
+        bootstrapAdminToken: Type.Optional(Type.String({ minLength: 16 })),
+      },
+      strict,
+    ),
+    /** Store customer secrets in PostgreSQL (sealed with the master key). */
+    pgCustomerSecrets: Type.Boolean(),
+    cluster: Type.Object(
+      {
+        joinToken: Type.Optional(Type.String({ minLength: 16 })),
+        heartbeatMs: PositiveInt,
+        leaseDurationMs: PositiveInt,
+        maxDispatchAttempts: PositiveInt,
+      },
+      strict,
+    ),
+    eventLog: Type.Object({ maxPayloadBytes: PositiveInt }, strict),
+    cache: Type.Object(
+      {
+        ttlDays: PositiveInt,
+        /** Per-org user cache size; absent means no quota. */
+        userQuotaBytes: Type.Optional(PositiveInt),
+      },
+      strict,
+    ),
+    agent: Type.Object({ maxReconnectDelayMs: PositiveInt }, strict),
+    orchestrator: Type.Object(
+      {
+        /** Issuer base URL; when set, orchestrator-owned signing is on. */
+        provenanceIssuer: Type.Optional(HttpUrl),
+        signerKind: SignerKind,
+        kms: Type.Object(
+          {
+            keyArn: Type.Optional(NonEmpty),
+            region: Type.Optional(NonEmpty),
+            accessKeyId: Type.Optional(NonEmpty),
+            secretAccessKey: Type.Optional(NonEmpty),
+            endpoint: Type.Optional(HttpUrl),
+          },
+          strict,
+        ),
+        signerCommand: Type.Optional(NonEmpty),
+      },
+      strict,
+    ),
+    relay: Type.Object(
+      {
+        port: Port,
+        /** Absent: embedded PostgreSQL. */
+        databaseUrl: Type.Optional(ConnectionUrl),
+      },
+      strict,
+    ),
+    dataDir: NonEmpty,
+    metrics: Type.Object(
+      {
+        /** Separate metrics listener; absent: `/metrics` on the server port. */
+        port: Type.Optional(Port),
+      },
+      strict,
+    ),
+    sealedSecretsRetryBackoffMs: PositiveInt,
+    plugins: Type.Object(
+      {
+        /** Module paths (or package names) of third-party plugins to load. */
+        modules: Type.Array(NonEmpty),
+        /** Per-plugin config slices keyed `<kind>:<id>`; each plugin validates its own. */
+        config: Type.Record(Type.String({ pattern: PluginConfigKey }), Type.Unknown(), strict),
+      },
+      strict,
+    ),
+  },
+  strict,
+);
+export type SvcConfig = Static<typeof SvcConfig>;
+
+type DeepPartial<T> = T extends readonly unknown[]
+  ? T
+  : T extends Record<string, unknown>
+    ? { [K in keyof T]?: DeepPartial<T[K]> }
+    : T;
+
+function deepOptional(schema: TSchema): TSchema {
+  if (!Type.IsObject(schema)) return schema;
+  const properties: Record<string, TSchema> = {};
+  for (const [key, value] of Object.entries(schema.properties as Record<string, TSchema>)) {
+    properties[key] = Type.Optional(deepOptional(value));
+  }
+  return Type.Object(properties, strict);
+}
+
+/** One layer on its own: every field optional, still strict. */
+export const SvcConfigOverlay = deepOptional(SvcConfig);
+export type SvcConfigOverlay = DeepPartial<SvcConfig>;
