@@ -1,0 +1,34 @@
+// Built-in defaults: the bottom config layer. Values fixed by the spec are marked (spec); the
+// rest are our choice where the spec says "not shown", picked to be safe for one machine.
+import type { SvcConfig } from '../../../schemas/config.ts';
+
+export function configDefaults(): SvcConfig {
+  return {
+    database: {},
+    instance: {},
+    server: { port: 7700, logLevel: 'info' },
+    scaler: {},
+    platform: {},
+    storage: { type: 'filesystem', forcePathStyle: false },
+    agentAuth: 'token',
+    queue: { maxDepth: 10_000, timeoutMs: 60 * 60_000 },
+    lockfileCache: { max: 500, ttlMs: 5 * 60_000 },
+    staleDetector: { scanIntervalMs: 60_000 },
+    secrets: {},
+    pgCustomerSecrets: false,
+    cluster: {
+      heartbeatMs: 10_000,
+      leaseDurationMs: 60_000, // spec: lease default 60 s
+      maxDispatchAttempts: 5, // spec
+    },
+    eventLog: { maxPayloadBytes: 5 * 1024 * 1024 }, // spec: 5 MB
+    cache: { ttlDays: 30 }, // spec
+    agent: { maxReconnectDelayMs: 60_000 }, // spec
+    orchestrator: { signerKind: 'db', kms: {} }, // spec: db is the default custody
+    relay: { port: 7800 },
+    dataDir: './.svc-data',
+    metrics: {},
+    sealedSecretsRetryBackoffMs: 60_000,
+    plugins: { modules: [], config: {} },
+  };
+}

@@ -1,0 +1,367 @@
+import t from 'tap';
+import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { stringify } from 'yaml';
+import type { TSchema } from 'typebox';
+import { SvcConfig, SvcConfigOverlay } from '../../../../schemas/config.ts';
+import { compileSchema } from '../../../../schemas/validate.ts';
+import {
+  CONFIG_ENV,
+  CONFIG_ENV_BY_PATH,
+  configDefaults,
+  getPath,
+  loadConfig,
+} from '../../../../kernel/services/config/index.ts';
+import { InputError } from '../../../../kernel/services/errors.ts';
+
+const dir = await mkdtemp(path.join(os.tmpdir(), 'svc-config-'));
+t.teardown(() => rm(dir, { recursive: true, force: true }));
+
+let counter = 0;
+async function writeYaml(value: unknown): Promise<string> {
+  const file = path.join(dir, `c${counter++}.yaml`);
+  await writeFile(file, typeof value === 'string' ? value : stringify(value));
+  return file;
+}
+
+function nest(dotPath: string, value: unknown): Record<string, unknown> {
+  const parts = dotPath.split('.');
+  let out: unknown = value;
+  for (let i = parts.length - 1; i >= 0; i--) out = { [parts[i]!]: out };
+  return out as Record<string, unknown>;
+}
+
+/** Every leaf path of the schema (objects with properties are walked; records are leaves). */
+function leaves(schema: TSchema, prefix = ''): string[] {
+  const properties = (schema as { properties?: Record<string, TSchema> }).properties;
+  if (!properties) return [prefix];
+  return Object.entries(properties).flatMap(([key, inner]) => leaves(inner, prefix === '' ? key : `${prefix}.${key}`));
+}
+
+interface FieldCase {
+  /** Good value written in the YAML file. */
+  file: unknown;
+  /** Good env string and what it coerces to. */
+  env: string;
+  envValue: unknown;
+  /** Bad value in the file. */
+  badFile: unknown;
+  /** Bad env string, or null when every non-empty string is valid for the field. */
+  badEnv: string | null;
+}
+
+const url = (n: number) => `https://h${n}.example.test:${8000 + n}/p`;
+const int = (a: number, b: number): Omit<FieldCase, 'badEnv' | 'badFile'> & { badFile: unknown; badEnv: string } => ({
+  file: a,
+  env: String(b),
+  envValue: b,
+  badFile: 0,
+  badEnv: 'abc',
+});
+const str = (a: string, b: string, badFile: unknown = ''): FieldCase => ({ file: a, env: b, envValue: b, badFile, badEnv: null });
+const urlField = (a: number, b: number): FieldCase => ({ file: url(a), env: url(b), envValue: url(b), badFile: 'ftp://x', badEnv: 'not a url' });
+const portField = (a: number, b: number): FieldCase => ({ file: a, env: String(b), envValue: b, badFile: 70000, badEnv: '65536' });
+const enumField = (a: string, b: string, bad: string): FieldCase => ({ file: a, env: b, envValue: b, badFile: bad, badEnv: bad });
+const boolField = (): FieldCase => ({ file: true, env: 'false', envValue: false, badFile: 'yes', badEnv: 'maybe' });
+
+const FIELDS: Record<string, FieldCase> = {
+  'database.url': { file: 'postgres://a@127.0.0.1/db', env: 'postgresql://b@127.0.0.1:5433/db', envValue: 'postgresql://b@127.0.0.1:5433/db', badFile: 'mysql://x', badEnv: 'http://x' },
+  'instance.id': { file: 'orch-1', env: 'orch-2', envValue: 'orch-2', badFile: '-bad', badEnv: 'has space' },
+  'instance.mode': enumField('hybrid', 'observed', 'cloud'),
+  'server.port': portField(8000, 9000),
+  'server.basePath': { file: '/ci', env: '/x/y', envValue: '/x/y', badFile: 'ci', badEnv: 'no-slash' },
+  'server.logLevel': enumField('debug', 'warn', 'loud'),
+  'scaler.configPath': str('/etc/svc/scaler.yaml', '/opt/scaler.yaml'),
+  'scaler.configDir': str('/etc/svc/scalers', '/opt/scalers'),
+  'platform.url': urlField(1, 2),
+  'platform.token': str('platform-token-file', 'platform-token-env', 123),
+  'storage.type': enumField('s3', 'filesystem', 'gcs'),
+  'storage.fsPath': str('/var/a', '/var/b', []),
+  'storage.bucket': { file: 'bucket-a', env: 'bucket-b', envValue: 'bucket-b', badFile: 'A', badEnv: 'Bad_Bucket' },
+  'storage.endpoint': urlField(3, 4),
+  'storage.forcePathStyle': boolField(),
+  'storage.uploadEndpoint': urlField(5, 6),
+  'storage.externalEndpoint': urlField(7, 8),
+  'storage.region': str('us-east-1', 'eu-west-1', 5),
+  agentAuth: enumField('none', 'token', 'basic'),
+  agentTokenTtlMs: int(1000, 2000),
+  'queue.maxDepth': { ...int(5, 6), badEnv: '1.5' },
+  'queue.timeoutMs': int(1001, 1002),
+  'lockfileCache.max': int(7, 8),
+  'lockfileCache.ttlMs': { ...int(9, 10), badEnv: '-1' },
+  'staleDetector.scanIntervalMs': int(11, 12),
+  'secrets.key': str('key-from-file', 'key-from-env', 1),
+  'secrets.keyFile': str('/run/secrets/a', '/run/secrets/b'),
+  'secrets.keyOld': str('old-key-from-file', 'old-key-from-env', true),
+  'secrets.keyFileOld': str('/run/secrets/old-a', '/run/secrets/old-b'),
+  'secrets.bootstrapAdminToken': { file: 'bootstrap-token-file-0123', env: 'bootstrap-token-env-0123', envValue: 'bootstrap-token-env-0123', badFile: 'short', badEnv: 'short' },
+  pgCustomerSecrets: boolField(),
+  'cluster.joinToken': { file: 'join-token-file-0123456', env: 'join-token-env-0123456', envValue: 'join-token-env-0123456', badFile: 'short', badEnv: 'short' },
+  'cluster.heartbeatMs': int(13, 14),
+  'cluster.leaseDurationMs': int(15, 16),
+  'cluster.maxDispatchAttempts': int(3, 4),
+  'eventLog.maxPayloadBytes': int(1024, 2048),
+  'cache.ttlDays': int(7, 14),
+  'cache.userQuotaBytes': int(1_000_000, 2_000_000),
+  'agent.maxReconnectDelayMs': int(17, 18),
+  'orchestrator.provenanceIssuer': urlField(9, 10),
+  'orchestrator.signerKind': enumField('aws-kms', 'command', 'hsm'),
+  'orchestrator.kms.keyArn': str('arn:aws:kms:us-east-1:1:key/a', 'arn:aws:kms:us-east-1:1:key/b'),
+  'orchestrator.kms.region': str('us-east-1', 'us-west-2', 7),
+  'orchestrator.kms.accessKeyId': str('AKIAFILE', 'AKIAENV'),
+  'orchestrator.kms.secretAccessKey': str('secret-file', 'secret-env', false),
+  'orchestrator.kms.endpoint': urlField(11, 12),
+  'orchestrator.signerCommand': str('/usr/bin/sign-a', '/usr/bin/sign-b'),
+  'relay.port': portField(7801, 7802),
+  'relay.databaseUrl': { file: 'postgres://r@127.0.0.1/relay', env: 'postgres://s@127.0.0.1/relay', envValue: 'postgres://s@127.0.0.1/relay', badFile: 42, badEnv: 'sqlite:relay.db' },
+  dataDir: str('/data/a', '/data/b'),
+  'metrics.port': portField(9100, 9101),
+  sealedSecretsRetryBackoffMs: int(19, 20),
+  'plugins.modules': { file: ['./a.ts'], env: 'pkg-b, ./c.ts', envValue: ['pkg-b', './c.ts'], badFile: [1], badEnv: null },
+  'plugins.config': {
+    file: { 'provider:github': { appId: 1 } },
+    env: '{"provider:github":{"appId":2}}',
+    envValue: { 'provider:github': { appId: 2 } },
+    badFile: { Bad: {} },
+    badEnv: 'not json',
+  },
+};
+
+t.test('the field table covers every schema field and env table entry', async (t) => {
+  const schemaLeaves = leaves(SvcConfig).sort();
+  t.same(Object.keys(FIELDS).sort(), schemaLeaves, 'one case per field');
+  for (const leaf of schemaLeaves) t.ok(CONFIG_ENV_BY_PATH.get(leaf), `${leaf} has an env name`);
+  t.equal(Object.keys(CONFIG_ENV).length, schemaLeaves.length, 'no env name without a field');
+});
+
+t.test('spec env names map to their paths', async (t) => {
+  const expected: Record<string, string> = {
+    SVC_DATABASE_URL: 'database.url',
+    SVC_SERVER_PORT: 'server.port',
+    SVC_ORCHESTRATOR_SIGNER_KIND: 'orchestrator.signerKind',
+    SVC_ORCHESTRATOR_KMS_KEY_ARN: 'orchestrator.kms.keyArn',
+    SVC_ORCHESTRATOR_KMS_REGION: 'orchestrator.kms.region',
+    SVC_ORCHESTRATOR_KMS_ACCESS_KEY_ID: 'orchestrator.kms.accessKeyId',
+    SVC_ORCHESTRATOR_KMS_SECRET_ACCESS_KEY: 'orchestrator.kms.secretAccessKey',
+    SVC_SECRET_KEY: 'secrets.key',
+    SVC_SECRET_KEY_FILE: 'secrets.keyFile',
+    SVC_SECRET_KEY_OLD: 'secrets.keyOld',
+    SVC_SECRET_KEY_FILE_OLD: 'secrets.keyFileOld',
+    SVC_STORAGE_FS_PATH: 'storage.fsPath',
+    SVC_STORAGE_FORCE_PATH_STYLE: 'storage.forcePathStyle',
+    SVC_STORAGE_UPLOAD_ENDPOINT: 'storage.uploadEndpoint',
+    SVC_STORAGE_EXTERNAL_ENDPOINT: 'storage.externalEndpoint',
+    SVC_PLATFORM_URL: 'platform.url',
+    SVC_PLATFORM_TOKEN: 'platform.token',
+    SVC_RELAY_PORT: 'relay.port',
+    SVC_RELAY_DATABASE_URL: 'relay.databaseUrl',
+    SVC_DATA_DIR: 'dataDir',
+    SVC_METRICS_PORT: 'metrics.port',
+    SVC_AGENT_MAX_RECONNECT_DELAY_MS: 'agent.maxReconnectDelayMs',
+    SVC_CACHE_TTL_DAYS: 'cache.ttlDays',
+    SVC_USER_CACHE_QUOTA_BYTES: 'cache.userQuotaBytes',
+    SVC_ORCHESTRATOR_PROVENANCE_ISSUER: 'orchestrator.provenanceIssuer',
+    SVC_ORCHESTRATOR_SIGNER_COMMAND: 'orchestrator.signerCommand',
+    SVC_SEALED_SECRETS_RETRY_BACKOFF_MS: 'sealedSecretsRetryBackoffMs',
+  };
+  for (const [name, dotPath] of Object.entries(expected)) t.equal(CONFIG_ENV[name], dotPath, name);
+});
+
+t.test('defaults', async (t) => {
+  const { config, sources } = await loadConfig({ env: {} });
+  t.equal(config.server.port, 7700);
+  t.equal(config.relay.port, 7800);
+  t.equal(config.dataDir, './.svc-data');
+  t.equal(config.cluster.maxDispatchAttempts, 5);
+  t.equal(config.cluster.leaseDurationMs, 60_000);
+  t.equal(config.eventLog.maxPayloadBytes, 5 * 1024 * 1024);
+  t.equal(config.cache.ttlDays, 30);
+  t.equal(config.agent.maxReconnectDelayMs, 60_000);
+  t.equal(config.orchestrator.signerKind, 'db');
+  t.equal(config.sealedSecretsRetryBackoffMs, 60_000);
+  t.equal(config.storage.type, 'filesystem');
+  t.same(config.plugins, { modules: [], config: {} });
+  t.equal(config.database.url, undefined);
+  t.equal(sources.get('server.port'), 'defaults');
+  t.notOk(sources.has('server'), 'sources lists leaves only');
+  t.ok(compileSchema(SvcConfig).check(configDefaults()), 'defaults satisfy the schema');
+  t.ok(Object.isFrozen(config.server), 'config is frozen');
+});
+
+for (const [dotPath, c] of Object.entries(FIELDS)) {
+  const envName = CONFIG_ENV_BY_PATH.get(dotPath)!;
+  t.test(`field ${dotPath}`, async (t) => {
+    const defaults = await loadConfig({ env: {} });
+    t.same(getPath(defaults.config, dotPath), getPath(configDefaults(), dotPath), 'default');
+
+    const file = await writeYaml(nest(dotPath, c.file));
+    const fromFile = await loadConfig({ env: { SVC_CONFIG_FILE: file } });
+    t.same(getPath(fromFile.config, dotPath), c.file, 'file beats default');
+    const fileLayer = dotPath === 'plugins.config' ? `${dotPath}.provider:github` : dotPath;
+    t.equal(fromFile.sources.get(fileLayer), `file ${file}`, 'source is the file');
+
+    const fromEnv = await loadConfig({ env: { SVC_CONFIG_FILE: file, [envName]: c.env } });
+    t.same(getPath(fromEnv.config, dotPath), c.envValue, 'env beats file');
+    t.equal(fromEnv.sources.get(fileLayer), `env ${envName}`, 'source is the env var');
+
+    const badFile = await writeYaml(nest(dotPath, c.badFile));
+    const fileError = await loadConfig({ env: { SVC_CONFIG_FILE: badFile } }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    t.ok(fileError instanceof InputError, 'bad file value refused');
+    const fe = fileError as InputError;
+    t.equal(fe.code, 'SVC_ERR_CONFIG_INVALID');
+    t.match(fe.message, `config ${dotPath}`, 'names the path');
+    t.match(fe.message, `(from file ${badFile})`, 'names the file');
+
+    if (c.badEnv !== null) {
+      const envError = await loadConfig({ env: { SVC_CONFIG_FILE: file, [envName]: c.badEnv } }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      t.ok(envError instanceof InputError, 'bad env value refused');
+      const ee = envError as InputError;
+      t.equal(ee.code, 'SVC_ERR_CONFIG_INVALID');
+      t.match(ee.message, `config ${dotPath}`, 'names the path');
+      t.match(ee.message, `(from env ${envName})`, 'names the variable');
+      t.notMatch(ee.message, `file ${file}`, 'the good file value is not blamed');
+    }
+  });
+}
+
+t.test('refusal message format', async (t) => {
+  await t.rejects(loadConfig({ env: { SVC_SERVER_PORT: '70000' } }), {
+    code: 'SVC_ERR_CONFIG_INVALID',
+    message: 'config server.port: must be <= 65535 (from env SVC_SERVER_PORT)',
+  });
+  await t.rejects(loadConfig({ env: { SVC_STORAGE_TYPE: 'gcs' } }), {
+    message: 'config storage.type: must be one of filesystem, s3 (from env SVC_STORAGE_TYPE)',
+  });
+  const error = (await loadConfig({ env: { SVC_SERVER_PORT: 'x', SVC_RELAY_PORT: '0' } }).catch((e: unknown) => e)) as InputError;
+  t.match(error.message, 'server.port');
+  t.match(error.message, 'relay.port', 'all problems reported at once');
+  const issues = (error.details as { issues: { path: string; layer: string }[] }).issues;
+  t.same(issues.map((i) => [i.path, i.layer]).sort(), [
+    ['relay.port', 'env SVC_RELAY_PORT'],
+    ['server.port', 'env SVC_SERVER_PORT'],
+  ]);
+});
+
+t.test('secret values are not echoed in refusals', async (t) => {
+  const error = (await loadConfig({ env: { SVC_BOOTSTRAP_ADMIN_TOKEN: 'tiny-secret', SVC_CLUSTER_JOIN_TOKEN: 'tiny-join' } }).catch((e: unknown) => e)) as InputError;
+  t.match(error.message, 'secrets.bootstrapAdminToken');
+  t.notMatch(error.message, 'tiny-secret');
+  t.notMatch(error.message, 'tiny-join');
+});
+
+t.test('unknown SVC_ variables', async (t) => {
+  await t.rejects(loadConfig({ env: { SVC_SERVR_PORT: '1' } }), {
+    code: 'SVC_ERR_CONFIG_INVALID',
+    message: /unknown setting SVC_SERVR_PORT \(did you mean SVC_SERVER_PORT\?\) \(from env SVC_SERVR_PORT\)/,
+  });
+  await t.rejects(loadConfig({ env: { SVC_COMPLETELY_DIFFERENT_THING_HERE: '1' } }), { message: /unknown setting SVC_COMPLETELY_DIFFERENT_THING_HERE \(from/ });
+  const ok = await loadConfig({
+    env: {
+      SVC_AGENT_TOKEN: 't',
+      SVC_AGENT_LABELS: 'a,b',
+      SVC_AGENT_ID: 'x',
+      SVC_ORCHESTRATOR_URL: 'ws://127.0.0.1:1',
+      SVC_TEST_DATABASE_URL: 'postgres://x',
+      SVC_MY_TOOL_FLAG: '1',
+      OTHER: 'ignored',
+      PATH: '/bin',
+    },
+    nonConfigEnv: ['SVC_MY_TOOL_FLAG'],
+  });
+  t.equal(ok.config.server.port, 7700, 'non-config SVC_ names and non-SVC names are ignored');
+  const empty = await loadConfig({ env: { SVC_SERVER_PORT: '', SVC_CONFIG_FILE: '' } });
+  t.equal(empty.config.server.port, 7700, 'an empty variable counts as unset');
+});
+
+t.test('YAML file problems', async (t) => {
+  const syntax = await writeYaml('server:\n  port: 8000\n  basePath: [unclosed\n');
+  await t.rejects(loadConfig({ env: { SVC_CONFIG_FILE: syntax } }), {
+    code: 'SVC_ERR_CONFIG_INVALID',
+    message: new RegExp(`YAML syntax error at line \\d+, column \\d+: .*\\(from file ${syntax.replace(/[.]/g, '\\.')}\\)`),
+  });
+  const tab = await writeYaml('server:\n  port: 8000\n bad: indentation\n');
+  await t.rejects(loadConfig({ env: { SVC_CONFIG_FILE: tab } }), { message: /line 3/ });
+
+  const unknown = await writeYaml({ server: { port: 8000, prot: 1 }, storage: { nested: { deep: true } }, stray: 1 });
+  const error = (await loadConfig({ env: { SVC_CONFIG_FILE: unknown } }).catch((e: unknown) => e)) as InputError;
+  t.match(error.message, `config server.prot: unknown field (from file ${unknown})`);
+  t.match(error.message, `config storage.nested: unknown field (from file ${unknown})`);
+  t.match(error.message, `config stray: unknown field (from file ${unknown})`);
+
+  const dup = await writeYaml('server:\n  port: 1\n  port: 2\n');
+  await t.rejects(loadConfig({ env: { SVC_CONFIG_FILE: dup } }), { message: /YAML syntax error at line 3/ });
+
+  const list = await writeYaml('- a\n- b\n');
+  await t.rejects(loadConfig({ env: { SVC_CONFIG_FILE: list } }), { message: /must hold a mapping/ });
+
+  const section = await writeYaml('server: 5\n');
+  await t.rejects(loadConfig({ env: { SVC_CONFIG_FILE: section } }), { message: `config server: must be object (from file ${section})` });
+
+  const proto = await writeYaml('__proto__:\n  polluted: true\nserver:\n  port: 8000\n');
+  await t.rejects(loadConfig({ env: { SVC_CONFIG_FILE: proto } }), { message: /config __proto__: unknown field/ });
+  t.equal(({} as Record<string, unknown>)['polluted'], undefined, 'no prototype pollution');
+
+  const empty = await writeYaml('');
+  t.equal((await loadConfig({ env: { SVC_CONFIG_FILE: empty } })).config.server.port, 7700, 'empty file is no settings');
+
+  await t.rejects(loadConfig({ env: { SVC_CONFIG_FILE: path.join(dir, 'missing.yaml') } }), {
+    code: 'SVC_ERR_CONFIG_FILE_UNREADABLE',
+    message: /missing\.yaml \(named by SVC_CONFIG_FILE\) does not exist/,
+  });
+  const sub = path.join(dir, 'a-directory');
+  await mkdir(sub);
+  await t.rejects(loadConfig({ env: { SVC_CONFIG_FILE: sub } }), { code: 'SVC_ERR_CONFIG_FILE_UNREADABLE', message: /is a directory/ });
+});
+
+t.test('relative SVC_CONFIG_FILE resolves against cwd', async (t) => {
+  const file = await writeYaml({ server: { port: 8123 } });
+  const loaded = await loadConfig({ env: { SVC_CONFIG_FILE: path.basename(file) }, cwd: dir });
+  t.equal(loaded.config.server.port, 8123);
+  t.equal(loaded.file, file);
+});
+
+t.test('merging keeps sibling values from lower layers', async (t) => {
+  const file = await writeYaml({ storage: { type: 's3', bucket: 'from-file' }, plugins: { config: { 'storage:s3': { a: 1 } } } });
+  const { config, sources } = await loadConfig({
+    env: { SVC_CONFIG_FILE: file, SVC_STORAGE_BUCKET: 'from-env', SVC_PLUGINS_CONFIG: '{"provider:git":{"b":2}}' },
+  });
+  t.equal(config.storage.type, 's3');
+  t.equal(config.storage.bucket, 'from-env');
+  t.equal(config.storage.forcePathStyle, false);
+  t.same(config.plugins.config, { 'storage:s3': { a: 1 }, 'provider:git': { b: 2 } });
+  t.equal(sources.get('storage.type'), `file ${file}`);
+  t.equal(sources.get('storage.forcePathStyle'), 'defaults');
+});
+
+t.test('shared config layer sits between defaults and the file', async (t) => {
+  const file = await writeYaml({ queue: { maxDepth: 50 } });
+  const { config, sources } = await loadConfig({
+    env: { SVC_CONFIG_FILE: file, SVC_QUEUE_TIMEOUT_MS: '77' },
+    shared: { version: 3, config: { queue: { maxDepth: 40, timeoutMs: 30 }, lockfileCache: { max: 9 } } },
+  });
+  t.equal(config.queue.maxDepth, 50);
+  t.equal(config.queue.timeoutMs, 77);
+  t.equal(config.lockfileCache.max, 9);
+  t.equal(sources.get('lockfileCache.max'), 'shared config v3');
+  await t.rejects(loadConfig({ env: {}, shared: { version: 4, config: { queue: { maxDepth: -1 } } } }), {
+    message: 'config queue.maxDepth: must be >= 1 (from shared config v4)',
+  });
+  await t.rejects(loadConfig({ env: {}, shared: { version: 5, config: [] } }), { message: /from shared config v5/ });
+});
+
+t.test('overlay schema: everything optional, still strict', async (t) => {
+  const overlay = compileSchema(SvcConfigOverlay);
+  t.ok(overlay.check({}));
+  t.ok(overlay.check({ server: { port: 1 } }));
+  t.ok(overlay.check({ plugins: { config: { 'provider:github': { x: 1 } } } }));
+  t.notOk(overlay.check({ server: { port: 0 } }));
+  t.notOk(overlay.check({ server: { other: 1 } }));
+  t.notOk(overlay.check({ plugins: { config: { nokind: {} } } }));
+});
