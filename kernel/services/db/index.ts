@@ -1,0 +1,29 @@
+// The database service: one import for every database feature.
+export { DatabaseRowError, checkDatabaseUrl, redactUrl, unavailableError } from './errors.ts';
+export { startEmbeddedPostgres, type EmbeddedPostgresOptions, type EmbeddedPostgresServer } from './embedded.ts';
+export {
+  createDatabase,
+  describeQuery,
+  ensureDatabaseExists,
+  resolveDatabase,
+  rowValidationInterceptor,
+  sql,
+  sqlTyped,
+  typed,
+  type DatabaseOptions,
+  type DatabasePool,
+  type ResolveDatabaseOptions,
+  type ResolvedDatabase,
+  type RowSchema,
+} from './pool.ts';
+export { migrate, migrationLockKey, readMigrations, type MigrateOptions, type MigrateResult, type Migration } from './migrate.ts';
+export {
+  MAX_NOTIFY_PAYLOAD_BYTES,
+  checkChannel,
+  createListener,
+  notify,
+  type GapHandler,
+  type Listener,
+  type ListenerOptions,
+  type NotificationHandler,
+} from './listen.ts';

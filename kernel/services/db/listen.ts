@@ -1,0 +1,222 @@
+// LISTEN/NOTIFY. slonik has no LISTEN API, so one raw pg client per listener holds the
+// subscriptions; it reconnects with capped backoff and re-LISTENs. Notifications sent while it
+// was disconnected are lost: subscribers hear about the gap and re-read what they watch.
+import pg from 'pg';
+import type { Logger } from 'pino';
+import { sql, type CommonQueryMethods } from 'slonik';
+import { InputError, messageOf } from '../errors.ts';
+import { checkDatabaseUrl, redactUrl, unavailableError } from './errors.ts';
+
+export type NotificationHandler = (payload: string, channel: string) => void;
+export type GapHandler = (channels: readonly string[]) => void;
+
+export interface ListenerOptions {
+  url: string;
+  logger: Logger;
+  /** First reconnect delay (default 100 ms); doubles per failure up to maxBackoffMs. */
+  minBackoffMs?: number;
+  /** Default 5 s. */
+  maxBackoffMs?: number;
+}
+
+export interface Listener {
+  /** Subscribes; the first handler of a channel issues LISTEN. Resolves once LISTEN ran (or will run on reconnect). */
+  listen(channel: string, handler: NotificationHandler): Promise<void>;
+  /** Removes one handler, or all of the channel's; the last one issues UNLISTEN. */
+  unlisten(channel: string, handler?: NotificationHandler): Promise<void>;
+  /** Called after each reconnect with the channels re-LISTENed: notifications may have been missed. */
+  onGap(handler: GapHandler): () => void;
+  readonly connected: boolean;
+  close(): Promise<void>;
+}
+
+/** PostgreSQL's default maximum NOTIFY payload is 8000 bytes. */
+export const MAX_NOTIFY_PAYLOAD_BYTES = 7999;
+
+export function checkChannel(channel: unknown): string {
+  if (typeof channel !== 'string' || channel === '' || Buffer.byteLength(channel) > 63 || channel.includes('\0')) {
+    throw new InputError('SVC_ERR_DB_CHANNEL_INVALID', 'a notification channel must be a non-empty string of at most 63 bytes');
+  }
+  return channel;
+}
+
+/** Connects and returns a listener; fails with SVC_ERR_DB_UNAVAILABLE when the first connect fails. */
+export async function createListener(options: ListenerOptions): Promise<Listener> {
+  checkDatabaseUrl(options.url);
+  const logger = options.logger.child({ component: 'db-listen' });
+  const minBackoff = Math.max(1, options.minBackoffMs ?? 100);
+  const maxBackoff = Math.max(minBackoff, options.maxBackoffMs ?? 5_000);
+  const channels = new Map<string, Set<NotificationHandler>>();
+  const gapHandlers = new Set<GapHandler>();
+  let client: pg.Client | undefined;
+  let closed = false;
+  let timer: NodeJS.Timeout | undefined;
+  let failures = 0;
+
+  const dispatch = (message: pg.Notification): void => {
+    const handlers = channels.get(message.channel);
+    if (handlers === undefined) return;
+    for (const handler of [...handlers]) {
+      try {
+        handler(message.payload ?? '', message.channel);
+      } catch (error) {
+        logger.error({ err: error, channel: message.channel }, 'notification handler failed');
+      }
+    }
+  };
+
+  const open = async (): Promise<pg.Client> => {
+    const next = new pg.Client({
+      connectionString: options.url,
+      keepAlive: true,
+      connectionTimeoutMillis: 10_000,
+      application_name: 'svc-listen',
+    });
+    let lost = false;
+    const onLost = (error?: Error): void => {
+      if (lost) return;
+      lost = true;
+      if (client === next) handleLoss(error);
+    };
+    next.on('error', onLost);
+    next.on('end', () => onLost());
+    next.on('notification', dispatch);
+    try {
+      await next.connect();
+      for (const channel of channels.keys()) await next.query(`listen ${next.escapeIdentifier(channel)}`);
+    } catch (error) {
+      lost = true;
+      await next.end().catch(() => undefined);
+      throw error;
+    }
+    return next;
+  };
+
+  const handleLoss = (error?: Error): void => {
+    client = undefined;
+    if (closed) return;
+    logger.warn({ err: error, url: redactUrl(options.url) }, 'notification connection lost; reconnecting');
+    schedule();
+  };
+
+  const schedule = (): void => {
+    if (closed || timer !== undefined) return;
+    const delay = Math.min(maxBackoff, minBackoff * 2 ** Math.min(failures, 20));
+    const jittered = Math.round(delay * (0.8 + Math.random() * 0.4));
+    timer = setTimeout(() => {
+      timer = undefined;
+      void reconnect();
+    }, jittered);
+  };
+
+  const reconnect = async (): Promise<void> => {
+    if (closed) return;
+    let next: pg.Client;
+    try {
+      next = await open();
+    } catch (error) {
+      failures += 1;
+      logger.warn({ err: error, attempt: failures }, 'notification reconnect failed');
+      schedule();
+      return;
+    }
+    if (closed) {
+      await next.end().catch(() => undefined);
+      return;
+    }
+    client = next;
+    failures = 0;
+    const listened = [...channels.keys()];
+    logger.info({ channels: listened }, 'notification connection re-established');
+    for (const handler of [...gapHandlers]) {
+      try {
+        handler(listened);
+      } catch (error) {
+        logger.error({ err: error }, 'gap handler failed');
+      }
+    }
+  };
+
+  try {
+    client = await open();
+  } catch (cause) {
+    throw unavailableError(options.url, cause);
+  }
+
+  return {
+    get connected() {
+      return client !== undefined;
+    },
+    async listen(channel, handler) {
+      checkChannel(channel);
+      if (closed) throw new InputError('SVC_ERR_DB_LISTENER_CLOSED', 'this listener is closed');
+      if (typeof handler !== 'function') throw new InputError('SVC_ERR_DB_LISTENER_HANDLER', 'listen needs a handler function');
+      let handlers = channels.get(channel);
+      if (handlers === undefined) {
+        handlers = new Set();
+        channels.set(channel, handlers);
+      }
+      const first = handlers.size === 0;
+      handlers.add(handler);
+      const current = client;
+      if (first && current !== undefined) {
+        try {
+          await current.query(`listen ${current.escapeIdentifier(channel)}`);
+        } catch (error) {
+          // A connection lost mid-call re-LISTENs every channel on reconnect.
+          if (client === current) throw error;
+          logger.debug({ err: messageOf(error), channel }, 'LISTEN deferred to reconnect');
+        }
+      }
+    },
+    async unlisten(channel, handler) {
+      checkChannel(channel);
+      const handlers = channels.get(channel);
+      if (handlers === undefined) return;
+      if (handler === undefined) handlers.clear();
+      else handlers.delete(handler);
+      if (handlers.size > 0) return;
+      channels.delete(channel);
+      const current = client;
+      if (current !== undefined) {
+        await current.query(`unlisten ${current.escapeIdentifier(channel)}`).catch((error: unknown) => {
+          if (client === current) throw error;
+        });
+      }
+    },
+    onGap(handler) {
+      gapHandlers.add(handler);
+      return () => {
+        gapHandlers.delete(handler);
+      };
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      if (timer !== undefined) clearTimeout(timer);
+      timer = undefined;
+      const current = client;
+      client = undefined;
+      channels.clear();
+      gapHandlers.clear();
+      if (current !== undefined) await current.end().catch(() => undefined);
+    },
+  };
+}
+
+/**
+ * NOTIFY through a slonik connection. Inside `pool.transaction(async (tx) => { ...; await notify(tx, ...) })`
+ * it is delivered only if the transaction commits, so insert and notification are one unit.
+ */
+export async function notify(connection: CommonQueryMethods, channel: string, payload: string | object = ''): Promise<void> {
+  checkChannel(channel);
+  const text = typeof payload === 'string' ? payload : JSON.stringify(payload);
+  if (typeof text !== 'string') throw new InputError('SVC_ERR_DB_NOTIFY_PAYLOAD', 'a notification payload must be a string or a JSON-serialisable object');
+  if (Buffer.byteLength(text) > MAX_NOTIFY_PAYLOAD_BYTES) {
+    throw new InputError(
+      'SVC_ERR_DB_NOTIFY_PAYLOAD',
+      `a notification payload must be under 8000 bytes (got ${Buffer.byteLength(text)}); send an id and let listeners read the row`,
+    );
+  }
+  await connection.query(sql.unsafe`select pg_notify(${channel}, ${text})`);
+}
