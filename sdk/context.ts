@@ -1,0 +1,177 @@
+// Types of what workflow code sees at run time: the step context, the rule/filter context and
+// the hook context. Their real runtime is the agent's step runner; createTestStepContext gives a
+// local one for unit tests.
+
+export type MaybePromise<T> = T | Promise<T>;
+
+export type MatrixValue = string | number | boolean;
+/** Step outputs seen so far in a job, keyed by step name. */
+export type OutputsMap = { readonly [step: string]: object };
+/** What a step that cannot know its predecessors sees (array form of `steps`). */
+export type AnyOutputs = { readonly [step: string]: Readonly<Record<string, unknown>> };
+export type MatrixCombination = { readonly [axis: string]: MatrixValue };
+export type InputValue = string | number | boolean;
+
+export interface ShellResult {
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly exitCode: number;
+}
+
+export interface ShellOptions {
+  readonly cwd?: string;
+  /** Merged over the step environment. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** `false` resolves with the result on a non-zero exit instead of rejecting. Default true. */
+  readonly reject?: boolean;
+  readonly input?: string;
+  /** Milliseconds. */
+  readonly timeout?: number;
+}
+
+/** A value interpolated into `ctx.$`: always one argument (an array: one argument per item). */
+export type ShellValue = string | number | readonly (string | number)[];
+
+/**
+ * Runs a program without a shell: the template's text is split on spaces into arguments and
+ * each `${value}` becomes exactly one argument, so metacharacters in values are inert.
+ */
+export interface Shell {
+  (template: TemplateStringsArray, ...values: readonly ShellValue[]): Promise<ShellResult>;
+  (options: ShellOptions): Shell;
+}
+
+export interface StepLogger {
+  info(message: string, fields?: Readonly<Record<string, unknown>>): void;
+  warn(message: string, fields?: Readonly<Record<string, unknown>>): void;
+  error(message: string, fields?: Readonly<Record<string, unknown>>): void;
+}
+
+export interface SecretsApi {
+  /** `KEY` or a qualified `<context>:<KEY>`; `undefined` when not granted. */
+  get(key: string): string | undefined;
+}
+
+export interface EmitResult {
+  readonly deliveryId?: string;
+}
+
+export interface CacheRestoreOptions {
+  readonly paths: readonly string[];
+  readonly restoreKeys?: readonly string[];
+}
+export interface CacheRestoreResult {
+  readonly hit: boolean;
+  readonly matchedKey?: string;
+}
+export interface CacheApi {
+  restore(key: string, options: CacheRestoreOptions): Promise<CacheRestoreResult>;
+  save(key: string, paths: readonly string[]): Promise<{ readonly saved: boolean }>;
+}
+
+export interface ArtifactsApi {
+  upload(name: string, paths: readonly string[]): Promise<{ readonly name: string; readonly sizeBytes: number }>;
+  download(name: string, destination: string): Promise<{ readonly path: string }>;
+}
+
+export type OidcTokenResult =
+  | { readonly token: string; readonly expiresIn: number; readonly deferred?: undefined }
+  | { readonly deferred: true; readonly code: string };
+
+export interface OidcApi {
+  token(options: { readonly audience: string }): Promise<OidcTokenResult>;
+}
+
+export interface ProvenanceSubject {
+  /** Artifact path relative to the repository root. */
+  readonly path: string;
+}
+export interface AttestProvenanceOptions {
+  readonly subjects: readonly ProvenanceSubject[];
+  /** Extra predicate fields recorded in the statement. */
+  readonly predicate?: Readonly<Record<string, unknown>>;
+}
+export interface AttestProvenanceResult {
+  /** Bundle file written next to the artifact (`<artifact>.svc.json`). */
+  readonly bundlePaths: readonly string[];
+  /** True when the token was deferred and the statement frozen for later fulfilment. */
+  readonly deferred: boolean;
+}
+
+/** The normalized event a run was created for (the orchestrator's normalization). */
+export interface SdkEvent {
+  readonly type: string;
+  readonly action?: string;
+  readonly branch?: string;
+  readonly tag?: string;
+  readonly sha?: string;
+  readonly repository?: string;
+  readonly sender?: string;
+  readonly payload?: unknown;
+  readonly [field: string]: unknown;
+}
+
+/** What rules, skip predicates, workflow filters and dynamic generators see. */
+export interface RuleContext {
+  readonly event: SdkEvent;
+  /** Repository-relative paths changed by the event; empty when unknown. */
+  readonly changedFiles: readonly string[];
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly $: Shell;
+  readonly inputs: Readonly<Record<string, InputValue>>;
+}
+
+export interface StepContext<Prev extends OutputsMap = AnyOutputs, M extends MatrixCombination = MatrixCombination>
+  extends RuleContext {
+  /** Current environment (process env plus setEnv/addPath changes). */
+  readonly env: Readonly<Record<string, string | undefined>>;
+  setEnv(key: string, value: string): void;
+  /** Prepends a directory to PATH for later commands. */
+  addPath(dir: string): void;
+  /** Outputs of an earlier step of this job. */
+  outputsOf<K extends keyof Prev & string>(step: K): Prev[K];
+  /** Outputs of a job this job needs. */
+  jobOutputs(job: string): Readonly<Record<string, unknown>> | undefined;
+  /** An output whose value is masked in logs and stored sealed. */
+  setSecretOutput(key: string, value: string): void;
+  readonly secrets: SecretsApi;
+  emit(name: string, payload?: unknown): Promise<EmitResult>;
+  readonly log: StepLogger;
+  /** A new empty directory, removed when the job ends. */
+  mktemp(): Promise<string>;
+  /** A new empty file, removed when the job ends. */
+  mktempFile(options?: { readonly suffix?: string }): Promise<string>;
+  readonly isTestRun: boolean;
+  readonly cache: CacheApi;
+  readonly artifacts: ArtifactsApi;
+  readonly svc: { readonly oidc: OidcApi };
+  attestProvenance(options: AttestProvenanceOptions): Promise<AttestProvenanceResult>;
+  readonly matrix: Readonly<M>;
+  readonly repoRoot: string;
+}
+
+/** Hook outcome metadata (`ctx.outcome`). */
+export interface Outcome {
+  readonly status: 'cancelled' | 'success' | 'failed';
+  readonly reason?: string;
+  readonly failedStep?: string;
+  readonly stepOutputs: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
+  /** Milliseconds. */
+  readonly duration: number;
+}
+
+export interface HookContext<M extends MatrixCombination = MatrixCombination> extends StepContext<AnyOutputs, M> {
+  readonly outcome: Outcome;
+}
+
+export interface StepHookContext<M extends MatrixCombination = MatrixCombination> extends StepContext<AnyOutputs, M> {
+  readonly step: {
+    readonly name: string;
+    /** Present in afterStep. */
+    readonly status?: 'success' | 'failed' | 'skipped' | 'cancelled';
+  };
+}
+
+export type HookFn<C> = (ctx: C) => MaybePromise<void>;
+/** A hook: a function, or `{ run, timeout }` with `timeout` in milliseconds (default 5 minutes). */
+export type Hook<C> = HookFn<C> | { readonly run: HookFn<C>; readonly timeout?: number };

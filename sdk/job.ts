@@ -1,0 +1,151 @@
+// Jobs: scheduling metadata (runsOn labels, needs, matrix, contexts, …) plus steps and hooks.
+// A dynamic job is a generator evaluated on an agent at run time; its jobs are not in the lock.
+import type { Approval } from './approval.ts';
+import type {
+  Hook,
+  HookContext,
+  MatrixCombination,
+  MatrixValue,
+  MaybePromise,
+  RuleContext,
+  StepContext,
+  StepHookContext,
+} from './context.ts';
+import type { Rule } from './rules.ts';
+import { isStepChain, steps as startChain, type Step, type StepChain } from './step.ts';
+
+/** Static matrix: axis name → values. Every combination becomes one job instance. */
+export type MatrixDefinition = { readonly [axis: string]: readonly MatrixValue[] };
+/** Dynamic matrix: computed on the agent at run time. */
+export type MatrixGenerator = (ctx: RuleContext) => MaybePromise<{ readonly [axis: string]: readonly MatrixValue[] }>;
+
+/** One combination of a static matrix definition. */
+export type MatrixOf<D> = D extends MatrixGenerator
+  ? MatrixCombination
+  : { readonly [K in keyof D]: D[K] extends readonly (infer V)[] ? V : never };
+
+export interface Concurrency {
+  /** Runs sharing a group are limited together; a function is evaluated at run time. */
+  readonly group?: string | ((ctx: RuleContext) => MaybePromise<string>);
+  /** Cancel the running member of the group when a new one starts. Default false. */
+  readonly cancelInProgress?: boolean;
+  /** At most this many at once in the group. */
+  readonly max?: number;
+}
+
+export interface ContainerOptions {
+  readonly image: string;
+  /** Extra runtime arguments, one per item. */
+  readonly options?: readonly string[];
+}
+
+export interface CheckoutOptions {
+  /** Commits to fetch; 0 for full history. Default 1. */
+  readonly depth?: number;
+  readonly submodules?: boolean;
+  readonly lfs?: boolean;
+}
+
+/** Soft placement among agents that carry every `runsOn` label. */
+export interface Routing {
+  readonly prefer?: readonly string[];
+  readonly avoid?: readonly string[];
+}
+
+export type JobHooks<M extends MatrixCombination> = {
+  readonly onCancel?: Hook<HookContext<M>>;
+  readonly cleanup?: Hook<HookContext<M>>;
+  readonly onSuccess?: Hook<HookContext<M>>;
+  readonly onFailure?: Hook<HookContext<M>>;
+  readonly beforeStep?: Hook<StepHookContext<M>>;
+  readonly afterStep?: Hook<StepHookContext<M>>;
+};
+
+interface JobCommon<Needs extends string, M extends MatrixCombination> extends JobHooks<M> {
+  /** Needed only when `jobs` is an array; in the record form the key is the name. */
+  readonly name?: string;
+  /** Label matchers an agent must all carry (`linux`, `kici:os:linux`, `gpu*`, `!spot`). */
+  readonly runsOn: string | readonly string[];
+  readonly needs?: readonly Needs[];
+  readonly context?: string;
+  readonly contexts?: readonly string[];
+  readonly concurrency?: Concurrency;
+  readonly container?: string | ContainerOptions;
+  /** `false` skips the source checkout. */
+  readonly checkout?: boolean | CheckoutOptions;
+  /** Seconds between the cancel request and the kill signal. */
+  readonly gracePeriod?: number;
+  /** Milliseconds. */
+  readonly timeout?: number;
+  readonly routing?: Routing;
+  readonly rules?: readonly Rule[];
+  readonly approval?: Approval;
+}
+
+export type JobSteps<M extends MatrixCombination> =
+  | readonly Step[]
+  | StepChain<any, M>
+  | ((s: StepChain<{}, M>) => StepChain<any, M>);
+
+export interface JobOptions<Needs extends string, D extends MatrixDefinition | MatrixGenerator>
+  extends JobCommon<Needs, MatrixOf<D>> {
+  readonly matrix?: D;
+  /** Job outputs, computed from step outputs when the job ends; read by later jobs with jobOutputs. */
+  readonly outputs?: (ctx: StepContext) => MaybePromise<Readonly<Record<string, unknown>>>;
+  readonly steps: JobSteps<MatrixOf<D>>;
+}
+
+export interface DynamicJobsOptions<Needs extends string> extends JobCommon<Needs, MatrixCombination> {
+  /** Runs on an agent at run time and returns the jobs to add to the run. */
+  readonly generate: (ctx: StepContext) => MaybePromise<Readonly<Record<string, Job>> | readonly Job[]>;
+}
+
+export interface Job<Needs extends string = string> {
+  readonly kind: 'svc.job';
+  readonly dynamic: boolean;
+  readonly options: JobCommon<string, any> & {
+    readonly matrix?: MatrixDefinition | MatrixGenerator;
+    readonly outputs?: (ctx: StepContext) => MaybePromise<Readonly<Record<string, unknown>>>;
+    readonly generate?: (ctx: StepContext) => MaybePromise<Readonly<Record<string, Job>> | readonly Job[]>;
+  };
+  /** Steps in order (empty for a dynamic job). */
+  readonly steps: readonly Step[];
+  /** Type-only: names this job needs. */
+  readonly __needs?: Needs;
+}
+
+function resolveSteps(value: unknown): readonly Step[] {
+  if (typeof value === 'function') {
+    const chain: unknown = (value as (s: StepChain) => unknown)(startChain());
+    if (!isStepChain(chain)) return [chain as Step]; // reported by the compiler as an invalid step
+    return chain.list;
+  }
+  if (isStepChain(value)) return value.list;
+  if (Array.isArray(value)) return Object.freeze([...(value as Step[])]);
+  return [];
+}
+
+export function job<const Needs extends string = never, const D extends MatrixDefinition | MatrixGenerator = {}>(
+  options: JobOptions<Needs, D>,
+): Job<Needs> {
+  return Object.freeze({
+    kind: 'svc.job',
+    dynamic: false,
+    options: Object.freeze({ ...options }) as Job['options'],
+    steps: resolveSteps(options.steps),
+  });
+}
+
+/** A job generator evaluated at run time; marked dynamic in the lock. */
+export function dynamicJobs<const Needs extends string = never>(options: DynamicJobsOptions<Needs>): Job<Needs> {
+  return Object.freeze({
+    kind: 'svc.job',
+    dynamic: true,
+    options: Object.freeze({ ...options }) as Job['options'],
+    steps: Object.freeze([]),
+  });
+}
+
+export function isJob(value: unknown): value is Job {
+  return typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'svc.job';
+}
