@@ -1,6 +1,6 @@
 // Path helpers shared by the hashing modules: containment checks on real paths and POSIX
 // relative paths (the form every digest records).
-import { realpath } from 'node:fs/promises';
+import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { InputError } from '../../../kernel/services/errors.ts';
 import { HashErrorCode } from './diagnostics.ts';
@@ -17,14 +17,19 @@ export function toPosix(relPath: string): string {
 
 /** Real path of an existing directory, or an InputError naming what was expected there. */
 export async function realDirectory(absPath: string, what: string): Promise<string> {
+  let real: string;
   try {
-    return await realpath(absPath);
+    real = await realpath(absPath);
   } catch (error) {
     throw new InputError(HashErrorCode.svcDirMissing, `${what} not found at ${absPath}: run \`svc init\` or pass the right directory`, {
       cause: error,
       details: { path: absPath },
     });
   }
+  if (!(await stat(real)).isDirectory()) {
+    throw new InputError(HashErrorCode.svcDirMissing, `${what} at ${absPath} is not a directory`, { details: { path: absPath } });
+  }
+  return real;
 }
 
 /**
