@@ -1,0 +1,127 @@
+import t from 'tap';
+import { createListener, notify, type Listener } from '../../../../kernel/services/db/listen.ts';
+import { sql } from '../../../../kernel/services/db/pool.ts';
+import { eachDatabase, testLogger, type Test } from '../../../fixtures/db.ts';
+
+/** Polls until `check` holds; bounded. */
+async function waitFor(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+await eachDatabase(t, async (t, db) => {
+  await db.pool.query(sql.unsafe`create table events (id serial primary key, body text not null)`);
+  const open = async (t: Test): Promise<Listener> => {
+    const listener = await createListener({ url: db.url, logger: testLogger, minBackoffMs: 20, maxBackoffMs: 200 });
+    t.teardown(() => listener.close());
+    return listener;
+  };
+
+  await t.test('a NOTIFY inside a committed transaction arrives; a rolled-back one never does', async (t) => {
+    const listener = await open(t);
+    const got: string[] = [];
+    await listener.listen('events', (payload, channel) => {
+      t.equal(channel, 'events');
+      got.push(payload);
+    });
+    await db.pool
+      .transaction(async (tx) => {
+        await tx.query(sql.unsafe`insert into events (body) values ('lost')`);
+        await notify(tx, 'events', 'rolled-back');
+        throw new Error('abort');
+      })
+      .catch(() => undefined);
+    const id = await db.pool.transaction(async (tx) => {
+      const inserted = await tx.oneFirst(sql.unsafe`insert into events (body) values ('kept') returning id`);
+      await notify(tx, 'events', { id: inserted });
+      return inserted;
+    });
+    await waitFor(() => got.length > 0, 'the committed notification');
+    // Notifications arrive in commit order: had the rolled-back one been sent, it would be first.
+    t.same(
+      got.map((p) => JSON.parse(p)),
+      [{ id }],
+    );
+    t.equal(await db.pool.oneFirst(sql.unsafe`select count(*) from events where body = 'lost'`), 0n);
+  });
+
+  await t.test('handlers, unlisten, odd channel names and payloads', async (t) => {
+    const listener = await open(t);
+    const a: string[] = [];
+    const b: string[] = [];
+    const sentinel: string[] = [];
+    const odd = 'Run.Done "quoted"';
+    const handlerA = (p: string): void => {
+      a.push(p);
+    };
+    await listener.listen(odd, handlerA);
+    await listener.listen(odd, (p) => b.push(p));
+    await listener.listen('sentinel', (p) => sentinel.push(p));
+    await notify(db.pool, odd, 'x');
+    await waitFor(() => a.length === 1 && b.length === 1, 'both handlers');
+    t.same([a, b], [['x'], ['x']]);
+
+    await listener.unlisten(odd, handlerA);
+    await notify(db.pool, odd, 'y');
+    await waitFor(() => b.length === 2, 'remaining handler');
+    t.same(a, ['x'], 'removed handler hears nothing');
+
+    await listener.unlisten(odd);
+    await notify(db.pool, odd, 'z');
+    await notify(db.pool, 'sentinel', 'done');
+    await waitFor(() => sentinel.length === 1, 'sentinel');
+    t.same(b, ['x', 'y'], 'unlistened channel is silent');
+
+    await notify(db.pool, 'sentinel');
+    await waitFor(() => sentinel.length === 2, 'empty payload');
+    t.equal(sentinel[1], '');
+    const thrower = listener.listen('sentinel', () => {
+      throw new Error('handler bug');
+    });
+    await thrower;
+    await notify(db.pool, 'sentinel', 'after');
+    await waitFor(() => sentinel.length === 3, 'delivery despite a throwing handler');
+  });
+
+  await t.test('bad input is refused and sends nothing', async (t) => {
+    const listener = await open(t);
+    await t.rejects(listener.listen('', () => undefined), { code: 'SVC_ERR_DB_CHANNEL_INVALID' });
+    await t.rejects(listener.listen('x'.repeat(64), () => undefined), { code: 'SVC_ERR_DB_CHANNEL_INVALID' });
+    await t.rejects(listener.listen('ok', 'nope' as never), { code: 'SVC_ERR_DB_LISTENER_HANDLER' });
+    await t.rejects(notify(db.pool, '', 'x'), { code: 'SVC_ERR_DB_CHANNEL_INVALID' });
+    await t.rejects(notify(db.pool, 'ok', 'x'.repeat(8000)), { code: 'SVC_ERR_DB_NOTIFY_PAYLOAD' });
+    await listener.close();
+    await listener.close();
+    t.equal(listener.connected, false);
+    await t.rejects(listener.listen('ok', () => undefined), { code: 'SVC_ERR_DB_LISTENER_CLOSED' });
+  });
+
+  await t.test('reconnects after its backend is terminated, re-LISTENs and reports the gap', async (t) => {
+    const listener = await open(t);
+    const got: string[] = [];
+    const gaps: Array<readonly string[]> = [];
+    listener.onGap((channels) => gaps.push(channels));
+    await listener.listen('jobs', (p) => got.push(p));
+    t.equal(listener.connected, true);
+
+    const terminated = await db.pool.anyFirst(
+      sql.unsafe`select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'svc-listen' and datname = current_database()`,
+    );
+    t.ok(terminated.length >= 1, 'the listener backend was terminated');
+    await waitFor(() => gaps.length === 1, 'the reconnect');
+    t.same(gaps[0], ['jobs']);
+    t.equal(listener.connected, true);
+
+    await notify(db.pool, 'jobs', 'after-reconnect');
+    await waitFor(() => got.includes('after-reconnect'), 'a notification after reconnect');
+    t.pass('delivery resumed');
+  });
+});
+
+t.test('an unreachable server is a clear error at creation', async (t) => {
+  await t.rejects(createListener({ url: 'postgres://u:pw@127.0.0.1:1/db', logger: testLogger }), { code: 'SVC_ERR_DB_UNAVAILABLE' });
+  await t.rejects(createListener({ url: 'nope', logger: testLogger }), { code: 'SVC_ERR_DB_URL_INVALID' });
+});
