@@ -83,10 +83,10 @@ export function createLogger(options: CreateLoggerOptions): Logger {
   const logger = options.destination ? pino(settings, options.destination as DestinationStream) : pino(settings);
   // pino skips the bindings formatter for children; scrub their bindings on the way in. Children
   // are created with Object.create(parent), so every descendant inherits this wrapper.
-  const child = logger.child as (this: Logger, bindings: pino.Bindings, childOptions?: pino.ChildLoggerOptions) => Logger;
+  const child = logger.child as unknown as (this: Logger, bindings: pino.Bindings, childOptions?: pino.ChildLoggerOptions) => Logger;
   logger.child = function scrubbedChild(this: Logger, bindings: pino.Bindings, childOptions?: pino.ChildLoggerOptions) {
     return child.call(this, scrubSecrets(bindings) as pino.Bindings, childOptions);
-  } as typeof logger.child;
+  } as unknown as typeof logger.child;
   return logger;
 }
 
