@@ -5,7 +5,8 @@ import path from 'node:path';
 import pg from 'pg';
 import t from 'tap';
 import { migrate, migrationLockKey, readMigrations } from '../../../../kernel/services/db/migrate.ts';
-import { sql } from '../../../../kernel/services/db/pool.ts';
+import { sql, sqlTyped } from '../../../../kernel/services/db/pool.ts';
+import { Type } from 'typebox';
 import type { SvcError } from '../../../../kernel/services/errors.ts';
 import { eachDatabase, testLogger, type Test } from '../../../fixtures/db.ts';
 
@@ -17,6 +18,9 @@ async function migrationDir(t: Test, files: Record<string, string>): Promise<str
   for (const [name, text] of Object.entries(files)) await fs.writeFile(path.join(dir, name), text);
   return dir;
 }
+
+// applied_at is timestamptz: slonik's default parser gives epoch milliseconds.
+const MigrationRow = Type.Object({ name: Type.String(), checksum: Type.String(), applied_at: Type.Number() }, { additionalProperties: false });
 
 const BASE = {
   '0001_items.sql': 'create table items (id integer primary key);\ncreate index items_id on items (id);\n',
@@ -35,13 +39,12 @@ await eachDatabase(t, async (t, db) => {
     t.same(first.applied, ['0001_items.sql', '0002_items_name.sql', '0010_items_more.sql']);
     t.same(first.alreadyApplied, []);
     t.equal(await db.pool.oneFirst(sql.unsafe`select item_count()`), 2n);
-    const rows = await db.pool.any(sql.unsafe`select name, checksum, applied_at from svc_migrations order by name`);
+    const rows = await db.pool.any(sqlTyped(MigrationRow)`select name, checksum, applied_at from svc_migrations order by name`);
     t.same(
-      rows.map((r) => r['name']),
+      rows.map((r) => r.name),
       ['0001_items.sql', '0002_items_name.sql', '0010_items_more.sql'],
     );
-    t.ok(rows.every((r) => typeof r['checksum'] === 'string' && (r['checksum'] as string).length === 64));
-    t.ok(rows.every((r) => typeof r['applied_at'] === 'number'));
+    t.ok(rows.every((r) => /^[0-9a-f]{64}$/.test(r.checksum)));
 
     const again = await migrate(db.pool, { dir, logger: testLogger });
     t.same(again.applied, [], 're-run applies nothing');

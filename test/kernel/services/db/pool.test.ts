@@ -60,7 +60,7 @@ await eachDatabase(t, async (t, db) => {
   });
 
   await t.test('untyped queries pass through; slonik defaults for int8 and timestamptz', async (t) => {
-    const row = await db.pool.one(sql.unsafe`select 5::int8 as big, '2026-01-02T03:04:05Z'::timestamptz as at`);
+    const row = (await db.pool.one(sql.unsafe`select 5::int8 as big, '2026-01-02T03:04:05Z'::timestamptz as at`)) as Record<string, unknown>;
     t.equal(row['big'], 5n);
     t.equal(row['at'], Date.parse('2026-01-02T03:04:05Z'));
     const counted = await db.pool.oneFirst(sqlTyped(Type.Object({ n: Type.BigInt() }))`select count(*) as n from items`);
