@@ -168,7 +168,13 @@ export async function resolveHashFiles(index: RepoFileIndex, patterns: readonly 
   for (const p of positive) {
     const matches = picomatch(p.pattern, GLOB_OPTIONS);
     let count = 0;
-    for (const file of await index.list(p.base)) {
+    const listed = await index.list(p.base);
+    const baseLink = listed.length === 1 && listed[0]!.path === p.base ? listed[0]!.problem : undefined;
+    if (baseLink !== undefined && p.base !== p.pattern) {
+      // The glob starts below a symlink that cannot be entered: say so rather than "no match".
+      throw new InputError(baseLink.code, `hashFiles pattern ${JSON.stringify(p.pattern)}: ${baseLink.message}`, { details: { pattern: p.pattern } });
+    }
+    for (const file of listed) {
       if (!matches(file.path) || isExcluded(file.path)) continue;
       count++;
       selected.set(file.path, file);
