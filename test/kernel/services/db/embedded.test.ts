@@ -47,7 +47,7 @@ t.test('start, stop and restart keep the data and the port', async (t) => {
 });
 
 t.test('a fresh data directory is initialised once; credentials stay private', async (t) => {
-  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'svc-test-pg-fresh-'));
+  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), `svc-test-pg-${process.pid}-fresh-`));
   t.teardown(() => fs.rm(dataDir, { recursive: true, force: true }));
   const server = await startEmbeddedPostgres({ dataDir: path.join(dataDir, 'nested', 'data'), logger: testLogger });
   t.teardown(() => server.stop());
@@ -122,7 +122,7 @@ t.test('bad input and damaged state are refused with clear errors', async (t) =>
   await fs.rm(path.join(lost, 'postgres.json'));
   await t.rejects(startEmbeddedPostgres({ dataDir: lost, logger: testLogger }), { code: 'SVC_ERR_DB_EMBEDDED_STATE', message: /credentials file/ });
 
-  const foreign = await fs.mkdtemp(path.join(os.tmpdir(), 'svc-test-pg-foreign-'));
+  const foreign = await fs.mkdtemp(path.join(os.tmpdir(), `svc-test-pg-${process.pid}-foreign-`));
   t.teardown(() => fs.rm(foreign, { recursive: true, force: true }));
   await fs.mkdir(path.join(foreign, 'postgres'));
   await fs.writeFile(path.join(foreign, 'postgres', 'precious.txt'), 'keep me');
