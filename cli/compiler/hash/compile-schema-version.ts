@@ -1,4 +1,4 @@
-// Local copy of the compiler schema version (spec: Versioning 2) until `schemas/lock.ts`
-// exports COMPILE_SCHEMA_VERSION; then this file should re-export that one instead.
-// Bumping it invalidates every source cache entry, so bump it whenever a hashing rule changes.
-export const COMPILE_SCHEMA_VERSION = 7;
+// The compiler schema version (spec: Versioning 2) lives with the lock schema; re-exported here
+// so the hashing modules have one import. Bump it whenever a hashing rule in this folder changes:
+// that invalidates every source cache entry, as it must.
+export { COMPILE_SCHEMA_VERSION } from '../../../schemas/lock.ts';

@@ -1,4 +1,4 @@
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import t from 'tap';
 import { createTreeHasher, hashWorkflowTree, lockfileHash, siblingsDigest } from '../../../../cli/compiler/hash/index.ts';
@@ -70,4 +70,13 @@ t.test('100 workflows, a large ignored node_modules: hashing well inside the com
   t.equal(siblings, undefined);
   t.equal(new Set(results.map((r) => r.contentHash)).size, 2);
   t.ok(elapsed < 300, `hashing took ${elapsed.toFixed(1)} ms (budget for all of svc compile: 400 ms)`);
+});
+
+t.test('docs/content-hash.md states the digests the code produces', async (t) => {
+  const doc = await readFile(new URL('../../../../docs/content-hash.md', import.meta.url), 'utf8');
+  for (const [name, hex] of Object.entries(DOCUMENTED_DIGESTS)) t.ok(doc.includes(hex), `${name} ${hex} is in the doc`);
+  const root = await treeFrom(t, DOCUMENTED_EXAMPLE);
+  const result = await hashWorkflowTree({ repoRoot: root, hashFiles: ['assets/*'] });
+  t.ok(doc.includes(result.contentHash));
+  t.ok(doc.includes(result.treeDigest));
 });
