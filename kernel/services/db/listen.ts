@@ -52,6 +52,12 @@ export async function createListener(options: ListenerOptions): Promise<Listener
   let closed = false;
   let timer: NodeJS.Timeout | undefined;
   let failures = 0;
+  // Connections that died before being adopted as `client` (the loss event found no owner).
+  const dead = new WeakSet<pg.Client>();
+  const adopt = (next: pg.Client): void => {
+    client = next;
+    if (dead.has(next)) handleLoss(new Error('connection lost while re-subscribing'));
+  };
 
   const dispatch = (message: pg.Notification): void => {
     const handlers = channels.get(message.channel);
@@ -76,6 +82,7 @@ export async function createListener(options: ListenerOptions): Promise<Listener
     const onLost = (error?: Error): void => {
       if (lost) return;
       lost = true;
+      dead.add(next);
       if (client === next) handleLoss(error);
     };
     next.on('error', onLost);
@@ -124,7 +131,8 @@ export async function createListener(options: ListenerOptions): Promise<Listener
       await next.end().catch(() => undefined);
       return;
     }
-    client = next;
+    adopt(next);
+    if (client !== next) return;
     failures = 0;
     const listened = [...channels.keys()];
     logger.info({ channels: listened }, 'notification connection re-established');
@@ -138,7 +146,7 @@ export async function createListener(options: ListenerOptions): Promise<Listener
   };
 
   try {
-    client = await open();
+    adopt(await open());
   } catch (cause) {
     throw unavailableError(options.url, cause);
   }

@@ -153,7 +153,6 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
       maxPoolSize: options.maxPoolSize ?? 10,
       statementTimeout: options.statementTimeoutMs ?? 60_000,
       connectionTimeout: options.connectionTimeoutMs ?? 5_000,
-      connectionRetryLimit: 1,
     });
   } catch (cause) {
     throw unavailableError(options.url, cause);

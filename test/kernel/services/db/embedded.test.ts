@@ -130,6 +130,17 @@ t.test('bad input and damaged state are refused with clear errors', async (t) =>
   t.equal(await fs.readFile(path.join(foreign, 'postgres', 'precious.txt'), 'utf8'), 'keep me', 'nothing was touched');
 });
 
+t.test('missing binaries are a clear error naming the remedy', async (t) => {
+  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), `svc-test-pg-${process.pid}-missing-`));
+  t.teardown(() => fs.rm(dataDir, { recursive: true, force: true }));
+  const child = path.join(import.meta.dirname, '../../../fixtures/db-embedded-missing-child.ts');
+  const run = spawnSync(process.execPath, [child, dataDir], { encoding: 'utf8', timeout: 30_000 });
+  const [code, ...message] = run.stdout.split('\n');
+  t.equal(code, 'SVC_ERR_DB_EMBEDDED_MISSING', run.stderr);
+  t.match(message.join('\n'), /SVC_DATABASE_URL/);
+  t.same(await fs.readdir(dataDir), [], 'nothing was written');
+});
+
 t.test('resolveDatabase without a URL runs embedded PostgreSQL and stops it on close', async (t) => {
   const dataDir = await initialisedDataDir(t);
   const resolved = await resolveDatabase({ url: '', dataDir, logger: testLogger, database: 'orchestrator' });

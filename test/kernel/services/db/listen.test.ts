@@ -1,7 +1,8 @@
 import t from 'tap';
 import { createListener, notify, type Listener } from '../../../../kernel/services/db/listen.ts';
-import { sql } from '../../../../kernel/services/db/pool.ts';
-import { eachDatabase, testLogger, type Test } from '../../../fixtures/db.ts';
+import { startEmbeddedPostgres } from '../../../../kernel/services/db/embedded.ts';
+import { createDatabase, sql } from '../../../../kernel/services/db/pool.ts';
+import { eachDatabase, initialisedDataDir, testLogger, type Test } from '../../../fixtures/db.ts';
 
 /** Polls until `check` holds; bounded. */
 async function waitFor(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
@@ -124,4 +125,30 @@ await eachDatabase(t, async (t, db) => {
 t.test('an unreachable server is a clear error at creation', async (t) => {
   await t.rejects(createListener({ url: 'postgres://u:pw@127.0.0.1:1/db', logger: testLogger }), { code: 'SVC_ERR_DB_UNAVAILABLE' });
   await t.rejects(createListener({ url: 'nope', logger: testLogger }), { code: 'SVC_ERR_DB_URL_INVALID' });
+});
+
+t.test('keeps retrying while the server is down and resumes when it is back', async (t) => {
+  const dataDir = await initialisedDataDir(t);
+  let server = await startEmbeddedPostgres({ dataDir, logger: testLogger });
+  t.teardown(() => server.stop());
+  const listener = await createListener({ url: server.url, logger: testLogger, minBackoffMs: 10, maxBackoffMs: 50 });
+  t.teardown(() => listener.close());
+  const got: string[] = [];
+  const gaps: Array<readonly string[]> = [];
+  listener.onGap((channels) => gaps.push(channels));
+  await listener.listen('jobs', (p) => got.push(p));
+
+  const port = server.port;
+  await server.stop();
+  await waitFor(() => !listener.connected, 'the loss to be noticed');
+  await new Promise((resolve) => setTimeout(resolve, 300)); // several failed attempts at the 50 ms cap
+  t.equal(gaps.length, 0, 'no reconnect while the server is down');
+  server = await startEmbeddedPostgres({ dataDir, port, logger: testLogger });
+  await waitFor(() => gaps.length === 1, 'the reconnect');
+  t.same(gaps[0], ['jobs']);
+  const pool = await createDatabase({ url: server.url, logger: testLogger });
+  t.teardown(() => pool.end());
+  await notify(pool, 'jobs', 'back');
+  await waitFor(() => got.includes('back'), 'delivery after the restart');
+  t.pass('delivery resumed');
 });
