@@ -1,5 +1,6 @@
 import t from 'tap';
 import { Writable } from 'node:stream';
+import type { InjectOptions } from 'fastify';
 import { Type } from 'typebox';
 import { ErrorResponse } from '../../../../schemas/http/error.ts';
 import { compileSchema } from '../../../../schemas/validate.ts';
@@ -63,7 +64,7 @@ function build(options: { bodyLimit?: number } = {}) {
   return { app, log, metrics };
 }
 
-async function json(app: SvcHttpServer, options: Parameters<SvcHttpServer['inject']>[0]) {
+async function json(app: SvcHttpServer, options: InjectOptions) {
   const response = await app.inject(options);
   return { response, body: response.json() as Record<string, any> };
 }
@@ -114,11 +115,12 @@ t.test('SvcError kinds map to statuses', async (t) => {
 t.test('internal errors: logged with stack, response says only internal error', async (t) => {
   const { app, log } = build();
   t.teardown(() => app.close());
-  for (const [kind, code] of [
+  const cases: [string, string][] = [
     ['internal', 'SVC_ERR_TEST_BROKEN'],
     ['foreign', 'SVC_ERR_INTERNAL'],
     ['thrown_string', 'SVC_ERR_INTERNAL'],
-  ]) {
+  ];
+  for (const [kind, code] of cases) {
     const { response, body } = await json(app, { method: 'GET', url: `/fail/${kind}` });
     t.equal(response.statusCode, 500, kind);
     t.equal(body.error.code, code);
