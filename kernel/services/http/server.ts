@@ -8,7 +8,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RawReplyDef
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { ErrorResponse } from '../../../schemas/http/error.ts';
 import { UnavailableError, messageOf } from '../errors.ts';
-import type { Logger } from '../logging.ts';
+import { LOG_REDACTED, isRedactedKey, type Logger } from '../logging.ts';
 import type { SvcMetrics } from '../metrics.ts';
 import { mapError } from './error-mapping.ts';
 import { svcValidatorCompiler } from './validator.ts';
@@ -50,9 +50,56 @@ function pathOnly(url: string): string {
   return q === -1 ? url : url.slice(0, q);
 }
 
+const EXTRA_SECRET_PARAMS = new Set(['code', 'sig', 'state']);
+
+/** The request URL for logs, with values of secret-looking query parameters censored. */
+export function scrubUrl(url: string): string {
+  const q = url.indexOf('?');
+  if (q === -1) return url;
+  const query = url
+    .slice(q + 1)
+    .split('&')
+    .map((pair) => {
+      const eq = pair.indexOf('=');
+      if (eq === -1) return pair;
+      let name = pair.slice(0, eq);
+      try {
+        name = decodeURIComponent(name);
+      } catch {
+        // keep the raw name
+      }
+      return isRedactedKey(name) || EXTRA_SECRET_PARAMS.has(name.toLowerCase()) ? `${pair.slice(0, eq)}=${LOG_REDACTED}` : pair;
+    })
+    .join('&');
+  return `${url.slice(0, q)}?${query}`;
+}
+
+interface RequestLike {
+  method?: string;
+  url?: string;
+  host?: string;
+  ip?: string;
+  socket?: { remotePort?: number };
+}
+
 export function createHttpServer(options: CreateHttpServerOptions): SvcHttpServer {
+  // fastify lets the instance's serializers win over its own: log URLs without query secrets.
+  const logger = options.logger.child(
+    {},
+    {
+      serializers: {
+        req: (req: RequestLike) => ({
+          method: req.method,
+          url: scrubUrl(req.url ?? ''),
+          host: req.host,
+          remoteAddress: req.ip,
+          remotePort: req.socket?.remotePort,
+        }),
+      },
+    },
+  );
   const app = Fastify({
-    loggerInstance: options.logger,
+    loggerInstance: logger,
     bodyLimit: options.bodyLimit ?? DEFAULT_BODY_LIMIT,
     keepAliveTimeout: options.keepAliveTimeout ?? KEEP_ALIVE_TIMEOUT_MS,
     requestIdHeader: false,

@@ -15,6 +15,7 @@ import {
 } from '../../../../kernel/services/errors.ts';
 import { createLogger } from '../../../../kernel/services/logging.ts';
 import { createMetrics } from '../../../../kernel/services/metrics.ts';
+import { scrubUrl } from '../../../../kernel/services/http/server.ts';
 import { checkFor, createHttpServer, KEEP_ALIVE_TIMEOUT_MS, listen, type SvcHttpServer } from '../../../../kernel/services/http/index.ts';
 
 const checkError = compileSchema(ErrorResponse);
@@ -135,7 +136,7 @@ t.test('internal errors: logged with stack, response says only internal error', 
 });
 
 t.test('request validation', async (t) => {
-  const { app } = build();
+  const { app, log } = build();
   t.teardown(() => app.close());
   const good = await json(app, { method: 'POST', url: '/things', payload: { name: 'a', spec: { size: 2 } } });
   t.equal(good.response.statusCode, 200);
@@ -155,7 +156,7 @@ t.test('request validation', async (t) => {
   const notObject = await json(app, { method: 'POST', url: '/things', payload: '[1,2]', headers: { 'content-type': 'application/json' } });
   t.equal(notObject.body.error.code, 'SVC_ERR_HTTP_INVALID_BODY');
 
-  const item = await json(app, { method: 'GET', url: '/items/7?limit=3' });
+  const item = await json(app, { method: 'GET', url: '/items/7?limit=3&token=SECRET-QUERY-VALUE&x_api_key=k' });
   t.same(item.body, { id: 7, limit: 3 }, 'params and query coerced from strings');
   const badParam = await json(app, { method: 'GET', url: '/items/zero' });
   t.equal(badParam.response.statusCode, 400);
@@ -164,6 +165,8 @@ t.test('request validation', async (t) => {
   const badQuery = await json(app, { method: 'GET', url: '/items/1?limit=99' });
   t.equal(badQuery.body.error.code, 'SVC_ERR_HTTP_INVALID_QUERY');
   t.equal(checkFor(Thing), checkFor(Thing), 'one compiled check per schema');
+  t.notMatch(log.text(), 'SECRET-QUERY-VALUE', 'query secrets are not logged');
+  t.match(log.text(), '/items/7?limit=3&token=***REDACTED***&x_api_key=***REDACTED***');
 });
 
 t.test('malformed, oversized, unsupported and unknown requests', async (t) => {
@@ -191,6 +194,13 @@ t.test('malformed, oversized, unsupported and unknown requests', async (t) => {
   t.equal(missing.response.statusCode, 404);
   t.same(missing.body, { error: { code: 'SVC_ERR_HTTP_NOT_FOUND', message: 'no route for GET /nope' } });
   for (const r of [malformed, empty, proto, large, media, missing]) t.ok(checkError.check(r.body));
+});
+
+t.test('scrubUrl', async (t) => {
+  t.equal(scrubUrl('/a/b'), '/a/b');
+  t.equal(scrubUrl('/cb?code=abc&state=s&next=/x'), '/cb?code=***REDACTED***&state=***REDACTED***&next=/x');
+  t.equal(scrubUrl('/x?flag&access%5Ftoken=t'), '/x?flag&access%5Ftoken=***REDACTED***');
+  t.equal(scrubUrl('/x?%E0%A4%A=1'), '/x?%E0%A4%A=1', 'undecodable names are kept as they are');
 });
 
 t.test('real socket: listen, keep-alive, port in use', async (t) => {
