@@ -289,7 +289,7 @@ export const LockWorkflow = Type.Object({
   name: NonEmpty,
   source: LockSourceRef,
   /** `SHA-256(compileSchemaVersion + ':' + treeDigest [+ NUL + assetDigest])`, from the tree hasher. */
-  contentHash: Type.String({ pattern: '^(sha256:)?[0-9a-f]{64}$' }),
+  contentHash: Sha256Hex,
   compileSchemaVersion: Type.Integer({ minimum: 1 }),
   triggers: Type.Array(LockTrigger, { minItems: 1 }),
   jobs: Type.Array(LockJob),
