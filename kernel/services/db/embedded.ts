@@ -21,6 +21,8 @@ export interface EmbeddedPostgresOptions {
   logger: Logger;
   /** How long to wait for "ready to accept connections" (default 30 s). */
   startTimeoutMs?: number;
+  /** Extra server settings (`-c name=value`), e.g. `{ fsync: 'off' }` for throw-away test clusters. */
+  settings?: Record<string, string>;
 }
 
 export interface EmbeddedPostgresServer {
@@ -70,6 +72,11 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   }
   if (options.port !== undefined && (!Number.isInteger(options.port) || options.port < 1 || options.port > 65535)) {
     throw new SvcError('SVC_ERR_DB_EMBEDDED_PORT', `embedded PostgreSQL port must be an integer 1-65535 (got ${String(options.port)})`);
+  }
+  for (const [name, value] of Object.entries(options.settings ?? {})) {
+    if (!/^[a-z_][a-z0-9_.]*$/.test(name) || typeof value !== 'string' || value.includes('\0')) {
+      throw new SvcError('SVC_ERR_DB_EMBEDDED_SETTING', `embedded PostgreSQL setting "${name}" is not a valid name=value pair`);
+    }
   }
   const pgDataDir = path.join(path.resolve(options.dataDir), 'postgres');
   let entry = running.get(pgDataDir);
@@ -154,7 +161,13 @@ async function startCore(dataDir: string, pgDataDir: string, options: EmbeddedPo
       createPostgresUser: isRoot,
       initdbFlags: ['--encoding=UTF8', '--locale=C'],
       // Loopback TCP only: no Unix socket that could collide with a system server's.
-      postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
+      postgresFlags: [
+        '-c',
+        'listen_addresses=127.0.0.1',
+        '-c',
+        'unix_socket_directories=',
+        ...Object.entries(options.settings ?? {}).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
+      ],
       onLog,
       onError: (error: unknown) => logger.warn({ err: error }, 'embedded PostgreSQL reported an error'),
     });

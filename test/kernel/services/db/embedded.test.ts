@@ -113,6 +113,9 @@ t.test('a stale postmaster.pid is removed; a live server on the directory is ref
 t.test('bad input and damaged state are refused with clear errors', async (t) => {
   await t.rejects(startEmbeddedPostgres({ dataDir: '', logger: testLogger }), { code: 'SVC_ERR_DB_EMBEDDED_DATA_DIR' });
   await t.rejects(startEmbeddedPostgres({ dataDir: '/tmp/x', port: 70000, logger: testLogger }), { code: 'SVC_ERR_DB_EMBEDDED_PORT' });
+  await t.rejects(startEmbeddedPostgres({ dataDir: '/tmp/x', settings: { 'fsync=off -c x': 'y' }, logger: testLogger }), {
+    code: 'SVC_ERR_DB_EMBEDDED_SETTING',
+  });
 
   const damaged = await initialisedDataDir(t);
   await fs.writeFile(path.join(damaged, 'postgres.json'), '{"user": 1}');
