@@ -53,3 +53,4 @@ export {
   type TestStepContext,
   type TestStepContextOptions,
 } from './test-context.ts';
+export { resolveDefinitionRef } from './resolve-ref.ts';

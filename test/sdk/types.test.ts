@@ -86,8 +86,11 @@ workflow('typos', {
   on: [pr({ actions: ['openned'] })],
   jobs: {},
 });
-// @ts-expect-error misspelt trigger function
-workflow('t', { on: svc.psh(), jobs: {} });
+const typeOnly = (): void => {
+  // @ts-expect-error misspelt trigger function
+  workflow('t', { on: svc.psh(), jobs: {} });
+};
+void typeOnly;
 // @ts-expect-error unknown workflow field
 workflow('t', { on: push(), jobs: {}, descripton: 'x' });
 // @ts-expect-error installEnv must be qualified <context>:<key>
