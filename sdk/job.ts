@@ -19,10 +19,8 @@ export type MatrixDefinition = { readonly [axis: string]: readonly MatrixValue[]
 /** Dynamic matrix: computed on the agent at run time. */
 export type MatrixGenerator = (ctx: RuleContext) => MaybePromise<{ readonly [axis: string]: readonly MatrixValue[] }>;
 
-/** One combination of a static matrix definition. */
-export type MatrixOf<D> = D extends MatrixGenerator
-  ? MatrixCombination
-  : { readonly [K in keyof D]: D[K] extends readonly (infer V)[] ? V : never };
+/** One combination of a static matrix definition (loose for a dynamic matrix or none). */
+export type MatrixOf<D> = { readonly [K in keyof D & string]: D[K] extends readonly (infer V extends MatrixValue)[] ? V : never };
 
 export interface Concurrency {
   /** Runs sharing a group are limited together; a function is evaluated at run time. */
@@ -87,9 +85,9 @@ export type JobSteps<M extends MatrixCombination> =
   | StepChain<any, M>
   | ((s: StepChain<{}, M>) => StepChain<any, M>);
 
-export interface JobOptions<Needs extends string, D extends MatrixDefinition | MatrixGenerator>
+export interface JobOptions<Needs extends string, D extends MatrixDefinition>
   extends JobCommon<Needs, MatrixOf<D>> {
-  readonly matrix?: D;
+  readonly matrix?: D | MatrixGenerator;
   /** Job outputs, computed from step outputs when the job ends; read by later jobs with jobOutputs. */
   readonly outputs?: (ctx: StepContext) => MaybePromise<Readonly<Record<string, unknown>>>;
   readonly steps: JobSteps<MatrixOf<D>>;
@@ -125,9 +123,9 @@ function resolveSteps(value: unknown): readonly Step[] {
   return [];
 }
 
-export function job<const Needs extends string = never, const D extends MatrixDefinition | MatrixGenerator = {}>(
+export function job<const Needs extends string = never, const D extends MatrixDefinition = MatrixDefinition>(
   options: JobOptions<Needs, D>,
-): Job<Needs> {
+): Job<NoInfer<Needs>> {
   return Object.freeze({
     kind: 'svc.job',
     dynamic: false,
@@ -137,7 +135,7 @@ export function job<const Needs extends string = never, const D extends MatrixDe
 }
 
 /** A job generator evaluated at run time; marked dynamic in the lock. */
-export function dynamicJobs<const Needs extends string = never>(options: DynamicJobsOptions<Needs>): Job<Needs> {
+export function dynamicJobs<const Needs extends string = never>(options: DynamicJobsOptions<Needs>): Job<NoInfer<Needs>> {
   return Object.freeze({
     kind: 'svc.job',
     dynamic: true,
