@@ -1,3 +1,3 @@
 #!/usr/bin/env node
 import { launch } from './launch.ts';
-await launch(import.meta.url, '../agent/main');
+await launch(import.meta.url, './roots/agent');

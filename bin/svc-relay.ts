@@ -1,3 +1,3 @@
 #!/usr/bin/env node
 import { launch } from './launch.ts';
-await launch(import.meta.url, '../kernel/relay/main');
+await launch(import.meta.url, './roots/relay');

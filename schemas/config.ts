@@ -8,7 +8,7 @@ import { Type, type Static, type TSchema } from 'typebox';
 const strict = { additionalProperties: false } as const;
 
 const NonEmpty = Type.String({ minLength: 1 });
-const Port = Type.Integer({ minimum: 1, maximum: 65535 });
+const Port = Type.Integer({ minimum: 0, maximum: 65535 });
 const PositiveInt = Type.Integer({ minimum: 1 });
 const NonNegativeInt = Type.Integer({ minimum: 0 });
 /** Absolute http(s) address; trailing slash allowed. */
@@ -54,6 +54,10 @@ export const SvcConfig = Type.Object(
     server: Type.Object(
       {
         port: Port,
+        /** Address the HTTP listener binds to. */
+        host: NonEmpty,
+        /** Public base address (`{base_url}`) agents and developers reach this server at; pre-signed URLs start with it. Default: the provenance issuer, else `http://127.0.0.1:<port><basePath>`. */
+        publicUrl: Type.Optional(Type.String({ pattern: '^https?://[^\\s?#]+$' })),
         /** URL path prefix the server is mounted under, e.g. `/ci`. */
         basePath: Type.Optional(Type.String({ pattern: '^(/[A-Za-z0-9._~-]+)*/?$' })),
         logLevel: LogLevel,

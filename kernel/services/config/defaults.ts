@@ -6,7 +6,7 @@ export function configDefaults(): SvcConfig {
   return {
     database: {},
     instance: {},
-    server: { port: 7700, logLevel: 'info' },
+    server: { port: 7700, host: '0.0.0.0', logLevel: 'info' },
     scaler: {},
     platform: {},
     storage: { type: 'filesystem', forcePathStyle: false },

@@ -9,6 +9,8 @@ export const CONFIG_ENV: Readonly<Record<string, string>> = Object.freeze({
   SVC_INSTANCE_ID: 'instance.id',
   SVC_INSTANCE_MODE: 'instance.mode',
   SVC_SERVER_PORT: 'server.port',
+  SVC_SERVER_HOST: 'server.host',
+  SVC_SERVER_PUBLIC_URL: 'server.publicUrl',
   SVC_SERVER_BASE_PATH: 'server.basePath',
   SVC_SERVER_LOG_LEVEL: 'server.logLevel',
   SVC_SCALER_CONFIG_PATH: 'scaler.configPath',

@@ -104,7 +104,6 @@ export function createHttpServer(options: CreateHttpServerOptions): SvcHttpServe
     keepAliveTimeout: options.keepAliveTimeout ?? KEEP_ALIVE_TIMEOUT_MS,
     requestIdHeader: false,
     genReqId: requestIdOf,
-    requestIdLogLabel: 'reqId',
     // Compare paths exactly; a trailing slash is a different route.
     routerOptions: { ignoreTrailingSlash: false },
   }).withTypeProvider<TypeBoxTypeProvider>();

@@ -70,6 +70,8 @@ const FIELDS: Record<string, FieldCase> = {
   'instance.id': { file: 'orch-1', env: 'orch-2', envValue: 'orch-2', badFile: '-bad', badEnv: 'has space' },
   'instance.mode': enumField('hybrid', 'observed', 'cloud'),
   'server.port': portField(8000, 9000),
+  'server.host': str('127.0.0.1', '::1'),
+  'server.publicUrl': { file: 'https://ci.example.test', env: 'http://127.0.0.1:7700/ci', envValue: 'http://127.0.0.1:7700/ci', badFile: 'ftp://x', badEnv: 'not a url' },
   'server.basePath': { file: '/ci', env: '/x/y', envValue: '/x/y', badFile: 'ci', badEnv: 'no-slash' },
   'server.logLevel': enumField('debug', 'warn', 'loud'),
   'scaler.configPath': str('/etc/svc/scaler.yaml', '/opt/scaler.yaml'),
@@ -239,7 +241,7 @@ t.test('refusal message format', async (t) => {
   await t.rejects(loadConfig({ env: { SVC_STORAGE_TYPE: 'gcs' } }), {
     message: 'config storage.type: must be one of filesystem, s3 (from env SVC_STORAGE_TYPE)',
   });
-  const error = (await loadConfig({ env: { SVC_SERVER_PORT: 'x', SVC_RELAY_PORT: '0' } }).catch((e: unknown) => e)) as InputError;
+  const error = (await loadConfig({ env: { SVC_SERVER_PORT: 'x', SVC_RELAY_PORT: '-1' } }).catch((e: unknown) => e)) as InputError;
   t.match(error.message, 'server.port');
   t.match(error.message, 'relay.port', 'all problems reported at once');
   const issues = (error.details as { issues: { path: string; layer: string }[] }).issues;
@@ -361,7 +363,7 @@ t.test('overlay schema: everything optional, still strict', async (t) => {
   t.ok(overlay.check({}));
   t.ok(overlay.check({ server: { port: 1 } }));
   t.ok(overlay.check({ plugins: { config: { 'provider:github': { x: 1 } } } }));
-  t.notOk(overlay.check({ server: { port: 0 } }));
+  t.notOk(overlay.check({ server: { port: -1 } }));
   t.notOk(overlay.check({ server: { other: 1 } }));
   t.notOk(overlay.check({ plugins: { config: { nokind: {} } } }));
 });

@@ -1,0 +1,164 @@
+// The orchestrator's start sequence: config → logger/metrics → master key → database and
+// migrations → plugin sign-in → HTTP → subsystems → listen. The kernel never names a concrete
+// plugin: the composition root passes built-ins and their config slices in.
+import { createHmac } from 'node:crypto';
+import { createServer } from 'node:net';
+import { hostname } from 'node:os';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Logger } from 'pino';
+import type { SvcConfig } from '../../schemas/config.ts';
+import { createPluginHost, type SvcPlugin } from '../host/index.ts';
+import { loadConfig } from '../services/config/index.ts';
+import { loadMasterKeys, type MasterKeys } from '../services/crypto/master-keys.ts';
+import { migrate, resolveDatabase } from '../services/db/index.ts';
+import { createHttpServer, listen } from '../services/http/index.ts';
+import { createLogger } from '../services/logging.ts';
+import { createMetrics } from '../services/metrics.ts';
+import type { OrchestratorContext, Subsystem } from './context.ts';
+import { dataDirMasterKey } from './master-key-file.ts';
+
+export const ORCHESTRATOR_MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
+export const ORCHESTRATOR_MIGRATIONS_TABLE = 'svc_migrations';
+
+/** What the composition root knows when it chooses plugins and writes their config slices. */
+export interface PluginEnvironment {
+  config: SvcConfig;
+  /** `{base_url}`. */
+  publicUrl: string;
+  dataDir: string;
+  /** A secret derived from the master key for one purpose (`storage-url`, …). */
+  derivedSecret(purpose: string): string;
+}
+
+export interface PluginSelection {
+  builtIns: SvcPlugin[];
+  /** Config slices keyed `<kind>:<id>`. */
+  config: Record<string, unknown>;
+  /** Which plugin serves each single-plugin kind (`storage`, `custody`). */
+  selection: Record<string, string>;
+}
+
+export interface StartOrchestratorOptions {
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  plugins: (env: PluginEnvironment) => PluginSelection;
+  subsystems?: readonly Subsystem[];
+  logger?: Logger;
+}
+
+export interface Orchestrator {
+  readonly url: string;
+  readonly ctx: OrchestratorContext;
+  stop(): Promise<void>;
+}
+
+async function freePort(host: string): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, host, () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+function defaultPublicUrl(config: SvcConfig, port: number): string {
+  if (config.server.publicUrl) return config.server.publicUrl.replace(/\/$/, '');
+  if (config.orchestrator.provenanceIssuer) return config.orchestrator.provenanceIssuer.replace(/\/$/, '');
+  const host = config.server.host === '0.0.0.0' || config.server.host === '::' ? '127.0.0.1' : config.server.host;
+  const shown = host.includes(':') ? `[${host}]` : host;
+  return `http://${shown}:${port}${(config.server.basePath ?? '').replace(/\/$/, '')}`;
+}
+
+async function masterKeysFor(config: SvcConfig, dataDir: string, logger: Logger): Promise<MasterKeys> {
+  const keys = await loadMasterKeys(config.secrets);
+  if (keys.current) return keys;
+  const key = await dataDirMasterKey(dataDir, logger);
+  return { current: key, all: [{ name: 'current', key }] };
+}
+
+export async function startOrchestrator(options: StartOrchestratorOptions): Promise<Orchestrator> {
+  const env = options.env ?? process.env;
+  const cwd = options.cwd ?? process.cwd();
+  const { config } = await loadConfig({ env, cwd });
+  const logger = options.logger ?? createLogger({ level: config.server.logLevel, name: 'svc-orchestrator' });
+  const metrics = createMetrics();
+  const dataDir = resolve(cwd, config.dataDir);
+  const nodeId = config.instance.id ?? `orch-${hostname()}`;
+
+  const stops: Array<() => Promise<void> | void> = [];
+  const stopAll = async (): Promise<void> => {
+    for (const fn of stops.reverse()) {
+      try {
+        await fn();
+      } catch (error) {
+        logger.warn({ err: error }, 'a stop step failed');
+      }
+    }
+    stops.length = 0;
+  };
+
+  try {
+    const masterKeys = await masterKeysFor(config, dataDir, logger);
+    const database = await resolveDatabase({ url: config.database.url, dataDir, logger });
+    stops.push(() => database.close());
+    await migrate(database.pool, { dir: ORCHESTRATOR_MIGRATIONS_DIR, table: ORCHESTRATOR_MIGRATIONS_TABLE, logger });
+
+    const port = config.server.port === 0 ? await freePort(config.server.host) : config.server.port;
+    const publicUrl = defaultPublicUrl(config, port);
+    const current = masterKeys.current as Buffer;
+    const pluginEnv: PluginEnvironment = {
+      config,
+      publicUrl,
+      dataDir,
+      derivedSecret: (purpose) => createHmac('sha256', current).update(`svc-derived:${purpose}`).digest('base64url'),
+    };
+    const chosen = options.plugins(pluginEnv);
+    const host = createPluginHost({
+      baseDir: config.plugins.modules.length > 0 && env['SVC_CONFIG_FILE'] ? resolve(cwd, env['SVC_CONFIG_FILE'], '..') : cwd,
+      config: { ...chosen.config, ...config.plugins.config },
+      selection: chosen.selection,
+      logger,
+      metrics: metrics.registry,
+    });
+    await host.signInAll({ builtIns: chosen.builtIns, modules: config.plugins.modules });
+    stops.push(() => host.close());
+
+    const http = createHttpServer({ logger, metrics });
+    stops.push(() => http.close());
+
+    const ctx: OrchestratorContext = {
+      config,
+      logger,
+      metrics,
+      db: database.pool,
+      databaseUrl: database.url,
+      host,
+      http,
+      masterKeys,
+      nodeId,
+      publicUrl: () => publicUrl,
+      onStop: (fn) => stops.push(fn),
+    };
+
+    // A storage that serves its own pre-signed URLs (filesystem) mounts them here.
+    if (host.has('storage', chosen.selection['storage'] ?? '')) {
+      const storage = host.get('storage', chosen.selection['storage'] as string);
+      if (storage.httpRoutes) await http.register(storage.httpRoutes);
+    }
+
+    for (const subsystem of options.subsystems ?? []) {
+      await subsystem.start(ctx);
+      logger.debug({ subsystem: subsystem.name }, 'subsystem started');
+    }
+
+    const bound = await listen(http, { port, host: config.server.host });
+    logger.info({ url: publicUrl, bound: bound.url, nodeId }, 'orchestrator listening');
+    return { url: publicUrl, ctx, stop: stopAll };
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+}

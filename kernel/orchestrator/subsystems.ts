@@ -1,0 +1,4 @@
+// The orchestrator's subsystems, in start order. Each lives in its own folder.
+import type { Subsystem } from './context.ts';
+
+export const ORCHESTRATOR_SUBSYSTEMS: readonly Subsystem[] = [];
