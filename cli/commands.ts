@@ -1,0 +1,5 @@
+// The `svc` command table (oclif explicit strategy): command id → class. Topics use spaces on the
+// command line (`svc hook install` is id `hook:install`).
+import type { Command } from '@oclif/core';
+
+export const COMMANDS: Record<string, Command.Class> = {};
