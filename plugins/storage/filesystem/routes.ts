@@ -26,6 +26,7 @@ const STATUS: Record<string, number> = {
   SVC_ERR_STORAGE_NOT_FOUND: 404,
   SVC_ERR_STORAGE_KEY_CONFLICT: 409,
   SVC_ERR_STORAGE_TOO_LARGE: 413,
+  SVC_ERR_STORAGE_UPLOAD_ABORTED: 400,
 };
 
 function refuse(reply: FastifyReply, code: string, message: string): FastifyReply {
@@ -147,16 +148,19 @@ export async function storageRoutes(app: FastifyInstance, options: StorageRoutes
       const body = new PassThrough({ highWaterMark: 1024 * 1024 });
       request.raw.pipe(body);
       request.raw.once('error', (error) => body.destroy(error));
-      request.raw.once('aborted', () => body.destroy(new Error('upload aborted by the client')));
+      request.raw.once('close', () => {
+        if (!request.raw.complete) body.destroy(new Error('upload aborted by the client'));
+      });
       try {
         const written = await storage.put(key, body, { maxBytes: maxUploadBytes });
         if (written.etag !== undefined) reply.header('etag', written.etag);
         return reply.code(200).header('cache-control', 'no-store').send();
       } catch (error) {
         request.raw.unpipe(body);
-        if (request.raw.destroyed || request.raw.readableAborted) {
-          request.log.info({ key }, 'storage upload aborted; nothing stored');
-          return reply;
+        // A request that ended early (reset, truncated) is the client's doing: nothing was stored.
+        if (!request.raw.complete && request.raw.destroyed) {
+          request.log.info({ key, reason: messageOf(error) }, 'storage upload aborted by the client; nothing stored');
+          return refuse(reply, 'SVC_ERR_STORAGE_UPLOAD_ABORTED', 'the upload ended before its body was complete; nothing was stored');
         }
         if (error instanceof StorageTooLargeError) reply.header('connection', 'close');
         return fail(request, reply, error);

@@ -32,7 +32,7 @@ await runStorageContract(
     // Serve the URLs from a real listener: routes need a storage, the storage needs the port.
     const serving = new FilesystemStorage({ root });
     await serving.init();
-    const app = fastify();
+    const app = fastify({ forceCloseConnections: true });
     await app.register(storageRoutes, { storage: serving, secret: SECRET });
     const address = await app.listen({ host: '127.0.0.1', port: 0 });
     t.teardown(() => app.close());
@@ -137,7 +137,7 @@ t.test('the plugin signs in through the host with defaults and serves its routes
   t.ok(skew >= 899 && skew <= 900, `default expiry is 15 minutes (${skew})`);
   t.type(storage.httpRoutes, 'function');
 
-  const app = fastify();
+  const app = fastify({ forceCloseConnections: true });
   await app.register(storage.httpRoutes!);
   const address = await app.listen({ host: '127.0.0.1', port: 0 });
   t.teardown(() => app.close());
