@@ -417,7 +417,7 @@ export function evaluateTrigger(
         break;
       }
       const reached = count >= trigger.threshold;
-      v.add('threshold', reached ? 'pass' : 'fail', `${count} failure${count === 1 ? '' : 's'} in the last ${window} ${reached ? 'reach' : 'stay below'} the threshold of ${trigger.threshold}`);
+      v.add('threshold', reached ? 'pass' : 'fail', `${count} failure${count === 1 ? '' : 's'} in the last ${window}: the threshold of ${trigger.threshold} is ${reached ? 'reached' : 'not reached'}`);
       break;
     }
   }
