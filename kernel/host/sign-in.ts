@@ -240,7 +240,15 @@ function checkManifest(plugin: SvcPlugin): PluginManifest {
   }
   const check = manifestChecks[raw['kind'] as PluginKind];
   const result = check.validate(raw);
-  if (!result.ok) throw new PhaseFailure(formatIssues(result.issues));
+  if (!result.ok) {
+    // Patterns are for machines; say what the field should look like instead.
+    const readable = result.issues.map((issue) =>
+      issue.message.startsWith('must match pattern')
+        ? { ...issue, message: MANIFEST_HINTS[issue.path.replace(/^dependencies\.\d+\./, 'dependencies.')] ?? issue.message }
+        : issue,
+    );
+    throw new PhaseFailure(formatIssues(readable));
+  }
   const manifest = result.value as PluginManifest;
   if (semver.validRange(manifest.kernelRange) === null) {
     throw new PhaseFailure(`kernelRange: "${manifest.kernelRange}" is not a semver range`);
@@ -251,6 +259,12 @@ function checkManifest(plugin: SvcPlugin): PluginManifest {
   if (typeof plugin.create !== 'function') throw new PhaseFailure('create: must be a function');
   return manifest;
 }
+
+const MANIFEST_HINTS: Record<string, string> = {
+  id: 'must be kebab-case, lower-case letters and digits (e.g. "aws-kms")',
+  version: 'must be a semver version (e.g. "1.2.3")',
+  'dependencies.id': 'must be kebab-case',
+};
 
 const manifestChecks = Object.fromEntries(
   PLUGIN_KINDS.map((kind) => [kind, compileSchema(PluginManifestByKind[kind])]),

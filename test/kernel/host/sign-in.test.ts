@@ -48,7 +48,7 @@ t.test('no default export: stops at export', async (t) => {
 
 t.test('bad manifest: stops at manifest, listing each bad field', async (t) => {
   const host = newHost();
-  const e = await signInFails(t, host, './bad-manifest.ts', { name: 'Bad_Plugin', phase: 'manifest', reason: /^.*id: .*; version: / });
+  const e = await signInFails(t, host, './bad-manifest.ts', { name: 'Bad_Plugin', phase: 'manifest', reason: /: id: must be kebab-case, lower-case letters and digits \(e.g. "aws-kms"\); version: must be a semver version \(e.g. "1.2.3"\)$/ });
   t.equal(e.details?.['modulePath'], `${fixtures}bad-manifest.ts`);
   t.same(host.list(), []);
 });
