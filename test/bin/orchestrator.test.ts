@@ -1,0 +1,88 @@
+// svc-orchestrator as a real process: ready line, health, metrics, clean SIGTERM, restart on the
+// same database, embedded default under SVC_DATA_DIR, one-line fatal errors.
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { eachDatabase } from '../fixtures/db.ts';
+import { REPO_ROOT, runProgram, startProgram } from '../fixtures/programs.ts';
+
+const BIN = join(REPO_ROOT, 'bin/svc-orchestrator.ts');
+
+function baseEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { PATH: process.env['PATH'], HOME: process.env['HOME'], SVC_SERVER_PORT: '0', SVC_SERVER_HOST: '127.0.0.1', SVC_SERVER_LOG_LEVEL: 'warn' };
+  return { ...env, ...extra };
+}
+
+async function tempDir(t: Parameters<Parameters<typeof tap.test>[0]>[0]): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-orch-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+t.test('against an operator PostgreSQL', async (t) => {
+  await eachDatabase(t, async (t, db) => {
+    const dataDir = await tempDir(t);
+    const env = baseEnv({ SVC_DATABASE_URL: db.url, SVC_DATA_DIR: dataDir });
+    const first = await startProgram(BIN, 'svc-orchestrator', { env });
+    const health = await fetch(`${first.url}/healthz`);
+    t.equal(health.status, 200);
+    t.same(await health.json(), { status: 'ok' });
+    const metrics = await (await fetch(`${first.url}/metrics`)).text();
+    t.match(metrics, /process_cpu_user_seconds_total/);
+    t.equal(await first.stop(), 0, 'SIGTERM stops cleanly with exit 0');
+
+    const tables = await db.pool.anyFirst(
+      (await import('../../kernel/services/db/index.ts')).sql.unsafe`select table_name from information_schema.tables where table_schema = 'public' order by 1`,
+    );
+    t.ok(tables.includes('runs') && tables.includes('jobs') && tables.includes('svc_migrations'), 'migrations applied');
+
+    const second = await startProgram(BIN, 'svc-orchestrator', { env });
+    t.equal((await fetch(`${second.url}/healthz`)).status, 200, 'restart on a migrated database');
+    t.equal(await second.stop('SIGINT'), 0, 'SIGINT stops cleanly too');
+  });
+});
+
+t.test('embedded defaults: no database URL, state under SVC_DATA_DIR, kept across restarts', async (t) => {
+  const dataDir = await tempDir(t);
+  const env = baseEnv({ SVC_DATA_DIR: dataDir });
+  const first = await startProgram(BIN, 'svc-orchestrator', { env, readyTimeoutMs: 60_000 });
+  t.equal((await fetch(`${first.url}/healthz`)).status, 200);
+  t.match(first.stdout() + first.stderr(), /generated a master key in the data directory/, 'says it generated a master key');
+  t.equal(await first.stop(), 0);
+  const key = await readFile(join(dataDir, 'master.key'), 'utf8');
+
+  const second = await startProgram(BIN, 'svc-orchestrator', { env, readyTimeoutMs: 60_000 });
+  t.equal((await fetch(`${second.url}/healthz`)).status, 200);
+  t.notMatch(second.stdout() + second.stderr(), /generated a master key/, 'reuses its key');
+  t.equal(await readFile(join(dataDir, 'master.key'), 'utf8'), key);
+  t.equal(await second.stop(), 0);
+});
+
+t.test('fatal start errors: one line, non-zero exit', async (t) => {
+  const dataDir = await tempDir(t);
+  const cases: Array<[Record<string, string>, RegExp]> = [
+    [{ SVC_SERVER_PORT: '99999' }, /^svc-orchestrator: SVC_ERR_CONFIG_INVALID: config server\.port: must be <= 65535 \(from env SVC_SERVER_PORT\)$/],
+    [{ SVC_STORAGE_TYPE: 'gcs' }, /storage\.type/],
+    [{ SVC_SECRET_KEY: 'too-short' }, /SVC_SECRET_KEY/],
+    [{ SVC_DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' }, /^svc-orchestrator: SVC_ERR_DB_/],
+    [{ SVC_NOT_A_SETTING: 'x' }, /SVC_NOT_A_SETTING/],
+  ];
+  for (const [extra, pattern] of cases) {
+    const result = await runProgram(BIN, [], { env: baseEnv({ SVC_DATA_DIR: dataDir, ...extra }) });
+    t.equal(result.code, 1, `exit 1 for ${JSON.stringify(extra)}`);
+    const lines = result.stderr.trim().split('\n').filter((l) => l.startsWith('svc-orchestrator:'));
+    t.equal(lines.length, 1, 'exactly one reason line');
+    t.match(lines[0], pattern);
+  }
+});
+
+t.test('the compiled orchestrator (dist/) finds its migrations and starts', { skip: !existsSync(join(REPO_ROOT, 'dist/bin/svc-orchestrator.js')) ? 'needs `npm run build`' : false }, async (t) => {
+  await eachDatabase(t, async (t, db) => {
+    const dataDir = await tempDir(t);
+    const p = await startProgram(join(REPO_ROOT, 'dist/bin/svc-orchestrator.js'), 'svc-orchestrator', { env: baseEnv({ SVC_DATABASE_URL: db.url, SVC_DATA_DIR: dataDir }) });
+    t.equal((await fetch(`${p.url}/healthz`)).status, 200);
+    t.equal(await p.stop(), 0);
+  });
+});
