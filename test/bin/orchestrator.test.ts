@@ -5,7 +5,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { eachDatabase } from '../fixtures/db.ts';
+import { eachDatabase, type Test } from '../fixtures/db.ts';
 import { REPO_ROOT, runProgram, startProgram } from '../fixtures/programs.ts';
 
 const BIN = join(REPO_ROOT, 'bin/svc-orchestrator.ts');
@@ -15,7 +15,7 @@ function baseEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, ...extra };
 }
 
-async function tempDir(t: Parameters<Parameters<typeof tap.test>[0]>[0]): Promise<string> {
+async function tempDir(t: Test): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-orch-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   return dir;
