@@ -155,8 +155,20 @@ export const SvcConfig = Type.Object(
     relay: Type.Object(
       {
         port: Port,
+        /** Address the relay's public listener binds to. */
+        host: NonEmpty,
         /** Absent: embedded PostgreSQL. */
         databaseUrl: Type.Optional(ConnectionUrl),
+        /** Ingress token bucket per org (requests per minute; also the burst size). */
+        rateLimitPerOrgRpm: PositiveInt,
+        /** Ingress token bucket per client IP (requests per minute; also the burst size). */
+        rateLimitPerIpRpm: PositiveInt,
+        /** Durable buffer budget per org: deliveries held. */
+        bufferMaxItems: PositiveInt,
+        /** Durable buffer budget per org: body bytes held. */
+        bufferMaxBytes: PositiveInt,
+        /** A buffered delivery not replayed within this time is dropped as expired. */
+        bufferTtlMs: PositiveInt,
       },
       strict,
     ),

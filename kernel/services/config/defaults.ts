@@ -25,7 +25,16 @@ export function configDefaults(): SvcConfig {
     cache: { ttlDays: 30 }, // spec
     agent: { maxReconnectDelayMs: 60_000 }, // spec
     orchestrator: { signerKind: 'db', kms: {} }, // spec: db is the default custody
-    relay: { port: 7800 },
+    relay: {
+      port: 7800,
+      host: '0.0.0.0', // the relay is the public ingest point
+      // Not shown by the spec: our choices.
+      rateLimitPerOrgRpm: 6000,
+      rateLimitPerIpRpm: 1200,
+      bufferMaxItems: 10_000,
+      bufferMaxBytes: 1024 * 1024 * 1024,
+      bufferTtlMs: 72 * 60 * 60_000, // providers keep deliveries ~3 days for manual redelivery
+    },
     dataDir: './.svc-data',
     metrics: {},
     sealedSecretsRetryBackoffMs: 60_000,
