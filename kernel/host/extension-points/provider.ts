@@ -2,6 +2,7 @@
 // forge, in small steps so the kernel keeps the order (spec "Webhook ingest", processing order).
 // The kernel verifies signatures itself (two secrets during rotation); a provider only says
 // which bytes and which header value to check.
+import type { TSchema } from 'typebox';
 import { createExtensionPointRef, type PluginInstance } from './ref.ts';
 
 /** Request headers, lower-cased names as node:http gives them. */
@@ -54,7 +55,23 @@ export interface CheckoutCredentials {
   expiresAt?: Date;
 }
 
+/**
+ * A source registered with the orchestrator (one GitHub App, one git remote, …). Providers are
+ * signed in once per kind; what differs per source reaches them here, per call.
+ */
+export interface ProviderSource {
+  id: string;
+  orgId: string;
+  routingKey: string;
+  /** Non-secret per-source settings, validated against the provider's `sourceSettingsSchema`. */
+  settings: Readonly<Record<string, unknown>>;
+  /** Per-source credentials opened from their sealed form (an App private key, a deploy token). Never logged. */
+  credentials: Readonly<Record<string, string>>;
+}
+
 export interface SourceProviderExtensionPoint extends PluginInstance {
+  /** TypeBox schema of `ProviderSource.settings`; checked when an operator adds a source. */
+  readonly sourceSettingsSchema?: TSchema;
   /** Provider type used in ingest paths and routing keys (`github`, `git`). */
   readonly providerKind: string;
   /** Routing key for a delivery (exact match first, then provider-type prefix). */
@@ -67,11 +84,11 @@ export interface SourceProviderExtensionPoint extends PluginInstance {
    */
   normalize(delivery: RawDelivery, payload: unknown): unknown;
   /** Raw lock-file bytes at `sha`, or null when the repository has none there. */
-  fetchLockFile(request: { repository: RepositoryRef; sha: string }): Promise<Uint8Array | null>;
+  fetchLockFile(request: { source: ProviderSource; repository: RepositoryRef; sha: string }): Promise<Uint8Array | null>;
   /** Paths changed between two commits (for path filters). */
-  changedFiles(request: { repository: RepositoryRef; base: string; head: string }): Promise<string[]>;
+  changedFiles(request: { source: ProviderSource; repository: RepositoryRef; base: string; head: string }): Promise<string[]>;
   /** Short-lived credentials an agent uses to check the repository out. */
-  checkoutCredentials(request: { repository: RepositoryRef }): Promise<CheckoutCredentials>;
+  checkoutCredentials(request: { source: ProviderSource; repository: RepositoryRef }): Promise<CheckoutCredentials>;
 }
 
 export const sourceProviderExtensionPoint = createExtensionPointRef<SourceProviderExtensionPoint>()({
