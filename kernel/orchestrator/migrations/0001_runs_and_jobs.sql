@@ -10,6 +10,8 @@ CREATE TABLE runs (
   id                  uuid PRIMARY KEY,
   org_id              text NOT NULL,
   delivery_id         text,
+  -- Source the triggering delivery came through (sources are created by the ingest migrations).
+  source_id           uuid,
   provider            text NOT NULL,
   repository          text NOT NULL,
   -- Repository that defines the workflow (differs for organization-wide workflows).
