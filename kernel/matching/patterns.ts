@@ -48,8 +48,12 @@ export interface Selection {
 const lists = new LRUCache<string, PatternList>({ max: 20_000 });
 const messages = new LRUCache<string, MessageMatcher>({ max: 5_000 });
 
+// Characters JSON.stringify would escape; most values have none, and quoting is on the hot path.
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/** `"value"`, escaped like JSON. */
 export function quote(value: string): string {
-  return JSON.stringify(value);
+  return NEEDS_ESCAPE.test(value) ? JSON.stringify(value) : `"${value}"`;
 }
 
 export function showList(values: readonly string[]): string {

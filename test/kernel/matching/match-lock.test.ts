@@ -350,3 +350,14 @@ t.test('results keep lock order and an empty lock matches nothing', async (t) =>
   // Matching the same lock object twice gives equal answers (compiled once, reused).
   t.same(matchLock(gh('push', pushPayload()), lock), r);
 });
+
+t.test('compiled state never leaks between locks, even ones claiming the same contentHash', async (t) => {
+  const a = lockWith('ci', trig.push({ branches: ['main'] }));
+  const b = { ...lockWith('ci', trig.push({ branches: ['dev'] })), contentHash: a.contentHash };
+  const event = gh('push', pushPayload());
+  t.equal(matchLock(event, a).matched.length, 1);
+  t.equal(matchLock(event, b).matched.length, 0);
+  // A re-parsed copy of the same lock answers the same.
+  const copy = JSON.parse(JSON.stringify(a)) as typeof a;
+  t.same(matchLock(event, copy), matchLock(event, a));
+});

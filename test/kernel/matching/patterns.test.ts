@@ -1,5 +1,5 @@
 import t from 'tap';
-import { compileCommitMessage, compilePatternList, describeSelection, select } from '../../../kernel/matching/patterns.ts';
+import { compileCommitMessage, compilePatternList, describeSelection, quote, select } from '../../../kernel/matching/patterns.ts';
 import { pushPayload } from '../../fixtures/github-payloads.ts';
 import { lockWith, trig } from '../../fixtures/locks.ts';
 import { filterVerdict, gh, outcome, summary } from './helpers.ts';
@@ -62,4 +62,12 @@ t.test('message globs', async (t) => {
   t.equal(m('*\\**', 'a * b'), true, 'escaped star is literal');
   t.equal(m('*\\**', 'a b'), false);
   t.equal(m('.*', '.hidden'), true);
+});
+
+t.test('details quote values like JSON', async (t) => {
+  t.equal(quote('main'), '"main"');
+  t.equal(quote('a"b\\c'), '"a\\"b\\\\c"');
+  t.equal(quote('line\nbreak'), '"line\\nbreak"');
+  t.equal(quote('\ud800'), JSON.stringify('\ud800'));
+  t.equal(quote('ü✓'), '"ü✓"');
 });
