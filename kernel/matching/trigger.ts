@@ -195,6 +195,11 @@ function pathsVerdict(v: Verdicts, list: PatternList | null, event: NormalizedEv
     return;
   }
   const files = options.changedFiles ?? event.changedFiles;
+  if (files == null && event.deleted) {
+    // Nothing to fetch: a deleted ref has no commits, so no changed files.
+    v.add('paths', 'fail', `the push deletes ${quote(event.ref ?? 'its ref')}, so it changes no files and none matches ${list.shown}`);
+    return;
+  }
   if (files == null) {
     if (mode === 'probe') v.add('paths', 'pass', `changed files are needed to check ${list.shown}`);
     else if (options.changedFilesUnavailable) {

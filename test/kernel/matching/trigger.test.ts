@@ -36,6 +36,16 @@ t.test('paths: an empty commit changes no files and fails the filter', async (t)
   t.equal(filterVerdict(o, 'paths')?.detail, 'the event changes no files, so none matches ["web/**"]');
 });
 
+t.test('paths: a branch deletion changes no files, without fetching anything', async (t) => {
+  const lock = lockWith('web', trig.push({ paths: ['web/**'] }));
+  const deletion = push({ ref: 'refs/heads/old', after: ZERO });
+  t.equal(deletion.changedFiles, null);
+  t.same(workflowsNeedChangedFiles(lock, deletion), []);
+  const o = outcome(lock, deletion);
+  t.equal(summary(o), 'no_match');
+  t.equal(filterVerdict(o, 'paths')?.detail, 'the push deletes "refs/heads/old", so it changes no files and none matches ["web/**"]');
+});
+
 t.test('paths: files supplied by the caller override the payload', async (t) => {
   const lock = lockWith('web', trig.push({ paths: ['web/**'] }));
   t.equal(summary(outcome(lock, push({ files: { modified: ['README.md'] } }), { changedFiles: ['web/x.ts'] })), 'match');
@@ -150,6 +160,12 @@ t.test('an uncompilable glob is indeterminate with the error text', async (t) =>
   const o = outcome(lockWith('ci', trig.push({ branches: [huge] })), push());
   t.equal(summary(o), 'indeterminate');
   t.match(filterVerdict(o, 'branches')?.detail, /is not a valid glob: .*exceeds maximum allowed length/);
+  const p = outcome(lockWith('ci', trig.push({ paths: [huge] })), push());
+  t.equal(summary(p), 'indeterminate');
+  t.match(filterVerdict(p, 'paths')?.detail, /is not a valid glob/);
+  const r = outcome(lockWith('ci', trig.push({ repositories: ['acme/*', `acme/${huge}`] })), push());
+  t.equal(summary(r), 'indeterminate');
+  t.match(filterVerdict(r, 'repositories')?.detail, /is not a valid glob/);
   const m = outcome(lockWith('ci', trig.push({ commitMessage: { kind: 'glob', pattern: huge } })), push());
   t.equal(summary(m), 'indeterminate');
   t.match(filterVerdict(m, 'commitMessage')?.detail, /is not valid/);
