@@ -1,5 +1,10 @@
 // The `svc` command table (oclif explicit strategy): command id → class. Topics use spaces on the
 // command line (`svc hook install` is id `hook:install`).
 import type { Command } from '@oclif/core';
+import Compile from './commands/compile.ts';
+import Run from './commands/run.ts';
 
-export const COMMANDS: Record<string, Command.Class> = {};
+export const COMMANDS: Record<string, Command.Class> = {
+  compile: Compile,
+  run: Run,
+};
