@@ -1,0 +1,140 @@
+// Provenance attestations (spec "Identity token" attestation claims, "Step API"): a DSSE envelope
+// over an in-toto statement, signed by the orchestrator's key, plus the identity token bound to
+// it. When a live token cannot be minted the statement is frozen (with its SHA-256) and signed
+// later by fulfilDeferredAttestations (origin `deferred`, or `offline-backfill` for an operator).
+import { randomUUID } from 'node:crypto';
+import { Type } from 'typebox';
+import type { CustodyExtensionPoint } from '../../host/extension-points/custody.ts';
+import {
+  ATTESTATION_BUNDLE_MEDIA_TYPE,
+  AttestationBundle,
+  IN_TOTO_PAYLOAD_TYPE,
+  type AttestationOrigin,
+} from '../../../schemas/identity.ts';
+import { compileSchema } from '../../../schemas/validate.ts';
+import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
+import { InputError } from '../../services/errors.ts';
+import { loadRunJob, type RunJobRow } from './claims.ts';
+import { preAuthEncoding, provenanceStatement, sha256Hex, type Artifact } from './dsse.ts';
+import type { Minter } from './mint.ts';
+
+/** Audience of the identity token carried inside a bundle. */
+export const ATTESTATION_AUDIENCE = 'svc-attestation';
+const checkBundle = compileSchema(AttestationBundle);
+
+export type CreateAttestationResult =
+  | { bundle: AttestationBundle; fileName: string; attestationId: string }
+  | { deferred: true; code: string; attestationId: string; statementHash: string };
+
+export interface AttestationDeps {
+  pool: DatabasePool;
+  custody: CustodyExtensionPoint;
+  minter: Minter;
+}
+
+export function checkArtifact(artifact: unknown): Artifact {
+  const a = artifact as Partial<Artifact> | null;
+  if (typeof a?.name !== 'string' || a.name.length === 0 || a.name.length > 1000 || /[\u0000-\u001f\u007f]/.test(a.name)) {
+    throw new InputError('SVC_ERR_IDENTITY_ARTIFACT', 'artifact.name must be 1 to 1000 printable characters');
+  }
+  if (typeof a.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(a.sha256)) {
+    throw new InputError('SVC_ERR_IDENTITY_ARTIFACT', 'artifact.sha256 must be 64 lowercase hex characters');
+  }
+  return { name: a.name, sha256: a.sha256 };
+}
+
+/** `<artifact>.svc.json` (the artifact's base name). */
+export function bundleFileName(artifactName: string): string {
+  const base = artifactName.split(/[\\/]/).pop() || 'artifact';
+  return `${base}.svc.json`;
+}
+
+async function signStatement(deps: AttestationDeps, row: RunJobRow, statementText: string, origin: AttestationOrigin): Promise<AttestationBundle> {
+  const statementHash = sha256Hex(statementText);
+  const token = await deps.minter.signFor(row, ATTESTATION_AUDIENCE, origin, origin === 'live' ? null : statementHash);
+  const payload = Buffer.from(statementText, 'utf8');
+  const sig = await deps.custody.sign(preAuthEncoding(IN_TOTO_PAYLOAD_TYPE, payload), token.kid);
+  return {
+    mediaType: ATTESTATION_BUNDLE_MEDIA_TYPE,
+    issuer: deps.minter.issuer,
+    kid: token.kid,
+    statementHash,
+    attestationOrigin: origin,
+    identityToken: token.token,
+    dsseEnvelope: {
+      payloadType: IN_TOTO_PAYLOAD_TYPE,
+      payload: payload.toString('base64'),
+      signatures: [{ keyid: token.kid, sig: Buffer.from(sig).toString('base64') }],
+    },
+  };
+}
+
+export async function createAttestation(deps: AttestationDeps, request: { jobId: string; agentId: string; artifact: Artifact }): Promise<CreateAttestationResult> {
+  const artifact = checkArtifact(request.artifact);
+  const row = await deps.minter.ownedJob(request.jobId, request.agentId);
+  // Serialized once: the frozen bytes are what a later signature covers.
+  const statementText = JSON.stringify(provenanceStatement(row, artifact, deps.minter.issuer));
+  const statementHash = sha256Hex(statementText);
+  const id = randomUUID();
+  const signed = await deps.minter.deferring(() => signStatement(deps, row, statementText, 'live'));
+  if ('deferred' in signed) {
+    await deps.pool.query(sql.unsafe`
+      INSERT INTO attestations (id, run_id, job_id, artifact_name, artifact_sha256, statement, statement_hash, status, defer_code)
+      VALUES (${id}, ${row.run_id}, ${row.job_id}, ${artifact.name}, ${artifact.sha256}, ${statementText}, ${statementHash}, 'pending', ${signed.code})`);
+    return { deferred: true, code: signed.code, attestationId: id, statementHash };
+  }
+  await deps.pool.query(sql.unsafe`
+    INSERT INTO attestations (id, run_id, job_id, artifact_name, artifact_sha256, statement, statement_hash, status, attestation_origin, bundle, fulfilled_at)
+    VALUES (${id}, ${row.run_id}, ${row.job_id}, ${artifact.name}, ${artifact.sha256}, ${statementText}, ${statementHash}, 'fulfilled', 'live',
+            ${JSON.stringify(signed)}::jsonb, now())`);
+  return { bundle: signed, fileName: bundleFileName(artifact.name), attestationId: id };
+}
+
+export interface FulfilResult {
+  fulfilled: number;
+  /** Pending statements left (a deferral stops the sweep). */
+  remaining: number;
+  deferredCode?: string;
+}
+
+/** Sign frozen statements. Each is claimed with SKIP LOCKED so nodes sweeping at once never double-sign. */
+export async function fulfilDeferredAttestations(
+  deps: AttestationDeps,
+  options: { origin?: 'deferred' | 'offline-backfill'; limit?: number } = {},
+): Promise<FulfilResult> {
+  const origin = options.origin ?? 'deferred';
+  const limit = Math.max(1, Math.min(options.limit ?? 100, 1000));
+  let fulfilled = 0;
+  let deferredCode: string | undefined;
+  for (let i = 0; i < limit && deferredCode === undefined; i += 1) {
+    const done = await deps.pool.transaction(async (tx) => {
+      const pending = await tx.maybeOne(sqlTyped(Type.Object({ id: Type.String(), job_id: Type.String(), statement: Type.String() }))`
+        SELECT id::text AS id, job_id::text AS job_id, statement FROM attestations
+        WHERE status = 'pending' ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED`);
+      if (!pending) return false;
+      const row = await loadRunJob(deps.pool, pending.job_id);
+      if (!row) throw new InputError('SVC_ERR_IDENTITY_ATTESTATION_ORPHAN', `attestation ${pending.id} has no job row`);
+      const signed = await deps.minter.deferring(() => signStatement(deps, row, pending.statement, origin));
+      if ('deferred' in signed) {
+        deferredCode = signed.code;
+        return false;
+      }
+      await tx.query(sql.unsafe`
+        UPDATE attestations SET status = 'fulfilled', attestation_origin = ${origin}, bundle = ${JSON.stringify(signed)}::jsonb, fulfilled_at = now()
+        WHERE id = ${pending.id}`);
+      return true;
+    });
+    if (!done) break;
+    fulfilled += 1;
+  }
+  const remaining = await deps.pool.oneFirst(sqlTyped(Type.Object({ n: Type.Number() }))`SELECT count(*)::int AS n FROM attestations WHERE status = 'pending'`);
+  return { fulfilled, remaining, ...(deferredCode === undefined ? {} : { deferredCode }) };
+}
+
+/** The bundle of a fulfilled attestation, or undefined while it is pending / unknown. */
+export async function attestationBundle(pool: DatabasePool, id: string): Promise<AttestationBundle | undefined> {
+  if (!/^[0-9a-f-]{36}$/i.test(id)) return undefined;
+  const row = await pool.maybeOne(sqlTyped(Type.Object({ bundle: Type.Union([Type.Unknown(), Type.Null()]) }))`SELECT bundle FROM attestations WHERE id = ${id}::uuid`);
+  if (!row || row.bundle === null) return undefined;
+  return checkBundle.check(row.bundle) ? row.bundle : undefined;
+}

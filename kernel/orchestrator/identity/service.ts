@@ -1,0 +1,113 @@
+// The identity service one orchestrator node holds: minting, attestations, discovery, JWKS and
+// verification, over one custody plugin and the shared key table.
+import type { Logger } from 'pino';
+import type { CustodyExtensionPoint } from '../../host/extension-points/custody.ts';
+import {
+  IDENTITY_CLAIM_NAMES,
+  type AttestationBundle,
+  type CustodyKind,
+  type DiscoveryDocument,
+  type Jwks,
+  type VerifyAttestationResponse,
+} from '../../../schemas/identity.ts';
+import type { OidcTokenRequest as OidcTokenRequestSchema, OidcTokenResponse as OidcTokenResponseSchema, ProtocolError as ProtocolErrorSchema } from '../../../schemas/wire/agent.ts';
+import type { Static } from 'typebox';
+
+type OidcTokenRequest = Static<typeof OidcTokenRequestSchema>;
+type OidcTokenResponse = Static<typeof OidcTokenResponseSchema>;
+type ProtocolError = Static<typeof ProtocolErrorSchema>;
+import type { DatabasePool } from '../../services/db/index.ts';
+import { isSvcError, messageOf } from '../../services/errors.ts';
+import {
+  attestationBundle,
+  createAttestation,
+  fulfilDeferredAttestations,
+  type CreateAttestationResult,
+  type FulfilResult,
+} from './attestations.ts';
+import type { Artifact } from './dsse.ts';
+import { publicKeySet, revokedKids } from './key-store.ts';
+import { Minter, type MintRequest, type MintResult } from './mint.ts';
+import { verifyAttestationBundle } from './verify-attestation.ts';
+
+export interface IdentityServiceOptions {
+  pool: DatabasePool;
+  custody: CustodyExtensionPoint;
+  custodyKind: CustodyKind;
+  /** The provenance issuer (`SVC_ORCHESTRATOR_PROVENANCE_ISSUER`). */
+  issuer: string;
+  orchestratorId: string;
+  logger: Logger;
+  /** Test knob: how long mint waits for a key (default 7.5 s). */
+  keyWaitMs?: number;
+}
+
+export interface IdentityService {
+  readonly issuer: string;
+  mintIdentityToken(request: MintRequest): Promise<MintResult>;
+  /** The dispatch layer's handler for an agent's `oidc.token.request`. */
+  answerOidcTokenRequest(agentId: string, message: OidcTokenRequest): Promise<OidcTokenResponse | ProtocolError>;
+  createAttestation(request: { jobId: string; agentId: string; artifact: Artifact }): Promise<CreateAttestationResult>;
+  fulfilDeferredAttestations(options?: { origin?: 'deferred' | 'offline-backfill'; limit?: number }): Promise<FulfilResult>;
+  attestationBundle(id: string): Promise<AttestationBundle | undefined>;
+  /** Verdict against the live key table (revoked keys refused). */
+  verifyAttestation(input: { bundle: unknown; artifactSha256: string; artifactName?: string }): Promise<VerifyAttestationResponse>;
+  discovery(): DiscoveryDocument;
+  jwks(): Promise<Jwks>;
+}
+
+/** `https://ci.example.test/tenant-a/` → `https://ci.example.test/tenant-a`. */
+export function normalizeIssuer(issuer: string): string {
+  const url = new URL(issuer);
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+}
+
+export function discoveryDocument(issuer: string): DiscoveryDocument {
+  return {
+    issuer,
+    jwks_uri: `${issuer}/.well-known/jwks.json`,
+    id_token_signing_alg_values_supported: ['ES256'],
+    claims_supported: [...IDENTITY_CLAIM_NAMES],
+    response_types_supported: ['id_token'],
+    subject_types_supported: ['public'],
+  };
+}
+
+export function createIdentityService(options: IdentityServiceOptions): IdentityService {
+  const issuer = normalizeIssuer(options.issuer);
+  const minter = new Minter({
+    pool: options.pool,
+    custody: options.custody,
+    custodyKind: options.custodyKind,
+    issuer,
+    orchestratorId: options.orchestratorId,
+    logger: options.logger,
+    ...(options.keyWaitMs === undefined ? {} : { keyWaitMs: options.keyWaitMs }),
+  });
+  const deps = { pool: options.pool, custody: options.custody, minter };
+  const discovery = discoveryDocument(issuer);
+  return {
+    issuer,
+    mintIdentityToken: (request) => minter.mintIdentityToken(request),
+    async answerOidcTokenRequest(agentId, message) {
+      try {
+        const result = await minter.mintIdentityToken({ jobId: message.jobId, agentId, audience: message.audience });
+        return { type: 'oidc.token.response', requestId: message.requestId, ...result };
+      } catch (error) {
+        if (!isSvcError(error)) options.logger.error({ err: error }, 'identity token request failed');
+        const code = isSvcError(error) ? error.code : 'SVC_ERR_INTERNAL';
+        const text = isSvcError(error) ? error.message : `identity token request failed: ${messageOf(error)}`;
+        return { type: 'protocol.error', requestId: message.requestId, error: { code, message: text } };
+      }
+    },
+    createAttestation: (request) => createAttestation(deps, request),
+    fulfilDeferredAttestations: (fulfilOptions) => fulfilDeferredAttestations(deps, fulfilOptions),
+    attestationBundle: (id) => attestationBundle(options.pool, id),
+    async verifyAttestation(input) {
+      const [jwks, revoked] = await Promise.all([publicKeySet(options.pool), revokedKids(options.pool)]);
+      return verifyAttestationBundle({ ...input, trust: { issuer, jwks, revokedKids: revoked } });
+    },
+    discovery: () => discovery,
+    jwks: () => publicKeySet(options.pool),
+  };
+}

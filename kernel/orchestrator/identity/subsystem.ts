@@ -1,0 +1,66 @@
+// The identity subsystem at boot: self-heal sealed keys left under the previous master key (a key
+// neither master key opens stops the boot, naming the store), bind the custody plugin to the key
+// table, make sure a key exists, mount the issuer routes, and sweep deferred attestations.
+import type { CustodyKind } from '../../../schemas/identity.ts';
+import { messageOf } from '../../services/errors.ts';
+import type { OrchestratorContext, Subsystem } from '../context.ts';
+import { createKeyVault, registerExternalKey, resealSigningKeys } from './key-store.ts';
+import { registerIdentityRoutes, registerSigningKeyAdminRoute } from './routes.ts';
+import { createIdentityService, type IdentityService } from './service.ts';
+
+export const FULFIL_SWEEP_MS = 30_000;
+
+const services = new WeakMap<OrchestratorContext, IdentityService>();
+
+/** The identity service of a started orchestrator; undefined when provenance signing is off. */
+export function identityServiceOf(ctx: OrchestratorContext): IdentityService | undefined {
+  return services.get(ctx);
+}
+
+export const identitySubsystem: Subsystem = {
+  name: 'identity',
+  async start(ctx) {
+    const logger = ctx.logger.child({ subsystem: 'identity' });
+    const healed = await resealSigningKeys(ctx.db, ctx.masterKeys, 'heal');
+    if (healed.resealed > 0) logger.warn({ resealed: healed.resealed }, 'signing keys sealed under the previous master key were re-sealed under the current one');
+    await registerSigningKeyAdminRoute(ctx.http, ctx.db, () => ctx.config.secrets.bootstrapAdminToken);
+
+    const issuer = ctx.config.orchestrator.provenanceIssuer;
+    if (!issuer) {
+      logger.info('SVC_ORCHESTRATOR_PROVENANCE_ISSUER is not set: identity tokens and attestations are off');
+      return;
+    }
+    const custodyKind = ctx.config.orchestrator.signerKind as CustodyKind;
+    const custody = ctx.host.select('custody', custodyKind);
+    custody.bind?.(createKeyVault(ctx.db, ctx.masterKeys, custodyKind));
+    if (custodyKind === 'db') {
+      const key = await custody.generate?.();
+      if (key?.created) logger.info({ kid: key.kid }, 'generated the first signing key');
+    } else {
+      try {
+        const kid = await custody.keyId();
+        const status = await registerExternalKey(ctx.db, custodyKind, kid, await custody.getPublicJwk());
+        if (status === 'revoked') logger.error({ kid }, `the ${custodyKind} signing key is revoked: tokens will be deferred until a new key is configured`);
+      } catch (error) {
+        // A signer outage must not stop the orchestrator: mint defers until it answers.
+        logger.error({ err: error }, `the ${custodyKind} signer did not answer at start: ${messageOf(error)}`);
+      }
+    }
+
+    const service = createIdentityService({ pool: ctx.db, custody, custodyKind, issuer, orchestratorId: ctx.nodeId, logger });
+    await registerIdentityRoutes(ctx.http, service);
+    services.set(ctx, service);
+
+    const timer = setInterval(() => {
+      service.fulfilDeferredAttestations().then(
+        (result) => {
+          if (result.fulfilled > 0) logger.info(result, 'deferred attestations fulfilled');
+        },
+        (error: unknown) => logger.warn({ err: error }, 'deferred attestation sweep failed'),
+      );
+    }, FULFIL_SWEEP_MS);
+    timer.unref();
+    ctx.onStop(() => clearInterval(timer));
+    logger.info({ issuer: service.issuer, custody: custodyKind }, 'OIDC issuer ready');
+  },
+};

@@ -1,0 +1,112 @@
+// Attestation verification, offline (a trust-root file) or online (the live key table). Pure:
+// the CLI and the orchestrator route share it. Each kind of tampering has its own reason.
+import { verify as nodeVerify } from 'node:crypto';
+import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
+import {
+  AttestationBundle,
+  IN_TOTO_PAYLOAD_TYPE,
+  IN_TOTO_STATEMENT_TYPE,
+  SLSA_PROVENANCE_TYPE,
+  type AttestationFailureReason,
+  type Jwks,
+  type VerifyAttestationResponse,
+} from '../../../schemas/identity.ts';
+import { compileSchema, formatIssues } from '../../../schemas/validate.ts';
+import { messageOf } from '../../services/errors.ts';
+import { preAuthEncoding, sha256Hex, type ProvenanceStatement } from './dsse.ts';
+
+const checkBundle = compileSchema(AttestationBundle);
+const B64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+export interface VerifyTrust {
+  issuer: string;
+  jwks: Jwks;
+  /** Known-revoked kids (online only): reported as `key_revoked`. */
+  revokedKids?: ReadonlySet<string>;
+}
+
+export interface VerifyAttestationInput {
+  bundle: unknown;
+  /** SHA-256 hex of the artifact bytes. */
+  artifactSha256: string;
+  artifactName?: string;
+  trust: VerifyTrust;
+}
+
+const fail = (reason: AttestationFailureReason, message: string): VerifyAttestationResponse => ({ ok: false, reason, message });
+
+function decodeB64(text: string): Buffer | undefined {
+  if (text.length % 4 !== 0 || !B64.test(text)) return undefined;
+  return Buffer.from(text, 'base64');
+}
+
+const sameIssuer = (a: string, b: string) => a.replace(/\/+$/, '') === b.replace(/\/+$/, '');
+
+export async function verifyAttestationBundle(input: VerifyAttestationInput): Promise<VerifyAttestationResponse> {
+  const parsed = checkBundle.validate(input.bundle);
+  if (!parsed.ok) return fail('bundle_malformed', `not an attestation bundle: ${formatIssues(parsed.issues)}`);
+  const bundle = parsed.value;
+  const { trust } = input;
+  if (!sameIssuer(bundle.issuer, trust.issuer)) return fail('issuer_mismatch', `bundle issuer ${bundle.issuer} is not the trusted issuer ${trust.issuer}`);
+  const envelope = bundle.dsseEnvelope;
+  if (envelope.payloadType !== IN_TOTO_PAYLOAD_TYPE) return fail('payload_type_mismatch', `payload type ${envelope.payloadType} is not ${IN_TOTO_PAYLOAD_TYPE}`);
+  if (trust.revokedKids?.has(bundle.kid)) return fail('key_revoked', `signing key ${bundle.kid} is revoked; what it signed no longer verifies`);
+  const jwk = trust.jwks.keys.find((k) => k.kid === bundle.kid);
+  if (!jwk) return fail('unknown_key', `signing key ${bundle.kid} is not in the issuer's key set`);
+  const signature = envelope.signatures.find((s) => s.keyid === bundle.kid);
+  if (!signature) return fail('signature_invalid', `no envelope signature carries keyid ${bundle.kid}`);
+
+  const payload = decodeB64(envelope.payload);
+  if (!payload) return fail('bundle_malformed', 'envelope payload is not base64');
+  if (sha256Hex(payload) !== bundle.statementHash) return fail('statement_tampered', 'the statement does not hash to the bundle statementHash: it was altered');
+  const sig = decodeB64(signature.sig);
+  let valid = false;
+  if (sig && sig.length === 64) {
+    try {
+      valid = nodeVerify('sha256', preAuthEncoding(envelope.payloadType, payload), { key: jwk, format: 'jwk', dsaEncoding: 'ieee-p1363' }, sig);
+    } catch {
+      valid = false;
+    }
+  }
+  if (!valid) return fail('signature_invalid', `the envelope signature does not verify with key ${bundle.kid}`);
+
+  let statement: ProvenanceStatement;
+  try {
+    statement = JSON.parse(payload.toString('utf8')) as ProvenanceStatement;
+  } catch (error) {
+    return fail('statement_invalid', `statement is not JSON: ${messageOf(error)}`);
+  }
+  const subject = Array.isArray(statement?.subject) ? statement.subject[0] : undefined;
+  const run = statement?.predicate?.buildDefinition?.internalParameters;
+  if (statement?._type !== IN_TOTO_STATEMENT_TYPE || statement.predicateType !== SLSA_PROVENANCE_TYPE || !subject || typeof subject.digest?.sha256 !== 'string' || !run) {
+    return fail('statement_invalid', 'statement is not an in-toto v1 statement with an SLSA provenance v1 predicate');
+  }
+  if (subject.digest.sha256 !== input.artifactSha256.toLowerCase()) {
+    return fail('artifact_mismatch', `artifact sha256 ${input.artifactSha256} is not the attested ${subject.digest.sha256}`);
+  }
+  if (input.artifactName !== undefined && subject.name !== input.artifactName) {
+    return fail('artifact_mismatch', `artifact name ${input.artifactName} is not the attested ${subject.name}`);
+  }
+
+  // The identity token outlives its 10 minutes here: check it as of the time it was issued.
+  let claims: Record<string, unknown>;
+  try {
+    const issuedAt = decodeJwt(bundle.identityToken).iat;
+    if (typeof issuedAt !== 'number') throw new Error('token has no iat');
+    const result = await jwtVerify(bundle.identityToken, createLocalJWKSet(trust.jwks as never), {
+      issuer: bundle.issuer,
+      algorithms: ['ES256'],
+      currentDate: new Date(issuedAt * 1000),
+    });
+    claims = result.payload as Record<string, unknown>;
+  } catch (error) {
+    return fail('token_invalid', `identity token does not verify: ${messageOf(error)}`);
+  }
+  const bound =
+    claims['svc_run_id'] === run['svc_run_id'] &&
+    claims['svc_job_id'] === run['svc_job_id'] &&
+    claims['attestation_origin'] === bundle.attestationOrigin &&
+    (bundle.attestationOrigin === 'live' ? claims['statement_hash'] === null : claims['statement_hash'] === bundle.statementHash);
+  if (!bound) return fail('token_mismatch', 'identity token is not the one bound to this statement (run, job, origin or statement hash differ)');
+  return { ok: true, issuer: bundle.issuer, kid: bundle.kid, subject: { name: subject.name, sha256: subject.digest.sha256 }, attestationOrigin: bundle.attestationOrigin, claims };
+}
