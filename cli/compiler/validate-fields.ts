@@ -105,13 +105,12 @@ export function glob(scope: CompileScope, path: string, value: unknown): string 
   return value;
 }
 
-/** Globs in declared order (a later `!` pattern overrides earlier ones); a list of only negations matches nothing, so refuse it. */
+/**
+ * Globs in declared order: the last matching pattern decides, and a list of only negations means
+ * "everything except" (`['!main']`: every branch but main), as kernel/matching reads it.
+ */
 export function globList(scope: CompileScope, path: string, value: unknown): string[] {
-  const items = arrayOf(scope, path, value, (item, itemPath) => glob(scope, itemPath, item));
-  if (items.length > 0 && items.every((p) => p.startsWith('!'))) {
-    scope.fail(CompileErrorCode.invalidGlob, path, 'has only negated patterns, which match nothing: add a positive pattern such as "**" first');
-  }
-  return items;
+  return arrayOf(scope, path, value, (item, itemPath) => glob(scope, itemPath, item));
 }
 
 /** Repository-relative glob (paths, hashFiles, requires): no absolute paths, no `..`. */
