@@ -2,9 +2,15 @@
 // command line (`svc hook install` is id `hook:install`).
 import type { Command } from '@oclif/core';
 import Compile from './commands/compile.ts';
+import HookInstall from './commands/hook/install.ts';
+import Init from './commands/init.ts';
 import Run from './commands/run.ts';
+import Types from './commands/types.ts';
 
 export const COMMANDS: Record<string, Command.Class> = {
   compile: Compile,
+  'hook:install': HookInstall,
+  init: Init,
   run: Run,
+  types: Types,
 };
