@@ -2,15 +2,19 @@
 // command line (`svc hook install` is id `hook:install`).
 import type { Command } from '@oclif/core';
 import Compile from './commands/compile.ts';
+import Doctor from './commands/doctor.ts';
 import HookInstall from './commands/hook/install.ts';
 import Init from './commands/init.ts';
 import Run from './commands/run.ts';
 import Types from './commands/types.ts';
+import Workflows from './commands/workflows.ts';
 
 export const COMMANDS: Record<string, Command.Class> = {
   compile: Compile,
+  doctor: Doctor,
   'hook:install': HookInstall,
   init: Init,
   run: Run,
   types: Types,
+  workflows: Workflows,
 };
