@@ -1,5 +1,7 @@
-import { notAvailable } from './not-yet.ts';
+// Composition root of `svc-relay`: the Platform relay.
+import { startRelay } from '../../kernel/relay/index.ts';
+import { runServerProgram } from '../../kernel/services/lifecycle.ts';
 
 export async function main(): Promise<number> {
-  return notAvailable('svc-relay', 'the Platform relay');
+  return runServerProgram('svc-relay', () => startRelay());
 }

@@ -1,0 +1,325 @@
+// The orchestrator's link to the Platform relay: dials `{platform_url}/v1/orchestrators/connect`
+// with the org's platform token, says hello with its sources, answers every `webhook.deliver`
+// with exactly one `webhook.ack`, and redials with capped exponential backoff and jitter. A
+// failure inside `onDelivery` never drops a delivery silently: transient failures are answered
+// `shed_retry_later` (the relay keeps a replayed delivery; a live one is refused with 429), and
+// only errors that say the input or setup is wrong become `rejected_misconfigured`.
+import type { Logger } from 'pino';
+import WebSocket from 'ws';
+import {
+  ACK_RESULTS,
+  PROTOCOL_VERSION,
+  RelayToOrchestratorMembers,
+  WS_CLOSE_PROTOCOL_ERROR,
+  WebhookAck,
+  type AckResult,
+  type OrchestratorToRelay,
+  type RelaySource,
+  type RelayToOrchestrator,
+  type WebhookDeliver,
+} from '../../../schemas/wire/relay.ts';
+import { compileMessageUnion, compileSchema, formatIssues } from '../../../schemas/validate.ts';
+import { UnavailableError, isSvcError, messageOf } from '../../services/errors.ts';
+
+export const CONNECT_PATH = '/v1/orchestrators/connect';
+/** A 25 MiB body is ~33.4 MiB in base64, plus headers and framing. */
+export const MAX_RELAY_FRAME_BYTES = 40 * 1024 * 1024;
+
+const checkFrame = compileMessageUnion(RelayToOrchestratorMembers);
+const checkAck = compileSchema(WebhookAck);
+
+export interface RelayDeliveryResult {
+  result: AckResult;
+  retryAfterSeconds?: number;
+  message?: string;
+}
+
+export interface ConnectRelayOptions {
+  /** `{platform_url}` (http/https; ws/wss also accepted). */
+  platformUrl: string;
+  platformToken: string;
+  orchestratorId: string;
+  /** The sources to announce in every hello (called on each (re)connect). */
+  sources: () => RelaySource[];
+  /** Verifies, dedups and admits one delivery; resolves with the ack to send. */
+  onDelivery: (delivery: WebhookDeliver) => Promise<RelayDeliveryResult>;
+  logger: Logger;
+  /** Other relay messages (dashboard requests: run.rerun.request, …). */
+  onMessage?: (message: RelayToOrchestrator) => void;
+  minReconnectDelayMs?: number;
+  maxReconnectDelayMs?: number;
+  /** No ping from the relay for this long: the socket is considered dead and redialled. */
+  heartbeatTimeoutMs?: number;
+  /** Test hook: announce another protocol version. */
+  protocolVersion?: number;
+}
+
+export interface RelayLink {
+  /** True between `relay.welcome` and the socket closing. */
+  readonly connected: boolean;
+  registerSource(source: RelaySource): void;
+  deregisterSource(routingKey: string): void;
+  /** Sends a message now if connected (status forwards); false when not connected. */
+  send(message: OrchestratorToRelay): boolean;
+  /** Resolves at the next (or current) welcome; rejects after `timeoutMs` or on close. */
+  waitConnected(timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** SvcError kinds that mean "this delivery or its source is wrong", not "try again". */
+const DEFINITIVE_KINDS = new Set(['input', 'not_found', 'authentication', 'not_allowed', 'conflict']);
+
+export function ackForError(error: unknown): RelayDeliveryResult {
+  const message = messageOf(error).slice(0, 1000);
+  if (isSvcError(error) && DEFINITIVE_KINDS.has(error.kind)) return { result: 'rejected_misconfigured', message };
+  return { result: 'shed_retry_later', retryAfterSeconds: 5, message };
+}
+
+function connectUrl(platformUrl: string): string {
+  const url = new URL(platformUrl);
+  if (url.protocol === 'http:') url.protocol = 'ws:';
+  else if (url.protocol === 'https:') url.protocol = 'wss:';
+  url.pathname = url.pathname.replace(/\/+$/, '') + CONNECT_PATH;
+  url.search = '';
+  url.hash = '';
+  return url.toString();
+}
+
+/** What `onDelivery` returned, made into a valid ack (bad values become a logged shed). */
+function toAck(deliveryRef: string, outcome: RelayDeliveryResult): WebhookAck {
+  const ack: WebhookAck = { type: 'webhook.ack', deliveryRef, result: outcome.result };
+  if (outcome.retryAfterSeconds !== undefined) ack.retryAfterSeconds = Math.min(3600, Math.max(1, Math.ceil(outcome.retryAfterSeconds)));
+  if (outcome.message !== undefined) ack.message = String(outcome.message).slice(0, 1000);
+  if (!(ACK_RESULTS as readonly string[]).includes(ack.result) || !checkAck.check(ack)) {
+    return { type: 'webhook.ack', deliveryRef, result: 'shed_retry_later', retryAfterSeconds: 5, message: 'orchestrator produced an invalid ack' };
+  }
+  return ack;
+}
+
+export function connectRelay(options: ConnectRelayOptions): RelayLink {
+  const log = options.logger.child({ component: 'relay-link' });
+  const url = connectUrl(options.platformUrl);
+  const minDelay = options.minReconnectDelayMs ?? 500;
+  const maxDelay = options.maxReconnectDelayMs ?? 30_000;
+  const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? 45_000;
+
+  const registered = new Map<string, RelaySource>();
+  const deregistered = new Set<string>();
+  const inFlight = new Map<string, Promise<RelayDeliveryResult>>();
+  let waiters: Array<{ resolve: () => void; reject: (e: Error) => void }> = [];
+
+  let socket: WebSocket | undefined;
+  let connected = false;
+  let closed = false;
+  let attempt = 0;
+  let reconnectTimer: NodeJS.Timeout | undefined;
+  let heartbeatTimer: NodeJS.Timeout | undefined;
+  let lastFailure: 'auth' | 'protocol' | undefined;
+
+  const sendOn = (ws: WebSocket, message: OrchestratorToRelay): boolean => {
+    if (ws.readyState !== WebSocket.OPEN) return false;
+    ws.send(JSON.stringify(message));
+    return true;
+  };
+
+  const armHeartbeat = (ws: WebSocket): void => {
+    clearTimeout(heartbeatTimer);
+    heartbeatTimer = setTimeout(() => {
+      log.warn({ heartbeatTimeoutMs }, 'no heartbeat from the relay; redialling');
+      ws.terminate();
+    }, heartbeatTimeoutMs);
+    heartbeatTimer.unref();
+  };
+
+  const scheduleReconnect = (): void => {
+    if (closed) return;
+    // Refusals that a retry will not fix wait the longest delay; others back off from the minimum.
+    const exp = lastFailure !== undefined ? maxDelay : Math.min(maxDelay, minDelay * 2 ** Math.min(attempt, 20));
+    const delay = exp / 2 + Math.random() * (exp / 2);
+    attempt += 1;
+    reconnectTimer = setTimeout(dial, delay);
+    reconnectTimer.unref();
+  };
+
+  function helloSources(): RelaySource[] {
+    const merged = new Map<string, RelaySource>();
+    let given: RelaySource[] = [];
+    try {
+      given = options.sources();
+    } catch (error) {
+      log.error({ err: error }, 'sources() failed; announcing only sources registered through the link');
+    }
+    for (const s of given) merged.set(s.routingKey, s);
+    for (const [key, s] of registered) merged.set(key, s);
+    for (const key of deregistered) merged.delete(key);
+    return [...merged.values()];
+  }
+
+  async function handleDelivery(ws: WebSocket, delivery: WebhookDeliver): Promise<void> {
+    let pending = inFlight.get(delivery.deliveryId);
+    if (pending === undefined) {
+      pending = (async () => {
+        try {
+          return await options.onDelivery(delivery);
+        } catch (error) {
+          log.warn({ err: error, deliveryId: delivery.deliveryId }, 'delivery handler failed');
+          return ackForError(error);
+        }
+      })();
+      inFlight.set(delivery.deliveryId, pending);
+      const settled = pending;
+      void settled.finally(() => {
+        if (inFlight.get(delivery.deliveryId) === settled) inFlight.delete(delivery.deliveryId);
+      });
+    }
+    const outcome = await pending;
+    // The socket that carried the delivery: if it is gone the relay has already moved on.
+    if (!sendOn(ws, toAck(delivery.deliveryRef, outcome))) {
+      log.info({ deliveryId: delivery.deliveryId }, 'relay socket closed before the ack could be sent; the relay will redeliver');
+    }
+  }
+
+  function onFrame(ws: WebSocket, data: WebSocket.RawData, isBinary: boolean): void {
+    let parsed: unknown;
+    try {
+      if (isBinary) throw new Error('binary frame');
+      parsed = JSON.parse(data.toString());
+    } catch (error) {
+      log.warn({ err: error }, 'relay frame is not JSON; ignored');
+      return;
+    }
+    const checked = checkFrame.validate(parsed);
+    if (!checked.ok) {
+      log.warn({ issues: formatIssues(checked.issues) }, 'relay frame refused');
+      return;
+    }
+    const message = checked.value as RelayToOrchestrator;
+    switch (message.type) {
+      case 'relay.welcome': {
+        connected = true;
+        attempt = 0;
+        lastFailure = undefined;
+        log.info({ orgId: message.orgId, buffered: message.buffered }, 'connected to the relay');
+        for (const key of deregistered) sendOn(ws, { type: 'source.deregister', routingKey: key });
+        deregistered.clear();
+        const ready = waiters;
+        waiters = [];
+        for (const w of ready) w.resolve();
+        return;
+      }
+      case 'webhook.deliver':
+        void handleDelivery(ws, message);
+        return;
+      default:
+        options.onMessage?.(message);
+    }
+  }
+
+  function dial(): void {
+    if (closed) return;
+    const ws = new WebSocket(url, {
+      headers: { authorization: `Bearer ${options.platformToken}` },
+      maxPayload: MAX_RELAY_FRAME_BYTES,
+      perMessageDeflate: false,
+      handshakeTimeout: 10_000,
+    });
+    socket = ws;
+    ws.on('open', () => {
+      armHeartbeat(ws);
+      sendOn(ws, {
+        type: 'orchestrator.hello',
+        protocolVersion: options.protocolVersion ?? PROTOCOL_VERSION,
+        orchestratorId: options.orchestratorId,
+        sources: helloSources(),
+      });
+    });
+    ws.on('ping', () => armHeartbeat(ws));
+    ws.on('message', (data, isBinary) => onFrame(ws, data, isBinary));
+    ws.on('error', (error) => {
+      const status = /Unexpected server response: (\d+)/.exec(error.message)?.[1];
+      if (status === '401') {
+        lastFailure = 'auth';
+        log.error({ url }, 'the relay refused the platform token (401); check SVC_PLATFORM_TOKEN');
+      } else {
+        log.warn({ err: error, url }, 'relay connection error');
+      }
+    });
+    ws.on('close', (code, reason) => {
+      if (socket === ws) socket = undefined;
+      clearTimeout(heartbeatTimer);
+      const wasConnected = connected;
+      connected = false;
+      if (code === WS_CLOSE_PROTOCOL_ERROR) {
+        lastFailure = 'protocol';
+        log.error({ code, reason: reason.toString() }, 'the relay closed the link: protocol error');
+      } else if (wasConnected) {
+        log.warn({ code, reason: reason.toString() }, 'relay link closed; redialling');
+      }
+      scheduleReconnect();
+    });
+  }
+
+  dial();
+
+  return {
+    get connected() {
+      return connected;
+    },
+    registerSource(source) {
+      registered.set(source.routingKey, source);
+      deregistered.delete(source.routingKey);
+      if (connected && socket) sendOn(socket, { type: 'source.register', source });
+    },
+    deregisterSource(routingKey) {
+      registered.delete(routingKey);
+      if (connected && socket && sendOn(socket, { type: 'source.deregister', routingKey })) return;
+      deregistered.add(routingKey);
+    },
+    send(message) {
+      return connected && socket !== undefined && sendOn(socket, message);
+    },
+    waitConnected(timeoutMs = 10_000) {
+      if (connected) return Promise.resolve();
+      if (closed) return Promise.reject(new UnavailableError('SVC_ERR_RELAY_LINK_CLOSED', 'the relay link is closed'));
+      return new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          waiters = waiters.filter((w) => w !== waiter);
+          reject(new UnavailableError('SVC_ERR_RELAY_LINK_TIMEOUT', `not connected to the relay at ${options.platformUrl} within ${timeoutMs} ms`));
+        }, timeoutMs);
+        const waiter = {
+          resolve: () => {
+            clearTimeout(timer);
+            resolve();
+          },
+          reject: (e: Error) => {
+            clearTimeout(timer);
+            reject(e);
+          },
+        };
+        waiters.push(waiter);
+      });
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      clearTimeout(reconnectTimer);
+      clearTimeout(heartbeatTimer);
+      for (const w of waiters) w.reject(new UnavailableError('SVC_ERR_RELAY_LINK_CLOSED', 'the relay link was closed'));
+      waiters = [];
+      const ws = socket;
+      if (ws === undefined || ws.readyState === WebSocket.CLOSED) return;
+      await new Promise<void>((resolve) => {
+        const force = setTimeout(() => {
+          ws.terminate();
+          resolve();
+        }, 2_000);
+        ws.once('close', () => {
+          clearTimeout(force);
+          resolve();
+        });
+        if (ws.readyState === WebSocket.CONNECTING) ws.terminate();
+        else ws.close(1000, 'orchestrator stopping');
+      });
+    },
+  };
+}

@@ -1,0 +1,173 @@
+// The relay's start sequence: config → logger/metrics → its own database (embedded under
+// `<dataDir>/relay` unless SVC_RELAY_DATABASE_URL) and migrations → routing table and buffer
+// counters → HTTP (ingest routes, orchestrator WebSocket endpoint) → listen. Stop closes the
+// orchestrator sockets first, so deliveries waiting on them fall through to the buffer while the
+// database is still open.
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Logger } from 'pino';
+import { loadConfig } from '../services/config/index.ts';
+import { migrate, resolveDatabase, type DatabasePool } from '../services/db/index.ts';
+import { createHttpServer, listen } from '../services/http/index.ts';
+import { createLogger } from '../services/logging.ts';
+import { createMetrics, type SvcMetrics } from '../services/metrics.ts';
+import { BufferStore } from './buffer-store.ts';
+import { DedupWindow } from './dedup-window.ts';
+import { registerIngestRoutes } from './ingest-routes.ts';
+import { OrchestratorEndpoint } from './orchestrator-endpoint.ts';
+import { OrchestratorPool } from './orchestrator-pool.ts';
+import { relayMetrics } from './relay-metrics.ts';
+import { Replayer } from './replay.ts';
+import { NegativeCache, RoutingTable } from './routing-table.ts';
+import { TokenBuckets } from './token-buckets.ts';
+
+export const RELAY_MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
+export const RELAY_MIGRATIONS_TABLE = 'relay_migrations';
+/** Database name on an embedded server (kept apart from the orchestrator's `svc`). */
+export const RELAY_EMBEDDED_DATABASE = 'svc_relay';
+
+/** spec Limits: per-candidate orchestrator ack ceiling. */
+export const ACK_TIMEOUT_MS = 5_000;
+/** spec Limits: total relay budget per inbound webhook, from arrival. */
+export const TOTAL_BUDGET_MS = 8_000;
+/** spec Limits: relay dedup on identical body for the same source. */
+export const DEDUP_WINDOW_MS = 60_000;
+export const SEND_BUFFER_WATERMARK_BYTES = 8 * 1024 * 1024;
+
+export interface StartRelayOptions {
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  logger?: Logger;
+  /** Tuning, mostly for tests; defaults are the spec's values. */
+  ackTimeoutMs?: number;
+  totalBudgetMs?: number;
+  dedupWindowMs?: number;
+  negativeCacheTtlMs?: number;
+  watermarkBytes?: number;
+  heartbeatMs?: number;
+  helloTimeoutMs?: number;
+  maxInvalidFrames?: number;
+  replayIntervalMs?: number;
+  sweepIntervalMs?: number;
+  shedRetryAfterSeconds?: number;
+}
+
+export interface Relay {
+  /** `http://host:port` the relay listens on. */
+  readonly url: string;
+  readonly metrics: SvcMetrics;
+  readonly db: DatabasePool;
+  /** Drops expired buffered deliveries now (it also runs on a timer); returns how many. */
+  sweepExpired(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+export async function migrateRelay(pool: DatabasePool, logger: Logger): Promise<void> {
+  await migrate(pool, { dir: RELAY_MIGRATIONS_DIR, table: RELAY_MIGRATIONS_TABLE, logger });
+}
+
+export async function startRelay(options: StartRelayOptions = {}): Promise<Relay> {
+  const env = options.env ?? process.env;
+  const cwd = options.cwd ?? process.cwd();
+  const { config } = await loadConfig({ env, cwd });
+  const logger = options.logger ?? createLogger({ level: config.server.logLevel, name: 'svc-relay' });
+  const metrics = createMetrics();
+  const rm = relayMetrics(metrics);
+  const ackTimeoutMs = options.ackTimeoutMs ?? ACK_TIMEOUT_MS;
+  const totalBudgetMs = options.totalBudgetMs ?? TOTAL_BUDGET_MS;
+
+  const stops: Array<() => Promise<void> | void> = [];
+  const stopAll = async (): Promise<void> => {
+    for (const fn of stops.reverse()) {
+      try {
+        await fn();
+      } catch (error) {
+        logger.warn({ err: error }, 'a relay stop step failed');
+      }
+    }
+    stops.length = 0;
+  };
+
+  try {
+    const database = await resolveDatabase({
+      url: config.relay.databaseUrl,
+      // A sub directory, so the relay can share SVC_DATA_DIR with an orchestrator in another process.
+      dataDir: join(resolve(cwd, config.dataDir), 'relay'),
+      database: RELAY_EMBEDDED_DATABASE,
+      logger,
+    });
+    stops.push(() => database.close());
+    await migrateRelay(database.pool, logger);
+
+    const routing = new RoutingTable(database.pool);
+    await routing.load();
+    const buffer = new BufferStore(database.pool, {
+      maxItems: config.relay.bufferMaxItems,
+      maxBytes: config.relay.bufferMaxBytes,
+      ttlMs: config.relay.bufferTtlMs,
+    });
+    buffer.onChange = (total) => rm.buffered.set(total);
+    await buffer.load();
+
+    const negativeCache = new NegativeCache({ ttlMs: options.negativeCacheTtlMs ?? 60_000 });
+    const pool = new OrchestratorPool({ watermarkBytes: options.watermarkBytes ?? SEND_BUFFER_WATERMARK_BYTES, metrics: rm, logger });
+    const replayer = new Replayer({
+      buffer,
+      pool,
+      metrics: rm,
+      logger,
+      ackTimeoutMs,
+      intervalMs: options.replayIntervalMs ?? 5_000,
+      sweepIntervalMs: options.sweepIntervalMs ?? 60_000,
+    });
+    let replayStopped: Promise<void> | undefined;
+    stops.push(() => (replayStopped ??= replayer.stop()));
+
+    const endpoint = new OrchestratorEndpoint({
+      db: database.pool,
+      pool,
+      routing,
+      negativeCache,
+      buffer,
+      metrics: rm,
+      logger,
+      heartbeatMs: options.heartbeatMs ?? 15_000,
+      helloTimeoutMs: options.helloTimeoutMs ?? 10_000,
+      maxInvalidFrames: options.maxInvalidFrames ?? 20,
+      onReady: (connection) => replayer.kick(connection.orgId),
+    });
+
+    const http = createHttpServer({ logger, metrics });
+    http.server.on('upgrade', (request, socket, head) => endpoint.handleUpgrade(request, socket, head));
+    registerIngestRoutes(http, {
+      routing,
+      negativeCache,
+      pool,
+      buffer,
+      dedup: new DedupWindow({ windowMs: options.dedupWindowMs ?? DEDUP_WINDOW_MS, pendingMs: totalBudgetMs + 60_000 }),
+      buckets: new TokenBuckets(),
+      metrics: rm,
+      logger,
+      rateLimitPerOrgRpm: config.relay.rateLimitPerOrgRpm,
+      rateLimitPerIpRpm: config.relay.rateLimitPerIpRpm,
+      ackTimeoutMs,
+      totalBudgetMs,
+      shedRetryAfterSeconds: options.shedRetryAfterSeconds ?? 10,
+    });
+    // Runs before the database closes and after the sockets: in-flight webhooks still get buffered.
+    stops.push(() => http.close());
+    stops.push(async () => {
+      replayStopped ??= replayer.stop();
+      await endpoint.close();
+    });
+
+    const bound = await listen(http, { port: config.relay.port, host: config.relay.host });
+    const shownHost = bound.host === '0.0.0.0' || bound.host === '::' ? '127.0.0.1' : bound.host.includes(':') ? `[${bound.host}]` : bound.host;
+    const url = `http://${shownHost}:${bound.port}`;
+    logger.info({ url, buffered: buffer.total }, 'relay listening');
+    return { url, metrics, db: database.pool, sweepExpired: () => replayer.sweep(), stop: stopAll };
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+}

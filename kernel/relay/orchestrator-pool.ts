@@ -1,0 +1,171 @@
+// Connected orchestrators per org (the candidate pool) and one delivery attempt across them:
+// candidates in turn (least in flight first, round robin among equals), a per-candidate ack
+// ceiling, a total budget, and sockets whose send buffer is past the watermark skipped.
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { WebSocket } from 'ws';
+import type { RelayToOrchestrator, WebhookAck, WebhookDeliver } from '../../schemas/wire/relay.ts';
+import type { RelayMetrics } from './relay-metrics.ts';
+
+export type AttemptResult = { kind: 'ack'; ack: WebhookAck } | { kind: 'timeout' } | { kind: 'closed' };
+
+/** One orchestrator socket past hello. */
+export class OrchestratorConnection {
+  readonly connId = randomUUID();
+  readonly orgId: string;
+  readonly orchestratorId: string;
+  readonly #socket: WebSocket;
+  readonly #pending = new Map<string, (result: AttemptResult) => void>();
+  #closed = false;
+
+  constructor(socket: WebSocket, orgId: string, orchestratorId: string) {
+    this.#socket = socket;
+    this.orgId = orgId;
+    this.orchestratorId = orchestratorId;
+  }
+
+  get inFlight(): number {
+    return this.#pending.size;
+  }
+
+  get bufferedAmount(): number {
+    return this.#socket.bufferedAmount;
+  }
+
+  get closed(): boolean {
+    return this.#closed || this.#socket.readyState !== this.#socket.OPEN;
+  }
+
+  send(message: RelayToOrchestrator): boolean {
+    if (this.closed) return false;
+    this.#socket.send(JSON.stringify(message));
+    return true;
+  }
+
+  /** Sends one delivery and waits for its ack, at most `timeoutMs`. Never rejects. */
+  deliver(message: WebhookDeliver, timeoutMs: number): Promise<AttemptResult> {
+    if (this.closed) return Promise.resolve({ kind: 'closed' });
+    return new Promise<AttemptResult>((resolve) => {
+      const ref = message.deliveryRef;
+      const finish = (result: AttemptResult): void => {
+        if (this.#pending.get(ref) !== finish) return;
+        this.#pending.delete(ref);
+        clearTimeout(timer);
+        resolve(result);
+      };
+      const timer = setTimeout(() => finish({ kind: 'timeout' }), Math.max(1, timeoutMs));
+      this.#pending.set(ref, finish);
+      this.#socket.send(JSON.stringify(message), (error) => {
+        if (error) finish({ kind: 'closed' });
+      });
+    });
+  }
+
+  /** Routes an ack to its waiting delivery; false for an unknown or late ref. */
+  handleAck(ack: WebhookAck): boolean {
+    const finish = this.#pending.get(ack.deliveryRef);
+    if (finish === undefined) return false;
+    finish({ kind: 'ack', ack });
+    return true;
+  }
+
+  /** The socket is gone: every waiting delivery moves on to the next candidate. */
+  markClosed(): void {
+    this.#closed = true;
+    for (const finish of [...this.#pending.values()]) finish({ kind: 'closed' });
+  }
+}
+
+export interface Candidate {
+  readonly inFlight: number;
+  readonly bufferedAmount: number;
+}
+
+/**
+ * Order in which to try candidates: round robin from `start`, then least in flight first (stable,
+ * so equals keep their round-robin order). Sockets past the watermark are left out.
+ */
+export function orderCandidates<T extends Candidate>(candidates: readonly T[], start: number, watermarkBytes: number): { ordered: T[]; skipped: T[] } {
+  const n = candidates.length;
+  const rotated: T[] = [];
+  for (let i = 0; i < n; i++) rotated.push(candidates[(start + i) % n] as T);
+  const skipped = rotated.filter((c) => c.bufferedAmount > watermarkBytes);
+  const ordered = rotated.filter((c) => c.bufferedAmount <= watermarkBytes).sort((a, b) => a.inFlight - b.inFlight);
+  return { ordered, skipped };
+}
+
+export interface OrchestratorPoolOptions {
+  watermarkBytes: number;
+  metrics: RelayMetrics;
+  logger: Logger;
+}
+
+export class OrchestratorPool {
+  readonly #byOrg = new Map<string, OrchestratorConnection[]>();
+  readonly #next = new Map<string, number>();
+  readonly #options: OrchestratorPoolOptions;
+
+  constructor(options: OrchestratorPoolOptions) {
+    this.#options = options;
+  }
+
+  add(connection: OrchestratorConnection): void {
+    const list = this.#byOrg.get(connection.orgId) ?? [];
+    list.push(connection);
+    this.#byOrg.set(connection.orgId, list);
+    this.#options.metrics.orchestrators.inc();
+  }
+
+  remove(connection: OrchestratorConnection): void {
+    const list = this.#byOrg.get(connection.orgId);
+    const index = list?.indexOf(connection) ?? -1;
+    if (list === undefined || index === -1) return;
+    list.splice(index, 1);
+    if (list.length === 0) this.#byOrg.delete(connection.orgId);
+    this.#options.metrics.orchestrators.dec();
+  }
+
+  connections(orgId: string): readonly OrchestratorConnection[] {
+    return this.#byOrg.get(orgId) ?? [];
+  }
+
+  hasCandidates(orgId: string): boolean {
+    return this.connections(orgId).some((c) => !c.closed);
+  }
+
+  all(): OrchestratorConnection[] {
+    return [...this.#byOrg.values()].flat();
+  }
+
+  /**
+   * Offers a delivery to the org's candidates in turn until one acks, the candidates run out,
+   * or `deadline` (epoch ms) passes. Undefined means nobody answered: the caller buffers.
+   */
+  async deliver(orgId: string, message: WebhookDeliver, perCandidateMs: number, deadline: number): Promise<WebhookAck | undefined> {
+    const candidates = this.connections(orgId).filter((c) => !c.closed);
+    if (candidates.length === 0) return undefined;
+    const start = this.#next.get(orgId) ?? 0;
+    this.#next.set(orgId, (start + 1) % 1_000_000);
+    const { ordered, skipped } = orderCandidates(candidates, start % candidates.length, this.#options.watermarkBytes);
+    for (const c of skipped) this.#options.logger.warn({ orgId, orchestratorId: c.orchestratorId, bufferedAmount: c.bufferedAmount }, 'orchestrator socket past its send-buffer watermark; skipped');
+    for (const candidate of ordered) {
+      const left = deadline - Date.now();
+      if (left <= 0) break;
+      // The buffer may have grown since the order was made.
+      if (candidate.closed || candidate.bufferedAmount > this.#options.watermarkBytes) continue;
+      const started = performance.now();
+      const result = await candidate.deliver(message, Math.min(perCandidateMs, left));
+      const seconds = (performance.now() - started) / 1000;
+      if (result.kind === 'ack') {
+        this.#options.metrics.ackSeconds.observe({ result: result.ack.result }, seconds);
+        return result.ack;
+      }
+      this.#options.metrics.ackSeconds.observe({ result: result.kind }, seconds);
+      this.#options.logger.warn(
+        { orgId, orchestratorId: candidate.orchestratorId, deliveryId: message.deliveryId, outcome: result.kind },
+        'orchestrator candidate did not ack; trying the next',
+      );
+    }
+    return undefined;
+  }
+}
