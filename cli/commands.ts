@@ -5,6 +5,7 @@ import Compile from './commands/compile.ts';
 import Doctor from './commands/doctor.ts';
 import HookInstall from './commands/hook/install.ts';
 import Init from './commands/init.ts';
+import Preview from './commands/preview.ts';
 import Run from './commands/run.ts';
 import Types from './commands/types.ts';
 import Workflows from './commands/workflows.ts';
@@ -14,6 +15,7 @@ export const COMMANDS: Record<string, Command.Class> = {
   doctor: Doctor,
   'hook:install': HookInstall,
   init: Init,
+  preview: Preview,
   run: Run,
   types: Types,
   workflows: Workflows,
