@@ -3,6 +3,9 @@
 import type { PluginEnvironment, PluginSelection } from '../kernel/orchestrator/app.ts';
 import type { SvcPlugin } from '../kernel/host/index.ts';
 import { filesystemStorage } from './storage/filesystem/index.ts';
+import { awsKmsCustody } from './custody/aws-kms/index.ts';
+import { commandCustody } from './custody/command/index.ts';
+import { dbCustody } from './custody/db/index.ts';
 import { join, resolve } from 'node:path';
 
 /** Storage plugins by `storage.type`. */
@@ -14,6 +17,25 @@ const STORAGE: Record<string, { plugin: SvcPlugin; slice: (env: PluginEnvironmen
       publicBaseUrl: env.publicUrl,
       urlSecret: env.derivedSecret('storage-url'),
     }),
+  },
+};
+
+/** Custody plugins by `orchestrator.signerKind` (SVC_ORCHESTRATOR_SIGNER_KIND). */
+const CUSTODY: Record<string, { plugin: SvcPlugin; slice: (env: PluginEnvironment) => unknown }> = {
+  db: { plugin: dbCustody as SvcPlugin, slice: () => ({}) },
+  'aws-kms': {
+    plugin: awsKmsCustody as SvcPlugin,
+    slice: ({ config: { orchestrator: { kms } } }) => ({
+      ...(kms.keyArn === undefined ? {} : { keyArn: kms.keyArn }),
+      ...(kms.region === undefined ? {} : { region: kms.region }),
+      ...(kms.accessKeyId === undefined ? {} : { accessKeyId: kms.accessKeyId }),
+      ...(kms.secretAccessKey === undefined ? {} : { secretAccessKey: kms.secretAccessKey }),
+      ...(kms.endpoint === undefined ? {} : { endpoint: kms.endpoint }),
+    }),
+  },
+  command: {
+    plugin: commandCustody as SvcPlugin,
+    slice: ({ config }) => (config.orchestrator.signerCommand === undefined ? {} : { command: config.orchestrator.signerCommand }),
   },
 };
 
@@ -30,5 +52,15 @@ export function orchestratorPlugins(env: PluginEnvironment): PluginSelection {
   }
   // A third-party storage plugin (plugins.modules) may serve a type we do not ship.
   selection['storage'] = storageType;
+
+  // Provenance signing is on only with an issuer; only the chosen custody signs in (an unused
+  // kind's missing settings must not stop the boot).
+  const signerKind = env.config.orchestrator.signerKind;
+  const custody = CUSTODY[signerKind];
+  if (env.config.orchestrator.provenanceIssuer !== undefined && custody) {
+    builtIns.push(custody.plugin);
+    config[`custody:${signerKind}`] = custody.slice(env);
+  }
+  selection['custody'] = signerKind;
   return { builtIns, config, selection };
 }

@@ -1,4 +1,5 @@
 // The orchestrator's subsystems, in start order. Each lives in its own folder.
 import type { Subsystem } from './context.ts';
+import { identitySubsystem } from './identity/subsystem.ts';
 
-export const ORCHESTRATOR_SUBSYSTEMS: readonly Subsystem[] = [];
+export const ORCHESTRATOR_SUBSYSTEMS: readonly Subsystem[] = [identitySubsystem];

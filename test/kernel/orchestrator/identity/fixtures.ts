@@ -14,8 +14,8 @@ export async function migrateOrchestrator(pool: DatabasePool): Promise<void> {
   await migrate(pool, { dir: ORCHESTRATOR_MIGRATIONS_DIR, table: ORCHESTRATOR_MIGRATIONS_TABLE, logger: silent });
 }
 
-export function masterKeys(current = randomBytes(32), old?: Buffer): MasterKeys {
-  const all = [{ name: 'current', key: current }];
+export function masterKeys(current: Buffer = randomBytes(32), old?: Buffer): MasterKeys {
+  const all: MasterKeys['all'] = [{ name: 'current', key: current }];
   if (old) all.push({ name: 'old', key: old });
   return old ? { current, old, all } : { current, all };
 }

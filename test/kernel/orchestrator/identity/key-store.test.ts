@@ -66,7 +66,7 @@ await eachDatabase(t, async (t, db) => {
     list = await listSigningKeys(db.pool);
     t.same(list.map((k) => k.status), ['revoked', 'revoked', 'active']);
     const raw = await db.pool.any(sql.unsafe`SELECT private_key_sealed FROM signing_keys`);
-    for (const row of raw) t.notMatch(String(row['private_key_sealed']), /PRIVATE KEY/, 'private keys are sealed at rest');
+    for (const row of raw as Array<Record<string, unknown>>) t.notMatch(String(row['private_key_sealed']), /PRIVATE KEY/, 'private keys are sealed at rest');
   });
 
   await t.test('master key: heal re-seals old-key rows, rotate-key re-seals all, a stranger key names the store', async (t) => {
