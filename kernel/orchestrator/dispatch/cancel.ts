@@ -1,0 +1,95 @@
+// Cancelling runs and jobs. Jobs no agent holds are cancelled at once; an agent holding one is
+// sent `job.cancel` (through NOTIFY, so the node that holds the agent's socket delivers it) and
+// later reports `cancelled`.
+import type { CommonQueryMethods } from 'slonik';
+import type { OrchestratorContext } from '../context.ts';
+import { notify, sql, type DatabasePool } from '../../services/db/index.ts';
+import { InputError, NotFoundError } from '../../services/errors.ts';
+import { AGENT_COMMANDS_CHANNEL } from './notify.ts';
+import { progressRun, recordJobComplete } from './progression.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Payload on AGENT_COMMANDS_CHANNEL. */
+export interface AgentCommand {
+  agentId: string;
+  jobId: string;
+  reason: string;
+  force: boolean;
+}
+
+export interface CancelResult {
+  /** Jobs cancelled now plus jobs whose agent was told to cancel. */
+  cancelledJobs: number;
+}
+
+function checkId(kind: string, id: string): void {
+  if (!UUID.test(id)) throw new InputError('SVC_ERR_DISPATCH_ID_INVALID', `"${String(id).slice(0, 80)}" is not a ${kind} id (a UUID)`);
+}
+
+function checkBy(cancelledBy: string): void {
+  if (typeof cancelledBy !== 'string' || cancelledBy.length === 0 || cancelledBy.length > 200) {
+    throw new InputError('SVC_ERR_DISPATCH_CANCELLED_BY', 'cancelledBy must name who cancelled (1 to 200 characters)');
+  }
+}
+
+async function cancelWhere(tx: CommonQueryMethods, runId: string, filter: ReturnType<typeof sql.fragment>, cancelledBy: string, force: boolean): Promise<number> {
+  const reason = `Cancelled by ${cancelledBy}`;
+  // Nobody runs these: cancelled now. A recovering job's agent is away; it is told on return.
+  const now = (await tx.any(sql.unsafe`
+    UPDATE jobs SET status = 'cancelled', reason = ${reason}, cancelled_by = ${cancelledBy}, cancel_requested_at = now(),
+           finished_at = now(), recovery_deadline = NULL, updated_at = now()
+    WHERE run_id = ${runId} AND ${filter} AND status IN ('waiting', 'queued', 'recovering') RETURNING id::text AS id`)) as readonly { id: string }[];
+  for (const row of now) await recordJobComplete(tx, runId, row.id, 'cancelled', { reason });
+  const held = (await tx.any(sql.unsafe`
+    UPDATE jobs SET cancel_requested_at = coalesce(cancel_requested_at, now()), cancelled_by = coalesce(cancelled_by, ${cancelledBy}), updated_at = now()
+    WHERE run_id = ${runId} AND ${filter} AND status IN ('dispatched', 'running') AND agent_id IS NOT NULL
+    RETURNING id::text AS id, agent_id`)) as readonly { id: string; agent_id: string }[];
+  for (const row of held) {
+    const command: AgentCommand = { agentId: row.agent_id, jobId: row.id, reason, force };
+    await notify(tx, AGENT_COMMANDS_CHANNEL, command);
+  }
+  return now.length + held.length;
+}
+
+async function lockRun(tx: CommonQueryMethods, runId: string): Promise<{ status: string }> {
+  const run = (await tx.maybeOne(sql.unsafe`SELECT status FROM runs WHERE id = ${runId} FOR UPDATE`)) as { status: string } | null;
+  if (run === null) throw new NotFoundError('SVC_ERR_DISPATCH_RUN_NOT_FOUND', `no run has id ${runId}`);
+  return run;
+}
+
+export async function cancelRunIn(pool: DatabasePool, runId: string, cancelledBy: string, options: { force?: boolean } = {}): Promise<CancelResult> {
+  checkId('run', runId);
+  checkBy(cancelledBy);
+  return pool.transaction(async (tx) => {
+    const run = await lockRun(tx, runId);
+    if (['completed', 'failed', 'cancelled', 'skipped'].includes(run.status)) return { cancelledJobs: 0 };
+    await tx.query(sql.unsafe`UPDATE runs SET cancelled_by = coalesce(cancelled_by, ${cancelledBy}), updated_at = now() WHERE id = ${runId}`);
+    const cancelledJobs = await cancelWhere(tx, runId, sql.fragment`TRUE`, cancelledBy, options.force ?? false);
+    // A run that started no job (or whose every job is now terminal) ends here.
+    await progressRun(tx, runId);
+    return { cancelledJobs };
+  });
+}
+
+export async function cancelJobIn(pool: DatabasePool, jobId: string, cancelledBy: string, options: { force?: boolean } = {}): Promise<CancelResult> {
+  checkId('job', jobId);
+  checkBy(cancelledBy);
+  return pool.transaction(async (tx) => {
+    const job = (await tx.maybeOne(sql.unsafe`SELECT run_id::text AS run_id FROM jobs WHERE id = ${jobId}`)) as { run_id: string } | null;
+    if (job === null) throw new NotFoundError('SVC_ERR_DISPATCH_JOB_NOT_FOUND', `no job has id ${jobId}`);
+    await lockRun(tx, job.run_id);
+    const cancelledJobs = await cancelWhere(tx, job.run_id, sql.fragment`id = ${jobId}`, cancelledBy, options.force ?? false);
+    await progressRun(tx, job.run_id);
+    return { cancelledJobs };
+  });
+}
+
+/** Cancels a run: queued/waiting jobs at once, held jobs through their agents. */
+export function cancelRun(ctx: Pick<OrchestratorContext, 'db'>, runId: string, cancelledBy: string): Promise<CancelResult> {
+  return cancelRunIn(ctx.db, runId, cancelledBy);
+}
+
+export function cancelJob(ctx: Pick<OrchestratorContext, 'db'>, jobId: string, cancelledBy: string): Promise<CancelResult> {
+  return cancelJobIn(ctx.db, jobId, cancelledBy);
+}

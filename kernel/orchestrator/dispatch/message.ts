@@ -1,0 +1,183 @@
+// Builds `job.dispatch` from the run and job rows: job config from the run's frozen lock entry,
+// cache URLs from storage pointers, checkout credentials from the provider plugin.
+import { Type, type Static } from 'typebox';
+import type { JobDispatch } from '../../../schemas/wire/agent.ts';
+import type { StorageExtensionPoint } from '../../host/extension-points/storage.ts';
+import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
+import { messageOf } from '../../services/errors.ts';
+import type { Logger } from 'pino';
+
+const Json = Type.Unknown();
+export const DispatchRow = Type.Object({
+  job_id: Type.String(),
+  run_id: Type.String(),
+  org_id: Type.String(),
+  name: Type.String(),
+  kind: Type.String(),
+  matrix: Json,
+  needs: Type.Array(Type.String()),
+  attempts: Type.Number(),
+  workflow: Type.String(),
+  sha: Type.String(),
+  ref: Type.Union([Type.String(), Type.Null()]),
+  repository: Type.String(),
+  workflow_repository: Type.String(),
+  provider: Type.String(),
+  source_id: Type.Union([Type.String(), Type.Null()]),
+  content_hash: Type.String(),
+  lockfile_hash: Type.Union([Type.String(), Type.Null()]),
+  lock_entry: Json,
+  event: Json,
+  changed_files: Json,
+  trust_tier: Type.String(),
+  source_origin: Type.String(),
+});
+export type DispatchRow = Static<typeof DispatchRow>;
+
+export async function loadDispatchRow(pool: DatabasePool, jobId: string): Promise<DispatchRow | null> {
+  return pool.maybeOne(sqlTyped(DispatchRow)`
+    SELECT j.id::text AS job_id, j.run_id::text AS run_id, j.org_id, j.name, j.kind, j.matrix, j.needs, j.attempts,
+           r.workflow, r.sha, r.ref, r.repository, r.workflow_repository, r.provider, r.source_id::text AS source_id,
+           r.content_hash, r.lockfile_hash, r.lock_entry, r.event, r.changed_files, r.trust_tier, r.source_origin
+    FROM jobs j JOIN runs r ON r.id = j.run_id WHERE j.id = ${jobId}`);
+}
+
+/** The lock's job entry (`lock_entry.jobs[name]`), when the run's entry holds one. */
+export function lockJobOf(row: Pick<DispatchRow, 'lock_entry' | 'name'>): Record<string, unknown> | undefined {
+  const jobs = (row.lock_entry as { jobs?: unknown } | null)?.jobs;
+  if (!Array.isArray(jobs)) return undefined;
+  return jobs.find((j): j is Record<string, unknown> => typeof j === 'object' && j !== null && (j as { name?: unknown }).name === row.name);
+}
+
+export interface SourceAuthRequest {
+  row: DispatchRow;
+  /** `repository` for the checkout, `workflow_repository` for workflowAuth. */
+  repository: string;
+}
+export type SourceAuth = JobDispatch['sourceAuth'];
+/**
+ * Turns a run's source into checkout credentials (the ingest side knows sources and their
+ * sealed credentials and calls the provider's `checkoutCredentials`). Null: no credentials.
+ */
+export type SourceAuthResolver = (request: SourceAuthRequest) => Promise<SourceAuth | null>;
+
+/** Clone URL from the run's event repository, else an https URL for the provider's host. */
+export function fallbackSourceAuth(row: DispatchRow, repository: string): SourceAuth {
+  const repo = (row.event as { repository?: { fullName?: unknown; cloneUrl?: unknown } | null } | null)?.repository;
+  if (repo && repo.fullName === repository && typeof repo.cloneUrl === 'string' && repo.cloneUrl !== '') return { cloneUrl: repo.cloneUrl };
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(repository)) return { cloneUrl: repository };
+  const host = row.provider === 'github' ? 'github.com' : row.provider;
+  return { cloneUrl: `https://${host}/${repository}.git` };
+}
+
+async function readPointer(storage: StorageExtensionPoint, key: string): Promise<string | null> {
+  if ((await storage.head(key)) === null) return null;
+  const chunks: Buffer[] = [];
+  for await (const chunk of await storage.get(key)) chunks.push(Buffer.from(chunk as Uint8Array));
+  const value = Buffer.concat(chunks).toString('utf8').trim();
+  return value === '' ? null : value;
+}
+
+export interface CacheUrls {
+  sourceTarUrl: string | null;
+  sourceTarDigest: string | null;
+  depsUrl: string | null;
+  depsHash: string | null;
+}
+
+/**
+ * Spec "Other records": source `source/v2/<org>/<digest>.tar.gz` behind the pointer
+ * `source/v2/<org>/<contentHash>.hash`; deps `deps/<platform>-<arch>/<depsHash>.tar.gz` behind
+ * `deps/<platform>-<arch>/<lockfileHash>.hash`. A missing pointer means a cache miss (null).
+ */
+export async function cacheUrls(storage: StorageExtensionPoint | undefined, row: DispatchRow, platform: string, arch: string, logger: Logger): Promise<CacheUrls> {
+  const none: CacheUrls = { sourceTarUrl: null, sourceTarDigest: null, depsUrl: null, depsHash: null };
+  if (storage === undefined) return none;
+  const out = { ...none };
+  try {
+    const digest = await readPointer(storage, `source/v2/${row.org_id}/${row.content_hash}.hash`);
+    if (digest !== null) {
+      out.sourceTarDigest = digest;
+      out.sourceTarUrl = await storage.presign({ method: 'GET', key: `source/v2/${row.org_id}/${digest}.tar.gz` });
+    }
+    if (row.lockfile_hash !== null) {
+      const prefix = `deps/${platform}-${arch}`;
+      const depsHash = await readPointer(storage, `${prefix}/${row.lockfile_hash}.hash`);
+      if (depsHash !== null) {
+        out.depsHash = depsHash;
+        out.depsUrl = await storage.presign({ method: 'GET', key: `${prefix}/${depsHash}.tar.gz` });
+      }
+    }
+  } catch (error) {
+    // A cache we cannot read is a miss: the agent builds or clones instead.
+    logger.warn({ err: messageOf(error), jobId: row.job_id }, 'cache pointer lookup failed; dispatching without cache URLs');
+    return none;
+  }
+  return out;
+}
+
+/** Outputs of the jobs `row` needs, by job name (matrix instances merged). */
+export async function needsOutputs(pool: DatabasePool, row: DispatchRow): Promise<Record<string, Record<string, unknown>>> {
+  const out: Record<string, Record<string, unknown>> = {};
+  for (const name of row.needs) out[name] = {};
+  if (row.needs.length === 0) return out;
+  const rows = await pool.any(sql.unsafe`
+    SELECT name, outputs FROM jobs WHERE run_id = ${row.run_id} AND name = ANY(${sql.array(row.needs, 'text')}) ORDER BY created_at, id`);
+  for (const r of rows as readonly { name: string; outputs: unknown }[]) {
+    if (r.outputs !== null && typeof r.outputs === 'object') Object.assign(out[r.name] ??= {}, r.outputs as Record<string, unknown>);
+  }
+  return out;
+}
+
+export interface BuildDispatchOptions {
+  pool: DatabasePool;
+  storage: StorageExtensionPoint | undefined;
+  sourceAuth: SourceAuthResolver | undefined;
+  logger: Logger;
+  agentOs: string;
+  agentArch: string;
+}
+
+export async function buildJobDispatch(row: DispatchRow, options: BuildDispatchOptions): Promise<JobDispatch> {
+  const lockJob = lockJobOf(row);
+  const jobConfig: JobDispatch['jobConfig'] = {
+    workflow: row.workflow,
+    job: row.name,
+    sha: row.sha,
+    ref: row.ref,
+    repository: row.repository,
+    contentHash: row.content_hash,
+    needs: await needsOutputs(options.pool, row),
+    event: row.event,
+    changedFiles: Array.isArray(row.changed_files) ? (row.changed_files as string[]) : null,
+    env: {},
+    isTestRun: row.source_origin === 'run-remote',
+  };
+  if (row.matrix !== null && typeof row.matrix === 'object') jobConfig.matrix = row.matrix as Record<string, unknown>;
+  if (typeof lockJob?.['timeout'] === 'number') jobConfig.timeoutMs = lockJob['timeout'];
+  if (typeof lockJob?.['gracePeriod'] === 'number') jobConfig.gracePeriodSeconds = lockJob['gracePeriod'];
+  if (lockJob?.['container'] !== undefined) jobConfig.container = lockJob['container'];
+  if (row.kind === 'build') jobConfig.build = true;
+
+  const resolve = async (repository: string): Promise<SourceAuth> => {
+    if (options.sourceAuth !== undefined && row.source_id !== null) {
+      const given = await options.sourceAuth({ row, repository });
+      if (given !== null) return given;
+    }
+    return fallbackSourceAuth(row, repository);
+  };
+  const sourceAuth = await resolve(row.repository);
+  const workflowAuth = row.workflow_repository !== row.repository ? await resolve(row.workflow_repository) : null;
+  const caches = await cacheUrls(options.storage, row, options.agentOs, options.agentArch, options.logger);
+  return {
+    type: 'job.dispatch',
+    jobId: row.job_id,
+    runId: row.run_id,
+    attempt: Math.max(1, row.attempts),
+    jobConfig,
+    ...caches,
+    sourceAuth,
+    workflowAuth,
+    cacheRefScope: row.trust_tier === 'trusted' ? 'shared' : `iso/${row.run_id}`,
+  };
+}

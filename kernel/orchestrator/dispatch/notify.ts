@@ -1,0 +1,15 @@
+// NOTIFY channels of the dispatch queue. Anything that makes jobs `queued` calls
+// `notifyJobsQueued(tx)` inside the same transaction, so dispatchers wake only once the rows are
+// visible.
+import type { CommonQueryMethods } from 'slonik';
+import { notify } from '../../services/db/index.ts';
+
+/** Queued jobs appeared (or may have): every node's dispatcher runs a pass. */
+export const JOBS_CHANNEL = 'svc_jobs';
+/** A message for an agent that may be connected to another node (`job.cancel`). */
+export const AGENT_COMMANDS_CHANNEL = 'svc_agent_cmd';
+
+/** Wake every dispatcher; delivered only if the surrounding transaction commits. */
+export async function notifyJobsQueued(tx: CommonQueryMethods): Promise<void> {
+  await notify(tx, JOBS_CHANNEL, '');
+}

@@ -1,0 +1,253 @@
+// The dispatcher of one node: claims `queued` jobs for the idle agents connected HERE. Claims
+// use `FOR UPDATE SKIP LOCKED` plus a `status = 'queued'` re-check, so several nodes on one
+// database never dispatch a job twice. It runs when woken (NOTIFY, registration, free capacity)
+// and on a bounded periodic tick; passes never overlap.
+import type { Logger } from 'pino';
+import type { JobDispatch } from '../../../schemas/wire/agent.ts';
+import { sql, type DatabasePool } from '../../services/db/index.ts';
+import { messageOf } from '../../services/errors.ts';
+import { requiredMatchers, satisfies } from './labels.ts';
+import { loadDispatchRow, type DispatchRow } from './message.ts';
+import { progressRun, recordJobComplete } from './progression.ts';
+import type { AgentRegistry, AgentSession } from './registry.ts';
+
+/** Jobs read per page and pages per pass: bounds one pass's work. */
+const PAGE_SIZE = 200;
+const MAX_PAGES = 25;
+export const NO_JOBS_DISPATCHED = 'No jobs dispatched';
+
+interface QueuedJob {
+  id: string;
+  run_id: string;
+  runs_on: string[];
+  needs_container: boolean;
+  order_at: number;
+  reason: string | null;
+  unroutable_since: number | null;
+}
+
+export interface DispatcherOptions {
+  pool: DatabasePool;
+  registry: AgentRegistry;
+  logger: Logger;
+  maxDispatchAttempts: number;
+  /** Builds the message for a claimed job and the agent that got it. */
+  build(row: DispatchRow, session: AgentSession): Promise<JobDispatch>;
+  /** How long a container job no agent can run stays queued before it fails as unroutable. */
+  containerGraceMs: number;
+  onDispatched?(jobId: string, agentId: string): void;
+}
+
+/** `No jobs dispatched: …` for a job whose matchers no online agent satisfies. */
+export function noJobsReason(matchers: readonly string[]): string {
+  return `${NO_JOBS_DISPATCHED}: no online or spawnable agent carries the labels ${matchers.length === 0 ? '(none)' : matchers.join(', ')}`;
+}
+
+export class Dispatcher {
+  readonly #o: DispatcherOptions;
+  #running: Promise<void> | undefined;
+  #again = false;
+  #stopped = false;
+  readonly #inflight = new Set<Promise<void>>();
+
+  constructor(options: DispatcherOptions) {
+    this.#o = options;
+  }
+
+  /** Runs a pass now, or right after the current one. */
+  wake(): void {
+    if (this.#stopped) return;
+    if (this.#running !== undefined) {
+      this.#again = true;
+      return;
+    }
+    this.#running = (async () => {
+      do {
+        this.#again = false;
+        try {
+          await this.#pass();
+        } catch (error) {
+          this.#o.logger.warn({ err: messageOf(error) }, 'dispatch pass failed; retrying on the next wake');
+        }
+      } while (this.#again && !this.#stopped);
+    })().finally(() => {
+      this.#running = undefined;
+    });
+  }
+
+  /** Waits for the current pass and the sends it started. */
+  async idle(): Promise<void> {
+    while (this.#running !== undefined || this.#inflight.size > 0) {
+      await this.#running;
+      await Promise.all([...this.#inflight]);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    await this.idle();
+  }
+
+  async #pass(): Promise<void> {
+    let idle = this.#o.registry.idle();
+    if (idle.length === 0) return;
+    let after: { at: number; id: string } | undefined;
+    for (let page = 0; page < MAX_PAGES && idle.length > 0 && !this.#stopped; page += 1) {
+      const jobs = await this.#page(after);
+      if (jobs.length === 0) break;
+      for (const job of jobs) {
+        const matchers = requiredMatchers(job.runs_on, job.needs_container);
+        const session = idle.find((s) => satisfies(matchers, s.labelSet));
+        if (session === undefined) continue;
+        const claimed = await this.#claim(job.id, job.run_id, session);
+        if (!claimed) continue;
+        idle = idle.filter((s) => s.activeJobs.size < s.capacity && !(s.ephemeral && s.dispatchedCount > 0));
+        if (idle.length === 0) break;
+      }
+      const last = jobs[jobs.length - 1] as QueuedJob;
+      after = { at: last.order_at, id: last.id };
+      if (jobs.length < PAGE_SIZE) break;
+    }
+  }
+
+  async #page(after: { at: number; id: string } | undefined): Promise<QueuedJob[]> {
+    const cursor = after === undefined ? sql.fragment`TRUE` : sql.fragment`(coalesce(j.queued_at, j.created_at), j.id) > (${sql.timestamp(new Date(after.at))}, ${after.id}::uuid)`;
+    const rows = await this.#o.pool.any(sql.unsafe`
+      SELECT j.id::text AS id, j.run_id::text AS run_id, j.runs_on, j.reason, j.unroutable_since,
+             coalesce(j.queued_at, j.created_at) AS order_at,
+             EXISTS (SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof(r.lock_entry->'jobs') = 'array' THEN r.lock_entry->'jobs' ELSE '[]'::jsonb END) e
+                     WHERE e->>'name' = j.name AND e ? 'container') AS needs_container
+      FROM jobs j JOIN runs r ON r.id = j.run_id
+      WHERE j.status = 'queued' AND ${cursor}
+      ORDER BY coalesce(j.queued_at, j.created_at), j.id
+      LIMIT ${PAGE_SIZE}`);
+    return rows as unknown as QueuedJob[];
+  }
+
+  async #claim(jobId: string, runId: string, session: AgentSession): Promise<boolean> {
+    const claimed = await this.#o.pool.transaction(async (tx) => {
+      const row = await tx.maybeOne(sql.unsafe`
+        UPDATE jobs SET status = 'dispatched', agent_id = ${session.agentId}, attempts = attempts + 1, dispatched_at = now(),
+               reason = NULL, unroutable_since = NULL, recovery_deadline = NULL, updated_at = now()
+        WHERE id = (SELECT id FROM jobs WHERE id = ${jobId} AND status = 'queued' FOR UPDATE SKIP LOCKED)
+        RETURNING id`);
+      if (row === null) return false;
+      await tx.query(sql.unsafe`
+        UPDATE runs SET status = 'running', started_at = coalesce(started_at, now()), updated_at = now()
+        WHERE id = ${runId} AND status = 'queued'`);
+      return true;
+    });
+    if (!claimed) return false;
+    session.activeJobs.add(jobId);
+    session.dispatchedCount += 1;
+    session.lastDispatchAt = Date.now();
+    const sending = this.#send(jobId, session).finally(() => this.#inflight.delete(sending));
+    this.#inflight.add(sending);
+    return true;
+  }
+
+  async #send(jobId: string, session: AgentSession): Promise<void> {
+    let stage = 'build';
+    try {
+      const row = await loadDispatchRow(this.#o.pool, jobId);
+      if (row === null) throw new Error('job disappeared');
+      const message = await this.#o.build(row, session);
+      stage = 'send';
+      await session.send(message);
+      this.#o.onDispatched?.(jobId, session.agentId);
+    } catch (error) {
+      this.#o.logger.warn({ err: messageOf(error), jobId, agentId: session.agentId, stage }, 'dispatch failed; putting the job back');
+      session.activeJobs.delete(jobId);
+      session.dispatchedCount = Math.max(0, session.dispatchedCount - 1);
+      await this.#putBack(jobId, session.agentId, stage === 'send', messageOf(error)).catch((e: unknown) =>
+        this.#o.logger.error({ err: messageOf(e), jobId }, 'could not put a job back after a failed dispatch'),
+      );
+      this.wake();
+    }
+  }
+
+  /**
+   * A send the socket refused was not the job's fault: the attempt is given back. A message we
+   * could not build counts as an attempt, so a job that can never be built stops at the limit.
+   */
+  async #putBack(jobId: string, agentId: string, socketFailure: boolean, why: string): Promise<void> {
+    await this.#o.pool.transaction(async (tx) => {
+      const row = (await tx.maybeOne(sql.unsafe`
+        SELECT run_id::text AS run_id, attempts FROM jobs WHERE id = ${jobId} AND status = 'dispatched' AND agent_id = ${agentId} FOR UPDATE`)) as {
+        run_id: string;
+        attempts: number;
+      } | null;
+      if (row === null) return;
+      if (!socketFailure && row.attempts >= this.#o.maxDispatchAttempts) {
+        const reason = `Dispatch failed ${row.attempts} times (limit ${this.#o.maxDispatchAttempts}): ${why}`;
+        await tx.query(sql.unsafe`
+          UPDATE jobs SET status = 'failed', reason = ${reason}, finished_at = now(), updated_at = now() WHERE id = ${jobId}`);
+        await recordJobComplete(tx, row.run_id, jobId, 'failed', { reason });
+        await progressRun(tx, row.run_id);
+        return;
+      }
+      await tx.query(sql.unsafe`
+        UPDATE jobs SET status = 'queued', agent_id = NULL, dispatched_at = NULL,
+               attempts = ${socketFailure ? sql.fragment`greatest(attempts - 1, 0)` : sql.fragment`attempts`},
+               reason = ${socketFailure ? null : `Dispatch attempt failed: ${why}`}, updated_at = now()
+        WHERE id = ${jobId}`);
+    });
+  }
+
+  /**
+   * Marks queued jobs no online agent (on any node) can take with the "No jobs dispatched"
+   * reason, clears it when one can, and fails container jobs left unroutable past the grace.
+   */
+  async annotateUnroutable(): Promise<{ marked: number; failed: number }> {
+    const agents = (await this.#o.pool.any(sql.unsafe`SELECT labels FROM agents WHERE connected`)) as readonly { labels: string[] }[];
+    const labelSets = agents.map((a) => new Set(a.labels));
+    let marked = 0;
+    let failed = 0;
+    let after: { at: number; id: string } | undefined;
+    for (let page = 0; page < MAX_PAGES; page += 1) {
+      const jobs = await this.#page(after);
+      if (jobs.length === 0) break;
+      for (const job of jobs) {
+        const matchers = requiredMatchers(job.runs_on, job.needs_container);
+        const routable = labelSets.some((labels) => satisfies(matchers, labels));
+        if (routable) {
+          if (job.reason?.startsWith(NO_JOBS_DISPATCHED) || job.unroutable_since !== null) {
+            await this.#o.pool.query(sql.unsafe`
+              UPDATE jobs SET reason = CASE WHEN reason LIKE ${`${NO_JOBS_DISPATCHED}%`} THEN NULL ELSE reason END,
+                     unroutable_since = NULL, updated_at = now()
+              WHERE id = ${job.id} AND status = 'queued'`);
+          }
+          continue;
+        }
+        const reason = noJobsReason(job.runs_on);
+        if (job.needs_container && job.unroutable_since !== null && Date.now() - job.unroutable_since >= this.#o.containerGraceMs) {
+          failed += await this.#failUnroutable(job, matchers);
+          continue;
+        }
+        if (job.reason !== reason || job.unroutable_since === null) {
+          await this.#o.pool.query(sql.unsafe`
+            UPDATE jobs SET reason = ${reason}, unroutable_since = coalesce(unroutable_since, now()), updated_at = now()
+            WHERE id = ${job.id} AND status = 'queued'`);
+          marked += 1;
+        }
+      }
+      const last = jobs[jobs.length - 1] as QueuedJob;
+      after = { at: last.order_at, id: last.id };
+      if (jobs.length < PAGE_SIZE) break;
+    }
+    return { marked, failed };
+  }
+
+  async #failUnroutable(job: QueuedJob, matchers: readonly string[]): Promise<number> {
+    const reason = `Unroutable: no agent can start containers for this job (needs ${matchers.join(', ')}) within the grace window of ${Math.round(this.#o.containerGraceMs / 1000)}s`;
+    return this.#o.pool.transaction(async (tx) => {
+      const row = await tx.maybeOne(sql.unsafe`
+        UPDATE jobs SET status = 'failed', reason = ${reason}, finished_at = now(), updated_at = now()
+        WHERE id = (SELECT id FROM jobs WHERE id = ${job.id} AND status = 'queued' FOR UPDATE SKIP LOCKED) RETURNING id`);
+      if (row === null) return 0;
+      await recordJobComplete(tx, job.run_id, job.id, 'failed', { reason });
+      await progressRun(tx, job.run_id);
+      return 1;
+    });
+  }
+}

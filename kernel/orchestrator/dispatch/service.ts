@@ -1,0 +1,215 @@
+// One node's dispatch service: the agent registry, the dispatcher, the recovery sweeper, the
+// NOTIFY listener, and the table of handlers for agent requests other subsystems answer
+// (`oidc.token.request` by identity, cache and event requests by theirs).
+import type { Logger } from 'pino';
+import type { Static } from 'typebox';
+import { AgentToOrchestratorMembers, type JobDispatch, type OrchestratorToAgent } from '../../../schemas/wire/agent.ts';
+import type { StorageExtensionPoint } from '../../host/extension-points/storage.ts';
+import { createListener, type DatabasePool, type Listener } from '../../services/db/index.ts';
+import { messageOf } from '../../services/errors.ts';
+import type { SvcMetrics } from '../../services/metrics.ts';
+import type { AgentCommand } from './cancel.ts';
+import { buildJobDispatch, type DispatchRow, type SourceAuthResolver } from './message.ts';
+import { AGENT_COMMANDS_CHANNEL, JOBS_CHANNEL } from './notify.ts';
+import { Dispatcher } from './queue.ts';
+import { handleAgentDisconnect, recoveryWindowMs, sweepExpiredRecoveries } from './recovery.ts';
+import { AgentRegistry, type AgentSession } from './registry.ts';
+
+type Member = (typeof AgentToOrchestratorMembers)[number];
+export type AgentMessage = Static<Member>;
+export type AgentMessageType = AgentMessage['type'];
+export type AgentMessageOf<T extends AgentMessageType> = Extract<AgentMessage, { type: T }>;
+
+/** Request types another subsystem answers; `agent.register` and job reports are dispatch's own. */
+export type DelegatedType = Exclude<AgentMessageType, 'agent.register' | 'job.status' | 'job.context' | 'step.status' | 'log.chunk'>;
+
+/** Answers one agent request; the returned message (if any) is sent back on the agent's socket. */
+export type AgentRequestHandler<T extends DelegatedType> = (
+  agent: { agentId: string; labels: readonly string[] },
+  message: AgentMessageOf<T>,
+) => Promise<OrchestratorToAgent | undefined>;
+
+export interface DispatchTuning {
+  /** Periodic dispatcher tick (also annotates unroutable jobs); default 2000 ms. */
+  tickMs?: number;
+  /** WebSocket ping interval; a socket that missed a pong by the next ping is closed. Default 15000 ms. */
+  heartbeatMs?: number;
+  /** Time an agent has to send `agent.register`; default 10000 ms. */
+  registerTimeoutMs?: number;
+  /** Container jobs no agent can run fail after this; default 300000 ms. */
+  containerGraceMs?: number;
+  /** Recovery sweeper interval; default a quarter of the window, 100 ms to 5 s. */
+  sweepMs?: number;
+}
+
+export interface DispatchServiceOptions extends DispatchTuning {
+  pool: DatabasePool;
+  databaseUrl: string;
+  logger: Logger;
+  metrics: SvcMetrics;
+  nodeId: string;
+  maxReconnectDelayMs: number;
+  maxDispatchAttempts: number;
+  storage: () => StorageExtensionPoint | undefined;
+}
+
+export class DispatchService {
+  readonly registry = new AgentRegistry();
+  readonly dispatcher: Dispatcher;
+  readonly options: Required<DispatchTuning> & DispatchServiceOptions;
+  readonly #handlers = new Map<string, AgentRequestHandler<DelegatedType>>();
+  readonly #timers: NodeJS.Timeout[] = [];
+  readonly #pendingDisconnects = new Set<Promise<unknown>>();
+  #listener: Listener | undefined;
+  #sourceAuth: SourceAuthResolver | undefined;
+  #stopped = false;
+  readonly #dispatchedCounter;
+  readonly #connectedGauge;
+
+  constructor(options: DispatchServiceOptions) {
+    const window = recoveryWindowMs(options.maxReconnectDelayMs);
+    this.options = {
+      tickMs: 2_000,
+      heartbeatMs: 15_000,
+      registerTimeoutMs: 10_000,
+      containerGraceMs: 300_000,
+      sweepMs: Math.min(5_000, Math.max(100, Math.floor(window / 4))),
+      ...options,
+    };
+    this.#dispatchedCounter = options.metrics.counter({ name: 'svc_orch_jobs_dispatched_total', help: 'Jobs sent to agents by this node' });
+    this.#connectedGauge = options.metrics.gauge({ name: 'svc_orch_agents_connected', help: 'Agents connected to this node' });
+    this.dispatcher = new Dispatcher({
+      pool: options.pool,
+      registry: this.registry,
+      logger: options.logger.child({ component: 'dispatcher' }),
+      maxDispatchAttempts: options.maxDispatchAttempts,
+      containerGraceMs: this.options.containerGraceMs,
+      build: (row, session) => this.#build(row, session),
+      onDispatched: () => this.#dispatchedCounter.inc(),
+    });
+  }
+
+  async start(): Promise<void> {
+    const listener = await createListener({ url: this.options.databaseUrl, logger: this.options.logger });
+    this.#listener = listener;
+    await listener.listen(JOBS_CHANNEL, () => this.dispatcher.wake());
+    await listener.listen(AGENT_COMMANDS_CHANNEL, (payload) => this.#onAgentCommand(payload));
+    listener.onGap(() => this.dispatcher.wake());
+    this.#every(this.options.tickMs, async () => {
+      this.dispatcher.wake();
+      await this.dispatcher.annotateUnroutable();
+    });
+    this.#every(this.options.sweepMs, async () => {
+      const failed = await sweepExpiredRecoveries(this.options.pool, this.options.maxReconnectDelayMs);
+      if (failed.length > 0) this.options.logger.info({ jobs: failed }, 'recovery window expired; jobs failed');
+    });
+    this.dispatcher.wake();
+  }
+
+  /** A timer that never overlaps itself and logs instead of throwing. */
+  #every(ms: number, fn: () => Promise<void>): void {
+    let busy = false;
+    const timer = setInterval(() => {
+      if (busy || this.#stopped) return;
+      busy = true;
+      fn()
+        .catch((error: unknown) => this.options.logger.warn({ err: messageOf(error) }, 'dispatch background task failed'))
+        .finally(() => {
+          busy = false;
+        });
+    }, ms);
+    timer.unref();
+    this.#timers.push(timer);
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    for (const timer of this.#timers) clearInterval(timer);
+    await this.dispatcher.stop();
+    for (const session of this.registry.list()) session.close(1001, 'orchestrator shutting down');
+    await Promise.allSettled([...this.#pendingDisconnects]);
+    await this.#listener?.close();
+  }
+
+  get stopped(): boolean {
+    return this.#stopped;
+  }
+
+  /** Registers the answer to one agent request type (one handler per type; the last wins). */
+  handle<T extends DelegatedType>(type: T, handler: AgentRequestHandler<T>): void {
+    this.#handlers.set(type, handler as unknown as AgentRequestHandler<DelegatedType>);
+  }
+
+  handlerFor(type: string): AgentRequestHandler<DelegatedType> | undefined {
+    return this.#handlers.get(type);
+  }
+
+  /** How runs with a source get checkout credentials (ingest knows sources). */
+  setSourceAuthResolver(resolver: SourceAuthResolver): void {
+    this.#sourceAuth = resolver;
+  }
+
+  /** Sends a message to an agent connected to this node; false when it is not here. */
+  async sendToAgent(agentId: string, message: OrchestratorToAgent): Promise<boolean> {
+    const session = this.registry.get(agentId);
+    if (session === undefined) return false;
+    await session.send(message);
+    return true;
+  }
+
+  sessionAdded(): void {
+    this.#connectedGauge.set(this.registry.size);
+  }
+
+  /** A session ended: put its jobs in recovery (static) or fail/requeue them (ephemeral). */
+  sessionEnded(session: AgentSession): void {
+    this.#connectedGauge.set(this.registry.size);
+    const work = handleAgentDisconnect(this.options.pool, {
+      agentId: session.agentId,
+      sessionId: session.sessionId,
+      ephemeral: session.ephemeral,
+      maxReconnectDelayMs: this.options.maxReconnectDelayMs,
+      maxDispatchAttempts: this.options.maxDispatchAttempts,
+    })
+      .then((result) => {
+        if (result.recovering.length + result.failed.length + result.requeued.length > 0) {
+          this.options.logger.info({ agentId: session.agentId, ...result }, 'agent disconnected; its jobs moved');
+        }
+      })
+      .catch((error: unknown) => this.options.logger.error({ err: messageOf(error), agentId: session.agentId }, 'disconnect handling failed'))
+      .finally(() => this.#pendingDisconnects.delete(work));
+    this.#pendingDisconnects.add(work);
+  }
+
+  /** Waits for disconnect handling started so far (tests, shutdown). */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.#pendingDisconnects]);
+    await this.dispatcher.idle();
+  }
+
+  #onAgentCommand(payload: string): void {
+    let command: AgentCommand;
+    try {
+      command = JSON.parse(payload) as AgentCommand;
+    } catch {
+      return;
+    }
+    const session = this.registry.get(command.agentId);
+    if (session === undefined) return;
+    session.send({ type: 'job.cancel', jobId: command.jobId, reason: command.reason, force: command.force }).catch((error: unknown) =>
+      this.options.logger.warn({ err: messageOf(error), agentId: command.agentId, jobId: command.jobId }, 'could not send job.cancel'),
+    );
+  }
+
+  async #build(row: DispatchRow, session: AgentSession): Promise<JobDispatch> {
+    return buildJobDispatch(row, {
+      pool: this.options.pool,
+      storage: this.options.storage(),
+      sourceAuth: this.#sourceAuth,
+      logger: this.options.logger,
+      agentOs: session.os,
+      agentArch: session.arch,
+    });
+  }
+}
+

@@ -1,0 +1,95 @@
+// Reports from the agent that owns a job: `job.status`, `step.status`, `log.chunk`,
+// `job.context`. Only the owning agent (`jobs.agent_id`) may report; anything else is refused
+// and changes nothing.
+import type { Static } from 'typebox';
+import type { JobContext, JobStatus, LogChunk, StepStatus } from '../../../schemas/wire/agent.ts';
+import { sql, type DatabasePool } from '../../services/db/index.ts';
+import { NotAllowedError } from '../../services/errors.ts';
+import { progressRun, recordJobComplete, type ProgressionResult } from './progression.ts';
+
+const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function notOwner(jobId: string, agentId: string): NotAllowedError {
+  return new NotAllowedError('SVC_ERR_DISPATCH_NOT_OWNER', `agent ${agentId} does not own job ${jobId}`, { details: { jobId } });
+}
+
+const ts = (iso: string | undefined) => (iso === undefined ? null : sql.timestamp(new Date(iso)));
+
+export interface StatusOutcome {
+  /** The job reached a terminal status with this report. */
+  terminal: boolean;
+  /** The report repeated a terminal status already recorded: nothing changed. */
+  duplicate: boolean;
+  progression: ProgressionResult | null;
+}
+
+export async function applyJobStatus(pool: DatabasePool, agentId: string, message: Static<typeof JobStatus>): Promise<StatusOutcome> {
+  if (!UUID.test(message.jobId)) throw notOwner(message.jobId, agentId);
+  return pool.transaction(async (tx) => {
+    const job = (await tx.maybeOne(sql.unsafe`
+      SELECT run_id::text AS run_id, status, agent_id FROM jobs WHERE id = ${message.jobId} FOR UPDATE`)) as { run_id: string; status: string; agent_id: string | null } | null;
+    if (job === null || job.agent_id !== agentId) throw notOwner(message.jobId, agentId);
+    if (TERMINAL.has(job.status) || job.status === 'skipped') {
+      // Resent after a reconnect, or the job ended here first (recovery window, cancel).
+      return { terminal: false, duplicate: true, progression: null };
+    }
+    if (job.status !== 'dispatched' && job.status !== 'running') throw notOwner(message.jobId, agentId);
+    const terminal = TERMINAL.has(message.status);
+    const startedAt = ts(message.startedAt);
+    const finishedAt = ts(message.finishedAt);
+    await tx.query(sql.unsafe`
+      UPDATE jobs SET status = ${message.status},
+        started_at = coalesce(started_at, ${startedAt}, now()),
+        finished_at = ${terminal ? sql.fragment`coalesce(${finishedAt}, now())` : sql.fragment`NULL`},
+        reason = ${message.reason ?? null},
+        outputs = ${message.outputs === undefined ? sql.fragment`outputs` : sql.jsonb(message.outputs as never)},
+        recovery_deadline = NULL, updated_at = now()
+      WHERE id = ${message.jobId}`);
+    for (const [index, step] of message.steps.entries()) {
+      await tx.query(sql.unsafe`
+        INSERT INTO job_steps (job_id, index, name, status, reason, started_at, finished_at)
+        VALUES (${message.jobId}, ${index}, ${step.name}, ${step.status}, ${step.reason ?? null}, ${ts(step.startedAt)}, ${ts(step.finishedAt)})
+        ON CONFLICT (job_id, index) DO UPDATE SET name = excluded.name, status = excluded.status, reason = excluded.reason,
+          started_at = coalesce(excluded.started_at, job_steps.started_at), finished_at = coalesce(excluded.finished_at, job_steps.finished_at)`);
+    }
+    if (!terminal) return { terminal: false, duplicate: false, progression: null };
+    await recordJobComplete(tx, job.run_id, message.jobId, message.status, { reason: message.reason ?? null, agentId });
+    return { terminal: true, duplicate: false, progression: await progressRun(tx, job.run_id) };
+  });
+}
+
+export async function applyStepStatus(pool: DatabasePool, agentId: string, message: Static<typeof StepStatus>): Promise<void> {
+  if (!UUID.test(message.jobId)) throw notOwner(message.jobId, agentId);
+  const at = sql.timestamp(new Date(message.at));
+  const terminal = message.status !== 'running';
+  const row = await pool.maybeOne(sql.unsafe`
+    INSERT INTO job_steps (job_id, index, name, status, reason, started_at, finished_at)
+    SELECT ${message.jobId}, ${message.index}, ${message.name}, ${message.status}, ${message.reason ?? null},
+           ${terminal ? null : at}, ${terminal ? at : null}
+    WHERE EXISTS (SELECT 1 FROM jobs WHERE id = ${message.jobId} AND agent_id = ${agentId} AND status IN ('dispatched', 'running'))
+    ON CONFLICT (job_id, index) DO UPDATE SET name = excluded.name, status = excluded.status, reason = excluded.reason,
+      started_at = coalesce(job_steps.started_at, excluded.started_at), finished_at = coalesce(excluded.finished_at, job_steps.finished_at)
+    RETURNING job_id`);
+  if (row === null) throw notOwner(message.jobId, agentId);
+}
+
+/** Idempotent on `seq`: a chunk resent after a reconnect is dropped. */
+export async function appendLogChunk(pool: DatabasePool, agentId: string, message: Static<typeof LogChunk>): Promise<{ inserted: boolean }> {
+  if (!UUID.test(message.jobId)) throw notOwner(message.jobId, agentId);
+  const owned = await pool.maybeOne(sql.unsafe`SELECT 1 AS one FROM jobs WHERE id = ${message.jobId} AND agent_id = ${agentId}`);
+  if (owned === null) throw notOwner(message.jobId, agentId);
+  const row = await pool.maybeOne(sql.unsafe`
+    INSERT INTO job_logs (job_id, seq, lines) VALUES (${message.jobId}, ${message.seq}, ${sql.jsonb(message.lines as never)})
+    ON CONFLICT (job_id, seq) DO NOTHING RETURNING seq`);
+  return { inserted: row !== null };
+}
+
+export async function storeJobContext(pool: DatabasePool, agentId: string, message: Static<typeof JobContext>): Promise<void> {
+  if (!UUID.test(message.jobId)) throw notOwner(message.jobId, agentId);
+  const context = { nodeVersion: message.nodeVersion, os: message.os, arch: message.arch, sandbox: message.sandbox };
+  const row = await pool.maybeOne(sql.unsafe`
+    UPDATE jobs SET context = ${sql.jsonb(context)}, updated_at = now()
+    WHERE id = ${message.jobId} AND agent_id = ${agentId} AND status IN ('dispatched', 'running') RETURNING id`);
+  if (row === null) throw notOwner(message.jobId, agentId);
+}
