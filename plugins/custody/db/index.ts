@@ -116,7 +116,14 @@ export class DbCustody implements CustodyExtensionPoint {
   async generate(): Promise<GeneratedKey> {
     const vault = this.#bound();
     const existing = await vault.active();
-    if (existing) return { kid: existing.kid, createdAt: existing.createdAt, created: false };
+    if (existing?.sealedPrivateKey) return { kid: existing.kid, createdAt: existing.createdAt, created: false };
+    if (existing) {
+      // The active key belongs to another custody kind (the operator switched back to db): it
+      // starts retiring so what it signed still verifies, and a db key takes over.
+      const { key } = await vault.rotateTo(await newKey(vault));
+      this.#active = undefined;
+      return { kid: key.kid, createdAt: key.createdAt, created: true };
+    }
     const { key, created } = await vault.insertActive(await newKey(vault));
     this.#active = undefined;
     return { kid: key.kid, createdAt: key.createdAt, created };
