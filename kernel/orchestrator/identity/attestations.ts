@@ -97,7 +97,7 @@ export interface FulfilResult {
   deferredCode?: string;
 }
 
-/** Sign frozen statements. Each is claimed with SKIP LOCKED so nodes sweeping at once never double-sign. */
+/** Sign frozen statements. Each is claimed (SKIP LOCKED + a one-minute claim) so nodes sweeping at once never double-sign. */
 export async function fulfilDeferredAttestations(
   deps: AttestationDeps,
   options: { origin?: 'deferred' | 'offline-backfill'; limit?: number } = {},
@@ -106,25 +106,25 @@ export async function fulfilDeferredAttestations(
   const limit = Math.max(1, Math.min(options.limit ?? 100, 1000));
   let fulfilled = 0;
   let deferredCode: string | undefined;
-  for (let i = 0; i < limit && deferredCode === undefined; i += 1) {
-    const done = await deps.pool.transaction(async (tx) => {
-      const pending = await tx.maybeOne(sqlTyped(Type.Object({ id: Type.String(), job_id: Type.String(), statement: Type.String() }))`
-        SELECT id::text AS id, job_id::text AS job_id, statement FROM attestations
-        WHERE status = 'pending' ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED`);
-      if (!pending) return false;
-      const row = await loadRunJob(deps.pool, pending.job_id);
-      if (!row) throw new InputError('SVC_ERR_IDENTITY_ATTESTATION_ORPHAN', `attestation ${pending.id} has no job row`);
-      const signed = await deps.minter.deferring(() => signStatement(deps, row, pending.statement, origin));
-      if ('deferred' in signed) {
-        deferredCode = signed.code;
-        return false;
-      }
-      await tx.query(sql.unsafe`
-        UPDATE attestations SET status = 'fulfilled', attestation_origin = ${origin}, bundle = ${JSON.stringify(signed)}::jsonb, fulfilled_at = now()
-        WHERE id = ${pending.id}`);
-      return true;
-    });
-    if (!done) break;
+  for (let i = 0; i < limit; i += 1) {
+    const pending = await deps.pool.maybeOne(sqlTyped(Type.Object({ id: Type.String(), job_id: Type.String(), statement: Type.String() }))`
+      UPDATE attestations SET claimed_at = now()
+      WHERE id = (SELECT id FROM attestations
+                  WHERE status = 'pending' AND (claimed_at IS NULL OR claimed_at < now() - interval '1 minute')
+                  ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+      RETURNING id::text AS id, job_id::text AS job_id, statement`);
+    if (!pending) break;
+    const row = await loadRunJob(deps.pool, pending.job_id);
+    if (!row) throw new InputError('SVC_ERR_IDENTITY_ATTESTATION_ORPHAN', `attestation ${pending.id} has no job row`);
+    const signed = await deps.minter.deferring(() => signStatement(deps, row, pending.statement, origin));
+    if ('deferred' in signed) {
+      deferredCode = signed.code;
+      await deps.pool.query(sql.unsafe`UPDATE attestations SET claimed_at = NULL, defer_code = ${signed.code} WHERE id = ${pending.id}`);
+      break;
+    }
+    await deps.pool.query(sql.unsafe`
+      UPDATE attestations SET status = 'fulfilled', attestation_origin = ${origin}, bundle = ${JSON.stringify(signed)}::jsonb, fulfilled_at = now(), claimed_at = NULL
+      WHERE id = ${pending.id} AND status = 'pending'`);
     fulfilled += 1;
   }
   const remaining = await deps.pool.oneFirst(sqlTyped(Type.Object({ n: Type.Number() }))`SELECT count(*)::int AS n FROM attestations WHERE status = 'pending'`);

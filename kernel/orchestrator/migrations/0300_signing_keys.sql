@@ -33,6 +33,8 @@ CREATE TABLE attestations (
   attestation_origin  text CHECK (attestation_origin IN ('live', 'deferred', 'offline-backfill')),
   defer_code          text,
   bundle              jsonb,
+  -- A node signing a pending statement holds it for a minute (no double signing across nodes).
+  claimed_at          timestamptz,
   created_at          timestamptz NOT NULL DEFAULT now(),
   fulfilled_at        timestamptz,
   CHECK ((status = 'fulfilled') = (bundle IS NOT NULL))
