@@ -138,6 +138,11 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Relay
     });
 
     const http = createHttpServer({ logger, metrics });
+    let stopping = false;
+    // While stopping, answers close their connection so kept-alive clients do not hold the stop up.
+    http.addHook('onSend', async (_request, reply) => {
+      if (stopping) void reply.header('connection', 'close');
+    });
     http.server.on('upgrade', (request, socket, head) => endpoint.handleUpgrade(request, socket, head));
     registerIngestRoutes(http, {
       routing,
@@ -155,8 +160,17 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Relay
       shedRetryAfterSeconds: options.shedRetryAfterSeconds ?? 10,
     });
     // Runs before the database closes and after the sockets: in-flight webhooks still get buffered.
-    stops.push(() => http.close());
     stops.push(async () => {
+      // In-flight webhooks finish within the total budget; past it, cut what is left.
+      const force = setTimeout(() => http.server.closeAllConnections(), totalBudgetMs + 2_000);
+      try {
+        await http.close();
+      } finally {
+        clearTimeout(force);
+      }
+    });
+    stops.push(async () => {
+      stopping = true;
       replayStopped ??= replayer.stop();
       await endpoint.close();
     });
