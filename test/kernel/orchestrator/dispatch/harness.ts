@@ -1,0 +1,46 @@
+// Starts a real orchestrator (startOrchestrator + the dispatch subsystem) on port 0 against a
+// test database, with short timings.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startOrchestrator, type Orchestrator } from '../../../../kernel/orchestrator/app.ts';
+import { createDispatchSubsystem, getDispatchService, type DispatchService, type DispatchTuning } from '../../../../kernel/orchestrator/dispatch/index.ts';
+import { testLogger, type Test } from '../../../fixtures/db.ts';
+
+export interface Node {
+  orch: Orchestrator;
+  url: string;
+  service: DispatchService;
+}
+
+export const FAST: DispatchTuning = { tickMs: 150, heartbeatMs: 1_000, registerTimeoutMs: 3_000, containerGraceMs: 60_000 };
+
+export async function startNode(t: Test, dbUrl: string, env: Record<string, string> = {}, tuning: DispatchTuning = {}): Promise<Node> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'svc-dispatch-'));
+  const orch = await startOrchestrator({
+    env: {
+      SVC_DATABASE_URL: dbUrl,
+      SVC_SERVER_PORT: '0',
+      SVC_SERVER_HOST: '127.0.0.1',
+      SVC_DATA_DIR: dataDir,
+      SVC_SECRET_KEY: 'a'.repeat(64),
+      SVC_AGENT_AUTH: 'none',
+      ...env,
+    },
+    cwd: dataDir,
+    logger: testLogger,
+    plugins: () => ({ builtIns: [], config: {}, selection: {} }),
+    subsystems: [createDispatchSubsystem({ ...FAST, ...tuning })],
+  });
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await orch.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  };
+  t.teardown(stop);
+  const service = getDispatchService(orch.ctx);
+  if (service === undefined) throw new Error('dispatch subsystem did not start');
+  return { orch, url: orch.url, service };
+}
