@@ -1,6 +1,7 @@
 // `svc compile [--check [--fail-on-drift]] [--verbose] [--json]`: write `.svc/svc.lock.json`, or
 // (with --check) compare it with what would be written and fail when it is out of date.
 // The compiler is imported lazily so `svc --help` and other commands stay fast.
+import { enableCompileCache } from 'node:module';
 import { Flags } from '@oclif/core';
 import { SvcCommand, USAGE_ERROR_CODE } from '../framework/base-command.ts';
 import { InputError } from '../../kernel/services/errors.ts';
@@ -48,6 +49,7 @@ export default class Compile extends SvcCommand {
     if (flags['fail-on-drift'] && !flags.check) {
       throw new InputError(USAGE_ERROR_CODE, '--fail-on-drift requires --check: run `svc compile --check --fail-on-drift`');
     }
+    enableCompileCache();
     const [{ compileWorkflows, describeDrift }, { findProjectRoot }] = await Promise.all([
       import('../compiler/compile.ts'),
       import('../compiler/project-root.ts'),

@@ -101,6 +101,10 @@ export function compareLocks(previousText: string | undefined, next: Lock, nextT
     drift.added = nextNames;
     return drift;
   }
+  if (drift.identical) {
+    drift.upToDate = true;
+    return drift;
+  }
   let prev: Record<string, unknown>;
   try {
     const parsed: unknown = JSON.parse(previousText);
