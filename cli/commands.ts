@@ -8,6 +8,7 @@ import Init from './commands/init.ts';
 import Preview from './commands/preview.ts';
 import Run from './commands/run.ts';
 import Types from './commands/types.ts';
+import VerifyAttestation from './commands/verify-attestation.ts';
 import Workflows from './commands/workflows.ts';
 
 export const COMMANDS: Record<string, Command.Class> = {
@@ -18,5 +19,6 @@ export const COMMANDS: Record<string, Command.Class> = {
   preview: Preview,
   run: Run,
   types: Types,
+  'verify-attestation': VerifyAttestation,
   workflows: Workflows,
 };

@@ -1,0 +1,24 @@
+// `svc-admin rotate-key`: re-encrypt every master-key-wrapped store under the current master key
+// (SVC_SECRET_KEY), opening rows with it or the previous one (SVC_SECRET_KEY_OLD). Every row,
+// not only active ones. Prints `Re-encrypted N provenance signing keys.`
+import { SvcCommand } from '../../cli/framework/base-command.ts';
+import { resealSigningKeys } from '../../kernel/orchestrator/identity/key-store.ts';
+import { loadMasterKeys } from '../../kernel/services/crypto/master-keys.ts';
+import { InputError } from '../../kernel/services/errors.ts';
+import { USAGE_ERROR_CODE } from '../../cli/framework/base-command.ts';
+import { adminConfig, databaseFlag, databaseUrlOf, withDatabase } from './signing-key/shared.ts';
+
+export default class RotateKey extends SvcCommand {
+  static override description = 'Re-encrypt every master-key-wrapped store under the current master key';
+  static override flags = { ...databaseFlag };
+
+  async run(): Promise<{ signingKeys: number }> {
+    const { flags } = await this.parse(RotateKey);
+    const config = await adminConfig();
+    const keys = await loadMasterKeys(config.secrets);
+    if (!keys.current) throw new InputError(USAGE_ERROR_CODE, 'set the new master key as SVC_SECRET_KEY and the previous one as SVC_SECRET_KEY_OLD');
+    const result = await withDatabase(databaseUrlOf(config, flags['database-url']), (pool) => resealSigningKeys(pool, keys, 'all'));
+    this.log(`Re-encrypted ${result.resealed} provenance signing keys.`);
+    return { signingKeys: result.resealed };
+  }
+}

@@ -1,0 +1,20 @@
+// `svc-admin signing-key retire <kid>`: retiring → retired (its public half stays in the JWKS).
+import { Args } from '@oclif/core';
+import { SvcCommand } from '../../../cli/framework/base-command.ts';
+import { retireSigningKey } from '../../../kernel/orchestrator/identity/key-store.ts';
+import type { SigningKeySummary } from '../../../schemas/identity.ts';
+import { adminConfig, databaseFlag, databaseUrlOf, withDatabase } from './shared.ts';
+
+export default class SigningKeyRetire extends SvcCommand {
+  static override description = 'Retire a retiring signing key (it stays in the JWKS)';
+  static override args = { kid: Args.string({ required: true, description: 'key id' }) };
+  static override flags = { ...databaseFlag };
+
+  async run(): Promise<SigningKeySummary> {
+    const { args, flags } = await this.parse(SigningKeyRetire);
+    const config = await adminConfig();
+    const key = await withDatabase(databaseUrlOf(config, flags['database-url']), (pool) => retireSigningKey(pool, args.kid));
+    this.log(`${key.kid} retired`);
+    return key;
+  }
+}
