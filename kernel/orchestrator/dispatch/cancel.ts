@@ -53,7 +53,7 @@ async function cancelWhere(tx: CommonQueryMethods, runId: string, filter: Return
 }
 
 async function lockRun(tx: CommonQueryMethods, runId: string): Promise<{ status: string }> {
-  const run = (await tx.maybeOne(sql.unsafe`SELECT status FROM runs WHERE id = ${runId} FOR UPDATE`)) as { status: string } | null;
+  const run = (await tx.maybeOne(sql.unsafe`SELECT status FROM runs WHERE id = ${runId} FOR NO KEY UPDATE`)) as { status: string } | null;
   if (run === null) throw new NotFoundError('SVC_ERR_DISPATCH_RUN_NOT_FOUND', `no run has id ${runId}`);
   return run;
 }

@@ -2,6 +2,8 @@
 // `queued`; dependents of a failed, cancelled or skipped job become `skipped` (transitively); a
 // run whose jobs are all terminal gets its final status. Runs are serialized by a row lock on
 // `runs`, so two nodes finishing two jobs of one run at once cannot both miss the last step.
+// The lock is FOR NO KEY UPDATE: it must not conflict with the KEY SHARE locks foreign keys
+// (run_events, job inserts) take on the run, or two finishing jobs deadlock upgrading them.
 import type { CommonQueryMethods } from 'slonik';
 import { sql } from '../../services/db/index.ts';
 import { notifyJobsQueued } from './notify.ts';
@@ -53,10 +55,15 @@ export function runOutcome(jobs: readonly JobState[], cancelRequested: boolean):
   return 'completed';
 }
 
+/** Takes the run's progression lock; call before locking any of its jobs (one lock order everywhere). */
+export async function lockRunForProgress(tx: CommonQueryMethods, runId: string): Promise<{ status: string; cancelled_by: string | null } | null> {
+  return (await tx.maybeOne(sql.unsafe`SELECT status, cancelled_by FROM runs WHERE id = ${runId} FOR NO KEY UPDATE`)) as { status: string; cancelled_by: string | null } | null;
+}
+
 /** Moves `runId` forward as far as its job states allow. Call inside a transaction. */
 export async function progressRun(tx: CommonQueryMethods, runId: string): Promise<ProgressionResult> {
   const result: ProgressionResult = { queued: [], skipped: [], runFinished: null };
-  const run = (await tx.maybeOne(sql.unsafe`SELECT status, cancelled_by FROM runs WHERE id = ${runId} FOR UPDATE`)) as { status: string; cancelled_by: string | null } | null;
+  const run = await lockRunForProgress(tx, runId);
   if (run === null) return result;
   const jobs = (await tx.any(sql.unsafe`
     SELECT id::text AS id, name, status, needs, reason FROM jobs WHERE run_id = ${runId} ORDER BY created_at, id`)) as readonly JobState[];

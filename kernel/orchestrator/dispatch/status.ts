@@ -5,7 +5,7 @@ import type { Static } from 'typebox';
 import type { JobContext, JobStatus, LogChunk, StepStatus } from '../../../schemas/wire/agent.ts';
 import { sql, type DatabasePool } from '../../services/db/index.ts';
 import { NotAllowedError } from '../../services/errors.ts';
-import { progressRun, recordJobComplete, type ProgressionResult } from './progression.ts';
+import { lockRunForProgress, progressRun, recordJobComplete, type ProgressionResult } from './progression.ts';
 
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -27,6 +27,9 @@ export interface StatusOutcome {
 export async function applyJobStatus(pool: DatabasePool, agentId: string, message: Static<typeof JobStatus>): Promise<StatusOutcome> {
   if (!UUID.test(message.jobId)) throw notOwner(message.jobId, agentId);
   return pool.transaction(async (tx) => {
+    const runId = (await tx.maybeOneFirst(sql.unsafe`SELECT run_id::text FROM jobs WHERE id = ${message.jobId}`)) as string | null;
+    if (runId === null) throw notOwner(message.jobId, agentId);
+    await lockRunForProgress(tx, runId);
     const job = (await tx.maybeOne(sql.unsafe`
       SELECT run_id::text AS run_id, status, agent_id FROM jobs WHERE id = ${message.jobId} FOR UPDATE`)) as { run_id: string; status: string; agent_id: string | null } | null;
     if (job === null || job.agent_id !== agentId) throw notOwner(message.jobId, agentId);
