@@ -6,6 +6,7 @@ import { filesystemStorage } from './storage/filesystem/index.ts';
 import { awsKmsCustody } from './custody/aws-kms/index.ts';
 import { commandCustody } from './custody/command/index.ts';
 import { dbCustody } from './custody/db/index.ts';
+import { genericSourcePlugin } from './sources/generic/index.ts';
 import { join, resolve } from 'node:path';
 
 /** Storage plugins by `storage.type`. */
@@ -62,5 +63,9 @@ export function orchestratorPlugins(env: PluginEnvironment): PluginSelection {
     config[`custody:${signerKind}`] = custody.slice(env);
   }
   selection['custody'] = signerKind;
+
+  // Generic webhook sources: settings live with each source, the plugin reads and normalizes.
+  builtIns.push(genericSourcePlugin as SvcPlugin);
+  config['generic-source:generic'] = {};
   return { builtIns, config, selection };
 }

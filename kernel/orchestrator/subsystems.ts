@@ -1,5 +1,6 @@
 // The orchestrator's subsystems, in start order. Each lives in its own folder.
 import type { Subsystem } from './context.ts';
 import { identitySubsystem } from './identity/subsystem.ts';
+import { ingestSubsystem } from './ingest/subsystem.ts';
 
-export const ORCHESTRATOR_SUBSYSTEMS: readonly Subsystem[] = [identitySubsystem];
+export const ORCHESTRATOR_SUBSYSTEMS: readonly Subsystem[] = [identitySubsystem, ingestSubsystem];

@@ -1,0 +1,375 @@
+// `ingestDelivery`: the spec's processing order for a relayed delivery (and for a direct HTTP
+// delivery in independent mode), steps 1-16 in order. Each step logs its outcome at debug and
+// appends it to the delivery record's `steps`. The answer is the relay's ack.
+import { LRUCache } from 'lru-cache';
+import type { Logger } from 'pino';
+import type { TSchema } from 'typebox';
+import type { SvcConfig } from '../../../schemas/config.ts';
+import { compileSchema, formatIssues, type SchemaCheck } from '../../../schemas/validate.ts';
+import type { PluginHost } from '../../host/index.ts';
+import type { ProviderSource, SourceProviderExtensionPoint } from '../../host/extension-points/provider.ts';
+import type { StorageExtensionPoint } from '../../host/extension-points/storage.ts';
+import { githubEventDetails } from '../../matching/index.ts';
+import type { NamedKey } from '../../services/crypto/sealing.ts';
+import type { DatabasePool } from '../../services/db/index.ts';
+import { messageOf } from '../../services/errors.ts';
+import type { SvcMetrics } from '../../services/metrics.ts';
+import { SourceCache } from '../sources/cache.ts';
+import type { OpenedSource } from '../sources/store.ts';
+import { Admission, type AdmissionOptions } from './admission.ts';
+import { parseApprovalCommand, recordApprovalCommand } from './approval-commands.ts';
+import { CacheChecker } from './caches.ts';
+import { changedFilesFor } from './changed-files.ts';
+import { claimDelivery, finishDelivery, recordRejected, recordShed, releaseClaim, storePayload } from './delivery-record.ts';
+import { dispatchRuns, type NotifyJobsQueued, type RunTarget } from './dispatch.ts';
+import { processGeneric } from './generic.ts';
+import { LockCache } from './lock-fetch.ts';
+import { matchEvent, type Candidate } from './match.ts';
+import { normalizeDelivery } from './normalize.ts';
+import { replaceRegistrations } from './registrations.ts';
+import { repositoryOf } from './repository.ts';
+import { checkRequirements } from './requires.ts';
+import { ProviderResolver } from './resolve-provider.ts';
+import { resolveTrust, workflowsDiffer } from './trust.ts';
+import { IngestStop, StepLog, stop, type DeliveryState, type IncomingDelivery, type IngestOutcome } from './types.ts';
+import { verifyDeliverySignature } from './verify-signature.ts';
+
+export interface IngestDeps {
+  pool: DatabasePool;
+  logger: Logger;
+  metrics: SvcMetrics;
+  host: PluginHost;
+  /** Master keys that open sealed source secrets (current first). */
+  masterKeys: readonly NamedKey[];
+  config: Pick<SvcConfig, 'lockfileCache' | 'eventLog'>;
+  nodeId: string;
+  storage?: StorageExtensionPoint;
+  notifyJobsQueued: NotifyJobsQueued;
+  admission?: Partial<AdmissionOptions>;
+  /** Short TTL of opened sources (ms). */
+  sourceCacheTtlMs?: number;
+}
+
+/** Delivery ids seen finished on this node (the in-memory half of dedup). */
+const MEMORY_DEDUP_MAX = 50_000;
+
+export class IngestPipeline {
+  readonly deps: IngestDeps;
+  readonly sources: SourceCache;
+  readonly locks: LockCache;
+  readonly admission: Admission;
+  readonly providers: ProviderResolver;
+  readonly caches: CacheChecker;
+  readonly #seen = new LRUCache<string, true>({ max: MEMORY_DEDUP_MAX, ttl: 24 * 3600_000 });
+  readonly #settingsChecks = new WeakMap<TSchema, SchemaCheck<TSchema>>();
+  readonly #fanout;
+  readonly #crossErrors;
+  readonly #outcomes;
+
+  constructor(deps: IngestDeps) {
+    this.deps = deps;
+    this.sources = new SourceCache(deps.pool, deps.masterKeys, { ttlMs: deps.sourceCacheTtlMs ?? 5000 });
+    this.locks = new LockCache(deps.config.lockfileCache);
+    this.admission = new Admission(deps.admission);
+    this.providers = new ProviderResolver(deps.host);
+    this.caches = new CacheChecker(deps.storage, deps.metrics);
+    this.#fanout = deps.metrics.histogram({
+      name: 'svc_cross_source_fanout_size',
+      help: 'Organization-wide workflows one event fanned out to (recorded for zero too).',
+      labelNames: ['event'],
+      buckets: [0, 1, 2, 5, 10, 25, 50, 100],
+    });
+    this.#crossErrors = deps.metrics.counter({ name: 'svc_cross_source_errors_total', help: 'Organization-wide dispatch errors.', labelNames: ['reason'] });
+    this.#outcomes = deps.metrics.counter({ name: 'svc_orch_webhook_deliveries_total', help: 'Webhook deliveries by recorded status.', labelNames: ['status'] });
+  }
+
+  seenKey(orgId: string, deliveryId: string): string {
+    return `${orgId}\0${deliveryId}`;
+  }
+
+  markSeen(orgId: string, deliveryId: string): void {
+    this.#seen.set(this.seenKey(orgId, deliveryId), true);
+  }
+
+  seen(orgId: string, deliveryId: string): boolean {
+    return this.#seen.has(this.seenKey(orgId, deliveryId));
+  }
+
+  countOutcome(status: string): void {
+    this.#outcomes.inc({ status });
+  }
+
+  async ingestDelivery(delivery: IncomingDelivery): Promise<IngestOutcome> {
+    const logger = this.deps.logger.child({ orgId: delivery.orgId, deliveryId: delivery.deliveryId, routingKey: delivery.routingKey });
+    const steps = new StepLog(logger);
+    // Step 1: admission.
+    const release = this.admission.admit();
+    if (release === null) {
+      const reason = `in-flight limit reached (${this.admission.inFlight} deliveries in flight)`;
+      steps.add('admission', 'shed', reason);
+      await recordShed(this.deps.pool, delivery, reason, steps.entries).catch((error: unknown) => logger.warn({ err: error }, 'could not record a shed delivery'));
+      this.countOutcome('shed');
+      return { result: 'shed_retry_later', retryAfterSeconds: this.admission.retryAfterSeconds, message: reason, status: 'shed', runIds: [], deliveryId: delivery.deliveryId };
+    }
+    steps.add('admission', 'admitted');
+    const state: DeliveryState = { delivery, steps, logger, trust: { tier: 'unresolved', isFork: 'unresolved' }, workflowModified: false, generation: 0 };
+    try {
+      const outcome = delivery.providerKind === 'generic' ? await processGeneric(this, state) : await this.#process(state);
+      this.countOutcome(outcome.status);
+      return outcome;
+    } catch (error) {
+      logger.error({ err: error }, 'ingest failed');
+      return { result: 'shed_retry_later', retryAfterSeconds: this.admission.retryAfterSeconds, message: `ingest failed: ${messageOf(error)}`, status: 'shed', runIds: [], deliveryId: delivery.deliveryId };
+    } finally {
+      release();
+    }
+  }
+
+  /** A refusal before processing: recorded (upgradable by a later good delivery) and answered. */
+  async reject(state: DeliveryState, status: 'rejected_signature' | 'rejected_unknown_source' | 'rejected_misconfigured', message: string, sourceId: string | null): Promise<IngestOutcome> {
+    state.steps.add('verify-signature', status, message);
+    await recordRejected(this.deps.pool, state.delivery, status, message, state.steps.entries, sourceId);
+    return { result: status, message, status, runIds: [], deliveryId: state.delivery.deliveryId };
+  }
+
+  /** Step 3 for a verified delivery: memory, then the persisted claim. Null when this attempt owns it. */
+  async dedup(state: DeliveryState, source: OpenedSource, windowSeconds?: number): Promise<IngestOutcome | null> {
+    const { delivery } = state;
+    if (windowSeconds === undefined && this.seen(delivery.orgId, delivery.deliveryId)) {
+      state.steps.add('dedup', 'duplicate', 'seen on this node');
+      void claimDelivery(this.deps.pool, delivery, source.id, this.deps.nodeId).catch(() => undefined);
+      return { result: 'duplicate', status: 'duplicate', runIds: [], deliveryId: delivery.deliveryId, message: 'delivery already processed' };
+    }
+    const claim = await claimDelivery(this.deps.pool, delivery, source.id, this.deps.nodeId, windowSeconds);
+    if (!claim.claimed) {
+      state.steps.add('dedup', 'duplicate', `recorded as ${claim.status}`);
+      if (claim.status !== 'processing') this.markSeen(delivery.orgId, delivery.deliveryId);
+      return { result: 'duplicate', status: 'duplicate', runIds: [], deliveryId: delivery.deliveryId, message: `delivery already ${claim.status === 'processing' ? 'in progress' : 'processed'}` };
+    }
+    state.generation = claim.generation;
+    state.steps.add('dedup', 'new', claim.generation > 0 ? `generation ${claim.generation}` : undefined);
+    return null;
+  }
+
+  /** Runs a claimed delivery to its record; stops become their status, failures a retry. */
+  async finishClaimed(state: DeliveryState, body: () => Promise<IngestOutcome>): Promise<IngestOutcome> {
+    const { delivery } = state;
+    try {
+      return await body();
+    } catch (error) {
+      if (error instanceof IngestStop) {
+        if (error.result === 'shed_retry_later') {
+          state.steps.add('retry', 'shed', error.detail);
+          await releaseClaim(this.deps.pool, delivery, error.detail, state.steps.entries);
+          return { result: 'shed_retry_later', retryAfterSeconds: error.retryAfterSeconds ?? this.admission.retryAfterSeconds, message: error.detail, status: 'shed', runIds: [], deliveryId: delivery.deliveryId };
+        }
+        const payload = await storePayload(this.deps.storage, delivery, this.deps.config.eventLog.maxPayloadBytes);
+        state.steps.add('delivery-record', error.status, error.detail);
+        await finishDelivery(this.deps.pool, state, { status: error.status, message: error.detail, runIds: [], payload });
+        this.markSeen(delivery.orgId, delivery.deliveryId);
+        return { result: error.result, message: error.detail, status: error.status, runIds: [], deliveryId: delivery.deliveryId };
+      }
+      state.steps.add('retry', 'shed', messageOf(error));
+      await releaseClaim(this.deps.pool, delivery, `failed: ${messageOf(error)}`.slice(0, 500), state.steps.entries).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  settingsProblem(provider: SourceProviderExtensionPoint | undefined, source: OpenedSource): string | null {
+    const schema = provider?.sourceSettingsSchema;
+    if (schema === undefined) return null;
+    let check = this.#settingsChecks.get(schema);
+    if (check === undefined) {
+      check = compileSchema(schema);
+      this.#settingsChecks.set(schema, check);
+    }
+    const result = check.validate(source.settings);
+    return result.ok ? null : `source ${source.id} settings do not fit provider ${provider!.providerKind}: ${formatIssues(result.issues)}`;
+  }
+
+  async #process(state: DeliveryState): Promise<IngestOutcome> {
+    const { delivery, steps } = state;
+    // Step 2: source and signature.
+    let lookup = await this.sources.get(delivery.orgId, delivery.routingKey);
+    if (!lookup.ok && lookup.reason === 'unknown') return this.reject(state, 'rejected_unknown_source', `no source with routing key ${delivery.routingKey} in org ${delivery.orgId}`, null);
+    if (!lookup.ok) return this.reject(state, 'rejected_misconfigured', lookup.reason === 'misconfigured' ? lookup.message : 'misconfigured', null);
+    const provider = this.providers.resolve(delivery.routingKey);
+    if (!verifyDeliverySignature(delivery, lookup.source, provider) && lookup.cached) {
+      lookup = await this.sources.get(delivery.orgId, delivery.routingKey, { fresh: true });
+      if (!lookup.ok) return this.reject(state, lookup.reason === 'unknown' ? 'rejected_unknown_source' : 'rejected_misconfigured', lookup.reason === 'misconfigured' ? lookup.message : 'source removed', null);
+    }
+    const source = lookup.source;
+    if (!verifyDeliverySignature(delivery, source, provider)) {
+      return this.reject(state, 'rejected_signature', `signature does not match the secret${source.secrets.length > 1 ? 's' : ''} of source ${source.id}`, source.id);
+    }
+    const settingsProblem = this.settingsProblem(provider, source);
+    if (settingsProblem !== null) return this.reject(state, 'rejected_misconfigured', settingsProblem, source.id);
+    steps.add('verify-signature', 'verified', source.rotating ? 'rotation under way: two secrets accepted' : undefined);
+    state.source = source;
+
+    // Step 3: dedup.
+    const duplicate = await this.dedup(state, source);
+    if (duplicate !== null) return duplicate;
+    return this.finishClaimed(state, () => this.#claimed(state, source, provider));
+  }
+
+  async #claimed(state: DeliveryState, source: OpenedSource, provider: SourceProviderExtensionPoint | undefined): Promise<IngestOutcome> {
+    const { delivery, steps } = state;
+    const { pool } = this.deps;
+    // Step 4: provider.
+    if (provider === undefined) stop('skipped', `no provider serves routing key ${delivery.routingKey} (signed in: ${this.providers.kinds().join(', ') || 'none'})`);
+    steps.add('resolve-provider', 'resolved', provider.providerKind);
+    state.provider = provider;
+
+    // Step 5: normalize.
+    const normalized = normalizeDelivery(provider, delivery);
+    if (!normalized.ok) stop('skipped', normalized.reason);
+    const event = normalized.event;
+    state.event = event;
+    state.payload = normalized.payload;
+    steps.add('normalize', 'normalized', `${event.eventName}${event.branch ? ` on ${event.branch}` : ''}${event.sha ? ` at ${event.sha}` : ''}`);
+
+    // Step 6: repository.
+    const repository = repositoryOf(event);
+    if (repository === null) stop('no_match', 'the event names no repository');
+    state.repository = repository;
+    const providerSource: ProviderSource = { id: source.id, orgId: source.orgId, routingKey: source.routingKey, settings: source.settings, credentials: source.credentials };
+    steps.add('repository', 'resolved', repository.fullName);
+
+    // Step 7: approval commands.
+    const command = parseApprovalCommand(event);
+    if (command !== null) {
+      await recordApprovalCommand(pool, delivery.orgId, delivery.deliveryId, source.id, event, command);
+      stop('approval_command', `/svc ${command.command} by ${event.comment?.author ?? event.sender.login}`);
+    }
+    steps.add('approval-commands', 'none');
+
+    // Step 8: trust.
+    const trust = resolveTrust(event);
+    state.trust = { tier: trust.tier, isFork: trust.isFork };
+    if (trust.isFork === 'true' && source.forkPolicy === 'ignore') stop('ignored_fork', `pull request from fork ${event.pullRequest?.headRepository ?? ''} and the source's fork policy is ignore`);
+    steps.add('trust', trust.tier, trust.compareHeadSha ? `lock read from base ${trust.lockSha}` : undefined);
+
+    // Step 9: lock.
+    let lock = null;
+    if (trust.lockSha !== null) {
+      let read;
+      try {
+        read = await this.locks.fetch(provider, providerSource, repository, trust.lockSha);
+      } catch (error) {
+        stop('shed', `lock file could not be fetched: ${messageOf(error)}`, 'shed_retry_later');
+      }
+      if (read.kind === 'corrupt') stop('lockfile_corrupt', read.message);
+      if (read.kind === 'lock') {
+        lock = read.lock;
+        state.lock = lock;
+        state.lockSha = trust.lockSha;
+        if (trust.compareHeadSha !== null) {
+          const head = await this.locks.fetch(provider, providerSource, repository, trust.compareHeadSha).catch((error: unknown) => ({ kind: 'error' as const, message: messageOf(error) }));
+          state.workflowModified = head.kind !== 'lock' || workflowsDiffer(lock, head.lock);
+        }
+      }
+    }
+    steps.add('lock-fetch', lock === null ? 'none' : 'found', lock === null ? (trust.lockSha === null ? 'the event names no commit' : `no lock file at ${trust.lockSha}`) : `${lock.workflows.length} workflow(s)${state.workflowModified ? ', head modifies workflows' : ''}`);
+
+    // Step 10: registrations on a default-branch push.
+    const defaultBranch = event.repository?.defaultBranch;
+    if (event.type === 'push' && !event.deleted && defaultBranch && event.branch === defaultBranch && event.sha !== null) {
+      const count = await pool.transaction((tx) =>
+        replaceRegistrations(tx, {
+          orgId: delivery.orgId,
+          sourceId: source.id,
+          repository: repository.fullName,
+          repositoryId: event.repository?.id ?? null,
+          cloneUrl: repository.cloneUrl ?? null,
+          branch: defaultBranch,
+          sha: event.sha!,
+          lock: lock ?? { schemaVersion: 1, source: '', contentHash: '', workflows: [] },
+        }),
+      );
+      steps.add('registrations', 'replaced', `${count} registration(s) for ${repository.fullName}; registration.updated emitted`);
+    } else steps.add('registrations', 'unchanged');
+
+    // Step 11: changed files.
+    if (lock !== null) {
+      const changed = await changedFilesFor(provider, providerSource, repository, event, lock);
+      if (changed.needed && 'files' in changed) state.changedFiles = changed.files;
+      if (changed.needed && 'unavailable' in changed) state.changedFilesUnavailable = changed.unavailable;
+      steps.add('changed-files', changed.needed ? ('files' in changed ? 'fetched' : 'unavailable') : 'not_needed', changed.needed ? ('files' in changed ? `${changed.files.length} file(s)` : changed.unavailable) : undefined);
+    } else steps.add('changed-files', 'not_needed');
+
+    // Step 12: match.
+    const summary = await matchEvent({
+      pool,
+      orgId: delivery.orgId,
+      event,
+      lock,
+      lockSha: state.lockSha ?? null,
+      repository: repository.fullName,
+      sourceId: source.id,
+      cloneUrl: repository.cloneUrl ?? null,
+      eventSource: source,
+      ...(state.changedFiles !== undefined ? { changedFiles: state.changedFiles } : {}),
+      ...(state.changedFilesUnavailable !== undefined ? { changedFilesUnavailable: state.changedFilesUnavailable } : {}),
+      details: githubEventDetails(event.providerEvent, normalized.payload),
+    });
+    this.#fanout.observe({ event: event.type ?? 'none' }, summary.orgWideCount);
+    steps.add('match', summary.candidates.length > 0 ? 'matched' : 'no_match',
+      [...summary.candidates.map((c) => `${c.workflow.name}${c.orgWide ? ` (org-wide from ${c.workflowRepository})` : ''}`), ...summary.unmatched.map((u) => `${u.workflow}: ${u.verdict}, ${u.reason}`)].join('; ') || undefined);
+
+    // Step 13: requirements (and organization-wide credentials).
+    const kept: Candidate[] = [];
+    for (const candidate of summary.candidates) {
+      const result = await checkRequirements(candidate.requires, provider, providerSource, repository, event.sha);
+      if (!result.ok) {
+        steps.add('requires', 'dropped', `${candidate.workflow.name}: ${result.reason}`);
+        state.logger.info({ workflow: candidate.workflow.name, reason: result.reason }, 'candidate dropped by requirements');
+        continue;
+      }
+      if (candidate.orgWide && !(await this.#workflowAuthWorks(state, candidate))) continue;
+      kept.push(candidate);
+    }
+    if (summary.candidates.some((c) => c.requires.length > 0)) steps.add('requires', 'evaluated', `${kept.length} of ${summary.candidates.length} kept`);
+    else steps.add('requires', 'none');
+
+    const pr = event.pullRequest;
+    const targets: RunTarget[] = kept.map((candidate) => ({
+      candidate,
+      deliveryKey: delivery.deliveryId,
+      sourceId: source.id,
+      provider: source.providerKind,
+      repository: repository.fullName,
+      sha: event.sha ?? pr?.headSha ?? state.lockSha ?? '',
+      ref: pr !== null ? `refs/heads/${pr.baseRef}` : event.ref,
+    }));
+    const status = targets.length > 0 ? 'matched' : lock === null ? 'no_lock_file' : 'no_match';
+    const payload = await storePayload(this.deps.storage, delivery, this.deps.config.eventLog.maxPayloadBytes);
+    const runs = await dispatchRuns({ pool, caches: this.caches, notifyJobsQueued: this.deps.notifyJobsQueued }, state, targets, status, undefined, payload);
+    this.markSeen(delivery.orgId, delivery.deliveryId);
+    return { result: 'accepted', status, runIds: runs.map((r) => r.runId), deliveryId: delivery.deliveryId };
+  }
+
+  /** An organization-wide run needs credentials for the workflow's repository too (`workflowAuth`). */
+  async #workflowAuthWorks(state: DeliveryState, candidate: Candidate): Promise<boolean> {
+    const registration = candidate.registration;
+    if (registration === undefined) return true;
+    try {
+      const row = await this.sources.getById(registration.sourceId);
+      const provider = row === null ? undefined : this.providers.resolve(row.routingKey);
+      if (row === null || provider === undefined) throw new Error(`source ${registration.sourceId} of ${registration.repository} has no provider`);
+      await provider.checkoutCredentials({
+        source: { id: row.id, orgId: row.orgId, routingKey: row.routingKey, settings: row.settings, credentials: row.credentials },
+        repository: { id: registration.repositoryId ?? registration.repository, fullName: registration.repository, ...(registration.cloneUrl ? { cloneUrl: registration.cloneUrl } : {}) },
+      });
+      return true;
+    } catch (error) {
+      this.#crossErrors.inc({ reason: 'clone_token' });
+      state.steps.add('requires', 'dropped', `${candidate.workflow.name}: no credentials for workflow repository ${registration.repository}: ${messageOf(error)}`);
+      return false;
+    }
+  }
+}
+
+export function createIngest(deps: IngestDeps): IngestPipeline {
+  return new IngestPipeline(deps);
+}

@@ -1,0 +1,118 @@
+// Shapes shared by the ingest steps: the delivery as it arrives (from the relay or, in
+// independent mode, straight from HTTP), the pipeline's answer, and the per-delivery state the
+// steps fill in order.
+import type { Logger } from 'pino';
+import type { NormalizedEvent } from '../../../schemas/event.ts';
+import type { Lock } from '../../../schemas/lock.ts';
+import type { AckResult } from '../../../schemas/wire/relay.ts';
+import type { RepositoryRef, SourceProviderExtensionPoint } from '../../host/extension-points/provider.ts';
+import type { OpenedSource } from '../sources/store.ts';
+
+export const DELIVERY_STATUSES = [
+  'matched',
+  'no_match',
+  'no_lock_file',
+  'duplicate',
+  'shed',
+  'rejected_signature',
+  'rejected_unknown_source',
+  'rejected_misconfigured',
+  'lockfile_corrupt',
+  'ignored_fork',
+  'skipped',
+  'approval_command',
+] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+export interface IncomingDelivery {
+  orgId: string;
+  routingKey: string;
+  providerKind: string;
+  /** Generic sources: the URL's source id. */
+  sourceId?: string;
+  /** Provider delivery id, or a UUID the relay generated. */
+  deliveryId: string;
+  /** Lower-cased names. */
+  headers: Readonly<Record<string, string>>;
+  /** The exact bytes the sender signed. */
+  body: Buffer;
+  receivedAt: Date;
+  clientIp: string;
+  replay: boolean;
+}
+
+/** What the relay (or the independent HTTP route) is told. */
+export interface IngestOutcome {
+  result: AckResult;
+  retryAfterSeconds?: number;
+  message?: string;
+  /** The delivery record's status. */
+  status: DeliveryStatus;
+  runIds: string[];
+  deliveryId: string;
+}
+
+export interface StepEntry {
+  step: string;
+  outcome: string;
+  detail?: string;
+}
+
+/** Steps in the spec's order; each appends its outcome here and logs it at debug. */
+export class StepLog {
+  readonly entries: StepEntry[] = [];
+  readonly #logger: Logger;
+
+  constructor(logger: Logger) {
+    this.#logger = logger;
+  }
+
+  add(step: string, outcome: string, detail?: string): void {
+    const entry: StepEntry = detail === undefined ? { step, outcome } : { step, outcome, detail: detail.slice(0, 2000) };
+    this.entries.push(entry);
+    this.#logger.debug(entry, 'ingest step');
+  }
+}
+
+export type TrustTier = 'trusted' | 'unknown' | 'unresolved';
+
+/** Everything a delivery gathered on its way through the steps. */
+export interface DeliveryState {
+  delivery: IncomingDelivery;
+  steps: StepLog;
+  logger: Logger;
+  source?: OpenedSource;
+  provider?: SourceProviderExtensionPoint;
+  payload?: unknown;
+  event?: NormalizedEvent;
+  repository?: RepositoryRef;
+  trust: { tier: TrustTier; isFork: 'true' | 'false' | 'unresolved' };
+  /** Commit the lock was read at (the base for an untrusted pull request). */
+  lockSha?: string;
+  lock?: Lock;
+  workflowModified: boolean;
+  changedFiles?: string[] | null;
+  changedFilesUnavailable?: string;
+  /** Generic sources: processings of this id after its idempotency window. */
+  generation: number;
+}
+
+export class IngestStop extends Error {
+  readonly status: DeliveryStatus;
+  readonly result: AckResult;
+  readonly detail: string;
+  readonly retryAfterSeconds: number | undefined;
+
+  constructor(status: DeliveryStatus, result: AckResult, detail: string, retryAfterSeconds?: number) {
+    super(detail);
+    this.status = status;
+    this.result = result;
+    this.detail = detail;
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+/** Ends the pipeline early with a recorded status (no_lock_file, ignored_fork, …). */
+export function stop(status: DeliveryStatus, detail: string, result: AckResult = 'accepted', retryAfterSeconds?: number): never {
+  throw new IngestStop(status, result, detail, retryAfterSeconds);
+}

@@ -1,0 +1,131 @@
+// A run and its jobs from one matched workflow (processing steps 14-15), inside the caller's
+// transaction. Idempotent per (org, delivery key, workflow repository, workflow): a replay finds
+// the run it already created. Static matrices expand to one job row per combination; a job is
+// `queued` when it needs nothing and no build is pending, else `waiting`.
+import { randomUUID } from 'node:crypto';
+import { Type } from 'typebox';
+import type { CommonQueryMethods } from 'slonik';
+import type { NormalizedEvent } from '../../../schemas/event.ts';
+import type { LockJob, LockWorkflow } from '../../../schemas/lock.ts';
+import { sql, sqlTyped } from '../../services/db/index.ts';
+
+/** Name of the build job inside the run that owns it; the run's jobs need it. */
+export const BUILD_JOB_NAME = 'svc:build';
+
+export interface RunPlan {
+  orgId: string;
+  /** The delivery id, or `<delivery_id>:<registration_id>` for a generic fan-out target. */
+  deliveryKey: string | null;
+  sourceId: string | null;
+  provider: string;
+  repository: string;
+  workflowRepository: string;
+  workflowSourceId: string | null;
+  workflowCloneUrl: string | null;
+  workflow: LockWorkflow;
+  workflowSha: string;
+  workflowRef: string | null;
+  sha: string;
+  ref: string | null;
+  eventName: string;
+  subjectKind: 'ref' | 'pull_request';
+  actor: string;
+  trustTier: 'trusted' | 'unknown' | 'unresolved';
+  isFork: 'true' | 'false' | 'unresolved';
+  headRef: string;
+  headRepository: string;
+  lockfileHash: string | null;
+  event: NormalizedEvent;
+  changedFiles: string[] | null;
+  workflowModified: boolean;
+  /** `contentHash:lockfileHash` of a build the jobs wait for (source cache miss); null on a hit. */
+  buildKey: string | null;
+}
+
+export interface CreatedRun {
+  runId: string;
+  /** False when a replay found the run already there. */
+  created: boolean;
+  status: string;
+  jobIds: string[];
+  queuedJobs: number;
+  /** This run created the coalesced build job (else it waits for another run's). */
+  ownsBuild: boolean;
+}
+
+type MatrixValue = string | number | boolean;
+
+/** Every combination of a static matrix, axes in key order. */
+export function expandMatrix(axes: Record<string, readonly MatrixValue[]>): Record<string, MatrixValue>[] {
+  let combos: Record<string, MatrixValue>[] = [{}];
+  for (const name of Object.keys(axes).sort()) {
+    const next: Record<string, MatrixValue>[] = [];
+    for (const combo of combos) for (const value of axes[name] ?? []) next.push({ ...combo, [name]: value });
+    combos = next;
+  }
+  return combos;
+}
+
+function instancesOf(job: LockJob): Array<{ matrix: Record<string, MatrixValue> | null; displayName: string }> {
+  if (job.matrix?.type !== 'static') return [{ matrix: null, displayName: job.name }];
+  return expandMatrix(job.matrix.axes).map((m) => ({ matrix: m, displayName: `${job.name} (${Object.values(m).join(', ')})` }));
+}
+
+const IdRow = Type.Object({ id: Type.String(), status: Type.String() });
+const JobIdRow = Type.Object({ id: Type.String(), status: Type.String() });
+
+export async function createRun(tx: CommonQueryMethods, plan: RunPlan): Promise<CreatedRun> {
+  const runId = randomUUID();
+  const held = plan.workflow.approval !== undefined;
+  const status = held ? 'held' : 'queued';
+  const deadline = plan.workflow.timeout === undefined ? null : new Date(Date.now() + plan.workflow.timeout).toISOString();
+  const inserted = await tx.maybeOne(sqlTyped(IdRow)`
+    insert into runs (id, org_id, delivery_id, source_id, provider, repository, workflow_repository, workflow, workflow_sha, workflow_ref,
+      sha, ref, event_name, subject_kind, actor, trust_tier, is_fork, head_ref, head_repository, status, content_hash, lockfile_hash,
+      lock_entry, event, changed_files, deadline_at, workflow_source_id, workflow_clone_url, workflow_modified)
+    values (${runId}, ${plan.orgId}, ${plan.deliveryKey}, ${plan.sourceId}, ${plan.provider}, ${plan.repository}, ${plan.workflowRepository},
+      ${plan.workflow.name}, ${plan.workflowSha}, ${plan.workflowRef}, ${plan.sha}, ${plan.ref}, ${plan.eventName}, ${plan.subjectKind},
+      ${plan.actor}, ${plan.trustTier}, ${plan.isFork}, ${plan.headRef}, ${plan.headRepository}, ${status}, ${plan.workflow.contentHash},
+      ${plan.lockfileHash}, ${sql.jsonb(plan.workflow as never)}, ${sql.jsonb(plan.event as never)},
+      ${plan.changedFiles === null ? null : sql.jsonb(plan.changedFiles)}, ${deadline}, ${plan.workflowSourceId}, ${plan.workflowCloneUrl},
+      ${plan.workflowModified})
+    on conflict (org_id, delivery_id, workflow_repository, workflow) where delivery_id is not null and parent_run_id is null do nothing
+    returning id, status`);
+  if (inserted === null) {
+    const existing = await tx.one(sqlTyped(IdRow)`
+      select id::text as id, status from runs where org_id = ${plan.orgId} and delivery_id = ${plan.deliveryKey}
+        and workflow_repository = ${plan.workflowRepository} and workflow = ${plan.workflow.name} and parent_run_id is null`);
+    const jobs = await tx.any(sqlTyped(JobIdRow)`select id::text as id, status from jobs where run_id = ${existing.id} order by created_at, id`);
+    return { runId: existing.id, created: false, status: existing.status, jobIds: jobs.map((j) => j.id), queuedJobs: 0, ownsBuild: false };
+  }
+
+  let ownsBuild = false;
+  if (plan.buildKey !== null) {
+    const runsOn = plan.workflow.jobs[0]?.runsOn ?? [];
+    const build = await tx.maybeOne(sqlTyped(JobIdRow)`
+      insert into jobs (id, run_id, org_id, name, display_name, kind, runs_on, status, build_key, queued_at)
+      values (${randomUUID()}, ${runId}, ${plan.orgId}, ${BUILD_JOB_NAME}, ${`build ${plan.workflow.contentHash.slice(0, 12)}`}, 'build',
+        ${sql.array(runsOn, 'text')}, 'queued', ${plan.buildKey}, now())
+      on conflict (org_id, build_key) where kind = 'build' and status in ('waiting', 'queued', 'dispatched', 'running', 'recovering') do nothing
+      returning id::text as id, status`);
+    ownsBuild = build !== null;
+  }
+
+  const jobIds: string[] = [];
+  let queuedJobs = ownsBuild ? 1 : 0;
+  for (const job of plan.workflow.jobs) {
+    const needs = ownsBuild ? [...job.needs, BUILD_JOB_NAME] : [...job.needs];
+    const queued = !held && needs.length === 0 && plan.buildKey === null;
+    for (const instance of instancesOf(job)) {
+      const id = randomUUID();
+      await tx.query(sql.unsafe`
+        insert into jobs (id, run_id, org_id, name, display_name, kind, matrix, needs, runs_on, status, waits_for_build, queued_at)
+        values (${id}, ${runId}, ${plan.orgId}, ${job.name}, ${instance.displayName}, 'job',
+          ${instance.matrix === null ? null : sql.jsonb(instance.matrix)}, ${sql.array(needs, 'text')}, ${sql.array(job.runsOn, 'text')},
+          ${queued ? 'queued' : 'waiting'}, ${plan.buildKey}, ${queued ? sql.fragment`now()` : null})`);
+      jobIds.push(id);
+      if (queued) queuedJobs += 1;
+    }
+  }
+  return { runId, created: true, status, jobIds, queuedJobs, ownsBuild };
+}
