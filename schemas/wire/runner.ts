@@ -39,6 +39,11 @@ export const RunnerStart = Type.Object(
     /** Default hook timeout (spec: 5 minutes); a hook's own `timeout` wins. */
     hookTimeoutMs: Type.Integer({ minimum: 1 }),
     jobTimeoutMs: Type.Optional(Type.Integer({ minimum: 1 })),
+    /**
+     * Run the workflow-level hooks (onSuccess/onFailure/onCancel, cleanup) after this job's own
+     * hooks: the orchestrator sets it on the run's last job. Absent means false.
+     */
+    workflowHooks: Type.Optional(Type.Boolean()),
   },
   Strict,
 );
@@ -102,6 +107,45 @@ export const ApiRequest = Type.Object(
   },
   Strict,
 );
+
+// `args` and `result` of each `api.request`, by api. Paths are as the workflow gave them,
+// relative to the job's workspace unless absolute; the agent resolves them, tars and transfers.
+const Paths = Type.Array(Type.String({ minLength: 1 }), { minItems: 1 });
+export const RunnerApiShapes = {
+  emit: {
+    args: Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }), payload: Type.Optional(Type.Unknown()) }, Strict),
+    result: Type.Object({ deliveryId: Type.Optional(Type.String()) }, Strict),
+  },
+  'oidc.token': {
+    args: Type.Object({ audience: Type.String({ minLength: 1 }) }, Strict),
+    result: Type.Union([
+      Type.Object({ token: Type.String({ minLength: 1 }), expiresIn: Type.Number({ minimum: 0 }) }, Strict),
+      Type.Object({ deferred: Type.Literal(true), code: Type.String({ minLength: 1 }) }, Strict),
+    ]),
+  },
+  'cache.restore': {
+    args: Type.Object({ key: Type.String({ minLength: 1 }), restoreKeys: Type.Optional(Type.Array(Type.String({ minLength: 1 }))), paths: Paths }, Strict),
+    result: Type.Object({ hit: Type.Boolean(), matchedKey: Type.Optional(Type.String()) }, Strict),
+  },
+  'cache.save': {
+    args: Type.Object({ key: Type.String({ minLength: 1 }), paths: Paths }, Strict),
+    result: Type.Object({ saved: Type.Boolean() }, Strict),
+  },
+  'artifacts.upload': {
+    args: Type.Object({ name: Type.String({ minLength: 1 }), paths: Paths }, Strict),
+    result: Type.Object({ name: Type.String(), sizeBytes: Type.Integer({ minimum: 0 }) }, Strict),
+  },
+  attest: {
+    args: Type.Object(
+      {
+        subjects: Type.Array(Type.Object({ path: Type.String({ minLength: 1 }) }, Strict), { minItems: 1 }),
+        predicate: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+      },
+      Strict,
+    ),
+    result: Type.Object({ bundlePaths: Type.Array(Type.String()), deferred: Type.Boolean() }, Strict),
+  },
+} as const;
 
 export const RunnerResult = Type.Object(
   {
