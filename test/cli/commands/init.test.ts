@@ -1,0 +1,103 @@
+// `svc init`, `svc types` and `svc workflows` as real child processes in temp repositories.
+import { execFileSync } from 'node:child_process';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import { parseLock } from '../../../cli/compiler/lock-file.ts';
+import { DEFAULT_SVCIGNORE } from '../../../cli/compiler/hash/index.ts';
+import { runSvc, tempRepo, writeFiles } from '../../fixtures/workflow-trees/index.ts';
+
+t.setTimeout(240_000);
+
+const SCAFFOLD = ['.svc/.svcignore', '.svc/.gitignore', '.svc/workflows/ci.ts', '.svc/tests/ci.fixture.ts', '.svc/tsconfig.json', '.svc/package.json'];
+
+t.test('init scaffolds .svc/, writes types and compiles a valid lock', async (t) => {
+  const dir = tempRepo(t, { 'README.md': 'hello\n' }, { git: true });
+  const result = await runSvc(dir, ['init', '--json']);
+  t.equal(result.code, 0, result.stderr);
+  const out = JSON.parse(result.stdout) as { created: string[]; workflows: string[]; lockPath: string; types: string; root: string };
+  t.same(out.created, SCAFFOLD);
+  t.same(out.workflows, ['ci']);
+  t.equal(out.lockPath, '.svc/svc.lock.json');
+  t.equal(out.types, '.svc/types/svc-sdk.d.ts');
+  t.equal(readFileSync(path.join(dir, '.svc/.svcignore'), 'utf8'), DEFAULT_SVCIGNORE);
+  const lock = parseLock(readFileSync(path.join(dir, '.svc/svc.lock.json'), 'utf8'));
+  const ci = lock.workflows[0]!;
+  t.same(ci.triggers.map((tr) => tr.type), ['push', 'pr']);
+  t.same(ci.jobs.map((j) => [j.name, j.needs, j.matrix?.type === 'static' ? j.matrix.size : 0]), [['lint', [], 0], ['test', ['lint'], 2]]);
+  const pkg = JSON.parse(readFileSync(path.join(dir, '.svc/package.json'), 'utf8')) as { type: string; devDependencies: Record<string, string> };
+  t.equal(pkg.type, 'module');
+  t.match(pkg.devDependencies['svc'], /^\^\d+\.\d+\.\d+/);
+
+  const check = await runSvc(dir, ['compile', '--check']);
+  t.equal(check.code, 0, 'the lock init wrote is fresh');
+
+  // the scaffolded workflow type-checks against the SDK through .svc/tsconfig.json
+  const tsc = path.join(path.dirname(process.execPath), 'tsc');
+  const tscBin = statSync(tsc, { throwIfNoEntry: false }) ? tsc : path.resolve('node_modules/.bin/tsc');
+  t.doesNotThrow(() => execFileSync(tscBin, ['-p', path.join(dir, '.svc/tsconfig.json')], { encoding: 'utf8' }), 'editor types resolve svc/sdk');
+  writeFileSync(path.join(dir, '.svc/workflows/ci.ts'), readFileSync(path.join(dir, '.svc/workflows/ci.ts'), 'utf8').replace("needs: ['lint']", "needs: ['nope']"));
+  t.throws(() => execFileSync(tscBin, ['-p', path.join(dir, '.svc/tsconfig.json')], { encoding: 'utf8', stdio: 'pipe' }), 'an unknown need is a type error');
+});
+
+t.test('init refuses to overwrite and lists the files; --force overwrites', async (t) => {
+  const dir = tempRepo(t, { '.svc/workflows/ci.ts': '// mine\n', '.svc/.svcignore': 'custom/\n' });
+  const refused = await runSvc(dir, ['init']);
+  t.equal(refused.code, 1);
+  t.match(refused.stderr, /SVC_ERR_INIT_FILES_EXIST: svc init would overwrite \.svc\/\.svcignore, \.svc\/workflows\/ci\.ts: .*--force/);
+  t.equal(readFileSync(path.join(dir, '.svc/workflows/ci.ts'), 'utf8'), '// mine\n', 'nothing changed');
+  t.throws(() => statSync(path.join(dir, '.svc/package.json')), 'no other file written');
+
+  const forced = await runSvc(dir, ['init', '--force']);
+  t.equal(forced.code, 0, forced.stderr);
+  t.match(forced.stdout, /overwritten \.svc\/workflows\/ci\.ts/);
+  t.match(forced.stdout, /created {5}\.svc\/package\.json/);
+  t.match(readFileSync(path.join(dir, '.svc/workflows/ci.ts'), 'utf8'), /workflow\('ci'/);
+});
+
+t.test('init --dir, and at the top of the git work tree from a subdirectory', async (t) => {
+  const dir = tempRepo(t, { 'pkg/sub/x.txt': 'x\n' }, { git: true });
+  const fromSub = await runSvc(path.join(dir, 'pkg', 'sub'), ['init']);
+  t.equal(fromSub.code, 0, fromSub.stderr);
+  t.ok(statSync(path.join(dir, '.svc/svc.lock.json')).isFile());
+  const other = tempRepo(t, {});
+  const explicit = await runSvc(dir, ['init', '--dir', path.join(other, 'proj')]);
+  t.equal(explicit.code, 0, explicit.stderr);
+  t.ok(statSync(path.join(other, 'proj/.svc/svc.lock.json')).isFile());
+});
+
+t.test('svc types writes the SDK re-export once', async (t) => {
+  const dir = tempRepo(t, { '.svc/.svcignore': 'types/\n' });
+  const first = await runSvc(dir, ['types', '--json']);
+  t.equal(first.code, 0, first.stderr);
+  t.match(JSON.parse(first.stdout), { path: '.svc/types/svc-sdk.d.ts', written: true, target: /sdk[/\\]index\.(ts|js)$/ });
+  t.match(readFileSync(path.join(dir, '.svc/types/svc-sdk.d.ts'), 'utf8'), /export \* from ".*sdk\/index\.(ts|js)";/);
+  const second = await runSvc(dir, ['types']);
+  t.match(second.stdout, /unchanged/);
+  const none = tempRepo(t, {});
+  const missing = await runSvc(none, ['types']);
+  t.equal(missing.code, 1);
+  t.match(missing.stderr, /run `svc init` first/);
+});
+
+t.test('svc workflows lists the lock', async (t) => {
+  const dir = tempRepo(t, {}, { git: true });
+  t.equal((await runSvc(dir, ['init'])).code, 0);
+  const text = await runSvc(dir, ['workflows']);
+  t.equal(text.code, 0, text.stderr);
+  t.match(text.stdout, /^ci {2}\(\.svc\/workflows\/ci\.ts#default\)$/m);
+  t.match(text.stdout, /on: {3}push\(branches: main\) \| pr\(actions: opened,reopened,synchronize\)/);
+  t.match(text.stdout, /jobs: lint, test ×2 ← lint/);
+  const json = JSON.parse((await runSvc(dir, ['workflows', '--json'])).stdout) as { workflows: { name: string; jobs: { name: string; matrixSize?: number }[] }[] };
+  t.same(json.workflows.map((w) => w.name), ['ci']);
+  t.same(json.workflows[0]!.jobs.map((j) => [j.name, j.matrixSize]), [['lint', undefined], ['test', 2]]);
+
+  writeFiles(dir, { '.svc/svc.lock.json': '{"broken": true}' });
+  const broken = await runSvc(dir, ['workflows']);
+  t.equal(broken.code, 1);
+  t.match(broken.stderr, /SVC_ERR_LOCK_INVALID/);
+  const none = tempRepo(t, { '.svc/.svcignore': '' });
+  const missing = await runSvc(none, ['workflows']);
+  t.equal(missing.code, 1);
+  t.match(missing.stderr, /SVC_ERR_LOCK_MISSING: .*run `svc compile`/);
+});
