@@ -4,6 +4,7 @@ import type { Command } from '@oclif/core';
 import Compile from './commands/compile.ts';
 import Doctor from './commands/doctor.ts';
 import HookInstall from './commands/hook/install.ts';
+import HookPostReceive from './commands/hook/post-receive.ts';
 import Init from './commands/init.ts';
 import Preview from './commands/preview.ts';
 import Run from './commands/run.ts';
@@ -15,6 +16,7 @@ export const COMMANDS: Record<string, Command.Class> = {
   compile: Compile,
   doctor: Doctor,
   'hook:install': HookInstall,
+  'hook:post-receive': HookPostReceive,
   init: Init,
   preview: Preview,
   run: Run,
