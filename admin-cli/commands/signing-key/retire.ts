@@ -7,7 +7,9 @@ import { adminConfig, databaseFlag, databaseUrlOf, withDatabase } from './shared
 
 export default class SigningKeyRetire extends SvcCommand {
   static override description = 'Retire a retiring signing key (it stays in the JWKS)';
-  static override args = { kid: Args.string({ required: true, description: 'key id' }) };
+  // A kid is a base64url thumbprint and may start with '-': put it after `--`.
+  static override examples = ['<%= config.bin %> signing-key retire -- <kid>'];
+  static override args = { kid: Args.string({ required: true, description: "key id (after `--` when it starts with '-')" }) };
   static override flags = { ...databaseFlag };
 
   async run(): Promise<SigningKeySummary> {

@@ -8,7 +8,9 @@ import { adminConfig, databaseFlag, databaseUrlOf, withDatabase } from './shared
 
 export default class SigningKeyRevoke extends SvcCommand {
   static override description = 'Revoke a compromised signing key (removed from the JWKS)';
-  static override args = { kid: Args.string({ required: true, description: 'key id' }) };
+  // A kid is a base64url thumbprint and may start with '-': put it after `--`.
+  static override examples = ['<%= config.bin %> signing-key revoke --reason "key leaked" -- <kid>'];
+  static override args = { kid: Args.string({ required: true, description: "key id (after `--` when it starts with '-')" }) };
   static override flags = { ...databaseFlag, reason: Flags.string({ required: true, description: 'why the key is revoked' }) };
 
   async run(): Promise<SigningKeySummary> {
