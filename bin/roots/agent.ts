@@ -1,5 +1,63 @@
-import { notAvailable } from './not-yet.ts';
+// Composition root of `svc-agent`: its own environment (agent/env.ts), the sandbox plugins, the
+// connection. Prints `svc-agent ready <orchestrator url>` once registered; exits non-zero at
+// once (no retry) when the orchestrator refuses the token or speaks another protocol version;
+// an ephemeral agent exits 0 after its one job; SIGTERM/SIGINT hand back in-flight work.
+import { startAgent } from '../../agent/agent.ts';
+import { parseAgentEnv, resolveAgentId } from '../../agent/env.ts';
+import { createPluginHost } from '../../kernel/host/index.ts';
+import type { SandboxExtensionPoint } from '../../kernel/host/extension-points/sandbox.ts';
+import { oneLineError } from '../../kernel/services/lifecycle.ts';
+import { createLogger } from '../../kernel/services/logging.ts';
+import { agentPlugins } from '../../plugins/sandboxes/index.ts';
 
-export async function main(): Promise<number> {
-  return notAvailable('svc-agent', 'the agent');
+export interface AgentProgramIo {
+  env?: Readonly<Record<string, string | undefined>>;
+  stdout?: NodeJS.WritableStream;
+  stderr?: NodeJS.WritableStream;
+  /** Overrides the step runner entry (tests). */
+  runnerPath?: string;
+}
+
+export async function main(_argv: string[] = [], io: AgentProgramIo = {}): Promise<number> {
+  const stdout = io.stdout ?? process.stdout;
+  const stderr = io.stderr ?? process.stderr;
+  let agent;
+  let host;
+  try {
+    const settings = parseAgentEnv(io.env ?? process.env);
+    const logger = createLogger({ level: settings.logLevel, name: 'svc-agent' });
+    const selection = agentPlugins(settings);
+    host = createPluginHost({ config: selection.config, logger });
+    await host.signInAll({ builtIns: selection.builtIns });
+    const sandboxes = new Map<string, SandboxExtensionPoint>(host.list().filter((p) => p.kind === 'sandbox').map((p) => [p.id, host!.get('sandbox', p.id)]));
+    const agentId = await resolveAgentId(settings);
+    agent = await startAgent({ settings, agentId, logger, sandboxes, ...(io.runnerPath ? { runnerPath: io.runnerPath } : {}) });
+    stdout.write(`svc-agent ready ${settings.orchestratorUrl}\n`);
+  } catch (error) {
+    await host?.close().catch(() => undefined);
+    stderr.write(`svc-agent: ${oneLineError(error)}\n`);
+    return 1;
+  }
+  const running = agent;
+  const signalled = new Promise<string>((resolve) => {
+    const onSignal = (signal: NodeJS.Signals) => {
+      process.once(signal, () => {
+        stderr.write(`svc-agent: second ${signal}, exiting without a clean stop\n`);
+        process.exit(1);
+      });
+      resolve(signal);
+    };
+    process.once('SIGTERM', onSignal);
+    process.once('SIGINT', onSignal);
+  });
+  const outcome = await Promise.race([running.ended.then((end) => ({ end })), signalled.then(() => ({ end: undefined }))]);
+  let code = 0;
+  if (outcome.end === undefined) {
+    await running.stop();
+  } else {
+    code = outcome.end.code;
+    if (outcome.end.error !== undefined) stderr.write(`svc-agent: ${oneLineError(outcome.end.error)}\n`);
+  }
+  await host.close().catch(() => undefined);
+  return code;
 }

@@ -12,6 +12,8 @@ export type SandboxAvailability =
 export interface Workspace {
   /** Directory the job's files live in, as seen by processes inside the sandbox. */
   dir: string;
+  /** Scratch directory for the job (TMPDIR inside the sandbox), removed on release. */
+  tmpDir?: string;
 }
 
 export interface PrepareWorkspaceRequest {
@@ -30,6 +32,14 @@ export interface SpawnRequest {
   cwd: string;
   /** Open an IPC channel (the step runner protocol). */
   ipc?: boolean;
+  /** Container image (the job's `container.image`); sandboxes without images ignore it. */
+  image?: string;
+  /**
+   * Host paths the process must read (the Node binary, the step runner's code). Sandboxes that
+   * do not see the host file system (containers, VMs) make them available read-only at the
+   * same path.
+   */
+  readPaths?: readonly string[];
 }
 
 export interface SandboxExit {

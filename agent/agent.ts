@@ -1,0 +1,199 @@
+// The agent: one connection to the orchestrator, the sandboxes it can run, and its jobs.
+// Registration reports the in-flight jobs so a reconnect within the recovery window re-attaches
+// them; an ephemeral agent runs one job and ends.
+import { randomUUID } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
+import { arch, platform } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Logger } from 'pino';
+import type { SandboxExtensionPoint } from '../kernel/host/extension-points/sandbox.ts';
+import { KERNEL_VERSION } from '../kernel/host/version.ts';
+import { SvcError, UnavailableError, messageOf } from '../kernel/services/errors.ts';
+import type { AgentToOrchestrator, JobDispatch, OrchestratorToAgent } from '../schemas/wire/agent.ts';
+import { PROTOCOL_VERSION } from '../schemas/wire/relay.ts';
+import { AgentConnection } from './connection.ts';
+import type { AgentSettings } from './env.ts';
+import { JobExecution, type SandboxChoice } from './jobs/executor.ts';
+
+/** Orchestrator request timeout (spec Limits: the agent's request timeout is 15 seconds). */
+export const REQUEST_TIMEOUT_MS = 15_000;
+export const AGENT_SDK_VERSION = KERNEL_VERSION;
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** The package root (the step runner, sdk and node_modules live under it). */
+export const PACKAGE_ROOT = dirname(here);
+export const DEFAULT_RUNNER_PATH = join(here, 'runner', import.meta.url.endsWith('.ts') ? 'main.ts' : 'main.js');
+
+export interface AgentOptions {
+  settings: AgentSettings;
+  agentId: string;
+  logger: Logger;
+  /** Sandbox plugins by name (`process`, `container`, `firecracker`). */
+  sandboxes: ReadonlyMap<string, SandboxExtensionPoint>;
+  runnerPath?: string;
+  /** Test hook for reconnect timing. */
+  baseReconnectDelayMs?: number;
+}
+
+export interface AgentEnd {
+  /** Exit code for the program: 0 for a clean stop or a finished ephemeral job. */
+  code: number;
+  error?: SvcError;
+}
+
+export interface RunningAgent {
+  readonly agentId: string;
+  readonly connection: AgentConnection;
+  readonly sandboxes: readonly string[];
+  jobs(): ReadonlyMap<string, JobExecution>;
+  /** Resolves when the agent ends by itself (fatal refusal, ephemeral job done) or after stop(). */
+  readonly ended: Promise<AgentEnd>;
+  stop(): Promise<void>;
+}
+
+export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
+  const { settings, logger } = options;
+  await mkdir(settings.workDir, { recursive: true });
+  const choices = new Map<string, SandboxChoice>();
+  for (const [name, sandbox] of options.sandboxes) {
+    const availability = await sandbox.available().catch((error: unknown) => ({ available: false as const, missing: name, message: messageOf(error) }));
+    if (!availability.available) logger.warn({ sandbox: name, missing: availability.missing }, availability.message);
+    choices.set(name, { name, sandbox, availability });
+  }
+  const primary = choices.get(settings.sandbox);
+  if (primary === undefined || !primary.availability.available) {
+    const why = primary === undefined ? 'is not installed in this agent' : `cannot run here: ${primary.availability.available ? '' : primary.availability.message}`;
+    throw new UnavailableError('SVC_ERR_AGENT_SANDBOX_UNAVAILABLE', `SVC_AGENT_SANDBOX=${settings.sandbox} ${why}`);
+  }
+  const runnable = [...choices.values()].filter((c) => c.availability.available).map((c) => c.name);
+
+  const jobs = new Map<string, JobExecution>();
+  const pending = new Map<string, { resolve: (m: OrchestratorToAgent) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
+  let jobsTaken = 0;
+  let endResolve!: (end: AgentEnd) => void;
+  const ended = new Promise<AgentEnd>((resolve) => (endResolve = resolve));
+  let stopping = false;
+
+  const connection: AgentConnection = new AgentConnection({
+    connectUrl: settings.connectUrl,
+    token: settings.token,
+    logger,
+    maxReconnectDelayMs: settings.maxReconnectDelayMs,
+    ...(options.baseReconnectDelayMs === undefined ? {} : { baseReconnectDelayMs: options.baseReconnectDelayMs }),
+    register: () => ({
+      type: 'agent.register',
+      protocolVersion: PROTOCOL_VERSION,
+      agentId: options.agentId,
+      labels: settings.labels,
+      os: platform(),
+      arch: arch(),
+      ephemeral: settings.ephemeral,
+      sandboxes: runnable,
+      sdkVersion: AGENT_SDK_VERSION,
+      inFlightJobs: [...jobs.values()].filter((j) => j.status === 'running').map((j) => ({ jobId: j.jobId, status: 'running' as const })),
+    }),
+    onMessage: (message) => onMessage(message),
+  });
+  const send = (message: AgentToOrchestrator) => connection.send(message);
+
+  const request = (message: AgentToOrchestrator & { requestId: string }): Promise<OrchestratorToAgent> =>
+    new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        pending.delete(message.requestId);
+        reject(new UnavailableError('SVC_ERR_AGENT_REQUEST_TIMEOUT', `the orchestrator did not answer ${message.type} within ${REQUEST_TIMEOUT_MS / 1000}s`));
+      }, REQUEST_TIMEOUT_MS);
+      pending.set(message.requestId, { resolve, reject, timer });
+      send(message);
+    });
+
+  const runJob = (dispatch: JobDispatch) => {
+    if (jobs.has(dispatch.jobId)) {
+      logger.info({ jobId: dispatch.jobId }, 'job already running here; dispatch ignored');
+      return;
+    }
+    if (stopping || (settings.ephemeral && jobsTaken > 0)) {
+      logger.warn({ jobId: dispatch.jobId }, 'refusing a dispatch: this agent takes no more jobs');
+      send({ type: 'job.status', jobId: dispatch.jobId, status: 'failed', steps: [], reason: 'the agent was stopping or had already run its one ephemeral job; dispatch again' });
+      return;
+    }
+    jobsTaken++;
+    logger.info({ jobId: dispatch.jobId, runId: dispatch.runId, workflow: dispatch.jobConfig.workflow, job: dispatch.jobConfig.job }, 'job dispatched');
+    const execution = new JobExecution(dispatch, {
+      logger,
+      workRoot: settings.workDir,
+      sandboxes: choices,
+      defaultSandbox: settings.sandbox,
+      runnerPath: options.runnerPath ?? DEFAULT_RUNNER_PATH,
+      readPaths: [process.execPath, PACKAGE_ROOT],
+      sdkVersion: AGENT_SDK_VERSION,
+      send,
+      request,
+    });
+    jobs.set(dispatch.jobId, execution);
+    void execution.done.then(async () => {
+      logger.info({ jobId: dispatch.jobId, status: execution.status }, 'job finished');
+      jobs.delete(dispatch.jobId);
+      if (settings.ephemeral && !stopping) {
+        await connection.flush();
+        await stop();
+        endResolve({ code: 0 });
+      }
+    });
+  };
+
+  const onMessage = (message: OrchestratorToAgent) => {
+    switch (message.type) {
+      case 'agent.registered':
+        return;
+      case 'job.dispatch':
+        runJob(message);
+        return;
+      case 'job.cancel': {
+        const job = jobs.get(message.jobId);
+        if (job === undefined) logger.info({ jobId: message.jobId }, 'cancel for a job this agent does not hold');
+        else job.cancel(message.reason, message.force);
+        return;
+      }
+      default: {
+        const requestId = (message as { requestId?: string }).requestId;
+        const waiter = requestId === undefined ? undefined : pending.get(requestId);
+        if (waiter === undefined) {
+          if (message.type === 'protocol.error') logger.warn({ code: message.error.code }, `orchestrator protocol error: ${message.error.message}`);
+          return;
+        }
+        pending.delete(requestId!);
+        clearTimeout(waiter.timer);
+        if (message.type === 'protocol.error') waiter.reject(new SvcError(message.error.code, message.error.message));
+        else waiter.resolve(message);
+      }
+    }
+  };
+
+  const stop = async (): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    // Hand back in-flight work: cancel it and give it a bounded time to report.
+    for (const job of jobs.values()) job.cancel('agent stopping', false);
+    await Promise.race([Promise.all([...jobs.values()].map((j) => j.done)), new Promise((r) => setTimeout(r, 30_000))]);
+    await connection.flush();
+    for (const waiter of pending.values()) {
+      clearTimeout(waiter.timer);
+      waiter.reject(new UnavailableError('SVC_ERR_AGENT_STOPPING', 'the agent is stopping'));
+    }
+    pending.clear();
+    await connection.stop();
+  };
+
+  void connection.ended.then((end) => {
+    if (end.fatal !== undefined) {
+      for (const job of jobs.values()) job.cancel('the orchestrator refused the agent', true);
+      endResolve({ code: 1, error: end.fatal });
+    } else {
+      endResolve({ code: 0 });
+    }
+  });
+
+  await connection.start();
+  return { agentId: options.agentId, connection, sandboxes: runnable, jobs: () => jobs, ended, stop };
+}

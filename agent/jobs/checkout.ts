@@ -1,0 +1,59 @@
+// Check the repository out at the run's commit when no source tarball is cached. Every git
+// command is an argument array; the credential travels in the environment (an
+// `http.extraHeader` set through GIT_CONFIG_*), never on a command line where `ps` shows it.
+import { mkdir } from 'node:fs/promises';
+import { execa } from 'execa';
+import type { Static } from 'typebox';
+import type { SourceAuth } from '../../schemas/wire/agent.ts';
+import { JobFailure } from './failure.ts';
+
+const SHA = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
+
+export interface CheckoutOptions {
+  dir: string;
+  auth: Static<typeof SourceAuth>;
+  sha: string;
+  /** Scratch HOME for git (no user or system config is read). */
+  home: string;
+  path: string;
+  signal: AbortSignal;
+  log(text: string): void;
+}
+
+export function gitEnv(auth: Static<typeof SourceAuth>, home: string, path: string): Record<string, string> {
+  const env: Record<string, string> = {
+    PATH: path,
+    HOME: home,
+    GIT_TERMINAL_PROMPT: '0',
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_GLOBAL: '/dev/null',
+    LANG: 'C.UTF-8',
+  };
+  if (auth.token !== undefined && auth.token !== '') {
+    const basic = Buffer.from(`${auth.username ?? 'x-access-token'}:${auth.token}`, 'utf8').toString('base64');
+    env['GIT_CONFIG_COUNT'] = '1';
+    env['GIT_CONFIG_KEY_0'] = 'http.extraHeader';
+    env['GIT_CONFIG_VALUE_0'] = `Authorization: Basic ${basic}`;
+  }
+  return env;
+}
+
+async function git(args: string[], options: CheckoutOptions, env: Record<string, string>): Promise<void> {
+  const result = await execa('git', args, { cwd: options.dir, env, extendEnv: false, reject: false, all: true, cancelSignal: options.signal, timeout: 10 * 60_000 });
+  if (result.exitCode !== 0) {
+    const output = String(result.all ?? '').trim().split('\n').slice(-5).join(' | ');
+    throw new JobFailure('SVC_ERR_AGENT_CHECKOUT', `git ${args[0]} failed (exit ${String(result.exitCode)}): ${output}`);
+  }
+}
+
+export async function checkout(options: CheckoutOptions): Promise<void> {
+  if (!SHA.test(options.sha)) throw new JobFailure('SVC_ERR_AGENT_CHECKOUT', `the run's commit ${JSON.stringify(options.sha.slice(0, 80))} is not a full hex commit id`);
+  const url = options.auth.cloneUrl;
+  if (url === '' || url.startsWith('-')) throw new JobFailure('SVC_ERR_AGENT_CHECKOUT', `the clone URL ${JSON.stringify(url.slice(0, 200))} is not valid`);
+  await mkdir(options.dir, { recursive: true });
+  const env = gitEnv(options.auth, options.home, options.path);
+  options.log(`checking out ${options.sha} (no cached source)`);
+  await git(['init', '-q'], options, env);
+  await git(['fetch', '-q', '--depth=1', '--no-tags', '--', url, options.sha], options, env);
+  await git(['-c', 'advice.detachedHead=false', 'checkout', '-q', '--detach', 'FETCH_HEAD'], options, env);
+}

@@ -1,0 +1,352 @@
+// One dispatched job, from `job.dispatch` to its terminal `job.status`: work dir, source
+// (cache or checkout), content-hash check, dependencies, then the step runner inside the
+// chosen sandbox with its messages relayed (steps, masked and batched logs, api requests) and
+// cancellation (runner.cancel, then a kill of the sandbox's process tree after the grace period).
+import { mkdir, rm } from 'node:fs/promises';
+import { arch, platform } from 'node:os';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { Static } from 'typebox';
+import type { SandboxAvailability, SandboxExtensionPoint, SandboxProcess, Workspace } from '../../kernel/host/extension-points/sandbox.ts';
+import { messageOf } from '../../kernel/services/errors.ts';
+import type { AgentToOrchestrator, JobDispatch, JobRunStatus, StepResult } from '../../schemas/wire/agent.ts';
+import { RunnerToAgentMembers, type AgentToRunner, type RunnerResult } from '../../schemas/wire/runner.ts';
+import { compileMessageUnion, formatIssues } from '../../schemas/validate.ts';
+import { SecretSet, MIN_MASKED_LENGTH } from '../logs/masker.ts';
+import { LogPipeline } from '../logs/pipeline.ts';
+import { checkout } from './checkout.ts';
+import { locateWorkflow, verifyContentHash } from './content-hash.ts';
+import { JobFailure, cancelledFailure } from './failure.ts';
+import { restoreDeps, restoreSource, pathWithNode } from './restore.ts';
+import { apiError, handleRunnerApi, type OrchestratorRequest } from './runner-api.ts';
+
+const checkRunnerMessage = compileMessageUnion(RunnerToAgentMembers);
+
+export const SETUP_STEP = '(setup)';
+export const DEFAULT_GRACE_SECONDS = 10;
+export const DEFAULT_HOOK_TIMEOUT_MS = 5 * 60_000;
+const READY_TIMEOUT_MS = 60_000;
+/** After `runner.result`, how long the runner may take to exit before it is killed. */
+const EXIT_AFTER_RESULT_MS = 10_000;
+
+export interface SandboxChoice {
+  name: string;
+  sandbox: SandboxExtensionPoint;
+  availability: SandboxAvailability;
+}
+
+export interface JobEnvironment {
+  logger: Logger;
+  /** Parent of every job's work dir. */
+  workRoot: string;
+  /** Sandboxes by name, availability already probed. */
+  sandboxes: ReadonlyMap<string, SandboxChoice>;
+  /** Sandbox for jobs without a container. */
+  defaultSandbox: string;
+  /** Absolute path of the step runner entry (agent/runner/main.ts or .js). */
+  runnerPath: string;
+  /** Host paths the runner reads (Node binary, package root) for sandboxes that mount them. */
+  readPaths: readonly string[];
+  sdkVersion: string;
+  send(message: AgentToOrchestrator): void;
+  request: OrchestratorRequest;
+}
+
+type JobStepResult = Static<typeof StepResult>;
+
+function safeName(jobId: string): string {
+  return jobId.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 120) || 'job';
+}
+
+export class JobExecution {
+  readonly jobId: string;
+  readonly dispatch: JobDispatch;
+  #status: JobRunStatus = 'running';
+  readonly #env: JobEnvironment;
+  readonly #logger: Logger;
+  readonly #secrets = new SecretSet();
+  readonly #logs: LogPipeline;
+  readonly #abort = new AbortController();
+  #cancel: { reason: string; force: boolean } | undefined;
+  #proc: SandboxProcess | undefined;
+  #sandbox: SandboxChoice | undefined;
+  #killTimer: NodeJS.Timeout | undefined;
+  #currentStep = SETUP_STEP;
+  readonly #steps = new Map<string, JobStepResult>();
+  readonly done: Promise<void>;
+
+  constructor(dispatch: JobDispatch, env: JobEnvironment) {
+    this.jobId = dispatch.jobId;
+    this.dispatch = dispatch;
+    this.#env = env;
+    this.#logger = env.logger.child({ jobId: dispatch.jobId, runId: dispatch.runId });
+    let short = 0;
+    const values = [
+      ...Object.values(dispatch.jobConfig.secrets ?? {}),
+      dispatch.sourceAuth.token,
+      dispatch.workflowAuth?.token,
+    ];
+    for (const value of values) if (value !== undefined && value !== '' && !this.#secrets.add(value)) short++;
+    this.#logs = new LogPipeline({
+      secrets: this.#secrets,
+      send: (chunk) => env.send({ type: 'log.chunk', jobId: this.jobId, seq: chunk.seq, lines: chunk.lines }),
+    });
+    if (short > 0) this.#system(`${short} secret value(s) shorter than ${MIN_MASKED_LENGTH} characters are not masked in this log`);
+    this.done = this.#run();
+  }
+
+  get status(): JobRunStatus {
+    return this.#status;
+  }
+
+  /** `job.cancel`: ask the runner to stop; kill the sandbox after the grace period (at once when forced). */
+  cancel(reason: string, force: boolean): void {
+    if (this.#status !== 'running') return;
+    const first = this.#cancel === undefined;
+    this.#cancel = { reason, force: force || (this.#cancel?.force ?? false) };
+    this.#system(`cancel requested${force ? ' (force)' : ''}: ${reason}`);
+    this.#abort.abort(cancelledFailure(reason));
+    const proc = this.#proc;
+    const sandbox = this.#sandbox;
+    if (proc === undefined || sandbox === undefined) return;
+    proc.send?.({ type: 'runner.cancel', reason, force } satisfies AgentToRunner);
+    if (force) {
+      if (this.#killTimer !== undefined) clearTimeout(this.#killTimer);
+      void sandbox.sandbox.kill(proc, { graceMs: 0 }).catch((error: unknown) => this.#logger.warn({ err: error }, 'force kill failed'));
+    } else if (first) {
+      const graceMs = Math.round((this.dispatch.jobConfig.gracePeriodSeconds ?? DEFAULT_GRACE_SECONDS) * 1000);
+      this.#killTimer = setTimeout(() => {
+        this.#system(`grace period of ${graceMs / 1000}s over: stopping the sandbox`);
+        void sandbox.sandbox.kill(proc, { graceMs: 5_000 }).catch((error: unknown) => this.#logger.warn({ err: error }, 'kill after grace failed'));
+      }, graceMs);
+    }
+  }
+
+  #system(text: string): void {
+    this.#logs.line(this.#currentStep, 'system', text);
+  }
+
+  async #run(): Promise<void> {
+    const startedAt = new Date().toISOString();
+    const config = this.dispatch.jobConfig;
+    this.#env.send({ type: 'job.status', jobId: this.jobId, status: 'running', steps: [], startedAt });
+    const jobRoot = join(this.#env.workRoot, 'jobs', safeName(this.jobId));
+    let workspace: Workspace | undefined;
+    let terminal: { status: Exclude<JobRunStatus, 'running'>; reason?: string; outputs?: Record<string, unknown> };
+    try {
+      const choice = this.#chooseSandbox();
+      this.#sandbox = choice;
+      this.#env.send({ type: 'job.context', jobId: this.jobId, nodeVersion: process.version, os: platform(), arch: arch(), sandbox: choice.name });
+      await rm(jobRoot, { recursive: true, force: true });
+      const srcDir = join(jobRoot, 'src');
+      const home = join(jobRoot, 'home');
+      await mkdir(srcDir, { recursive: true });
+      await mkdir(home, { recursive: true });
+      const signal = this.#abort.signal;
+      const log = (text: string) => this.#system(text);
+      const path = pathWithNode();
+      if (this.dispatch.sourceTarUrl !== null) {
+        await restoreSource({ url: this.dispatch.sourceTarUrl, digest: this.dispatch.sourceTarDigest, jobRoot, srcDir, log, signal });
+      } else {
+        await checkout({ dir: srcDir, auth: this.dispatch.sourceAuth, sha: config.sha, home, path, signal, log });
+      }
+      this.#throwIfCancelled();
+      const location = await locateWorkflow(srcDir, config.workflow);
+      const hash = await verifyContentHash({ srcDir, workflow: config.workflow, expected: config.contentHash, hashFiles: location.hashFiles, sdkVersion: this.#env.sdkVersion });
+      log(`workflow content hash verified (${hash.computed})`);
+      this.#throwIfCancelled();
+      await restoreDeps({
+        url: this.dispatch.depsUrl,
+        hash: this.dispatch.depsHash,
+        jobRoot,
+        srcDir,
+        log,
+        signal,
+        installEnv: { PATH: path, HOME: home, npm_config_cache: join(jobRoot, 'npm-cache'), LANG: 'C.UTF-8' },
+      });
+      this.#throwIfCancelled();
+      workspace = await choice.sandbox.prepareWorkspace({ jobId: this.jobId, sourceDir: srcDir });
+      const result = await this.#runRunner(choice, workspace, location.file, location.exportName);
+      terminal = result;
+    } catch (error) {
+      const failure = this.#cancel !== undefined ? cancelledFailure(this.#cancel.reason) : error;
+      if (failure instanceof JobFailure) {
+        terminal = { status: failure.status, reason: failure.message };
+      } else {
+        this.#logger.error({ err: error }, 'job set-up failed');
+        terminal = { status: 'failed', reason: `agent error: ${messageOf(error)}` };
+      }
+      if (terminal.reason !== undefined) this.#logs.line(this.#currentStep, 'system', terminal.reason);
+    } finally {
+      if (this.#killTimer !== undefined) clearTimeout(this.#killTimer);
+      if (workspace !== undefined && this.#sandbox !== undefined) {
+        await this.#sandbox.sandbox.releaseWorkspace(workspace).catch((error: unknown) => this.#logger.warn({ err: error }, 'workspace release failed'));
+      }
+      await rm(jobRoot, { recursive: true, force: true }).catch((error: unknown) => this.#logger.warn({ err: error }, 'work dir removal failed'));
+    }
+    this.#logs.close();
+    this.#status = terminal.status;
+    const reason = terminal.reason === undefined ? undefined : this.#secrets.mask(terminal.reason).slice(0, 10_000);
+    this.#env.send({
+      type: 'job.status',
+      jobId: this.jobId,
+      status: terminal.status,
+      steps: [...this.#steps.values()],
+      startedAt,
+      finishedAt: new Date().toISOString(),
+      ...(reason === undefined ? {} : { reason }),
+      ...(terminal.outputs === undefined ? {} : { outputs: terminal.outputs }),
+    });
+  }
+
+  #throwIfCancelled(): void {
+    if (this.#cancel !== undefined) throw cancelledFailure(this.#cancel.reason);
+  }
+
+  #chooseSandbox(): SandboxChoice {
+    const wantsContainer = this.dispatch.jobConfig.container !== undefined && this.dispatch.jobConfig.container !== null;
+    const name = wantsContainer ? 'container' : this.#env.defaultSandbox;
+    const choice = this.#env.sandboxes.get(name);
+    if (choice === undefined) {
+      throw new JobFailure('SVC_ERR_AGENT_SANDBOX_MISSING', wantsContainer ? 'this is a container job but the agent has no container sandbox (no container runtime: podman or docker)' : `the agent has no ${name} sandbox`);
+    }
+    if (!choice.availability.available) {
+      throw new JobFailure('SVC_ERR_AGENT_SANDBOX_UNAVAILABLE', `${wantsContainer ? 'container job' : 'job'} cannot start: ${choice.availability.missing} is missing: ${choice.availability.message}`);
+    }
+    return choice;
+  }
+
+  #image(): string | undefined {
+    const container = this.dispatch.jobConfig.container as unknown;
+    if (typeof container === 'string') return container;
+    if (typeof container === 'object' && container !== null && typeof (container as { image?: unknown }).image === 'string') return (container as { image: string }).image;
+    return undefined;
+  }
+
+  async #runRunner(choice: SandboxChoice, workspace: Workspace, workflowFile: string, exportName: string): Promise<{ status: Exclude<JobRunStatus, 'running'>; reason?: string; outputs?: Record<string, unknown> }> {
+    const config = this.dispatch.jobConfig;
+    const tmp = workspace.tmpDir ?? workspace.dir;
+    const image = this.#image();
+    if (choice.name === 'container' && image === undefined) throw new JobFailure('SVC_ERR_AGENT_CONTAINER_IMAGE', 'the job asks for a container but names no image (container.image)');
+    const proc = await choice.sandbox.spawn({
+      workspace,
+      argv: [process.execPath, this.#env.runnerPath],
+      env: { PATH: pathWithNode(), HOME: tmp, TMPDIR: tmp, LANG: 'C.UTF-8' },
+      cwd: workspace.dir,
+      ipc: true,
+      ...(image === undefined ? {} : { image }),
+      readPaths: this.#env.readPaths,
+    });
+    this.#proc = proc;
+    if (this.#cancel !== undefined) this.cancel(this.#cancel.reason, this.#cancel.force);
+    const decoder = { stdout: new TextDecoder(), stderr: new TextDecoder() };
+    proc.stdout.on('data', (chunk: Buffer) => this.#logs.raw(this.#currentStep, 'stdout', decoder.stdout.decode(chunk, { stream: true })));
+    proc.stderr.on('data', (chunk: Buffer) => this.#logs.raw(this.#currentStep, 'stderr', decoder.stderr.decode(chunk, { stream: true })));
+
+    let result: Static<typeof RunnerResult> | undefined;
+    let readyTimer: NodeJS.Timeout | undefined;
+    let ready = false;
+    const start = () => {
+      if (ready) return;
+      ready = true;
+      if (readyTimer !== undefined) clearTimeout(readyTimer);
+      proc.send?.({
+        type: 'runner.start',
+        workflowFile,
+        exportName,
+        workflowName: config.workflow,
+        jobName: config.job,
+        workspace: workspace.dir,
+        ...(config.matrix === undefined ? {} : { matrix: config.matrix }),
+        event: config.event,
+        changedFiles: config.changedFiles,
+        env: config.env,
+        secrets: config.secrets ?? {},
+        needs: config.needs,
+        isTestRun: config.isTestRun,
+        evaluateWorkflowFilter: false,
+        hookTimeoutMs: DEFAULT_HOOK_TIMEOUT_MS,
+        ...(config.timeoutMs === undefined ? {} : { jobTimeoutMs: config.timeoutMs }),
+      } satisfies AgentToRunner);
+    };
+    readyTimer = setTimeout(() => {
+      this.#system(`the step runner did not report ready within ${READY_TIMEOUT_MS / 1000}s; stopping it`);
+      void choice.sandbox.kill(proc, { graceMs: 2_000 }).catch(() => undefined);
+    }, READY_TIMEOUT_MS);
+    let exitTimer: NodeJS.Timeout | undefined;
+    let jobTimer: NodeJS.Timeout | undefined;
+    if (config.timeoutMs !== undefined) {
+      // The runner enforces the timeout itself; this is the backstop when it cannot.
+      const backstop = config.timeoutMs + (config.gracePeriodSeconds ?? DEFAULT_GRACE_SECONDS) * 1000 + 30_000;
+      jobTimer = setTimeout(() => this.cancel(`job timed out after ${config.timeoutMs}ms`, true), backstop);
+    }
+    proc.onMessage?.((raw) => {
+      const checked = checkRunnerMessage.validate(raw);
+      if (!checked.ok) {
+        this.#logger.warn({ issues: formatIssues(checked.issues) }, 'refused a step runner message');
+        return;
+      }
+      const message = checked.value;
+      switch (message.type) {
+        case 'runner.ready':
+          start();
+          break;
+        case 'runner.step': {
+          if (message.status === 'running') this.#currentStep = message.name;
+          const previous = this.#steps.get(message.name);
+          const reason = message.reason === undefined ? undefined : this.#secrets.mask(message.reason);
+          this.#steps.set(message.name, {
+            name: message.name,
+            status: message.status,
+            ...(previous?.startedAt !== undefined ? { startedAt: previous.startedAt } : message.status === 'running' ? { startedAt: message.at } : {}),
+            ...(message.status !== 'running' ? { finishedAt: message.at } : {}),
+            ...(reason === undefined ? {} : { reason }),
+          });
+          this.#env.send({ type: 'step.status', jobId: this.jobId, index: message.index, name: message.name, status: message.status, at: message.at, ...(reason === undefined ? {} : { reason }) });
+          break;
+        }
+        case 'runner.log':
+          this.#logs.line(message.step, message.stream, message.text, message.at);
+          break;
+        case 'runner.secret':
+          this.#secrets.add(message.value);
+          break;
+        case 'api.request': {
+          const { requestId, api, args } = message;
+          handleRunnerApi(api, args, {
+            jobId: this.jobId,
+            workspace: workspace.dir,
+            scratch: tmp,
+            secrets: this.#secrets,
+            request: this.#env.request,
+            send: this.#env.send,
+            signal: this.#abort.signal,
+          }).then(
+            (value) => proc.send?.({ type: 'api.response', requestId, result: value } satisfies AgentToRunner),
+            (error: unknown) => proc.send?.({ type: 'api.response', requestId, error: apiError(error) } satisfies AgentToRunner),
+          );
+          break;
+        }
+        case 'runner.result':
+          result = message;
+          for (const step of message.steps) this.#steps.set(step.name, { ...step, ...(step.reason === undefined ? {} : { reason: this.#secrets.mask(step.reason) }) });
+          exitTimer = setTimeout(() => void choice.sandbox.kill(proc, { graceMs: 2_000 }).catch(() => undefined), EXIT_AFTER_RESULT_MS);
+          break;
+      }
+    });
+    const exit = await proc.exited;
+    for (const t of [readyTimer, exitTimer, jobTimer]) if (t !== undefined) clearTimeout(t);
+    this.#proc = undefined;
+    const tail = { stdout: decoder.stdout.decode(), stderr: decoder.stderr.decode() };
+    if (tail.stdout) this.#logs.raw(this.#currentStep, 'stdout', tail.stdout);
+    if (tail.stderr) this.#logs.raw(this.#currentStep, 'stderr', tail.stderr);
+    if (result !== undefined) {
+      const reason = result.reason;
+      if (result.status === 'skipped') return { status: 'completed', reason: reason === undefined ? 'skipped' : `skipped: ${reason}`, outputs: result.outputs };
+      return { status: result.status, ...(reason === undefined ? {} : { reason }), outputs: result.outputs };
+    }
+    if (this.#cancel !== undefined) return { status: 'cancelled', reason: `cancelled: ${this.#cancel.reason}` };
+    const how = exit.signal !== null ? `signal ${exit.signal}` : `exit code ${String(exit.code)}`;
+    return { status: 'failed', reason: `the step runner ended (${how}) before reporting a result` };
+  }
+}

@@ -1,0 +1,121 @@
+// `container` sandbox: the step runner runs inside the job's container image (podman, or docker
+// when its engine is reachable). The job workspace and scratch directory are bind-mounted
+// read-write at the same paths as on the host, the Node binary and the svc package read-only at
+// the same paths, so the runner needs nothing from the image but a libc. The IPC channel is the
+// agent's own descriptor handed into the container (`--preserve-fds 1`, NODE_CHANNEL_FD=3).
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { execa } from 'execa';
+import { Type, type Static } from 'typebox';
+import { definePlugin } from '../../../kernel/host/define-plugin.ts';
+import type { SandboxAvailability, SandboxExit, SandboxExtensionPoint, SandboxProcess, Workspace } from '../../../kernel/host/extension-points/sandbox.ts';
+import { InputError, UnavailableError } from '../../../kernel/services/errors.ts';
+import { isHostProcess, killHostProcess, spawnHostProcess } from '../shared/child.ts';
+import { PODMAN_RUN_FLAGS, detectRuntime, type DetectedRuntime } from './runtime.ts';
+
+export const ContainerSandboxConfig = Type.Object(
+  {
+    runtime: Type.Union([Type.Literal('auto'), Type.Literal('podman'), Type.Literal('docker')], { default: 'auto' }),
+    /** Give the container the default network (off: `--network none`). */
+    network: Type.Boolean({ default: true }),
+    tmpRoot: Type.Optional(Type.String({ minLength: 1 })),
+  },
+  { additionalProperties: false },
+);
+export type ContainerSandboxConfig = Static<typeof ContainerSandboxConfig>;
+
+const IMAGE = /^[A-Za-z0-9][A-Za-z0-9._\/:@-]{0,254}$/;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export function createContainerSandbox(config: ContainerSandboxConfig): SandboxExtensionPoint {
+  let detected: ReturnType<typeof detectRuntime> | undefined;
+  const runtime = () => (detected ??= detectRuntime(config.runtime));
+  const names = new WeakMap<SandboxProcess, { runtime: DetectedRuntime; name: string }>();
+
+  const requireRuntime = async (): Promise<DetectedRuntime> => {
+    const r = await runtime();
+    if ('missing' in r) throw new UnavailableError('SVC_ERR_SANDBOX_UNAVAILABLE', `container job cannot start: ${r.message}`);
+    return r;
+  };
+
+  return {
+    async available(): Promise<SandboxAvailability> {
+      const r = await runtime();
+      return 'missing' in r ? { available: false, missing: r.missing, message: r.message } : { available: true };
+    },
+    async prepareWorkspace(request): Promise<Workspace> {
+      if (request.sourceDir === undefined) throw new InputError('SVC_ERR_SANDBOX_WORKSPACE', 'the container sandbox needs the job source directory');
+      const tmpDir = await mkdtemp(join(config.tmpRoot ?? tmpdir(), 'svc-job-tmp-'));
+      return { dir: resolve(request.sourceDir), tmpDir };
+    },
+    async spawn(request): Promise<SandboxProcess> {
+      const rt = await requireRuntime();
+      const image = request.image;
+      if (image === undefined || !IMAGE.test(image)) throw new InputError('SVC_ERR_SANDBOX_IMAGE', `container image ${JSON.stringify(image ?? '')} is not a valid image reference`);
+      if (request.ipc && rt.kind === 'docker') {
+        throw new UnavailableError('SVC_ERR_SANDBOX_IPC', 'docker cannot hand the step runner its IPC channel (no --preserve-fds); install podman for container jobs');
+      }
+      for (const key of Object.keys(request.env)) if (!ENV_NAME.test(key)) throw new InputError('SVC_ERR_SANDBOX_ENV', `environment name ${JSON.stringify(key)} is not valid`);
+      const name = `svc-job-${request.workspace.dir.split('/').slice(-2, -1)[0]?.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 60) ?? 'job'}-${randomBytes(4).toString('hex')}`;
+      const mounts: string[] = [];
+      const bind = (path: string, mode: 'ro' | 'rw') => mounts.push('-v', `${path}:${path}:${mode}`);
+      bind(request.workspace.dir, 'rw');
+      if (request.workspace.tmpDir !== undefined) bind(request.workspace.tmpDir, 'rw');
+      for (const p of request.readPaths ?? []) if (!p.startsWith(request.workspace.dir)) bind(p, 'ro');
+      // Values travel in the runtime's own environment (`-e NAME` copies it), not on its command line.
+      const envFlags = Object.keys(request.env).flatMap((k) => ['-e', k]);
+      const ipcFlags = request.ipc ? ['--preserve-fds', '1', '-e', 'NODE_CHANNEL_FD', '-e', 'NODE_CHANNEL_SERIALIZATION_MODE'] : [];
+      const argv = [
+        rt.path,
+        'run',
+        '--rm',
+        '--name',
+        name,
+        ...(rt.kind === 'podman' ? PODMAN_RUN_FLAGS : []),
+        ...(config.network ? [] : ['--network', 'none']),
+        ...mounts,
+        ...envFlags,
+        ...ipcFlags,
+        '-w',
+        request.cwd,
+        '--',
+        image,
+        ...request.argv,
+      ];
+      const proc = spawnHostProcess({
+        argv,
+        env: { PATH: process.env['PATH'] ?? '/usr/local/bin:/usr/bin:/bin', ...request.env, ...(request.ipc ? { NODE_CHANNEL_SERIALIZATION_MODE: 'json' } : {}) },
+        cwd: request.workspace.dir,
+        ...(request.ipc ? { ipc: true } : {}),
+      });
+      names.set(proc, { runtime: rt, name });
+      return proc;
+    },
+    async kill(proc, options): Promise<SandboxExit> {
+      if (!isHostProcess(proc)) throw new InputError('SVC_ERR_SANDBOX_FOREIGN_PROCESS', 'this process was not started by the container sandbox');
+      const entry = names.get(proc);
+      if (entry !== undefined) {
+        // The runtime stops the container (SIGTERM, SIGKILL after the grace); the client then exits.
+        await execa(entry.runtime.path, ['stop', '-t', String(Math.ceil(options.graceMs / 1000)), entry.name], { reject: false, timeout: options.graceMs + 15_000 });
+      }
+      return killHostProcess(proc, 2_000);
+    },
+    async releaseWorkspace(workspace) {
+      if (workspace.tmpDir !== undefined) await rm(workspace.tmpDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export const containerSandbox = definePlugin({
+  id: 'container',
+  kind: 'sandbox',
+  version: '0.9.0',
+  kernelRange: '^0.9.0',
+  description: 'Step runner inside the job container image (podman, or docker with a reachable engine)',
+  configSchema: ContainerSandboxConfig,
+  create: ({ config }) => createContainerSandbox(config),
+});
+
+export default containerSandbox;

@@ -1,0 +1,36 @@
+// Which container CLI this host can use. podman is preferred: it runs without a daemon and can
+// hand the step runner's IPC descriptor into the container (`--preserve-fds`). docker counts only
+// when its engine answers (a docker client without a daemon is common and useless).
+import { execa } from 'execa';
+import { findExecutable } from '../shared/which.ts';
+
+export type RuntimeKind = 'podman' | 'docker';
+
+export interface DetectedRuntime {
+  kind: RuntimeKind;
+  path: string;
+}
+
+async function works(path: string, args: string[]): Promise<boolean> {
+  const result = await execa(path, args, { reject: false, timeout: 10_000, stdin: 'ignore' });
+  return result.exitCode === 0;
+}
+
+export async function detectRuntime(preference: 'auto' | RuntimeKind): Promise<DetectedRuntime | { missing: string; message: string }> {
+  const tried: string[] = [];
+  for (const kind of preference === 'auto' ? (['podman', 'docker'] as const) : [preference]) {
+    const path = await findExecutable(kind);
+    if (path === null) {
+      tried.push(`${kind} is not installed`);
+      continue;
+    }
+    const probe = kind === 'podman' ? ['version', '--format', '{{.Client.Version}}'] : ['version', '--format', '{{.Server.Version}}'];
+    if (await works(path, probe)) return { kind, path };
+    tried.push(kind === 'docker' ? 'docker is installed but its engine is not reachable' : 'podman is installed but does not run');
+  }
+  const missing = preference === 'auto' ? 'podman' : preference;
+  return { missing, message: `no container runtime: ${tried.join('; ')}` };
+}
+
+/** Flags every `podman run` needs on these hosts (toolchain.md: runc and explicit ulimits). */
+export const PODMAN_RUN_FLAGS: readonly string[] = ['--runtime', 'runc', '--ulimit', 'nofile=1024:1024', '--ulimit', 'nproc=1024:1024'];

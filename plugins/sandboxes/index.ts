@@ -1,0 +1,27 @@
+// The agent's built-in plugins (the sandboxes) and how the agent's settings become their config
+// slices. Only the agent's composition root imports this; it is kept apart from the
+// orchestrator's list in plugins/builtin.ts so the agent does not load storage or custody code.
+import type { SvcPlugin } from '../../kernel/host/index.ts';
+import { containerSandbox } from './container/index.ts';
+import { processSandbox } from './process/index.ts';
+
+export interface AgentPluginSettings {
+  bwrap: 'auto' | 'always' | 'never';
+  containerRuntime: 'auto' | 'podman' | 'docker';
+  firecracker: { binary: string; kernelImage: string | undefined; rootfs: string | undefined };
+  workDir: string;
+}
+
+export interface AgentPluginSelection {
+  builtIns: SvcPlugin[];
+  config: Record<string, unknown>;
+}
+
+export function agentPlugins(settings: AgentPluginSettings, extra: readonly SvcPlugin[] = []): AgentPluginSelection {
+  const builtIns: SvcPlugin[] = [processSandbox as SvcPlugin, containerSandbox as SvcPlugin, ...extra];
+  const config: Record<string, unknown> = {
+    'sandbox:process': { bwrap: settings.bwrap },
+    'sandbox:container': { runtime: settings.containerRuntime },
+  };
+  return { builtIns, config };
+}
