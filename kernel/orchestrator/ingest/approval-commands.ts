@@ -21,6 +21,13 @@ export function parseApprovalCommand(event: NormalizedEvent): ApprovalCommand | 
   return { command: match[1] as 'approve' | 'reject', argument: (match[2] ?? '').trim().slice(0, 500) };
 }
 
+/** The pull request a comment is on: the normalized event's, else GitHub's `issue.number` of a PR comment. */
+export function pullRequestNumberOf(event: NormalizedEvent, payload: unknown): number | null {
+  if (event.pullRequest !== null) return event.pullRequest.number;
+  const issue = (payload as { issue?: { number?: unknown; pull_request?: unknown } } | null)?.issue;
+  return issue && issue.pull_request && Number.isInteger(issue.number) ? (issue.number as number) : null;
+}
+
 export async function recordApprovalCommand(
   pool: DatabasePool,
   orgId: string,
@@ -28,10 +35,11 @@ export async function recordApprovalCommand(
   sourceId: string,
   event: NormalizedEvent,
   command: ApprovalCommand,
+  payload: unknown,
 ): Promise<void> {
   await pool.query(sql.unsafe`
     insert into approval_commands (id, org_id, delivery_id, source_id, repository, pull_request, command, argument, author)
     values (${randomUUID()}, ${orgId}, ${deliveryId}, ${sourceId}, ${event.repository?.fullName ?? ''},
-      ${event.pullRequest?.number ?? null}, ${command.command}, ${command.argument}, ${event.comment?.author ?? event.sender.login})
+      ${pullRequestNumberOf(event, payload)}, ${command.command}, ${command.argument}, ${event.comment?.author ?? event.sender.login})
     on conflict (org_id, delivery_id) do nothing`);
 }

@@ -239,7 +239,7 @@ export class IngestPipeline {
     // Step 7: approval commands.
     const command = parseApprovalCommand(event);
     if (command !== null) {
-      await recordApprovalCommand(pool, delivery.orgId, delivery.deliveryId, source.id, event, command);
+      await recordApprovalCommand(pool, delivery.orgId, delivery.deliveryId, source.id, event, command, normalized.payload);
       stop('approval_command', `/svc ${command.command} by ${event.comment?.author ?? event.sender.login}`);
     }
     steps.add('approval-commands', 'none');
