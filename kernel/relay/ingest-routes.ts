@@ -221,6 +221,10 @@ export function registerIngestRoutes(app: SvcHttpServer, options: IngestOptions)
     // Raw bytes for every content type: the orchestrator verifies signatures over them.
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_WEBHOOK_BYTES }, (_request, body, done) => done(null, body));
+    // A body that outgrows the limit while streaming (no or a false Content-Length) ends here.
+    scope.addHook('onError', async (_request, _reply, error) => {
+      if ((error as { code?: string }).code === 'FST_ERR_CTP_BODY_TOO_LARGE') count('too_large');
+    });
     const route = { bodyLimit: MAX_WEBHOOK_BYTES, onRequest: admit };
     scope.post('/webhook/:orgId/:providerKind', route, handle);
     scope.post('/webhook/:orgId/generic/:sourceId', route, handle);

@@ -183,6 +183,8 @@ await eachDatabase(t, async (t, db) => {
     });
     t.equal(status, 413);
     t.equal(o.received.length, 1, 'nothing over the limit relayed');
+    const text = await (await fetch(`${r.url}/metrics`)).text();
+    t.equal(metricValue(text, 'svc_relay_webhooks_total', '{outcome="too_large"}'), 2, 'declared and streamed refusals counted');
   });
 
   await t.test('duplicates inside the window are answered duplicate and not relayed', async (t) => {
