@@ -12,6 +12,7 @@
 //     .sendToAgent(agentId, message)           send to an agent connected here
 import type { OrchestratorContext, Subsystem } from '../context.ts';
 import type { StorageExtensionPoint } from '../../host/extension-points/storage.ts';
+import { identityServiceOf } from '../identity/subsystem.ts';
 import { registerAgentEndpoint } from './endpoint.ts';
 import { DispatchService, type DispatchTuning } from './service.ts';
 
@@ -57,6 +58,13 @@ export function createDispatchSubsystem(tuning: DispatchTuning = {}): Subsystem 
         maxReconnectDelayMs: ctx.config.agent.maxReconnectDelayMs,
         maxDispatchAttempts: ctx.config.cluster.maxDispatchAttempts,
         storage: () => storageOf(ctx),
+      });
+      // Identity mints when provenance signing is on; otherwise the spec's deferral. Looked up per
+      // request so subsystem order does not matter; a handler registered with handle() replaces this.
+      service.handle('oidc.token.request', async (agent, message) => {
+        const identity = identityServiceOf(ctx);
+        if (identity === undefined) return { type: 'oidc.token.response', requestId: message.requestId, deferred: true, code: 'unavailable' };
+        return identity.answerOidcTokenRequest(agent.agentId, message);
       });
       await registerAgentEndpoint(ctx, service);
       await service.start();
