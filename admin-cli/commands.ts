@@ -1,5 +1,8 @@
 // The `svc-admin` command table (oclif explicit strategy): command id → class.
 import type { Command } from '@oclif/core';
+import AgentTokenCreate from './commands/agent-token/create.ts';
+import AgentTokenList from './commands/agent-token/list.ts';
+import AgentTokenRevoke from './commands/agent-token/revoke.ts';
 import PluginVerify from './commands/plugin/verify.ts';
 import RotateKey from './commands/rotate-key.ts';
 import SigningKeyExport from './commands/signing-key/export.ts';
@@ -11,8 +14,23 @@ import SigningKeyRotate from './commands/signing-key/rotate.ts';
 import RelayOrgCreate from './commands/relay/org/create.ts';
 import RelayOrgList from './commands/relay/org/list.ts';
 import RelayOrgTokenRotate from './commands/relay/org/token/rotate.ts';
+import SourceAdd from './commands/source/add.ts';
+import SourceList from './commands/source/list.ts';
+import SourceRotateSecret from './commands/source/rotate-secret.ts';
+import SourceRemove from './commands/source/remove.ts';
+import RunsList from './commands/runs/list.ts';
+import RunsShow from './commands/runs/show.ts';
 
 export const COMMANDS: Record<string, Command.Class> = {
+  'source:add': SourceAdd,
+  'source:list': SourceList,
+  'source:rotate-secret': SourceRotateSecret,
+  'source:remove': SourceRemove,
+  'runs:list': RunsList,
+  'runs:show': RunsShow,
+  'agent-token:create': AgentTokenCreate,
+  'agent-token:list': AgentTokenList,
+  'agent-token:revoke': AgentTokenRevoke,
   'plugin:verify': PluginVerify,
   'rotate-key': RotateKey,
   'signing-key:export': SigningKeyExport,
