@@ -96,6 +96,8 @@ export class JobExecution {
   #cancel: { reason: string } | undefined;
   #jobTimedOut: string | undefined;
   #inHooks = false;
+  /** Force cancel: nothing more runs (the result is sent without waiting for this run). */
+  #forced = false;
 
   constructor(options: JobExecutionOptions) {
     this.#start = options.start;
@@ -131,6 +133,7 @@ export class JobExecution {
   cancel(reason: string, force: boolean): void {
     this.#cancel ??= { reason: reason.trim() === '' ? 'cancelled' : reason };
     if (force) {
+      this.#forced = true;
       for (const activity of allActivities()) activity.killNow();
       return;
     }
@@ -268,7 +271,7 @@ export class JobExecution {
 
   async #steps(): Promise<void> {
     const steps = this.#job.steps;
-    for (let i = 0; i < steps.length; i++) {
+    for (let i = 0; i < steps.length && !this.#forced; i++) {
       this.#noteInterruption();
       if (this.#path !== 'success') {
         this.#report(i, 'skipped', this.#path === 'cancel' ? REASON_CANCELLED : REASON_EARLIER_FAILED);
@@ -291,6 +294,7 @@ export class JobExecution {
   }
 
   #hook(level: HookLevel, name: string, hook: unknown, extra: () => object, labelSuffix = ''): Promise<void> {
+    if (this.#forced) return Promise.resolve();
     return runHook(this.#hookRunner, level, name, hook, (activity) => ({ ...createStepContext(this.#rt, activity), ...extra() }), labelSuffix).then((failure) => {
       if (failure !== undefined) this.#hookFailures.push(failure);
     });
