@@ -1,6 +1,7 @@
 // `svc doctor [--json]`: is this machine and repository ready for svc? Exit 0 when every check
 // passes, 1 when any warns, 2 when any fails (spec: Errors). Checks that depend on a failed
 // one are skipped.
+import { enableCompileCache } from 'node:module';
 import { SvcCommand } from '../framework/base-command.ts';
 import { messageOf } from '../../kernel/services/errors.ts';
 
@@ -114,6 +115,7 @@ export default class Doctor extends SvcCommand {
 
   async run(): Promise<DoctorReport> {
     await this.parse(Doctor);
+    enableCompileCache();
     const report = await runDoctor(process.cwd());
     if (!this.jsonEnabled()) {
       for (const c of report.checks) this.log(`${c.status.padEnd(4)}  ${c.name.padEnd(13)} ${c.message}`);

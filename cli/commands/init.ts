@@ -1,5 +1,6 @@
 // `svc init [--force] [--dir <path>] [--json]`: scaffold `.svc/` (ignore file, example workflow
 // and fixture, tsconfig and package.json for editor types, SDK types), then compile the lock.
+import { enableCompileCache } from 'node:module';
 import { Flags } from '@oclif/core';
 import { SvcCommand } from '../framework/base-command.ts';
 
@@ -22,6 +23,7 @@ export default class Init extends SvcCommand {
 
   async run(): Promise<InitOutput> {
     const { flags } = await this.parse(Init);
+    enableCompileCache();
     const [{ default: path }, { scaffold }, { writeSdkTypes }, { compileWorkflows }, { gitTopLevel }] = await Promise.all([
       import('node:path'),
       import('../init/scaffold.ts'),

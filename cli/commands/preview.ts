@@ -1,5 +1,6 @@
 // `svc preview <event> [--branch <name>] [--debug] [--json]`: which workflows and jobs an event
 // built from the local checkout would run, and why every other workflow would not.
+import { enableCompileCache } from 'node:module';
 import { Args, Flags } from '@oclif/core';
 import { SvcCommand } from '../framework/base-command.ts';
 import type { PreviewResult } from '../preview/preview.ts';
@@ -25,6 +26,7 @@ export default class Preview extends SvcCommand {
 
   async run(): Promise<PreviewResult> {
     const { args, flags } = await this.parse(Preview);
+    enableCompileCache();
     const { previewEvent } = await import('../preview/preview.ts');
     const result = await previewEvent({ cwd: process.cwd(), event: args.event, ...(flags.branch === undefined ? {} : { branch: flags.branch }) });
     for (const w of result.warnings) process.stderr.write(`warning: ${w}\n`);
