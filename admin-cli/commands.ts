@@ -3,9 +3,6 @@ import type { Command } from '@oclif/core';
 import AgentTokenCreate from './commands/agent-token/create.ts';
 import AgentTokenList from './commands/agent-token/list.ts';
 import AgentTokenRevoke from './commands/agent-token/revoke.ts';
-import AgentTokenCreate from './commands/agent-token/create.ts';
-import AgentTokenList from './commands/agent-token/list.ts';
-import AgentTokenRevoke from './commands/agent-token/revoke.ts';
 import PluginVerify from './commands/plugin/verify.ts';
 import RotateKey from './commands/rotate-key.ts';
 import SigningKeyExport from './commands/signing-key/export.ts';
@@ -31,9 +28,6 @@ export const COMMANDS: Record<string, Command.Class> = {
   'source:remove': SourceRemove,
   'runs:list': RunsList,
   'runs:show': RunsShow,
-  'agent-token:create': AgentTokenCreate,
-  'agent-token:list': AgentTokenList,
-  'agent-token:revoke': AgentTokenRevoke,
   'agent-token:create': AgentTokenCreate,
   'agent-token:list': AgentTokenList,
   'agent-token:revoke': AgentTokenRevoke,
