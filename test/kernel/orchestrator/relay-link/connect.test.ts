@@ -61,17 +61,25 @@ await eachDatabase(t, async (t, db) => {
   });
 
   await t.test('one onDelivery per delivery id in flight, even when the relay offers it twice', async (t) => {
-    const r = await startTestRelay(t, db.url, { ackTimeoutMs: 300, totalBudgetMs: 300, replayIntervalMs: 50 });
+    // The live attempt gives up after 300 ms (total budget); the replay waits up to 2 s for its ack.
+    const r = await startTestRelay(t, db.url, { ackTimeoutMs: 2_000, totalBudgetMs: 300, replayIntervalMs: 50 });
     let calls = 0;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    t.teardown(() => release());
     await fakeOrchestrator(t, r.url, token, {
       onDelivery: async () => {
         calls += 1;
-        await sleep(450);
+        await released;
         return { result: 'accepted' };
       },
     });
     const res = await sendWebhook(r.url, 'acme', { delivery: 'slow-1' });
     t.same(res.json, { status: 'buffered' }, 'the live attempt ran out of time');
+    // The replay has been offered (attempts is bumped just before the offer) while the first call still runs.
+    await until(async () => Number(await db.pool.oneFirst(sql.unsafe`select coalesce(max(attempts), 0)::int from relay_buffer where delivery_id = 'slow-1'`)) >= 1, 5_000, 'replay offered');
+    await sleep(150);
+    release();
     await until(async () => (await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_buffer where delivery_id = 'slow-1'`)) === 0, 5_000, 'replay acked');
     t.equal(calls, 1, 'the replay joined the delivery already in flight');
   });
