@@ -5,6 +5,9 @@ import { join } from 'node:path';
 import t from 'tap';
 import { REPO_ROOT, runProgram } from '../fixtures/programs.ts';
 
+// Real processes on a 2-core machine shared with other test files: allow for load.
+t.setTimeout(180_000);
+
 const bin = (name: string) => join(REPO_ROOT, 'bin', `${name}.ts`);
 
 t.test('svc and svc-admin answer --help with exit 0', async (t) => {

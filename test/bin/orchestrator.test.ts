@@ -8,6 +8,9 @@ import t from 'tap';
 import { eachDatabase, type Test } from '../fixtures/db.ts';
 import { REPO_ROOT, runProgram, startProgram } from '../fixtures/programs.ts';
 
+// Real processes on a 2-core machine shared with other test files: allow for load.
+t.setTimeout(180_000);
+
 const BIN = join(REPO_ROOT, 'bin/svc-orchestrator.ts');
 
 function baseEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
