@@ -1,7 +1,7 @@
 // Hook order on success, failure and cancellation (read from the log lines hooks write), hook
 // failures (compound reason, rest of the level skipped, other levels run), cancel with and
 // without force. Real runner child processes, real `sleep` commands.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { runRunner, type RunnerControl, type RunnerRun } from '../../fixtures/run-runner.ts';
 import type { RunnerToAgent } from '../../../schemas/wire/runner.ts';
 
@@ -10,7 +10,7 @@ t.setTimeout(180_000);
 const hooks = (jobName: string, extra: Partial<Parameters<typeof runRunner>[0]> = {}) =>
   runRunner({ file: 'hooks.ts', workflowName: 'hooks', jobName, ...extra, start: { workflowHooks: true, ...extra.start } });
 
-function clean(t: Tap.Test, run: RunnerRun): void {
+function clean(t: Test, run: RunnerRun): void {
   t.same(run.invalid, [], 'every message matches the wire schema');
   t.equal(run.exitCode, 0, 'exit code 0');
 }

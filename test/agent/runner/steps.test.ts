@@ -1,6 +1,6 @@
 // The step runner as a real child process: steps, outputs, rules, filters, schemas, check /
 // whenInSync, timeouts, shell quoting, log capture, environment and escaped errors.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { existsSync } from 'node:fs';
 import { runRunner, type RunnerRun } from '../../fixtures/run-runner.ts';
 
@@ -10,7 +10,7 @@ t.setTimeout(180_000);
 const steps = (jobName: string, extra: Partial<Parameters<typeof runRunner>[0]> = {}) =>
   runRunner({ file: 'steps.ts', workflowName: 'steps', jobName, ...extra });
 
-function clean(t: Tap.Test, run: RunnerRun): void {
+function clean(t: Test, run: RunnerRun): void {
   t.same(run.invalid, [], 'every message matches the wire schema');
   t.equal(run.exitCode, 0, 'the runner exits 0 (the result message carries the status)');
   t.equal(run.stderr, '', 'nothing on the runner’s own stderr');
