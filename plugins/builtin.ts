@@ -7,6 +7,8 @@ import { awsKmsCustody } from './custody/aws-kms/index.ts';
 import { commandCustody } from './custody/command/index.ts';
 import { dbCustody } from './custody/db/index.ts';
 import { genericSourcePlugin } from './sources/generic/index.ts';
+import { githubProvider } from './providers/github/index.ts';
+import { gitProvider } from './providers/git/index.ts';
 import { join, resolve } from 'node:path';
 
 /** Storage plugins by `storage.type`. */
@@ -67,5 +69,10 @@ export function orchestratorPlugins(env: PluginEnvironment): PluginSelection {
   // Generic webhook sources: settings live with each source, the plugin reads and normalizes.
   builtIns.push(genericSourcePlugin as SvcPlugin);
   config['generic-source:generic'] = {};
+
+  // Source providers: every kind signs in (a source names its kind); git keeps its mirrors here.
+  builtIns.push(githubProvider as SvcPlugin, gitProvider as SvcPlugin);
+  config['provider:github'] = {};
+  config['provider:git'] = { cacheDir: join(env.dataDir, 'git-cache') };
   return { builtIns, config, selection };
 }

@@ -6,7 +6,7 @@ import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { hookGit } from '../../../cli/git-hook/git.ts';
 import { HOOK_MARKER, installPostReceiveHook } from '../../../cli/git-hook/install.ts';
 import { runPostReceive } from '../../../cli/git-hook/run-hook.ts';
@@ -74,7 +74,7 @@ function payloadOf(r: Received): Record<string, unknown> {
   return JSON.parse(r.body.toString()) as Record<string, unknown>;
 }
 
-function checkSigned(t: Tap, r: Received): void {
+function checkSigned(t: Test, r: Received): void {
   t.ok(verifyHubSignature(r.headers['x-hub-signature-256'] as string, r.body, [SECRET]), 'signature verifies over the raw body');
   t.notOk(verifyHubSignature(r.headers['x-hub-signature-256'] as string, r.body, ['another-secret']));
   t.equal(r.headers['x-provider-event'], 'push');
@@ -83,8 +83,6 @@ function checkSigned(t: Tap, r: Received): void {
   t.equal(r.headers['x-provider-hook-installation-target-type'], 'integration');
   t.match(r.headers['content-type'], /^application\/json/);
 }
-
-type Tap = { ok: (v: unknown, m?: string) => void; notOk: (v: unknown, m?: string) => void; equal: (a: unknown, b: unknown, m?: string) => void; match: (a: unknown, b: unknown, m?: string) => void };
 
 t.test('installed hook: pushes, a tag and a deletion arrive signed and normalize correctly', async (t) => {
   const remote = await createGitRemote(t);
