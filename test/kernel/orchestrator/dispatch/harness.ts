@@ -3,7 +3,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startOrchestrator, type Orchestrator } from '../../../../kernel/orchestrator/app.ts';
+import { startOrchestrator, type Orchestrator, type PluginEnvironment, type PluginSelection } from '../../../../kernel/orchestrator/app.ts';
 import { createDispatchSubsystem, getDispatchService, type DispatchService, type DispatchTuning } from '../../../../kernel/orchestrator/dispatch/index.ts';
 import { testLogger, type Test } from '../../../fixtures/db.ts';
 
@@ -15,7 +15,13 @@ export interface Node {
 
 export const FAST: DispatchTuning = { tickMs: 150, heartbeatMs: 1_000, registerTimeoutMs: 3_000, containerGraceMs: 60_000 };
 
-export async function startNode(t: Test, dbUrl: string, env: Record<string, string> = {}, tuning: DispatchTuning = {}): Promise<Node> {
+export async function startNode(
+  t: Test,
+  dbUrl: string,
+  env: Record<string, string> = {},
+  tuning: DispatchTuning = {},
+  plugins: (env: PluginEnvironment) => PluginSelection = () => ({ builtIns: [], config: {}, selection: {} }),
+): Promise<Node> {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-dispatch-'));
   const orch = await startOrchestrator({
     env: {
@@ -29,7 +35,7 @@ export async function startNode(t: Test, dbUrl: string, env: Record<string, stri
     },
     cwd: dataDir,
     logger: testLogger,
-    plugins: () => ({ builtIns: [], config: {}, selection: {} }),
+    plugins,
     subsystems: [createDispatchSubsystem({ ...FAST, ...tuning })],
   });
   let stopped = false;

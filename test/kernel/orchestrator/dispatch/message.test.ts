@@ -1,0 +1,67 @@
+// job.dispatch contents that depend on storage (cache pointers → pre-signed URLs) and on the
+// run (workflowAuth for org-wide workflows, build jobs), and the container-unroutable rule.
+import { Readable } from 'node:stream';
+import t from 'tap';
+import { sql } from '../../../../kernel/services/db/index.ts';
+import { orchestratorPlugins } from '../../../../plugins/builtin.ts';
+import { eachDatabase } from '../../../fixtures/db.ts';
+import { insertRun, jobRow, until } from '../../../fixtures/runs.ts';
+import { TestAgent } from '../../../fixtures/test-agent.ts';
+import { startNode } from './harness.ts';
+
+t.test('cache pointers become pre-signed URLs; misses are null', async (t) => {
+  await eachDatabase(t, async (t, db) => {
+    const node = await startNode(t, db.url, { SVC_STORAGE_TYPE: 'filesystem' }, {}, orchestratorPlugins);
+    const storage = node.orch.ctx.host.select('storage', 'filesystem');
+    const contentHash = 'c'.repeat(64);
+    const lockfileHash = `npm:${'d'.repeat(64)}`;
+    await storage.put(`source/v2/org-1/${contentHash}.hash`, Buffer.from('sha256-src\n'));
+    await storage.put('source/v2/org-1/sha256-src.tar.gz', Buffer.from('source tarball'));
+    await storage.put(`deps/linux-arm64/${lockfileHash}.hash`, Readable.from([Buffer.from('deps-123')]));
+    await storage.put('deps/linux-arm64/deps-123.tar.gz', Buffer.from('deps tarball'));
+
+    const agent = await TestAgent.online({ url: node.url, agentId: 'arm', arch: 'arm64' });
+    const hit = await insertRun(db.pool, { contentHash, lockfileHash, jobs: [{ name: 'build', kind: 'build' }] });
+    const d = await agent.waitFor('job.dispatch', (m) => m.jobId === hit.jobs['build']!.id);
+    t.equal(d.sourceTarDigest, 'sha256-src');
+    t.equal(d.depsHash, 'deps-123');
+    t.equal(d.jobConfig.build, true, 'build job kind');
+    t.equal(await (await fetch(d.sourceTarUrl!)).text(), 'source tarball', 'source URL is a working pre-signed GET');
+    t.equal(await (await fetch(d.depsUrl!)).text(), 'deps tarball', 'deps URL keyed by the agent platform-arch');
+    agent.jobStatus(d.jobId, 'completed');
+
+    const miss = await insertRun(db.pool, { contentHash: 'e'.repeat(64), lockfileHash, jobs: [{ name: 'job' }] });
+    const m = await agent.waitFor('job.dispatch', (x) => x.jobId === miss.jobs['job']!.id);
+    t.match(m, { sourceTarUrl: null, sourceTarDigest: null, depsHash: 'deps-123' });
+    await agent.close();
+  });
+});
+
+t.test('org-wide workflow gets workflowAuth; container job unroutable after the grace window', async (t) => {
+  await eachDatabase(t, async (t, db) => {
+    const node = await startNode(t, db.url, {}, { containerGraceMs: 600 });
+    const agent = await TestAgent.online({ url: node.url, agentId: 'bare', sandboxes: ['bare-metal'] });
+    // Held back by an unmatched label until the run names its workflow repository.
+    const org = await insertRun(db.pool, { repository: 'acme/app', jobs: [{ name: 'job', runsOn: ['nobody-yet'] }] });
+    await db.pool.query(sql.unsafe`UPDATE runs SET workflow_repository = 'acme/.svc-org' WHERE id = ${org.runId}`);
+    await db.pool.query(sql.unsafe`UPDATE jobs SET runs_on = '{}' WHERE id = ${org.jobs['job']!.id}`);
+    const d = await agent.waitFor('job.dispatch', (m) => m.jobId === org.jobs['job']!.id);
+    t.same(d.workflowAuth, { cloneUrl: 'https://github.com/acme/.svc-org.git' });
+    agent.jobStatus(d.jobId, 'completed');
+
+    const container = await insertRun(db.pool, { jobs: [{ name: 'in-docker', lock: { container: { image: 'node:24', options: [] } } }] });
+    const id = container.jobs['in-docker']!.id;
+    const queued = await until('no-jobs reason', async () => {
+      const row = await jobRow(db.pool, id);
+      return row.reason?.startsWith('No jobs dispatched') ? row : undefined;
+    });
+    t.equal(queued.status, 'queued', 'a bare-metal agent does not take a container job');
+    const failed = await until('unroutable', async () => {
+      const row = await jobRow(db.pool, id);
+      return row.status === 'failed' ? row : undefined;
+    });
+    t.match(failed.reason, /^Unroutable: no agent can start containers for this job/);
+    t.equal(agent.all('job.dispatch').length, 1);
+    await agent.close();
+  });
+});
