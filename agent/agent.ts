@@ -175,7 +175,9 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     stopping = true;
     // Hand back in-flight work: cancel it and give it a bounded time to report.
     for (const job of jobs.values()) job.cancel('agent stopping', false);
-    await Promise.race([Promise.all([...jobs.values()].map((j) => j.done)), new Promise((r) => setTimeout(r, 30_000))]);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all([...jobs.values()].map((j) => j.done)), new Promise((r) => (timer = setTimeout(r, 30_000)))]);
+    clearTimeout(timer);
     await connection.flush();
     for (const waiter of pending.values()) {
       clearTimeout(waiter.timer);

@@ -64,7 +64,7 @@ export async function verifyContentHash(options: { srcDir: string; workflow: str
   }
   const expected = options.expected.trim().toLowerCase().replace(/^sha256:/, '');
   if (result.contentHash !== expected) {
-    const links = result.symlinks.length > 0 ? ` The .svc tree contains symlinks, which are hashed as their targets: ${result.symlinks.join(', ')}.` : '';
+    const links = result.symlinks.length > 0 ? ` The .svc tree contains symlinks, which are hashed as their targets: ${result.symlinks.map((s) => `.svc/${s}`).join(', ')}.` : '';
     throw new JobFailure(
       'SVC_ERR_AGENT_LOCK_OUT_OF_DATE',
       `Lock file is out of date: workflow ${JSON.stringify(options.workflow)} hashes to ${result.contentHash} but the lock file says ${expected}. ` +

@@ -1,5 +1,5 @@
 // The step runner: a child process the agent forks (inside the job's sandbox) with an IPC
-// channel. It waits for `runner.start`, loads the workflow module, runs the one job, reports
+// channel. It says `runner.ready` once listening, waits for `runner.start`, loads the workflow module, runs the one job, reports
 // steps, log lines, secrets to mask and API calls over IPC, sends `runner.result` and exits 0.
 // The exit code is not the job's status; the result message is. A runner that exits without a
 // result crashed (the agent reports that). Workflow code never runs in the agent itself.
@@ -83,7 +83,6 @@ async function runStart(start: RunnerStart): Promise<void> {
     await finish(failedResult(cancelledEarly, 'cancelled'));
     return;
   }
-  send({ type: 'runner.ready', pid: process.pid });
   const job = new JobExecution({ start, workflow: loaded.workflow, job: loaded.job, channel, sink });
   execution = job;
   const result = await Promise.race([job.run(), forced.promise.then(() => job.forcedResult())]);
@@ -107,6 +106,9 @@ const channel = new RunnerChannel(send, {
 });
 
 process.on('message', (message) => channel.receive(message));
+// Up and listening: the agent sends runner.start when it sees this. Load failures come later as
+// a failed runner.result.
+send({ type: 'runner.ready', pid: process.pid });
 // No agent to report to: stop the job's commands and leave.
 process.on('disconnect', () => {
   for (const activity of allActivities()) activity.killNow();

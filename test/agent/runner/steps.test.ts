@@ -19,7 +19,7 @@ function clean(t: Test, run: RunnerRun): void {
 t.test('three steps pass outputs along; job outputs come from step outputs', async (t) => {
   const run = await steps('three');
   clean(t, run);
-  t.equal(run.messages[0]?.type, 'runner.ready');
+  t.equal(run.messages[0]?.type, 'runner.ready', 'ready first (sent once listening)');
   t.equal(run.result?.status, 'completed');
   t.same(run.result?.outputs, { combined: 'hello-env-set' });
   t.same(
