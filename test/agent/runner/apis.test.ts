@@ -79,7 +79,7 @@ t.test('an invalid api.response result fails the step with a clear reason', asyn
   t.match(run.result?.reason, /^step "emit" failed: emit: the agent answered with an invalid result: /);
 });
 
-t.test('bad runner.start messages: a failed result naming the field, no ready, no job', async (t) => {
+t.test('bad runner.start messages: a failed result naming the field, no step runs', async (t) => {
   const cases: Record<string, { raw?: (start: Record<string, unknown>) => unknown; start?: Record<string, unknown>; reason: RegExp }> = {
     'missing field': { raw: ({ jobName: _j, ...rest }) => rest, reason: /^refused runner\.start: jobName: is required$/ },
     'unknown field': { raw: (s) => ({ ...s, surprise: 1 }), reason: /^refused runner\.start: surprise: unknown field$/ },
