@@ -175,6 +175,8 @@ async function main(): Promise<void> {
     const p50 = quantile(latencies, 0.5);
     const p99 = quantile(latencies, 0.99);
     const throughput = median(rates);
+    const metricsText = await (await fetch(`${relayUrl}/metrics`)).text();
+    const heapUsedMb = Math.round(Number(/^nodejs_heap_size_used_bytes (\S+)/m.exec(metricsText)?.[1] ?? 0) / 1024 / 1024);
     process.stdout.write(
       [
         '',
@@ -183,7 +185,7 @@ async function main(): Promise<void> {
         `  steady ${RATE}/s for ${STEADY_SECONDS} s: p50 ${p50.toFixed(2)} ms (target <= 5)  p99 ${p99.toFixed(2)} ms (target <= 25)  ${p50 <= 5 && p99 <= 25 ? 'OK' : 'MISS'}  (${failures} non-200)`,
         `  tail: p90 ${quantile(latencies, 0.9).toFixed(2)} ms, p95 ${quantile(latencies, 0.95).toFixed(2)} ms, max ${latencies.at(-1)?.toFixed(2)} ms, ${latencies.filter((l) => l > 25).length} of ${latencies.length} over 25 ms`,
         `  machine: ${os.cpus().length} cores, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} (other work on the machine shows up in the tail)`,
-        `  RSS: relay ${rssMb(child.pid!)} MB, bench process (load + orchestrator link) ${Math.round(process.memoryUsage().rss / 1024 / 1024)} MB`,
+        `  RSS: relay ${rssMb(child.pid!)} MB (live JS heap ${heapUsedMb} MB), bench process (load + orchestrator link) ${Math.round(process.memoryUsage().rss / 1024 / 1024)} MB`,
         '',
       ].join('\n'),
     );
