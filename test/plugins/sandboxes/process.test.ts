@@ -1,0 +1,100 @@
+// The process sandbox: IPC, group kill, and bubblewrap confinement (a job cannot write outside
+// its workspace).
+import { access, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import t from 'tap';
+import { createProcessSandbox } from '../../../plugins/sandboxes/process/index.ts';
+import { findExecutable } from '../../../plugins/sandboxes/shared/which.ts';
+import { tempDir } from '../../agent/fixtures/trees.ts';
+
+const tmp = await tempDir('svc-sbx-process-');
+t.teardown(tmp.cleanup);
+const env = { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8' };
+
+// Writes inside and outside its workspace, reports both over IPC.
+const probe = `
+const fs = require('node:fs');
+process.on('message', (m) => {
+  const r = {};
+  for (const [k, p] of Object.entries(m)) { try { fs.writeFileSync(p, 'x'); r[k] = 'written'; } catch (e) { r[k] = e.code; } }
+  process.send(r, () => process.exit(0));
+});
+process.send({ ready: true });
+`;
+
+async function runProbe(sandbox: ReturnType<typeof createProcessSandbox>, targets: Record<string, string>) {
+  const src = join(tmp.dir, `ws-${Math.random().toString(16).slice(2)}`);
+  await mkdir(src);
+  const ws = await sandbox.prepareWorkspace({ jobId: 'j', sourceDir: src });
+  const proc = await sandbox.spawn({ workspace: ws, argv: [process.execPath, '-e', probe], env, cwd: ws.dir, ipc: true });
+  const result = new Promise<Record<string, string>>((resolve) => {
+    proc.onMessage!((m) => {
+      const msg = m as Record<string, unknown>;
+      if (msg['ready']) proc.send!(Object.fromEntries(Object.entries(targets).map(([k, p]) => [k, p.replace('$WS', ws.dir)])));
+      else resolve(msg as Record<string, string>);
+    });
+  });
+  const out = await result;
+  await proc.exited;
+  await sandbox.releaseWorkspace(ws);
+  return { out, ws };
+}
+
+t.test('plain process: IPC works and the kill reaches the whole group', async (t) => {
+  const sandbox = createProcessSandbox({ bwrap: 'never', network: true });
+  t.same(await sandbox.available(), { available: true });
+  const { out } = await runProbe(sandbox, { inside: '$WS/in.txt' });
+  t.same(out, { inside: 'written' });
+  const ws = await sandbox.prepareWorkspace({ jobId: 'k', sourceDir: tmp.dir });
+  const pidFile = join(tmp.dir, 'grandchild.pid');
+  const proc = await sandbox.spawn({
+    workspace: ws,
+    argv: ['/bin/sh', '-c', `sleep 30 & echo $! > ${pidFile}; wait`],
+    env,
+    cwd: ws.dir,
+  });
+  for (let i = 0; i < 50; i++) {
+    if (await access(pidFile).then(() => true, () => false)) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const grandchild = Number((await readFile(pidFile, 'utf8')).trim());
+  await sandbox.kill(proc, { graceMs: 500 });
+  await new Promise((r) => setTimeout(r, 100));
+  // Gone, or a zombie nobody reaped yet (pid 1 of a container may not reap).
+  const state = await readFile(`/proc/${grandchild}/status`, 'utf8').then((s) => /State:\s+(\S)/.exec(s)?.[1], () => undefined);
+  const alive = state !== undefined && state !== 'Z';
+  t.notOk(alive, 'the grandchild died with the group');
+  await sandbox.releaseWorkspace(ws);
+});
+
+const bwrap = await findExecutable('bwrap');
+t.test('bwrap: a process job cannot write outside its workspace', { skip: bwrap === null ? 'bwrap is not installed (apt-get install bubblewrap)' : false }, async (t) => {
+  const sandbox = createProcessSandbox({ bwrap: 'always', network: false });
+  t.ok(await sandbox.confined());
+  // Outside /tmp (which bwrap replaces with a private tmpfs): a real host directory.
+  const outsideDir = await mkdtemp(join('/var/tmp', 'svc-outside-'));
+  t.teardown(() => rm(outsideDir, { recursive: true, force: true }));
+  const { out } = await runProbe(sandbox, { inside: '$WS/in.txt', outside: join(outsideDir, 'escape.txt'), etc: '/etc/svc-escape', tmp: '/tmp/svc-escape-probe' });
+  t.equal(out['inside'], 'written');
+  t.equal(out['outside'], 'EROFS', 'a host directory is read-only');
+  t.equal(out['etc'], 'EROFS');
+  t.equal(out['tmp'], 'written', '/tmp is a private tmpfs');
+  t.notOk(await access(join(outsideDir, 'escape.txt')).then(() => true, () => false), 'nothing appeared outside');
+  t.notOk(await access('/tmp/svc-escape-probe').then(() => true, () => false), 'the private /tmp did not reach the host');
+});
+
+t.test('bwrap always without bwrap installed: unavailable, naming it', async (t) => {
+  const sandbox = createProcessSandbox({ bwrap: 'always', network: true });
+  const saved = process.env['PATH'];
+  process.env['PATH'] = '/nonexistent';
+  try {
+    const fresh = createProcessSandbox({ bwrap: 'always', network: true });
+    const a = await fresh.available();
+    t.equal(a.available, false);
+    if (!a.available) t.equal(a.missing, 'bwrap');
+  } finally {
+    process.env['PATH'] = saved;
+  }
+  void sandbox;
+  await writeFile(join(tmp.dir, 'noop'), '');
+});
