@@ -60,6 +60,16 @@ export async function lockRunForProgress(tx: CommonQueryMethods, runId: string):
   return (await tx.maybeOne(sql.unsafe`SELECT status, cancelled_by FROM runs WHERE id = ${runId} FOR NO KEY UPDATE`)) as { status: string; cancelled_by: string | null } | null;
 }
 
+/**
+ * Locks the runs of the jobs `where` selects, in id order, before any of those jobs is locked:
+ * every path takes run locks before job locks, so cancel, status reports, sweeps and
+ * disconnects cannot deadlock one another.
+ */
+export async function lockRunsOfJobs(tx: CommonQueryMethods, where: ReturnType<typeof sql.fragment>): Promise<void> {
+  await tx.query(sql.unsafe`
+    SELECT r.id FROM runs r WHERE r.id IN (SELECT run_id FROM jobs WHERE ${where}) ORDER BY r.id FOR NO KEY UPDATE OF r`);
+}
+
 /** Moves `runId` forward as far as its job states allow. Call inside a transaction. */
 export async function progressRun(tx: CommonQueryMethods, runId: string): Promise<ProgressionResult> {
   const result: ProgressionResult = { queued: [], skipped: [], runFinished: null };

@@ -8,7 +8,7 @@ import { sql, type DatabasePool } from '../../services/db/index.ts';
 import { messageOf } from '../../services/errors.ts';
 import { requiredMatchers, satisfies } from './labels.ts';
 import { loadDispatchRow, type DispatchRow } from './message.ts';
-import { progressRun, recordJobComplete } from './progression.ts';
+import { lockRunsOfJobs, progressRun, recordJobComplete } from './progression.ts';
 import type { AgentRegistry, AgentSession } from './registry.ts';
 
 /** Jobs read per page and pages per pass: bounds one pass's work. */
@@ -125,19 +125,16 @@ export class Dispatcher {
   }
 
   async #claim(jobId: string, runId: string, session: AgentSession): Promise<boolean> {
-    const claimed = await this.#o.pool.transaction(async (tx) => {
-      const row = await tx.maybeOne(sql.unsafe`
-        UPDATE jobs SET status = 'dispatched', agent_id = ${session.agentId}, attempts = attempts + 1, dispatched_at = now(),
-               reason = NULL, unroutable_since = NULL, recovery_deadline = NULL, updated_at = now()
-        WHERE id = (SELECT id FROM jobs WHERE id = ${jobId} AND status = 'queued' FOR UPDATE SKIP LOCKED)
-        RETURNING id`);
-      if (row === null) return false;
-      await tx.query(sql.unsafe`
-        UPDATE runs SET status = 'running', started_at = coalesce(started_at, now()), updated_at = now()
-        WHERE id = ${runId} AND status = 'queued'`);
-      return true;
-    });
-    if (!claimed) return false;
+    // One statement, job lock only: a claim never waits on a run lock while holding a job.
+    const row = await this.#o.pool.maybeOne(sql.unsafe`
+      UPDATE jobs SET status = 'dispatched', agent_id = ${session.agentId}, attempts = attempts + 1, dispatched_at = now(),
+             reason = NULL, unroutable_since = NULL, recovery_deadline = NULL, updated_at = now()
+      WHERE id = (SELECT id FROM jobs WHERE id = ${jobId} AND status = 'queued' FOR UPDATE SKIP LOCKED)
+      RETURNING id`);
+    if (row === null) return false;
+    await this.#o.pool.query(sql.unsafe`
+      UPDATE runs SET status = 'running', started_at = coalesce(started_at, now()), updated_at = now()
+      WHERE id = ${runId} AND status = 'queued'`);
     session.activeJobs.add(jobId);
     session.dispatchedCount += 1;
     session.lastDispatchAt = Date.now();
@@ -172,6 +169,7 @@ export class Dispatcher {
    */
   async #putBack(jobId: string, agentId: string, socketFailure: boolean, why: string): Promise<void> {
     await this.#o.pool.transaction(async (tx) => {
+      await lockRunsOfJobs(tx, sql.fragment`id = ${jobId}`);
       const row = (await tx.maybeOne(sql.unsafe`
         SELECT run_id::text AS run_id, attempts FROM jobs WHERE id = ${jobId} AND status = 'dispatched' AND agent_id = ${agentId} FOR UPDATE`)) as {
         run_id: string;
@@ -241,6 +239,7 @@ export class Dispatcher {
   async #failUnroutable(job: QueuedJob, matchers: readonly string[]): Promise<number> {
     const reason = `Unroutable: no agent can start containers for this job (needs ${matchers.join(', ')}) within the grace window of ${Math.round(this.#o.containerGraceMs / 1000)}s`;
     return this.#o.pool.transaction(async (tx) => {
+      await lockRunsOfJobs(tx, sql.fragment`id = ${job.id}`);
       const row = await tx.maybeOne(sql.unsafe`
         UPDATE jobs SET status = 'failed', reason = ${reason}, finished_at = now(), updated_at = now()
         WHERE id = (SELECT id FROM jobs WHERE id = ${job.id} AND status = 'queued' FOR UPDATE SKIP LOCKED) RETURNING id`);

@@ -6,7 +6,7 @@ import type { CommonQueryMethods } from 'slonik';
 import type { AgentRegister } from '../../../schemas/wire/agent.ts';
 import { sql, type DatabasePool } from '../../services/db/index.ts';
 import { notifyJobsQueued } from './notify.ts';
-import { progressRun, recordJobComplete } from './progression.ts';
+import { lockRunsOfJobs, progressRun, recordJobComplete } from './progression.ts';
 
 export function recoveryWindowMs(maxReconnectDelayMs: number): number {
   return 2 * maxReconnectDelayMs;
@@ -58,6 +58,7 @@ export async function handleAgentDisconnect(
       result.recovering = rows.map((r) => r.id);
       return result;
     }
+    await lockRunsOfJobs(tx, sql.fragment`agent_id = ${agentId} AND status IN ('dispatched', 'running', 'recovering')`);
     const started = `Agent ${agentId} (ephemeral) disconnected while the job was running`;
     const failed = (await tx.any(sql.unsafe`
       UPDATE jobs SET status = 'failed', reason = ${started}, finished_at = now(), updated_at = now()
@@ -96,6 +97,7 @@ export interface ReattachResult {
 export async function reattachJobs(tx: CommonQueryMethods, agentId: string, inFlight: AgentRegister['inFlightJobs']): Promise<ReattachResult> {
   const result: ReattachResult = { reattached: [], stop: [], lost: [] };
   const reported = new Map(inFlight.map((j) => [j.jobId, j.status]));
+  await lockRunsOfJobs(tx, sql.fragment`agent_id = ${agentId} AND status IN ('dispatched', 'running', 'recovering')`);
   const held = (await tx.any(sql.unsafe`
     SELECT id::text AS id, run_id::text AS run_id, status, started_at, cancel_requested_at FROM jobs
     WHERE agent_id = ${agentId} AND status IN ('dispatched', 'running', 'recovering') FOR UPDATE`)) as readonly {
@@ -134,6 +136,7 @@ export async function reattachJobs(tx: CommonQueryMethods, agentId: string, inFl
 export async function sweepExpiredRecoveries(pool: DatabasePool, maxReconnectDelayMs: number): Promise<string[]> {
   const window = recoveryWindowMs(maxReconnectDelayMs);
   return pool.transaction(async (tx) => {
+    await lockRunsOfJobs(tx, sql.fragment`status = 'recovering' AND recovery_deadline < now()`);
     const rows = (await tx.any(sql.unsafe`
       UPDATE jobs SET status = 'failed',
         reason = 'Agent ' || coalesce(agent_id, '(unknown)') || ${` did not reconnect within the recovery window (${formatWindow(window)})`},
