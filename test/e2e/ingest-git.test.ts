@@ -32,7 +32,7 @@ await eachDatabase(t, async (t, db) => {
   t.teardown(async () => {
     for (const p of started.reverse()) await p.stop().catch(() => undefined);
   });
-  const baseEnv = { ...process.env, SVC_SERVER_LOG_LEVEL: 'warn' };
+  const baseEnv: NodeJS.ProcessEnv = { ...process.env, SVC_SERVER_LOG_LEVEL: 'warn' };
   delete baseEnv['SVC_PLATFORM_URL'];
   delete baseEnv['SVC_PLATFORM_TOKEN'];
 

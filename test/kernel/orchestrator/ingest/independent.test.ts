@@ -23,7 +23,7 @@ t.setTimeout(300_000);
 
 await eachDatabase(t, async (t, db) => {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-indep-'));
-  const env = {
+  const env: NodeJS.ProcessEnv = {
     ...process.env,
     SVC_DATABASE_URL: db.url,
     SVC_DATA_DIR: dataDir,
