@@ -1,0 +1,36 @@
+// The step runner: a child process the agent forks (inside the job's sandbox) with an IPC
+// channel. It says `runner.ready` as soon as it listens, waits for `runner.start`, loads the
+// workflow module, runs the one job, reports steps, log lines, secrets to mask and API calls
+// over IPC, sends `runner.result` and exits 0. The exit code is not the job's status; the result
+// message is. A runner that exits without a result crashed (the agent reports that). Load
+// failures (bad start message, missing file, unknown job) are a failed runner.result.
+//
+// Cancel: `runner.cancel {force:false}` aborts the running step (ctx.signal; its commands get
+// SIGTERM to their process group, SIGKILL 2 s later) and runs the cancel hooks;
+// `{force:true}` SIGKILLs every command group, stops waiting for hooks and sends the result at
+// once. The job's grace period before SIGKILL of this whole process is the agent's to enforce.
+//
+// This file stays tiny: it enables Node's compile cache and answers the agent before the rest
+// (typebox's compiler, execa, the SDK) loads, which is most of the startup time.
+import { enableCompileCache } from 'node:module';
+
+if (typeof process.send !== 'function') {
+  process.stderr.write('svc step runner: start me with an IPC channel (child_process.fork); I am run by the agent\n');
+  process.exit(2);
+}
+
+enableCompileCache();
+const early: unknown[] = [];
+let deliver: (message: unknown) => void = (message) => early.push(message);
+process.on('message', (message) => deliver(message));
+process.send({ type: 'runner.ready', pid: process.pid });
+
+try {
+  const { startRunner } = await import('./runner.ts');
+  deliver = startRunner();
+  for (const message of early.splice(0)) deliver(message);
+} catch (error) {
+  // A broken install: report it as the job's result rather than dying silently.
+  const reason = `the step runner could not load: ${error instanceof Error ? error.message : String(error)}`.slice(0, 10_000);
+  process.send({ type: 'runner.result', status: 'failed', reason, outputs: {}, steps: [] }, undefined, undefined, () => process.exit(0));
+}
