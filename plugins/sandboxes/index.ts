@@ -3,6 +3,7 @@
 // orchestrator's list in plugins/builtin.ts so the agent does not load storage or custody code.
 import type { SvcPlugin } from '../../kernel/host/index.ts';
 import { containerSandbox } from './container/index.ts';
+import { firecrackerSandbox } from './firecracker/index.ts';
 import { processSandbox } from './process/index.ts';
 
 export interface AgentPluginSettings {
@@ -17,11 +18,21 @@ export interface AgentPluginSelection {
   config: Record<string, unknown>;
 }
 
-export function agentPlugins(settings: AgentPluginSettings, extra: readonly SvcPlugin[] = []): AgentPluginSelection {
-  const builtIns: SvcPlugin[] = [processSandbox as SvcPlugin, containerSandbox as SvcPlugin, ...extra];
+export function agentPlugins(settings: AgentPluginSettings & { sandbox: string }, extra: readonly SvcPlugin[] = []): AgentPluginSelection {
+  const builtIns: SvcPlugin[] = [processSandbox as SvcPlugin, containerSandbox as SvcPlugin];
   const config: Record<string, unknown> = {
     'sandbox:process': { bwrap: settings.bwrap },
     'sandbox:container': { runtime: settings.containerRuntime },
   };
+  // Firecracker only when asked for: it needs a guest kernel and root file system image.
+  if (settings.sandbox === 'firecracker' || settings.firecracker.kernelImage !== undefined) {
+    builtIns.push(firecrackerSandbox as SvcPlugin);
+    config['sandbox:firecracker'] = {
+      command: [settings.firecracker.binary],
+      ...(settings.firecracker.kernelImage === undefined ? {} : { kernelImage: settings.firecracker.kernelImage }),
+      ...(settings.firecracker.rootfs === undefined ? {} : { rootfs: settings.firecracker.rootfs }),
+    };
+  }
+  builtIns.push(...extra);
   return { builtIns, config };
 }
