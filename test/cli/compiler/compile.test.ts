@@ -186,6 +186,17 @@ t.test('an edited workflow is imported anew in the same process', async (t) => {
   t.same((await compileWorkflows({ repoRoot: dir })).lock.workflows.map((w) => w.name), ['second-name']);
 });
 
+t.test('a workflow with top-level await and one importing a local helper load too', async (t) => {
+  const dir = tempRepo(t, {
+    '.svc/workflows/tla.ts': "import { job, push, step, workflow } from 'svc/sdk';\nconst branches = await Promise.resolve(['main']);\nexport default workflow('tla', { on: push({ branches }), jobs: { a: job({ runsOn: 'linux', steps: [step('s', async () => {})] }) } });\n",
+    '.svc/workflows/helped.ts': "import { push, workflow } from 'svc/sdk';\nimport { jobs } from '../lib/jobs.ts';\nexport default workflow('helped', { on: push(), jobs });\n",
+    '.svc/lib/jobs.ts': "import { job, step } from 'svc';\nexport const jobs = { b: job({ runsOn: 'linux', steps: [step('s', async () => {})] }) };\n",
+  });
+  const result = await compileWorkflows({ repoRoot: dir });
+  t.same(result.lock.workflows.map((w) => w.name), ['helped', 'tla']);
+  t.same(result.lock.workflows.find((w) => w.name === 'tla')?.triggers[0], { type: 'push', branches: ['main'], paths: [], repositories: [], requires: [] });
+});
+
 t.test('hashFiles are validated, resolved and recorded', async (t) => {
   const dir = tempRepo(t, {
     '.svc/workflows/a.ts': "import { job, push, step, workflow } from 'svc/sdk';\nexport default workflow('a', { on: push(), hashFiles: ['src/**/*.ts', 'nothing/*.x'], jobs: { b: job({ runsOn: 'linux', steps: [step('s', async () => {})] }) } });\n",
