@@ -97,6 +97,38 @@ t.test('a step timeout fails the step and kills its command', async (t) => {
   t.ok(run.elapsedMs < 10_000, `finished without waiting for sleep 20 (${run.elapsedMs} ms)`);
 });
 
+t.test('jobTimeoutMs fails the running step and skips the rest', async (t) => {
+  const run = await steps('long-job', { start: { jobTimeoutMs: 400 } });
+  clean(t, run);
+  t.equal(run.result?.status, 'failed');
+  t.equal(run.result?.reason, 'step "waits" failed: job timed out after 400 ms');
+  t.match(run.result?.steps, [{ name: 'waits', status: 'failed' }, { name: 'after', status: 'skipped' }]);
+  t.ok(run.elapsedMs < 10_000, `did not wait for sleep 20 (${run.elapsedMs} ms)`);
+});
+
+t.test('job outputs that cannot cross IPC fail the job', async (t) => {
+  const run = await steps('bad-outputs');
+  clean(t, run);
+  t.equal(run.result?.status, 'failed');
+  t.match(run.result?.reason, /^job outputs failed: job outputs must be JSON-serializable: /);
+});
+
+t.test('SIGTERM to the runner is a force cancel: the result is sent at once', async (t) => {
+  let signalled = false;
+  const run = await steps('long-job', {
+    onMessage: (m, control) => {
+      if (m.type === 'runner.step' && m.status === 'running' && !signalled) {
+        signalled = true;
+        setTimeout(() => control.child.kill('SIGTERM'), 200);
+      }
+    },
+  });
+  clean(t, run);
+  t.equal(run.result?.status, 'cancelled');
+  t.match(run.result?.reason, /^runner received SIGTERM \(force cancel/);
+  t.ok(run.elapsedMs < 10_000, `finished at once (${run.elapsedMs} ms)`);
+});
+
 t.test('shell metacharacters in values stay single arguments', async (t) => {
   const run = await steps('quoting');
   clean(t, run);
