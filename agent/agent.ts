@@ -14,11 +14,17 @@ import type { AgentToOrchestrator, JobDispatch, OrchestratorToAgent } from '../s
 import { PROTOCOL_VERSION } from '../schemas/wire/relay.ts';
 import { AgentConnection } from './connection.ts';
 import type { AgentSettings } from './env.ts';
-import { JobExecution, type SandboxChoice } from './jobs/executor.ts';
+import { JobExecution, SANDBOX_WIRE_NAMES, type SandboxChoice } from './jobs/executor.ts';
 
 /** Orchestrator request timeout (spec Limits: the agent's request timeout is 15 seconds). */
 export const REQUEST_TIMEOUT_MS = 15_000;
 export const AGENT_SDK_VERSION = KERNEL_VERSION;
+/**
+ * Sandbox names on the wire (`agent.register.sandboxes`, `job.context.sandbox`) use the spec's
+ * vocabulary, which the orchestrator turns into `svc:sandbox:<type>` labels.
+ */
+export { SANDBOX_WIRE_NAMES };
+export const wireSandboxName = (plugin: string): string => SANDBOX_WIRE_NAMES[plugin] ?? plugin;
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** The package root (the step runner, sdk and node_modules live under it). */
@@ -89,7 +95,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       os: platform(),
       arch: arch(),
       ephemeral: settings.ephemeral,
-      sandboxes: runnable,
+      sandboxes: runnable.map(wireSandboxName),
       sdkVersion: AGENT_SDK_VERSION,
       inFlightJobs: [...jobs.values()].filter((j) => j.status === 'running').map((j) => ({ jobId: j.jobId, status: 'running' as const })),
     }),

@@ -23,6 +23,8 @@ import { apiError, handleRunnerApi, type OrchestratorRequest } from './runner-ap
 const checkRunnerMessage = compileMessageUnion(RunnerToAgentMembers);
 
 export const SETUP_STEP = '(setup)';
+/** The spec's sandbox vocabulary on the wire (process → bare-metal). */
+export const SANDBOX_WIRE_NAMES: Readonly<Record<string, string>> = { process: 'bare-metal', container: 'container', firecracker: 'firecracker' };
 export const DEFAULT_GRACE_SECONDS = 10;
 export const DEFAULT_HOOK_TIMEOUT_MS = 5 * 60_000;
 const READY_TIMEOUT_MS = 60_000;
@@ -136,7 +138,7 @@ export class JobExecution {
     try {
       const choice = this.#chooseSandbox();
       this.#sandbox = choice;
-      this.#env.send({ type: 'job.context', jobId: this.jobId, nodeVersion: process.version, os: platform(), arch: arch(), sandbox: choice.name });
+      this.#env.send({ type: 'job.context', jobId: this.jobId, nodeVersion: process.version, os: platform(), arch: arch(), sandbox: SANDBOX_WIRE_NAMES[choice.name] ?? choice.name });
       await rm(jobRoot, { recursive: true, force: true });
       const srcDir = join(jobRoot, 'src');
       const home = join(jobRoot, 'home');

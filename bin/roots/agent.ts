@@ -21,24 +21,7 @@ export interface AgentProgramIo {
 export async function main(_argv: string[] = [], io: AgentProgramIo = {}): Promise<number> {
   const stdout = io.stdout ?? process.stdout;
   const stderr = io.stderr ?? process.stderr;
-  let agent;
-  let host;
-  try {
-    const settings = parseAgentEnv(io.env ?? process.env);
-    const logger = createLogger({ level: settings.logLevel, name: 'svc-agent' });
-    const selection = agentPlugins(settings);
-    host = createPluginHost({ config: selection.config, logger });
-    await host.signInAll({ builtIns: selection.builtIns });
-    const sandboxes = new Map<string, SandboxExtensionPoint>(host.list().filter((p) => p.kind === 'sandbox').map((p) => [p.id, host!.get('sandbox', p.id)]));
-    const agentId = await resolveAgentId(settings);
-    agent = await startAgent({ settings, agentId, logger, sandboxes, ...(io.runnerPath ? { runnerPath: io.runnerPath } : {}) });
-    stdout.write(`svc-agent ready ${settings.orchestratorUrl}\n`);
-  } catch (error) {
-    await host?.close().catch(() => undefined);
-    stderr.write(`svc-agent: ${oneLineError(error)}\n`);
-    return 1;
-  }
-  const running = agent;
+  // Handlers first: a SIGTERM right after the ready line must still stop cleanly.
   const signalled = new Promise<string>((resolve) => {
     const onSignal = (signal: NodeJS.Signals) => {
       process.once(signal, () => {
@@ -50,6 +33,31 @@ export async function main(_argv: string[] = [], io: AgentProgramIo = {}): Promi
     process.once('SIGTERM', onSignal);
     process.once('SIGINT', onSignal);
   });
+  let agent;
+  let host;
+  try {
+    const settings = parseAgentEnv(io.env ?? process.env);
+    const logger = createLogger({ level: settings.logLevel, name: 'svc-agent' });
+    const selection = agentPlugins(settings);
+    host = createPluginHost({ config: selection.config, logger });
+    await host.signInAll({ builtIns: selection.builtIns });
+    const sandboxes = new Map<string, SandboxExtensionPoint>(host.list().filter((p) => p.kind === 'sandbox').map((p) => [p.id, host!.get('sandbox', p.id)]));
+    const agentId = await resolveAgentId(settings);
+    const starting = startAgent({ settings, agentId, logger, sandboxes, ...(io.runnerPath ? { runnerPath: io.runnerPath } : {}) });
+    // The orchestrator may be down for a long time; a signal meanwhile ends the wait.
+    const first = await Promise.race([starting, signalled.then(() => null)]);
+    if (first === null) {
+      stderr.write('svc-agent: stopped before it could register\n');
+      process.exit(0);
+    }
+    agent = first;
+    stdout.write(`svc-agent ready ${settings.orchestratorUrl}\n`);
+  } catch (error) {
+    await host?.close().catch(() => undefined);
+    stderr.write(`svc-agent: ${oneLineError(error)}\n`);
+    return 1;
+  }
+  const running = agent;
   const outcome = await Promise.race([running.ended.then((end) => ({ end })), signalled.then(() => ({ end: undefined }))]);
   let code = 0;
   if (outcome.end === undefined) {

@@ -41,7 +41,7 @@ t.test('registration carries labels, platform, protocol 3, sandboxes and no in-f
   t.equal(reg.os, process.platform);
   t.equal(reg.arch, process.arch);
   t.equal(reg.ephemeral, false);
-  t.same(reg.sandboxes, ['process']);
+  t.same(reg.sandboxes, ['bare-metal']);
   t.equal(reg.sdkVersion, '0.9.0');
   t.same(reg.inFlightJobs, []);
   t.equal(orch.invalid.length, 0, 'every frame matched the schema');
@@ -51,13 +51,13 @@ t.test('a job from the source cache runs the runner and reports statuses, logs a
   const d = dispatchOf({ sourceTarUrl: files.url('source'), sourceTarDigest: `sha256:${digest}`, jobConfig: { contentHash: tree.contentHash } });
   orch.dispatch(d);
   const done = await terminal(d.jobId);
-  t.equal(done.status, 'completed', done.reason);
+  t.equal(done.status, 'completed', done.reason ?? '');
   t.same(done.outputs, { answer: 42 });
   t.same(done.steps.map((s) => [s.name, s.status]), [['main', 'completed']]);
   const statuses = ofJob(d.jobId, 'job.status').map((m) => m.status);
   t.same(statuses, ['running', 'completed']);
   const ctx = ofJob(d.jobId, 'job.context')[0];
-  t.match(ctx, { nodeVersion: process.version, os: process.platform, arch: process.arch, sandbox: 'process' });
+  t.match(ctx, { nodeVersion: process.version, os: process.platform, arch: process.arch, sandbox: 'bare-metal' });
   t.same(ofJob(d.jobId, 'step.status').map((s) => s.status), ['running', 'completed']);
   const text = logText(d.jobId);
   t.match(text, 'workflow ci job build export default');
@@ -76,7 +76,7 @@ t.test('no source tarball: git checkout at the run sha with the credential out o
   const d = dispatchOf({ sourceAuth: { cloneUrl: `file://${repoTree.dir}`, token: 'ghs_checkout_token_value' }, jobConfig: { sha, contentHash: repoTree.contentHash } });
   orch.dispatch(d);
   const done = await terminal(d.jobId);
-  t.equal(done.status, 'completed', done.reason);
+  t.equal(done.status, 'completed', done.reason ?? '');
   t.match(logText(d.jobId), `checking out ${sha}`);
   const bad = dispatchOf({ sourceAuth: { cloneUrl: `file://${repoTree.dir}`, token: 'ghs_checkout_token_value' }, jobConfig: { sha: 'f'.repeat(40), contentHash: repoTree.contentHash } });
   orch.dispatch(bad);
@@ -153,7 +153,7 @@ t.test('dependency tarball: hash mismatch is tried three times then fails; downl
   const inline = dispatchOf({ sourceTarUrl: files.url('inline-src'), sourceTarDigest: ig, depsUrl: files.url('deps-gone'), depsHash, jobConfig: { contentHash: withLock.contentHash } });
   orch.dispatch(inline);
   const inlineDone = await terminal(inline.jobId, 120_000);
-  t.equal(inlineDone.status, 'completed', inlineDone.reason);
+  t.equal(inlineDone.status, 'completed', inlineDone.reason ?? '');
   t.match(logText(inline.jobId), 'falling back to an inline install');
   t.match(logText(inline.jobId), 'npm ci --ignore-scripts');
 });
@@ -167,7 +167,7 @@ t.test('secrets are masked in every forwarded line, split or encoded', async (t)
   });
   orch.dispatch(d);
   const done = await terminal(d.jobId);
-  t.equal(done.status, 'completed', done.reason);
+  t.equal(done.status, 'completed', done.reason ?? '');
   const text = logText(d.jobId);
   t.notMatch(text, 'sk_live_0123456789');
   t.notMatch(text, 'sk_li');
@@ -187,7 +187,7 @@ t.test('runner api: minted token masked, emit relayed, bad args refused', async 
   const d = dispatchOf({ sourceTarUrl: files.url('source'), sourceTarDigest: digest, jobConfig: { contentHash: tree.contentHash, env: { SCRIPT: 'api' } } });
   orch.dispatch(d);
   const done = await terminal(d.jobId);
-  t.equal(done.status, 'completed', done.reason);
+  t.equal(done.status, 'completed', done.reason ?? '');
   const text = logText(d.jobId);
   t.match(text, 'token=***');
   t.notMatch(text, 'minted-token-body');

@@ -77,7 +77,7 @@ t.test('an agent job runs in the firecracker sandbox; cancel kills the VM', asyn
     await orch.close();
     await files.close();
   });
-  t.same((await orch.waitFor('agent.register')).sandboxes, ['process', 'firecracker']);
+  t.same((await orch.waitFor('agent.register')).sandboxes, ['bare-metal', 'firecracker']);
   const d = dispatchOf({ sourceTarUrl: files.url('source'), sourceTarDigest: digest, jobConfig: { contentHash: tree.contentHash } });
   orch.dispatch(d);
   const done = await orch.waitFor('job.status', (m) => m.jobId === d.jobId && m.status !== 'running', 30_000);
