@@ -1,7 +1,9 @@
 // The orchestrator's subsystems, in start order. Each lives in its own folder.
 import type { Subsystem } from './context.ts';
+import { cachesSubsystem } from './caches/index.ts';
 import { dispatchSubsystem } from './dispatch/index.ts';
+import { eventsSubsystem } from './events/index.ts';
 import { identitySubsystem } from './identity/subsystem.ts';
 import { ingestSubsystem } from './ingest/subsystem.ts';
 
-export const ORCHESTRATOR_SUBSYSTEMS: readonly Subsystem[] = [identitySubsystem, ingestSubsystem, dispatchSubsystem];
+export const ORCHESTRATOR_SUBSYSTEMS: readonly Subsystem[] = [identitySubsystem, ingestSubsystem, dispatchSubsystem, cachesSubsystem, eventsSubsystem];
