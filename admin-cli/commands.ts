@@ -14,6 +14,9 @@ import SigningKeyRotate from './commands/signing-key/rotate.ts';
 import RelayOrgCreate from './commands/relay/org/create.ts';
 import RelayOrgList from './commands/relay/org/list.ts';
 import RelayOrgTokenRotate from './commands/relay/org/token/rotate.ts';
+import RelayPatCreate from './commands/relay/pat/create.ts';
+import RelayPatList from './commands/relay/pat/list.ts';
+import RelayPatRevoke from './commands/relay/pat/revoke.ts';
 import SourceAdd from './commands/source/add.ts';
 import SourceList from './commands/source/list.ts';
 import SourceRotateSecret from './commands/source/rotate-secret.ts';
@@ -42,4 +45,7 @@ export const COMMANDS: Record<string, Command.Class> = {
   'relay:org:create': RelayOrgCreate,
   'relay:org:list': RelayOrgList,
   'relay:org:token:rotate': RelayOrgTokenRotate,
+  'relay:pat:create': RelayPatCreate,
+  'relay:pat:list': RelayPatList,
+  'relay:pat:revoke': RelayPatRevoke,
 };

@@ -12,6 +12,7 @@ import { createHttpServer, listen } from '../services/http/index.ts';
 import { createLogger } from '../services/logging.ts';
 import { createMetrics, type SvcMetrics } from '../services/metrics.ts';
 import { BufferStore } from './buffer-store.ts';
+import { createDashboard } from './dashboard/index.ts';
 import { DedupWindow } from './dedup-window.ts';
 import { registerIngestRoutes } from './ingest-routes.ts';
 import { OrchestratorEndpoint } from './orchestrator-endpoint.ts';
@@ -50,6 +51,8 @@ export interface StartRelayOptions {
   replayIntervalMs?: number;
   sweepIntervalMs?: number;
   shedRetryAfterSeconds?: number;
+  /** How long a dashboard/CLI request waits for the orchestrator's answer. */
+  dashboardTimeoutMs?: number;
 }
 
 export interface Relay {
@@ -123,6 +126,9 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Relay
     let replayStopped: Promise<void> | undefined;
     stops.push(() => (replayStopped ??= replayer.stop()));
 
+    // Dashboard actions and `svc runs` routes, forwarded to an orchestrator (kernel/relay/dashboard).
+    const dashboard = createDashboard({ db: database.pool, pool, logger, ...(options.dashboardTimeoutMs !== undefined ? { timeoutMs: options.dashboardTimeoutMs } : {}) });
+    stops.push(() => dashboard.close());
     const endpoint = new OrchestratorEndpoint({
       db: database.pool,
       pool,
@@ -135,6 +141,7 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Relay
       helloTimeoutMs: options.helloTimeoutMs ?? 10_000,
       maxInvalidFrames: options.maxInvalidFrames ?? 20,
       onReady: (connection) => replayer.kick(connection.orgId),
+      onResponse: (connection, message) => dashboard.handleResponse(connection, message),
     });
 
     const http = createHttpServer({ logger, metrics });
@@ -159,6 +166,7 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Relay
       totalBudgetMs,
       shedRetryAfterSeconds: options.shedRetryAfterSeconds ?? 10,
     });
+    dashboard.register(http); // dashboard actions + CLI run routes (kernel/relay/dashboard)
     // Runs before the database closes and after the sockets: in-flight webhooks still get buffered.
     stops.push(async () => {
       // In-flight webhooks finish within the total budget; past it, cut what is left.

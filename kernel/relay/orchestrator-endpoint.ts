@@ -46,6 +46,8 @@ export interface OrchestratorEndpointOptions {
   maxInvalidFrames: number;
   /** An orchestrator finished hello: replay the org's buffer. */
   onReady(connection: OrchestratorConnection): void;
+  /** Responses to dashboard requests (`*.response`, kernel/relay/dashboard). */
+  onResponse?(connection: OrchestratorConnection, message: Extract<OrchestratorToRelay, { requestId: string }>): void;
 }
 
 interface SocketState {
@@ -184,6 +186,11 @@ export class OrchestratorEndpoint {
     if (message.type === 'webhook.ack') {
       // Acks bypass the queue: a delivery waits on them.
       if (!state.connection?.handleAck(message)) log.debug({ deliveryRef: message.deliveryRef }, 'ack for no waiting delivery (late or replayed)');
+      return;
+    }
+    if ('requestId' in message) {
+      // Responses bypass the queue too: an HTTP request waits on them.
+      if (state.connection) this.#options.onResponse?.(state.connection, message);
       return;
     }
     state.queue = state.queue.then(() =>

@@ -117,21 +117,151 @@ export const SourceSecrets = Type.Object(
   Strict,
 );
 
-export const RunRerunRequest = Type.Object({ type: Type.Literal('run.rerun.request'), requestId: Id, runId: Id, triggeredBy: Type.String() }, Strict);
+/**
+ * A dashboard request the orchestrator could not answer. `status` is the HTTP status the relay
+ * answers with (404 unknown run, 409 cannot re-run, 429 inside the re-run cooldown, …).
+ */
+export const DashboardError = Type.Object(
+  {
+    code: Type.String(),
+    message: Type.String(),
+    status: Type.Integer(),
+    /** With 429: seconds until the action is allowed again (the relay's `Retry-After`). */
+    retryAfterSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600 })),
+  },
+  Strict,
+);
+export type DashboardError = Static<typeof DashboardError>;
+
+/**
+ * Dashboard requests carry the org of the path (`orgId`): an orchestrator only answers for runs of
+ * that org, even when it serves several. Optional on the first three for older relays.
+ */
+export const RunRerunRequest = Type.Object({ type: Type.Literal('run.rerun.request'), requestId: Id, runId: Id, triggeredBy: Type.String(), orgId: Type.Optional(Id) }, Strict);
 export const RunRerunResponse = Type.Object(
-  { type: Type.Literal('run.rerun.response'), requestId: Id, newRunId: Type.Optional(Id), error: Type.Optional(Type.Object({ code: Type.String(), message: Type.String(), status: Type.Integer() }, Strict)) },
+  { type: Type.Literal('run.rerun.response'), requestId: Id, newRunId: Type.Optional(Id), error: Type.Optional(DashboardError) },
   Strict,
 );
-export const RunCancelRequest = Type.Object({ type: Type.Literal('run.cancel.request'), requestId: Id, runId: Id, cancelledBy: Type.String() }, Strict);
+export const RunCancelRequest = Type.Object({ type: Type.Literal('run.cancel.request'), requestId: Id, runId: Id, cancelledBy: Type.String(), orgId: Type.Optional(Id) }, Strict);
 export const RunCancelResponse = Type.Object(
-  { type: Type.Literal('run.cancel.response'), requestId: Id, cancelledJobs: Type.Optional(Type.Integer({ minimum: 0 })), error: Type.Optional(Type.Object({ code: Type.String(), message: Type.String(), status: Type.Integer() }, Strict)) },
+  { type: Type.Literal('run.cancel.response'), requestId: Id, cancelledJobs: Type.Optional(Type.Integer({ minimum: 0 })), error: Type.Optional(DashboardError) },
   Strict,
 );
-export const DashboardPayload = Type.Object({ type: Type.Literal('dashboard.payload'), requestId: Id, runId: Id }, Strict);
+export const DashboardPayload = Type.Object({ type: Type.Literal('dashboard.payload'), requestId: Id, runId: Id, orgId: Type.Optional(Id) }, Strict);
 export const DashboardPayloadResponse = Type.Object(
-  { type: Type.Literal('dashboard.payload.response'), requestId: Id, payload: Type.Optional(Type.Unknown()), error: Type.Optional(Type.Object({ code: Type.String(), message: Type.String(), status: Type.Integer() }, Strict)) },
+  { type: Type.Literal('dashboard.payload.response'), requestId: Id, payload: Type.Optional(Type.Unknown()), error: Type.Optional(DashboardError) },
   Strict,
 );
+
+const NullableString = Type.Union([Type.String(), Type.Null()]);
+const NullableTime = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
+
+/** One step of a job as `svc runs show` prints it. */
+export const RunStepView = Type.Object(
+  { index: Type.Integer({ minimum: 0 }), name: Type.String(), status: Type.String(), reason: NullableString, startedAt: NullableTime, finishedAt: NullableTime },
+  Strict,
+);
+export type RunStepView = Static<typeof RunStepView>;
+
+export const RunJobView = Type.Object(
+  {
+    jobId: Id,
+    name: Type.String(),
+    /** Unique within the run (matrix instances carry their values). */
+    displayName: Type.String(),
+    kind: Type.String(),
+    status: Type.String(),
+    reason: NullableString,
+    agentId: NullableString,
+    needs: Type.Array(Type.String()),
+    runsOn: Type.Array(Type.String()),
+    attempts: Type.Integer({ minimum: 0 }),
+    queuedAt: NullableTime,
+    startedAt: NullableTime,
+    finishedAt: NullableTime,
+    steps: Type.Array(RunStepView),
+  },
+  Strict,
+);
+export type RunJobView = Static<typeof RunJobView>;
+
+/** Run detail for `svc runs show` (the orchestrator's records; lineage per spec "Other records"). */
+export const RunView = Type.Object(
+  {
+    runId: Id,
+    orgId: Id,
+    status: Type.String(),
+    reason: NullableString,
+    workflow: Type.String(),
+    repository: Type.String(),
+    workflowRepository: Type.String(),
+    workflowSha: Type.String(),
+    sha: Type.String(),
+    ref: NullableString,
+    eventName: Type.String(),
+    actor: Type.String(),
+    trustTier: Type.String(),
+    deliveryId: NullableString,
+    parentRunId: NullableString,
+    originalRunId: NullableString,
+    triggeredBy: NullableString,
+    cancelledBy: NullableString,
+    createdAt: Type.String({ format: 'date-time' }),
+    startedAt: NullableTime,
+    finishedAt: NullableTime,
+    durationMs: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()]),
+    jobs: Type.Array(RunJobView),
+  },
+  Strict,
+);
+export type RunView = Static<typeof RunView>;
+
+export const RunShowRequest = Type.Object({ type: Type.Literal('run.show.request'), requestId: Id, orgId: Id, runId: Id }, Strict);
+export const RunShowResponse = Type.Object({ type: Type.Literal('run.show.response'), requestId: Id, run: Type.Optional(RunView), error: Type.Optional(DashboardError) }, Strict);
+
+/** One log line as the agent sent it (already masked), with the job it belongs to. */
+export const RunLogLine = Type.Object(
+  {
+    jobId: Id,
+    /** The job's display name. */
+    job: Type.String(),
+    seq: Type.Integer({ minimum: 0 }),
+    at: Type.String(),
+    /** Step name, or `(setup)` for output before the first step. */
+    step: Type.String(),
+    stream: Type.String(),
+    text: Type.String(),
+  },
+  Strict,
+);
+export type RunLogLine = Static<typeof RunLogLine>;
+
+/** Max length of a log cursor (opaque to clients: pass back what the last page returned). */
+export const MAX_LOG_CURSOR_LENGTH = 20_000;
+
+export const RunLogsPage = Type.Object(
+  {
+    runId: Id,
+    /** The run's status when the page was read. */
+    status: Type.String(),
+    /** The run has ended: once `more` is false too, no line will follow. */
+    terminal: Type.Boolean(),
+    lines: Type.Array(RunLogLine),
+    /** Pass as `after` for the lines that follow. */
+    cursor: Type.String({ maxLength: MAX_LOG_CURSOR_LENGTH }),
+    /** More lines are already stored: ask again at once. */
+    more: Type.Boolean(),
+  },
+  Strict,
+);
+export type RunLogsPage = Static<typeof RunLogsPage>;
+
+export const RunLogsRequest = Type.Object(
+  { type: Type.Literal('run.logs.request'), requestId: Id, orgId: Id, runId: Id, after: Type.Optional(Type.String({ maxLength: MAX_LOG_CURSOR_LENGTH })) },
+  Strict,
+);
+export const RunLogsResponse = Type.Object({ type: Type.Literal('run.logs.response'), requestId: Id, page: Type.Optional(RunLogsPage), error: Type.Optional(DashboardError) }, Strict);
+
 export const ExecutionStatus = Type.Object(
   {
     type: Type.Literal('execution.status'),
@@ -165,6 +295,8 @@ export const OrchestratorToRelayMembers = [
   RunRerunResponse,
   RunCancelResponse,
   DashboardPayloadResponse,
+  RunShowResponse,
+  RunLogsResponse,
   ExecutionStatus,
   JobStatusForward,
 ] as const;
@@ -172,6 +304,6 @@ export const OrchestratorToRelay = Type.Union([...OrchestratorToRelayMembers]);
 export type OrchestratorToRelay = Static<typeof OrchestratorToRelay>;
 
 /** Messages the relay sends to an orchestrator. */
-export const RelayToOrchestratorMembers = [RelayWelcome, WebhookDeliver, RunRerunRequest, RunCancelRequest, DashboardPayload] as const;
+export const RelayToOrchestratorMembers = [RelayWelcome, WebhookDeliver, RunRerunRequest, RunCancelRequest, DashboardPayload, RunShowRequest, RunLogsRequest] as const;
 export const RelayToOrchestrator = Type.Union([...RelayToOrchestratorMembers]);
 export type RelayToOrchestrator = Static<typeof RelayToOrchestrator>;

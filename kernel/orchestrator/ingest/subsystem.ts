@@ -7,6 +7,7 @@ import type { OrchestratorContext, Subsystem } from '../context.ts';
 import { notifyJobsQueued } from '../dispatch/notify.ts';
 import { connectRelay, type RelayLink } from '../relay-link/index.ts';
 import { runAdminRoutes } from '../runs/routes.ts';
+import { relayMessageHandler } from '../runs-api/index.ts';
 import { listSources, toRelaySource } from '../sources/store.ts';
 import { releaseInterrupted } from './delivery-record.ts';
 import { webhookRoutes } from './http.ts';
@@ -66,6 +67,8 @@ export const ingestSubsystem: Subsystem = {
       orchestratorId: ctx.nodeId,
       sources: () => [...announced.values()],
       logger,
+      // Dashboard/CLI requests relayed by the Platform (rerun, cancel, payload, run show/logs): runs-api.
+      onMessage: relayMessageHandler(ctx, pipeline, (reply) => link.send(reply)),
       onDelivery: async (message) => {
         const delivery: IncomingDelivery = {
           orgId: message.orgId,

@@ -1,0 +1,31 @@
+// Dashboard actions and developer-CLI run routes of the relay, forwarded to orchestrators.
+import type { Logger } from 'pino';
+import type { DatabasePool } from '../../services/db/index.ts';
+import type { SvcHttpServer } from '../../services/http/index.ts';
+import type { OrchestratorConnection, OrchestratorPool } from '../orchestrator-pool.ts';
+import { DashboardBroker, type BrokerResponse } from './broker.ts';
+import { registerDashboardRoutes } from './routes.ts';
+
+export { DashboardBroker, type BrokerRequest, type BrokerResponse } from './broker.ts';
+export { authorize, identify, type Caller } from './auth.ts';
+export { registerDashboardRoutes } from './routes.ts';
+
+/** spec Limits names none; long enough for a re-run's lock fetch from a forge. */
+export const DASHBOARD_TIMEOUT_MS = 15_000;
+
+export interface Dashboard {
+  /** The orchestrator endpoint's hook for `*.response` frames. */
+  handleResponse(connection: OrchestratorConnection, message: BrokerResponse): void;
+  register(app: SvcHttpServer): void;
+  close(): void;
+}
+
+export function createDashboard(options: { db: DatabasePool; pool: OrchestratorPool; logger: Logger; timeoutMs?: number }): Dashboard {
+  const logger = options.logger.child({ component: 'dashboard' });
+  const broker = new DashboardBroker({ pool: options.pool, logger, timeoutMs: options.timeoutMs ?? DASHBOARD_TIMEOUT_MS });
+  return {
+    handleResponse: (connection, message) => void broker.handleResponse(connection, message),
+    register: (app) => registerDashboardRoutes(app, { db: options.db, broker, logger }),
+    close: () => broker.close(),
+  };
+}

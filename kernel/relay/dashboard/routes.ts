@@ -1,0 +1,145 @@
+// Dashboard actions (spec "Dashboard actions") and the developer CLI's run routes, each forwarded
+// to a connected orchestrator of the org over its WebSocket:
+//   POST /orgs/:orgId/runs/:runId/rerun          → 200 { newRunId }; 429 inside the cooldown
+//   POST /orgs/:orgId/runs/:runId/cancel         → 200 { cancelledJobs }
+//   GET  /orgs/:orgId/runs/:runId/payload        → 200 { payload }
+//   GET  /v1/orgs/:orgId/runs/:runId             → 200 { run }            (svc runs show)
+//   GET  /v1/orgs/:orgId/runs/:runId/logs?after= → 200 RunLogsPage        (svc runs logs)
+//   GET  /v1/whoami                              → 200 { orgId, kind, user? } (svc login)
+// Order of checks: token (401), org (403), path and query (400), an orchestrator (503), its
+// answer (its status; 504 when it does not answer in time).
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import { MAX_LOG_CURSOR_LENGTH, type DashboardError } from '../../../schemas/wire/relay.ts';
+import { sql, type DatabasePool } from '../../services/db/index.ts';
+import { InputError, isSvcError } from '../../services/errors.ts';
+import type { SvcHttpServer } from '../../services/http/index.ts';
+import { ORG_ID_PATTERN } from '../orgs.ts';
+import { authorize, identify, type Caller } from './auth.ts';
+import type { DashboardBroker } from './broker.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export interface DashboardRoutesOptions {
+  db: DatabasePool;
+  broker: DashboardBroker;
+  logger: Logger;
+}
+
+interface RunParams {
+  orgId: string;
+  runId: string;
+}
+
+class RelayedError extends Error {
+  readonly error: DashboardError;
+  constructor(error: DashboardError) {
+    super(error.message);
+    this.error = error;
+  }
+}
+
+function send(reply: FastifyReply, status: number, body: unknown): FastifyReply {
+  return reply.code(status).type('application/json; charset=utf-8').send(body);
+}
+
+function failed(reply: FastifyReply, error: unknown): FastifyReply {
+  if (error instanceof RelayedError) {
+    const e = error.error;
+    if (e.retryAfterSeconds !== undefined) void reply.header('retry-after', String(Math.max(1, e.retryAfterSeconds)));
+    const status = Number.isInteger(e.status) && e.status >= 400 && e.status <= 599 ? e.status : 502;
+    return send(reply, status, { error: { code: e.code, message: e.message } });
+  }
+  // 504 for a timeout; other SvcErrors go to the shared mapping.
+  if (isSvcError(error) && typeof error.details?.['status'] === 'number') return send(reply, error.details['status'], { error: { code: error.code, message: error.message } });
+  throw error;
+}
+
+/** Throws the orchestrator's error, else returns the response. */
+function unwrap<T extends { error?: DashboardError }>(response: T): T {
+  if (response.error !== undefined) throw new RelayedError(response.error);
+  return response;
+}
+
+async function checked(db: DatabasePool, request: FastifyRequest): Promise<{ caller: Caller; orgId: string; runId: string }> {
+  const { orgId, runId } = request.params as RunParams;
+  // A malformed org id cannot be the caller's org: 403 after a good token, like any other org.
+  const caller = await authorize(db, request, ORG_ID_PATTERN.test(orgId) ? orgId : `\u0000${orgId}`);
+  if (!UUID.test(runId)) throw new InputError('SVC_ERR_RELAY_RUN_ID_INVALID', `"${runId.slice(0, 80)}" is not a run id (a UUID)`);
+  return { caller, orgId, runId: runId.toLowerCase() };
+}
+
+export function registerDashboardRoutes(app: SvcHttpServer, options: DashboardRoutesOptions): void {
+  const { db, broker, logger } = options;
+
+  app.post('/orgs/:orgId/runs/:runId/rerun', async (request, reply) => {
+    try {
+      const { caller, orgId, runId } = await checked(db, request);
+      const response = unwrap(await broker.request(orgId, { type: 'run.rerun.request', orgId, runId, triggeredBy: caller.actor }));
+      if (response.newRunId === undefined) throw new RelayedError({ code: 'SVC_ERR_RELAY_BAD_ANSWER', message: 'the orchestrator answered without a run id', status: 502 });
+      await db.query(sql.unsafe`update relay_runs set last_rerun_at = now() where org_id = ${orgId} and run_id = ${runId}`).catch((error: unknown) => logger.warn({ err: error }, 'last_rerun_at not recorded'));
+      logger.info({ orgId, runId, newRunId: response.newRunId, by: caller.actor }, 'run re-run');
+      return send(reply, 200, { newRunId: response.newRunId });
+    } catch (error) {
+      return failed(reply, error);
+    }
+  });
+
+  app.post('/orgs/:orgId/runs/:runId/cancel', async (request, reply) => {
+    try {
+      const { caller, orgId, runId } = await checked(db, request);
+      const response = unwrap(await broker.request(orgId, { type: 'run.cancel.request', orgId, runId, cancelledBy: caller.actor }));
+      await db
+        .query(sql.unsafe`update relay_runs set cancelled_by = coalesce(cancelled_by, ${caller.actor}) where org_id = ${orgId} and run_id = ${runId}`)
+        .catch((error: unknown) => logger.warn({ err: error }, 'cancelled_by not recorded'));
+      logger.info({ orgId, runId, cancelledJobs: response.cancelledJobs, by: caller.actor }, 'run cancel requested');
+      return send(reply, 200, { cancelledJobs: response.cancelledJobs ?? 0 });
+    } catch (error) {
+      return failed(reply, error);
+    }
+  });
+
+  app.get('/orgs/:orgId/runs/:runId/payload', async (request, reply) => {
+    try {
+      const { orgId, runId } = await checked(db, request);
+      const response = unwrap(await broker.request(orgId, { type: 'dashboard.payload', orgId, runId }));
+      return send(reply, 200, { payload: response.payload ?? null });
+    } catch (error) {
+      return failed(reply, error);
+    }
+  });
+
+  app.get('/v1/orgs/:orgId/runs/:runId', async (request, reply) => {
+    try {
+      const { orgId, runId } = await checked(db, request);
+      const response = unwrap(await broker.request(orgId, { type: 'run.show.request', orgId, runId }));
+      if (response.run === undefined) throw new RelayedError({ code: 'SVC_ERR_RELAY_BAD_ANSWER', message: 'the orchestrator answered without the run', status: 502 });
+      return send(reply, 200, { run: response.run });
+    } catch (error) {
+      return failed(reply, error);
+    }
+  });
+
+  app.get('/v1/orgs/:orgId/runs/:runId/logs', async (request, reply) => {
+    try {
+      const { orgId, runId } = await checked(db, request);
+      const query = request.query as Record<string, unknown>;
+      const unknown = Object.keys(query).filter((k) => k !== 'after');
+      if (unknown.length > 0) throw new InputError('SVC_ERR_RELAY_QUERY_INVALID', `unknown query parameter(s): ${unknown.join(', ')}; only "after" is accepted`);
+      const after = query['after'];
+      if (after !== undefined && (typeof after !== 'string' || after.length > MAX_LOG_CURSOR_LENGTH)) {
+        throw new InputError('SVC_ERR_RELAY_QUERY_INVALID', `"after" must be one cursor of at most ${MAX_LOG_CURSOR_LENGTH} characters, as the previous page returned it`);
+      }
+      const response = unwrap(await broker.request(orgId, { type: 'run.logs.request', orgId, runId, ...(after === undefined || after === '' ? {} : { after }) }));
+      if (response.page === undefined) throw new RelayedError({ code: 'SVC_ERR_RELAY_BAD_ANSWER', message: 'the orchestrator answered without a page', status: 502 });
+      return send(reply, 200, response.page);
+    } catch (error) {
+      return failed(reply, error);
+    }
+  });
+
+  app.get('/v1/whoami', async (request, reply) => {
+    const caller = await identify(db, request);
+    return send(reply, 200, { orgId: caller.orgId, kind: caller.kind, ...(caller.kind === 'pat' ? { user: caller.actor } : {}) });
+  });
+}

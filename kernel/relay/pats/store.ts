@@ -1,0 +1,117 @@
+// Personal access tokens: org-scoped bearer tokens for the developer CLI. A token is shown once,
+// when it is minted; the relay keeps its SHA-256 only. Revoked tokens stop working at once.
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { Type } from 'typebox';
+import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
+import { InputError, NotFoundError } from '../../services/errors.ts';
+import { checkOrgId } from '../orgs.ts';
+
+/** PATs start with this so they are easy to spot (and never mistaken for a platform token). */
+export const PAT_PREFIX = 'svcpat_';
+const USER_PATTERN = /^[\x21-\x7e](?:[\x20-\x7e]{0,98}[\x21-\x7e])?$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** `last_used_at` is written at most this often per token. */
+const LAST_USED_RESOLUTION_SECONDS = 60;
+
+export interface CreatedPat {
+  id: string;
+  orgId: string;
+  user: string;
+  name: string;
+  /** Shown once; only its SHA-256 is stored. */
+  token: string;
+  createdAt: string;
+}
+
+export interface PatSummary {
+  id: string;
+  orgId: string;
+  user: string;
+  name: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+}
+
+export interface PatIdentity {
+  id: string;
+  orgId: string;
+  user: string;
+}
+
+export function hashPat(token: string): Buffer {
+  return createHash('sha256').update(token, 'utf8').digest();
+}
+
+function checkUser(user: string): string {
+  if (typeof user !== 'string' || !USER_PATTERN.test(user)) {
+    throw new InputError('SVC_ERR_RELAY_PAT_USER_INVALID', 'the user name must be 1-100 printable ASCII characters, not starting or ending with a space');
+  }
+  return user;
+}
+
+function checkPatId(id: string): string {
+  if (typeof id !== 'string' || !UUID.test(id)) throw new InputError('SVC_ERR_RELAY_PAT_ID_INVALID', `"${String(id).slice(0, 80)}" is not a token id (a UUID, as "relay pat list" prints it)`);
+  return id.toLowerCase();
+}
+
+const IdRow = Type.Object({ created_at: Type.Number() });
+
+export async function createPat(pool: DatabasePool, orgId: string, user: string, name = ''): Promise<CreatedPat> {
+  checkOrgId(orgId);
+  checkUser(user);
+  if (typeof name !== 'string' || name.length > 200 || /[\x00-\x1f\x7f]/.test(name)) throw new InputError('SVC_ERR_RELAY_PAT_NAME_INVALID', 'the token name must be at most 200 characters without control characters');
+  const id = randomUUID();
+  const token = PAT_PREFIX + randomBytes(32).toString('base64url');
+  const row = await pool.maybeOne(sqlTyped(IdRow)`
+    insert into relay_pats (id, org_id, user_name, name, token_sha256)
+    select ${id}, org_id, ${user}, ${name}, ${sql.binary(hashPat(token))} from relay_orgs where org_id = ${orgId}
+    returning created_at`);
+  if (row === null) throw new NotFoundError('SVC_ERR_RELAY_ORG_NOT_FOUND', `org "${orgId}" does not exist; create it with "relay org create ${orgId}"`);
+  return { id, orgId, user, name, token, createdAt: new Date(row.created_at).toISOString() };
+}
+
+const SummaryRow = Type.Object({
+  id: Type.String(),
+  org_id: Type.String(),
+  user_name: Type.String(),
+  name: Type.String(),
+  created_at: Type.Number(),
+  last_used_at: Type.Union([Type.Number(), Type.Null()]),
+  revoked_at: Type.Union([Type.Number(), Type.Null()]),
+});
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+export async function listPats(pool: DatabasePool, orgId?: string): Promise<PatSummary[]> {
+  if (orgId !== undefined) checkOrgId(orgId);
+  const rows = await pool.any(sqlTyped(SummaryRow)`
+    select id::text as id, org_id, user_name, name, created_at, last_used_at, revoked_at from relay_pats
+    ${orgId === undefined ? sql.fragment`` : sql.fragment`where org_id = ${orgId}`}
+    order by org_id, created_at, id`);
+  return rows.map((r) => ({ id: r.id, orgId: r.org_id, user: r.user_name, name: r.name, createdAt: iso(r.created_at)!, lastUsedAt: iso(r.last_used_at), revokedAt: iso(r.revoked_at) }));
+}
+
+/** Revokes a token; revoking a revoked token changes nothing and says so. */
+export async function revokePat(pool: DatabasePool, id: string): Promise<{ id: string; alreadyRevoked: boolean }> {
+  const patId = checkPatId(id);
+  const updated = await pool.query(sql.unsafe`update relay_pats set revoked_at = now() where id = ${patId} and revoked_at is null`);
+  if (updated.rowCount > 0) return { id: patId, alreadyRevoked: false };
+  const exists = await pool.maybeOne(sql.unsafe`select 1 as one from relay_pats where id = ${patId}`);
+  if (exists === null) throw new NotFoundError('SVC_ERR_RELAY_PAT_NOT_FOUND', `no token ${patId}; list them with "relay pat list"`);
+  return { id: patId, alreadyRevoked: true };
+}
+
+const IdentityRow = Type.Object({ id: Type.String(), org_id: Type.String(), user_name: Type.String(), stale: Type.Boolean() });
+
+/** The live (not revoked) token's identity, or undefined. Marks it used. */
+export async function patForToken(pool: DatabasePool, token: string): Promise<PatIdentity | undefined> {
+  if (typeof token !== 'string' || !token.startsWith(PAT_PREFIX) || token.length > 512) return undefined;
+  const row = await pool.maybeOne(sqlTyped(IdentityRow)`
+    select id::text as id, org_id, user_name,
+      (last_used_at is null or last_used_at < now() - make_interval(secs => ${LAST_USED_RESOLUTION_SECONDS})) as stale
+    from relay_pats where token_sha256 = ${sql.binary(hashPat(token))} and revoked_at is null`);
+  if (row === null) return undefined;
+  if (row.stale) await pool.query(sql.unsafe`update relay_pats set last_used_at = now() where id = ${row.id}`);
+  return { id: row.id, orgId: row.org_id, user: row.user_name };
+}
