@@ -27,6 +27,8 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '32' },
     rate: { type: 'string', default: '200' },
     'steady-seconds': { type: 'string', default: '10' },
+    // Write V8 CPU profiles of both bins into this directory (look at the top self-time frames).
+    profile: { type: 'string' },
   },
 });
 const REQUESTS = Math.min(100_000, Number(values.requests));
@@ -41,6 +43,7 @@ const suffix = `${process.pid}_${randomBytes(3).toString('hex')}`;
 const dbNames = [`svc_bench_relay_${suffix}`, `svc_bench_orch_${suffix}`];
 const children: ChildProcess[] = [];
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'svc-bench-ingest-'));
+const PROFILE_DIR = values.profile === undefined ? undefined : path.resolve(values.profile);
 
 async function admin(text: string): Promise<void> {
   const client = new pg.Client({ connectionString: serverUrl });
@@ -60,7 +63,8 @@ function urlFor(name: string): string {
 
 function start(bin: string, name: string, env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(root, bin)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const profile = PROFILE_DIR === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`, `--cpu-prof-name=${name}.${Date.now()}.cpuprofile`];
+    const child = spawn(process.execPath, [...profile, path.join(root, bin)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     children.push(child);
     let out = '';
     const timer = setTimeout(() => reject(new Error(`${name} not ready: ${out}`)), 60_000);

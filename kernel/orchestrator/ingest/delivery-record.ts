@@ -54,38 +54,128 @@ const StatusRow = Type.Object({ status: Type.String() });
 
 export type Claim = { claimed: true; generation: number } | { claimed: false; status: string };
 
+export interface ClaimOptions {
+  sourceId: string;
+  nodeId: string;
+  /** Generic sources' idempotency window: a finished record older than this is processed again as a new generation. */
+  windowSeconds?: number;
+}
+
+/** The ON CONFLICT condition under which this attempt owns the record (else it is a duplicate). */
+function takeOver(windowSeconds: number | undefined) {
+  const window = windowSeconds === undefined ? null : windowSeconds;
+  const expired = sql.fragment`(${window}::int is not null and webhook_deliveries.status not in ('processing', 'shed')
+      and webhook_deliveries.created_at < now() - make_interval(secs => ${window}::int))`;
+  const where = sql.fragment`webhook_deliveries.status = any(${sql.array(UPGRADABLE, 'text')})
+      or (webhook_deliveries.status = 'processing' and webhook_deliveries.updated_at < now() - make_interval(secs => ${STALE_PROCESSING_SECONDS}))
+      or ${expired}`;
+  const generation = sql.fragment`case when ${expired} then webhook_deliveries.generation + 1 else webhook_deliveries.generation end`;
+  const createdAt = sql.fragment`case when ${expired} then now() else webhook_deliveries.created_at end`;
+  const runIds = sql.fragment`case when ${expired} then '{}'::uuid[] else webhook_deliveries.run_ids end`;
+  return { where, generation, createdAt, runIds };
+}
+
 /**
- * Claims the record for processing. `windowSeconds` (generic sources' idempotency window): a
- * finished record older than it is processed again as a new generation.
+ * Claims the record inside the caller's transaction (the one that creates the runs and finishes
+ * the record): insert, or take over a row left `shed`, rejected, stale `processing` or past the
+ * idempotency window. Null when another attempt already processed it (a duplicate). The row is
+ * invisible to others until the transaction commits; a concurrent attempt on the same id waits
+ * on the primary key and then sees the finished record.
  */
+export async function tryClaim(db: CommonQueryMethods, delivery: IncomingDelivery, options: ClaimOptions): Promise<number | null> {
+  const over = takeOver(options.windowSeconds);
+  const row = await db.maybeOne(sqlTyped(ClaimRow)`
+    insert into webhook_deliveries (org_id, delivery_id, routing_key, provider_kind, source_id, status, node_id, received_at)
+    values (${delivery.orgId}, ${delivery.deliveryId}, ${delivery.routingKey}, ${delivery.providerKind}, ${options.sourceId}, 'processing',
+      ${options.nodeId}, ${delivery.receivedAt.toISOString()})
+    on conflict (org_id, delivery_id) do update set status = 'processing', node_id = excluded.node_id, source_id = excluded.source_id,
+      shed_reason = null, message = null, attempts = webhook_deliveries.attempts + 1, updated_at = now(),
+      generation = ${over.generation}, created_at = ${over.createdAt}, run_ids = ${over.runIds}
+    where ${over.where}
+    returning generation`);
+  return row === null ? null : row.generation;
+}
+
+/** A duplicate: counted on the one record. Returns the record's status. */
+export async function countDuplicate(db: CommonQueryMethods, delivery: IncomingDelivery): Promise<string> {
+  const existing = await db.maybeOne(sqlTyped(StatusRow)`
+    update webhook_deliveries set duplicates = duplicates + 1, updated_at = now()
+    where org_id = ${delivery.orgId} and delivery_id = ${delivery.deliveryId} returning status`);
+  return existing?.status ?? 'processing';
+}
+
+/** Claim as its own statement (kept for callers outside a transaction). */
 export async function claimDelivery(
-  pool: DatabasePool,
+  pool: CommonQueryMethods,
   delivery: IncomingDelivery,
   sourceId: string,
   nodeId: string,
   windowSeconds?: number,
 ): Promise<Claim> {
-  const window = windowSeconds === undefined ? null : windowSeconds;
-  const expired = sql.fragment`(${window}::int is not null and webhook_deliveries.status not in ('processing', 'shed')
-      and webhook_deliveries.created_at < now() - make_interval(secs => ${window}::int))`;
-  const row = await pool.maybeOne(sqlTyped(ClaimRow)`
-    insert into webhook_deliveries (org_id, delivery_id, routing_key, provider_kind, source_id, status, node_id, received_at)
-    values (${delivery.orgId}, ${delivery.deliveryId}, ${delivery.routingKey}, ${delivery.providerKind}, ${sourceId}, 'processing',
-      ${nodeId}, ${delivery.receivedAt.toISOString()})
-    on conflict (org_id, delivery_id) do update set status = 'processing', node_id = excluded.node_id, source_id = excluded.source_id,
-      shed_reason = null, message = null, attempts = webhook_deliveries.attempts + 1, updated_at = now(),
-      generation = case when ${expired} then webhook_deliveries.generation + 1 else webhook_deliveries.generation end,
-      created_at = case when ${expired} then now() else webhook_deliveries.created_at end,
-      run_ids = case when ${expired} then '{}' else webhook_deliveries.run_ids end
-    where webhook_deliveries.status = any(${sql.array(UPGRADABLE, 'text')})
-      or (webhook_deliveries.status = 'processing' and webhook_deliveries.updated_at < now() - make_interval(secs => ${STALE_PROCESSING_SECONDS}))
-      or ${expired}
+  const generation = await tryClaim(pool, delivery, { sourceId, nodeId, ...(windowSeconds === undefined ? {} : { windowSeconds }) });
+  if (generation !== null) return { claimed: true, generation };
+  return { claimed: false, status: await countDuplicate(pool, delivery) };
+}
+
+function eventColumns(state: DeliveryState) {
+  const { delivery, event } = state;
+  return {
+    eventType: event?.providerEvent ?? delivery.headers['x-provider-event'] ?? delivery.headers['x-github-event'] ?? null,
+    action: event?.action ?? null,
+    eventName: event?.eventName ?? null,
+    repository: event?.repository?.fullName ?? null,
+    ref: event?.ref ?? null,
+    sha: event?.sha ?? null,
+    sender: event?.sender.login ?? null,
+  };
+}
+
+/**
+ * Claim and finish in ONE statement, for outcomes without runs (no match, no lock file, skipped,
+ * ignored fork, ...): the record is inserted in its final form, or takes over an upgradable row.
+ * One round trip and one commit; null generation means a duplicate (nothing was written).
+ */
+export async function recordOutcome(db: CommonQueryMethods, state: DeliveryState, record: FinishRecord, options: ClaimOptions): Promise<Claim> {
+  const { delivery } = state;
+  const e = eventColumns(state);
+  const over = takeOver(options.windowSeconds);
+  const p = record.payload;
+  const row = await db.maybeOne(sqlTyped(ClaimRow)`
+    insert into webhook_deliveries (org_id, delivery_id, routing_key, provider_kind, source_id, status, message, node_id, received_at,
+      event_type, action, event_name, repository, ref, sha, sender, trust_tier, workflow_modified, run_ids, steps,
+      payload_key, payload_bytes, payload_omitted, payload_omitted_reason)
+    values (${delivery.orgId}, ${delivery.deliveryId}, ${delivery.routingKey}, ${delivery.providerKind}, ${options.sourceId}, ${record.status},
+      ${record.message ?? null}, ${options.nodeId}, ${delivery.receivedAt.toISOString()}, ${e.eventType}, ${e.action}, ${e.eventName},
+      ${e.repository}, ${e.ref}, ${e.sha}, ${e.sender}, ${state.trust.tier}, ${state.workflowModified}, ${sql.array(record.runIds, 'uuid')},
+      ${sql.jsonb(state.steps.entries as never)}, ${p.key}, ${p.bytes}, ${p.omitted}, ${p.reason})
+    on conflict (org_id, delivery_id) do update set status = excluded.status, message = excluded.message, node_id = excluded.node_id,
+      source_id = excluded.source_id, shed_reason = null, attempts = webhook_deliveries.attempts + 1, updated_at = now(),
+      event_type = excluded.event_type, action = excluded.action, event_name = excluded.event_name, repository = excluded.repository,
+      ref = excluded.ref, sha = excluded.sha, sender = excluded.sender, trust_tier = excluded.trust_tier,
+      workflow_modified = excluded.workflow_modified, steps = excluded.steps, payload_key = excluded.payload_key,
+      payload_bytes = excluded.payload_bytes, payload_omitted = excluded.payload_omitted,
+      payload_omitted_reason = excluded.payload_omitted_reason,
+      generation = ${over.generation}, created_at = ${over.createdAt},
+      run_ids = (select coalesce(array_agg(distinct r), '{}') from unnest(${over.runIds} || excluded.run_ids) r)
+    where ${over.where}
     returning generation`);
   if (row !== null) return { claimed: true, generation: row.generation };
-  const existing = await pool.maybeOne(sqlTyped(StatusRow)`
-    update webhook_deliveries set duplicates = duplicates + 1, updated_at = now()
-    where org_id = ${delivery.orgId} and delivery_id = ${delivery.deliveryId} returning status`);
-  return { claimed: false, status: existing?.status ?? 'processing' };
+  return { claimed: false, status: await countDuplicate(db, delivery) };
+}
+
+/**
+ * A transient failure after verification (a lock fetch that failed): recorded `shed` with the
+ * reason so a replay retries it; never downgrades a processed record.
+ */
+export async function recordRetry(db: CommonQueryMethods, delivery: IncomingDelivery, sourceId: string, reason: string, steps: StepEntry[]): Promise<void> {
+  const over = takeOver(undefined);
+  await db.query(sql.unsafe`
+    insert into webhook_deliveries (org_id, delivery_id, routing_key, provider_kind, source_id, status, shed_reason, steps, received_at)
+    values (${delivery.orgId}, ${delivery.deliveryId}, ${delivery.routingKey}, ${delivery.providerKind}, ${sourceId}, 'shed', ${reason},
+      ${sql.jsonb(steps as never)}, ${delivery.receivedAt.toISOString()})
+    on conflict (org_id, delivery_id) do update set status = 'shed', shed_reason = excluded.shed_reason, steps = excluded.steps,
+      source_id = excluded.source_id, attempts = webhook_deliveries.attempts + 1, updated_at = now()
+    where ${over.where}`);
 }
 
 /** Gives back a claim this attempt could not finish (a transient failure): a replay retries it. */
@@ -138,12 +228,12 @@ export interface FinishRecord {
 
 /** Step 16: the record in its final form. Runs in the run-creation transaction when there is one. */
 export async function finishDelivery(db: CommonQueryMethods, state: DeliveryState, record: FinishRecord): Promise<void> {
-  const { delivery, event } = state;
+  const { delivery } = state;
+  const e = eventColumns(state);
   await db.query(sql.unsafe`
     update webhook_deliveries set status = ${record.status}, message = ${record.message ?? null},
-      event_type = ${event?.providerEvent ?? delivery.headers['x-provider-event'] ?? delivery.headers['x-github-event'] ?? null},
-      action = ${event?.action ?? null}, event_name = ${event?.eventName ?? null}, repository = ${event?.repository?.fullName ?? null},
-      ref = ${event?.ref ?? null}, sha = ${event?.sha ?? null}, sender = ${event?.sender.login ?? null},
+      event_type = ${e.eventType}, action = ${e.action}, event_name = ${e.eventName}, repository = ${e.repository},
+      ref = ${e.ref}, sha = ${e.sha}, sender = ${e.sender},
       trust_tier = ${state.trust.tier}, workflow_modified = ${state.workflowModified},
       run_ids = (select coalesce(array_agg(distinct r), '{}') from unnest(webhook_deliveries.run_ids || ${sql.array(record.runIds, 'uuid')}) r),
       steps = ${sql.jsonb(state.steps.entries as never)},

@@ -1,12 +1,13 @@
-// Steps 14-16 for a delivery's surviving candidates: cache check per workflow, then every run
-// with its jobs, the delivery record and the queue notification in ONE transaction, so a crash
-// leaves either all of it or none (and the replay redoes it, finding runs already made).
+// Steps 14-16 for a delivery's surviving candidates: cache check per workflow, then the claim,
+// every run with its jobs, the delivery record and the queue notification in ONE transaction,
+// so a crash leaves either all of it or none (and the replay redoes it).
 import type { CommonQueryMethods } from 'slonik';
 import type { NormalizedEvent } from '../../../schemas/event.ts';
 import type { DatabasePool } from '../../services/db/index.ts';
 import { createRun, type CreatedRun, type RunPlan } from '../runs/create.ts';
 import type { CacheChecker } from './caches.ts';
-import { finishDelivery, type PayloadOutcome } from './delivery-record.ts';
+import { countDuplicate, finishDelivery, recordOutcome, tryClaim, type ClaimOptions } from './delivery-record.ts';
+import type { EventLogWriter } from './event-log.ts';
 import type { Candidate } from './match.ts';
 import type { DeliveryState, DeliveryStatus } from './types.ts';
 
@@ -14,7 +15,9 @@ export type NotifyJobsQueued = (tx: CommonQueryMethods) => Promise<void>;
 
 export interface RunTarget {
   candidate: Candidate;
+  /** The run's delivery key; `deliveryKeyFor` (generic fan-out) wins when the claim's generation matters. */
   deliveryKey: string;
+  deliveryKeyFor?: (generation: number) => string;
   sourceId: string;
   provider: string;
   repository: string;
@@ -63,43 +66,77 @@ export interface DispatchDeps {
   pool: DatabasePool;
   caches: CacheChecker;
   notifyJobsQueued: NotifyJobsQueued;
+  eventLog: EventLogWriter;
 }
 
-/** Cache checks, runs and the finished record. Returns the created (or found) runs. */
+export type DispatchResult = { duplicate: false; runs: CreatedRun[] } | { duplicate: true; status: string };
+
+class Duplicate extends Error {}
+
+/**
+ * Steps 14-16: cache checks, then the claim, the runs, the finished record and the queue
+ * notification in ONE transaction (no runs: one statement). A duplicate (another attempt owns
+ * the record) rolls everything back and is counted on the record. The payload object is written
+ * after the commit (see event-log.ts).
+ */
 export async function dispatchRuns(
   deps: DispatchDeps,
   state: DeliveryState,
   targets: readonly RunTarget[],
   status: DeliveryStatus,
   message: string | undefined,
-  payload: PayloadOutcome,
-): Promise<CreatedRun[]> {
-  const plans: RunPlan[] = [];
-  for (const target of targets) {
-    const c = target.candidate;
-    const check = await deps.caches.check(state.delivery.orgId, c.workflow.contentHash, c.lockfileHash);
-    state.steps.add(
-      'caches',
-      check.sourceHit === null ? 'no_cache' : check.sourceHit ? 'source_hit' : 'source_miss',
-      `${c.workflow.name}: source ${check.sourceHit === null ? 'not configured' : check.sourceHit ? 'hit' : `miss, build ${check.buildKey}`}` +
-        (check.depsHit === null ? '' : `, deps ${check.depsHit ? 'hit' : 'miss'}`),
-    );
-    plans.push(planFor(state, target, check.buildKey));
+  claim: ClaimOptions,
+): Promise<DispatchResult> {
+  const payload = deps.eventLog.plan(state.delivery);
+  try {
+    if (targets.length === 0) {
+      state.steps.add('dispatch', 'none');
+      state.steps.add('delivery-record', status);
+      const outcome = await recordOutcome(deps.pool, state, { status, ...(message === undefined ? {} : { message }), runIds: [], payload }, claim);
+      if (!outcome.claimed) {
+        deps.eventLog.cancel(payload);
+        return { duplicate: true, status: outcome.status };
+      }
+      deps.eventLog.write(state.delivery, payload);
+      return { duplicate: false, runs: [] };
+    }
+    const checked: Array<{ target: RunTarget; buildKey: string | null }> = [];
+    for (const target of targets) {
+      const c = target.candidate;
+      const check = await deps.caches.check(state.delivery.orgId, c.workflow.contentHash, c.lockfileHash);
+      state.steps.add(
+        'caches',
+        check.sourceHit === null ? 'no_cache' : check.sourceHit ? 'source_hit' : 'source_miss',
+        `${c.workflow.name}: source ${check.sourceHit === null ? 'not configured' : check.sourceHit ? 'hit' : `miss, build ${check.buildKey}`}` +
+          (check.depsHit === null ? '' : `, deps ${check.depsHit ? 'hit' : 'miss'}`),
+      );
+      checked.push({ target, buildKey: check.buildKey });
+    }
+    const runs = await deps.pool.transaction(async (tx) => {
+      const generation = await tryClaim(tx, state.delivery, claim);
+      if (generation === null) throw new Duplicate();
+      state.generation = generation;
+      const plans = checked.map(({ target, buildKey }) =>
+        planFor(state, target.deliveryKeyFor === undefined ? target : { ...target, deliveryKey: target.deliveryKeyFor(generation) }, buildKey),
+      );
+      const created: CreatedRun[] = [];
+      for (const plan of plans) created.push(await createRun(tx, plan));
+      const queued = created.reduce((n, r) => n + r.queuedJobs, 0);
+      state.steps.add(
+        'dispatch',
+        'runs_created',
+        created.map((r, i) => `${plans[i]!.workflow.name} → run ${r.runId}${r.created ? '' : ' (existing)'}, ${r.jobIds.length} job(s), status ${r.status}`).join('; '),
+      );
+      state.steps.add('delivery-record', status);
+      await finishDelivery(tx, state, { status, ...(message === undefined ? {} : { message }), runIds: created.map((r) => r.runId), payload });
+      if (queued > 0) await deps.notifyJobsQueued(tx);
+      return created;
+    });
+    deps.eventLog.write(state.delivery, payload);
+    return { duplicate: false, runs };
+  } catch (error) {
+    deps.eventLog.cancel(payload);
+    if (error instanceof Duplicate) return { duplicate: true, status: await countDuplicate(deps.pool, state.delivery) };
+    throw error;
   }
-  const runs = await deps.pool.transaction(async (tx) => {
-    const created: CreatedRun[] = [];
-    for (const plan of plans) created.push(await createRun(tx, plan));
-    const queued = created.reduce((n, r) => n + r.queuedJobs, 0);
-    state.steps.add(
-      'dispatch',
-      created.length === 0 ? 'none' : 'runs_created',
-      created.map((r, i) => `${plans[i]!.workflow.name} → run ${r.runId}${r.created ? '' : ' (existing)'}, ${r.jobIds.length} job(s), status ${r.status}`).join('; ') ||
-        undefined,
-    );
-    state.steps.add('delivery-record', status);
-    await finishDelivery(tx, state, { status, ...(message === undefined ? {} : { message }), runIds: created.map((r) => r.runId), payload });
-    if (queued > 0) await deps.notifyJobsQueued(tx);
-    return created;
-  });
-  return runs;
 }

@@ -12,8 +12,7 @@ import type { PluginHost } from '../../host/index.ts';
 import { verifyHubSignature } from '../../services/crypto/hmac.ts';
 import { messageOf } from '../../services/errors.ts';
 import type { OpenedSource } from '../sources/store.ts';
-import { dispatchRuns, type RunTarget } from './dispatch.ts';
-import { storePayload } from './delivery-record.ts';
+import type { RunTarget } from './dispatch.ts';
 import { matchEvent } from './match.ts';
 import { checkEvent, parsePayload } from './normalize.ts';
 import type { IngestPipeline } from './pipeline.ts';
@@ -152,10 +151,11 @@ export async function processGeneric(pipeline: IngestPipeline, state: DeliverySt
         steps.add('requires', 'dropped', `${candidate.workflow.name}: source ${registration.sourceId} is gone`);
         continue;
       }
-      const suffix = state.generation > 0 ? `#${state.generation}` : '';
       targets.push({
         candidate,
-        deliveryKey: `${delivery.deliveryId}${suffix}:${registration.id}`,
+        deliveryKey: `${delivery.deliveryId}:${registration.id}`,
+        // The generation is known once the record is claimed (in the dispatch transaction).
+        deliveryKeyFor: (generation) => `${delivery.deliveryId}${generation > 0 ? `#${generation}` : ''}:${registration.id}`,
         sourceId: owner.id,
         provider: owner.providerKind,
         repository: registration.repository,
@@ -164,9 +164,6 @@ export async function processGeneric(pipeline: IngestPipeline, state: DeliverySt
       });
     }
     steps.add('requires', 'none');
-    const status = targets.length > 0 ? 'matched' : 'no_match';
-    const payload = await storePayload(pipeline.deps.storage, delivery, pipeline.deps.config.eventLog.maxPayloadBytes);
-    const runs = await dispatchRuns({ pool: pipeline.deps.pool, caches: pipeline.caches, notifyJobsQueued: pipeline.deps.notifyJobsQueued }, state, targets, status, undefined, payload);
-    return { result: 'accepted', status, runIds: runs.map((r) => r.runId), deliveryId: delivery.deliveryId };
+    return pipeline.dispatch(state, targets, targets.length > 0 ? 'matched' : 'no_match');
   });
 }

@@ -20,8 +20,9 @@ import { Admission, type AdmissionOptions } from './admission.ts';
 import { parseApprovalCommand, recordApprovalCommand } from './approval-commands.ts';
 import { CacheChecker } from './caches.ts';
 import { changedFilesFor } from './changed-files.ts';
-import { claimDelivery, finishDelivery, recordRejected, recordShed, releaseClaim, storePayload } from './delivery-record.ts';
-import { dispatchRuns, type NotifyJobsQueued, type RunTarget } from './dispatch.ts';
+import { countDuplicate, recordOutcome, recordRejected, recordRetry, recordShed, type ClaimOptions } from './delivery-record.ts';
+import { dispatchRuns, type DispatchResult, type NotifyJobsQueued, type RunTarget } from './dispatch.ts';
+import { EventLogWriter } from './event-log.ts';
 import { processGeneric } from './generic.ts';
 import { LockCache } from './lock-fetch.ts';
 import { matchEvent, type Candidate } from './match.ts';
@@ -46,8 +47,10 @@ export interface IngestDeps {
   storage?: StorageExtensionPoint;
   notifyJobsQueued: NotifyJobsQueued;
   admission?: Partial<AdmissionOptions>;
-  /** Short TTL of opened sources (ms). */
+  /** TTL of opened sources (ms); changes also invalidate them at once (see sources/cache.ts). */
   sourceCacheTtlMs?: number;
+  /** Event-log payload writer tuning (tests). */
+  eventLog?: { concurrency?: number; maxQueuedBytes?: number; flushMs?: number };
 }
 
 /** Delivery ids seen finished on this node (the in-memory half of dedup). */
@@ -60,6 +63,7 @@ export class IngestPipeline {
   readonly admission: Admission;
   readonly providers: ProviderResolver;
   readonly caches: CacheChecker;
+  readonly eventLog: EventLogWriter;
   readonly #seen = new LRUCache<string, true>({ max: MEMORY_DEDUP_MAX, ttl: 24 * 3600_000 });
   readonly #settingsChecks = new WeakMap<TSchema, SchemaCheck<TSchema>>();
   readonly #fanout;
@@ -68,7 +72,14 @@ export class IngestPipeline {
 
   constructor(deps: IngestDeps) {
     this.deps = deps;
-    this.sources = new SourceCache(deps.pool, deps.masterKeys, { ttlMs: deps.sourceCacheTtlMs ?? 5000 });
+    this.sources = new SourceCache(deps.pool, deps.masterKeys, { ttlMs: deps.sourceCacheTtlMs ?? 30_000 });
+    this.eventLog = new EventLogWriter({
+      storage: deps.storage,
+      pool: deps.pool,
+      logger: deps.logger,
+      maxPayloadBytes: deps.config.eventLog.maxPayloadBytes,
+      ...deps.eventLog,
+    });
     this.locks = new LockCache(deps.config.lockfileCache);
     this.admission = new Admission(deps.admission);
     this.providers = new ProviderResolver(deps.host);
@@ -100,25 +111,37 @@ export class IngestPipeline {
   }
 
   async ingestDelivery(delivery: IncomingDelivery): Promise<IngestOutcome> {
-    const logger = this.deps.logger.child({ orgId: delivery.orgId, deliveryId: delivery.deliveryId, routingKey: delivery.routingKey });
-    const steps = new StepLog(logger);
+    // A child logger costs a bindings serialization: made only when something logs.
+    const parent = this.deps.logger;
+    let child: Logger | undefined;
+    const loggerOf = (): Logger => (child ??= parent.child({ orgId: delivery.orgId, deliveryId: delivery.deliveryId, routingKey: delivery.routingKey }));
+    const steps = new StepLog(loggerOf, parent.isLevelEnabled('debug'));
     // Step 1: admission.
     const release = this.admission.admit();
     if (release === null) {
       const reason = `in-flight limit reached (${this.admission.inFlight} deliveries in flight)`;
       steps.add('admission', 'shed', reason);
-      await recordShed(this.deps.pool, delivery, reason, steps.entries).catch((error: unknown) => logger.warn({ err: error }, 'could not record a shed delivery'));
+      await recordShed(this.deps.pool, delivery, reason, steps.entries).catch((error: unknown) => loggerOf().warn({ err: error }, 'could not record a shed delivery'));
       this.countOutcome('shed');
       return { result: 'shed_retry_later', retryAfterSeconds: this.admission.retryAfterSeconds, message: reason, status: 'shed', runIds: [], deliveryId: delivery.deliveryId };
     }
     steps.add('admission', 'admitted');
-    const state: DeliveryState = { delivery, steps, logger, trust: { tier: 'unresolved', isFork: 'unresolved' }, workflowModified: false, generation: 0 };
+    const state: DeliveryState = {
+      delivery,
+      steps,
+      get logger() {
+        return loggerOf();
+      },
+      trust: { tier: 'unresolved', isFork: 'unresolved' },
+      workflowModified: false,
+      generation: 0,
+    };
     try {
       const outcome = delivery.providerKind === 'generic' ? await processGeneric(this, state) : await this.#process(state);
       this.countOutcome(outcome.status);
       return outcome;
     } catch (error) {
-      logger.error({ err: error }, 'ingest failed');
+      loggerOf().error({ err: error }, 'ingest failed');
       return { result: 'shed_retry_later', retryAfterSeconds: this.admission.retryAfterSeconds, message: `ingest failed: ${messageOf(error)}`, status: 'shed', runIds: [], deliveryId: delivery.deliveryId };
     } finally {
       release();
@@ -132,45 +155,78 @@ export class IngestPipeline {
     return { result: status, message, status, runIds: [], deliveryId: state.delivery.deliveryId };
   }
 
-  /** Step 3 for a verified delivery: memory, then the persisted claim. Null when this attempt owns it. */
+  /**
+   * Step 3 for a verified delivery: the in-memory half here; the persisted half is the claim,
+   * made in the same statement or transaction that finishes the record (steps 15-16), so a
+   * delivery costs one commit. Null when processing goes on.
+   */
   async dedup(state: DeliveryState, source: OpenedSource, windowSeconds?: number): Promise<IngestOutcome | null> {
     const { delivery } = state;
     if (windowSeconds === undefined && this.seen(delivery.orgId, delivery.deliveryId)) {
       state.steps.add('dedup', 'duplicate', 'seen on this node');
-      void claimDelivery(this.deps.pool, delivery, source.id, this.deps.nodeId).catch(() => undefined);
-      return { result: 'duplicate', status: 'duplicate', runIds: [], deliveryId: delivery.deliveryId, message: 'delivery already processed' };
+      void countDuplicate(this.deps.pool, delivery).catch(() => undefined);
+      return this.duplicate(delivery, 'seen');
     }
-    const claim = await claimDelivery(this.deps.pool, delivery, source.id, this.deps.nodeId, windowSeconds);
-    if (!claim.claimed) {
-      state.steps.add('dedup', 'duplicate', `recorded as ${claim.status}`);
-      if (claim.status !== 'processing') this.markSeen(delivery.orgId, delivery.deliveryId);
-      return { result: 'duplicate', status: 'duplicate', runIds: [], deliveryId: delivery.deliveryId, message: `delivery already ${claim.status === 'processing' ? 'in progress' : 'processed'}` };
-    }
-    state.generation = claim.generation;
-    state.steps.add('dedup', 'new', claim.generation > 0 ? `generation ${claim.generation}` : undefined);
+    state.claim = { sourceId: source.id, nodeId: this.deps.nodeId, ...(windowSeconds === undefined ? {} : { windowSeconds }) };
+    state.steps.add('dedup', 'new');
     return null;
   }
 
-  /** Runs a claimed delivery to its record; stops become their status, failures a retry. */
+  duplicate(delivery: IncomingDelivery, status: string): IngestOutcome {
+    if (status !== 'processing') this.markSeen(delivery.orgId, delivery.deliveryId);
+    return { result: 'duplicate', status: 'duplicate', runIds: [], deliveryId: delivery.deliveryId, message: `delivery already ${status === 'processing' ? 'in progress' : 'processed'}` };
+  }
+
+  /** Steps 14-16 through dispatch; a duplicate found by the claim is answered as one. */
+  async dispatch(state: DeliveryState, targets: readonly RunTarget[], status: IngestOutcome['status']): Promise<IngestOutcome> {
+    const { delivery } = state;
+    const result: DispatchResult = await dispatchRuns(
+      { pool: this.deps.pool, caches: this.caches, notifyJobsQueued: this.deps.notifyJobsQueued, eventLog: this.eventLog },
+      state,
+      targets,
+      status,
+      undefined,
+      this.#claimOf(state),
+    );
+    if (result.duplicate) return this.duplicate(delivery, result.status);
+    this.markSeen(delivery.orgId, delivery.deliveryId);
+    return { result: 'accepted', status, runIds: result.runs.map((r) => r.runId), deliveryId: delivery.deliveryId };
+  }
+
+  #claimOf(state: DeliveryState): ClaimOptions {
+    if (state.claim === undefined) throw new Error('delivery reached its record without a dedup step');
+    return state.claim;
+  }
+
+  /** Runs a verified delivery to its record; stops become their status, failures a retry. */
   async finishClaimed(state: DeliveryState, body: () => Promise<IngestOutcome>): Promise<IngestOutcome> {
     const { delivery } = state;
+    const claim = this.#claimOf(state);
     try {
       return await body();
     } catch (error) {
       if (error instanceof IngestStop) {
         if (error.result === 'shed_retry_later') {
           state.steps.add('retry', 'shed', error.detail);
-          await releaseClaim(this.deps.pool, delivery, error.detail, state.steps.entries);
+          await recordRetry(this.deps.pool, delivery, claim.sourceId, error.detail, state.steps.entries);
           return { result: 'shed_retry_later', retryAfterSeconds: error.retryAfterSeconds ?? this.admission.retryAfterSeconds, message: error.detail, status: 'shed', runIds: [], deliveryId: delivery.deliveryId };
         }
-        const payload = await storePayload(this.deps.storage, delivery, this.deps.config.eventLog.maxPayloadBytes);
+        const payload = this.eventLog.plan(delivery);
         state.steps.add('delivery-record', error.status, error.detail);
-        await finishDelivery(this.deps.pool, state, { status: error.status, message: error.detail, runIds: [], payload });
+        const recorded = await recordOutcome(this.deps.pool, state, { status: error.status, message: error.detail, runIds: [], payload }, claim).catch((e: unknown) => {
+          this.eventLog.cancel(payload);
+          throw e;
+        });
+        if (!recorded.claimed) {
+          this.eventLog.cancel(payload);
+          return this.duplicate(delivery, recorded.status);
+        }
+        this.eventLog.write(delivery, payload);
         this.markSeen(delivery.orgId, delivery.deliveryId);
         return { result: error.result, message: error.detail, status: error.status, runIds: [], deliveryId: delivery.deliveryId };
       }
       state.steps.add('retry', 'shed', messageOf(error));
-      await releaseClaim(this.deps.pool, delivery, `failed: ${messageOf(error)}`.slice(0, 500), state.steps.entries).catch(() => undefined);
+      await recordRetry(this.deps.pool, delivery, claim.sourceId, `failed: ${messageOf(error)}`.slice(0, 500), state.steps.entries).catch(() => undefined);
       throw error;
     }
   }
@@ -343,10 +399,7 @@ export class IngestPipeline {
       ref: pr !== null ? `refs/heads/${pr.baseRef}` : event.ref,
     }));
     const status = targets.length > 0 ? 'matched' : lock === null ? 'no_lock_file' : 'no_match';
-    const payload = await storePayload(this.deps.storage, delivery, this.deps.config.eventLog.maxPayloadBytes);
-    const runs = await dispatchRuns({ pool, caches: this.caches, notifyJobsQueued: this.deps.notifyJobsQueued }, state, targets, status, undefined, payload);
-    this.markSeen(delivery.orgId, delivery.deliveryId);
-    return { result: 'accepted', status, runIds: runs.map((r) => r.runId), deliveryId: delivery.deliveryId };
+    return this.dispatch(state, targets, status);
   }
 
   /** An organization-wide run needs credentials for the workflow's repository too (`workflowAuth`). */

@@ -7,6 +7,7 @@ import type { Lock } from '../../../schemas/lock.ts';
 import type { AckResult } from '../../../schemas/wire/relay.ts';
 import type { RepositoryRef, SourceProviderExtensionPoint } from '../../host/extension-points/provider.ts';
 import type { OpenedSource } from '../sources/store.ts';
+import type { ClaimOptions } from './delivery-record.ts';
 
 export const DELIVERY_STATUSES = [
   'matched',
@@ -61,16 +62,19 @@ export interface StepEntry {
 /** Steps in the spec's order; each appends its outcome here and logs it at debug. */
 export class StepLog {
   readonly entries: StepEntry[] = [];
-  readonly #logger: Logger;
+  readonly #logger: () => Logger;
+  readonly #debug: boolean;
 
-  constructor(logger: Logger) {
-    this.#logger = logger;
+  /** `logger` is called only when debug is on (a per-delivery child logger is not free). */
+  constructor(logger: Logger | (() => Logger), debug?: boolean) {
+    this.#logger = typeof logger === 'function' ? logger : () => logger;
+    this.#debug = debug ?? (typeof logger === 'function' ? true : logger.isLevelEnabled('debug'));
   }
 
   add(step: string, outcome: string, detail?: string): void {
     const entry: StepEntry = detail === undefined ? { step, outcome } : { step, outcome, detail: detail.slice(0, 2000) };
     this.entries.push(entry);
-    this.#logger.debug(entry, 'ingest step');
+    if (this.#debug) this.#logger().debug(entry, 'ingest step');
   }
 }
 
@@ -93,8 +97,10 @@ export interface DeliveryState {
   workflowModified: boolean;
   changedFiles?: string[] | null;
   changedFilesUnavailable?: string;
-  /** Generic sources: processings of this id after its idempotency window. */
+  /** Generic sources: processings of this id after its idempotency window (known once claimed). */
   generation: number;
+  /** Set by the dedup step: how the record is claimed when it is written. */
+  claim?: ClaimOptions;
 }
 
 export class IngestStop extends Error {

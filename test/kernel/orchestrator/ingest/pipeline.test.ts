@@ -35,7 +35,10 @@ await eachDatabase(t, async (t, db) => {
       'the 16 steps in order',
     );
     t.equal(row?.payload_key, `event-log/acme/${d.deliveryId}.json.gz`);
-    t.equal(row?.payload_omitted, false);
+    // The object is written after the ack; until it is confirmed the record says storage_failed.
+    t.ok(await h.pipeline.eventLog.drain(), 'event-log writes drained');
+    const stored = await deliveryRow(db, d.deliveryId);
+    t.same([stored?.payload_omitted, stored?.payload_omitted_reason], [false, null], 'confirmed once written');
     t.ok(await h.storage.head(row!.payload_key!), 'payload object exists');
     const jobs = await jobsOfRun(db, outcome.runIds[0]!);
     t.same(jobs.map((j) => [j.name, j.status]), [['build', 'queued']], 'source cache hit: job queued at once');
@@ -210,7 +213,16 @@ await eachDatabase(t, async (t, db) => {
     const d2 = delivery(pushPayload({ ref: 'refs/heads/topic' }), { secret: secretNow });
     t.equal((await broken.ingestDelivery(d2)).status, 'no_match', 'the delivery is still processed');
     const r2 = await deliveryRow(db, d2.deliveryId);
-    t.same([r2?.payload_omitted, r2?.payload_omitted_reason], [true, 'storage_failed']);
+    t.same([r2?.payload_omitted, r2?.payload_omitted_reason], [true, 'storage_failed'], 'recorded before the write is tried');
+    t.ok(await broken.eventLog.drain());
+    const r3 = await deliveryRow(db, d2.deliveryId);
+    t.same([r3?.payload_omitted, r3?.payload_omitted_reason, r3?.payload_key], [true, 'storage_failed', null], 'the failed write stays recorded');
+    // A full backlog records the payload omitted at once.
+    const tight = h.newPipeline({ eventLog: { maxQueuedBytes: 10 } });
+    const d4 = delivery(pushPayload({ ref: 'refs/heads/topic' }), { secret: secretNow });
+    t.equal((await tight.ingestDelivery(d4)).status, 'no_match');
+    const r4 = await deliveryRow(db, d4.deliveryId);
+    t.same([r4?.payload_omitted, r4?.payload_omitted_reason, r4?.payload_key], [true, 'storage_failed', null]);
   });
 
   await t.test('build coalescing: two concurrent deliveries, one build job; matrix expansion', async (t) => {
