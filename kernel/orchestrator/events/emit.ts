@@ -48,11 +48,11 @@ export function checkEvent(input: InternalEventInput): { name: string; payloadJs
   if (name.length > MAX_EVENT_NAME_LENGTH) {
     throw new InputError('SVC_ERR_EVENT_NAME_INVALID', `event name is ${name.length} characters; the limit is ${MAX_EVENT_NAME_LENGTH}`);
   }
-  if (!(source === 'step' ? STEP_NAME : SYSTEM_NAME).test(name)) {
-    throw new InputError('SVC_ERR_EVENT_NAME_INVALID', `event name ${JSON.stringify(name.slice(0, 80))} must start with a letter or digit and hold only letters, digits and . _ : -`);
-  }
   if (source === 'step' && (SYSTEM_EVENT_NAMES.has(name) || name.startsWith('__'))) {
     throw new InputError('SVC_ERR_EVENT_NAME_RESERVED', `event name "${name}" is reserved for events the orchestrator emits itself`);
+  }
+  if (!(source === 'step' ? STEP_NAME : SYSTEM_NAME).test(name)) {
+    throw new InputError('SVC_ERR_EVENT_NAME_INVALID', `event name ${JSON.stringify(name.slice(0, 80))} must start with a letter or digit and hold only letters, digits and . _ : -`);
   }
   if (typeof input.orgId !== 'string' || input.orgId === '') throw new InputError('SVC_ERR_EVENT_ORG_INVALID', 'an internal event needs an org');
   let payloadJson: string | undefined;
