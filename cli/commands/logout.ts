@@ -1,0 +1,21 @@
+// `svc logout`: forgets the stored token (the Platform address and org stay for the next login).
+import { SvcCommand } from '../framework/base-command.ts';
+
+export default class Logout extends SvcCommand {
+  static override description = 'Remove the stored personal access token from the config file';
+
+  async run(): Promise<{ loggedOut: boolean; configPath: string }> {
+    await this.parse(Logout);
+    const { configPath, readPlatformConfig, writePlatformConfig } = await import('../platform-client.ts');
+    const existing = await readPlatformConfig();
+    const path = configPath();
+    if (existing.token === undefined) {
+      if (!this.jsonEnabled()) this.log('not logged in; nothing to do');
+      return { loggedOut: false, configPath: path };
+    }
+    const { token: _token, ...rest } = existing;
+    await writePlatformConfig(rest);
+    if (!this.jsonEnabled()) this.log(`logged out: token removed from ${path} (revoke it with "svc-admin relay pat revoke" if it leaked)`);
+    return { loggedOut: true, configPath: path };
+  }
+}

@@ -1,0 +1,202 @@
+// The developer CLI's way to the Platform (spec "Authentication" 3: remote runs and log polling go
+// through the Platform; the CLI never calls an orchestrator directly). Settings come from the
+// user's config file `${XDG_CONFIG_HOME:-~/.config}/svc/config.json` (written by `svc login`,
+// mode 0600) — `{ platformUrl, org, token }` — with environment overrides SVC_PLATFORM_URL,
+// SVC_TOKEN and SVC_ORG.
+import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { Type, type Static } from 'typebox';
+import { RunLogsPage, RunView } from '../schemas/wire/relay.ts';
+import { compileSchema, formatIssues } from '../schemas/validate.ts';
+import {
+  AuthenticationError,
+  ConflictError,
+  InputError,
+  NotAllowedError,
+  NotFoundError,
+  SvcError,
+  UnavailableError,
+  messageOf,
+} from '../kernel/services/errors.ts';
+
+export const PlatformConfigFile = Type.Object(
+  {
+    platformUrl: Type.Optional(Type.String()),
+    org: Type.Optional(Type.String()),
+    token: Type.Optional(Type.String()),
+  },
+  // Other keys are kept as they are (a newer CLI may have written them).
+  { additionalProperties: true },
+);
+export type PlatformConfigFile = Static<typeof PlatformConfigFile>;
+
+const checkConfig = compileSchema(PlatformConfigFile);
+const checkShow = compileSchema(Type.Object({ run: RunView }));
+const checkPage = compileSchema(RunLogsPage);
+const checkWhoami = compileSchema(Type.Object({ orgId: Type.String(), kind: Type.String(), user: Type.Optional(Type.String()) }));
+
+export const ORG_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+/** One HTTP request to the Platform, at most this long. */
+export const REQUEST_TIMEOUT_MS = 30_000;
+
+export function configPath(env: NodeJS.ProcessEnv = process.env): string {
+  const xdg = env['XDG_CONFIG_HOME'];
+  const base = xdg !== undefined && xdg !== '' ? xdg : join(env['HOME'] || homedir(), '.config');
+  return join(base, 'svc', 'config.json');
+}
+
+export async function readPlatformConfig(env: NodeJS.ProcessEnv = process.env): Promise<PlatformConfigFile> {
+  const path = configPath(env);
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    throw new InputError('SVC_ERR_CLI_CONFIG_UNREADABLE', `cannot read ${path}: ${messageOf(error)}`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw new InputError('SVC_ERR_CLI_CONFIG_INVALID', `${path} is not valid JSON (${messageOf(error)}); fix it or remove it and run "svc login" again`);
+  }
+  const checked = checkConfig.validate(parsed);
+  if (!checked.ok || typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new InputError('SVC_ERR_CLI_CONFIG_INVALID', `${path} does not have the expected shape (${checked.ok ? 'not an object' : formatIssues(checked.issues)}); fix it or remove it and run "svc login" again`);
+  }
+  return checked.value;
+}
+
+/** Writes the whole file atomically, readable by the user only (it holds a token). */
+export async function writePlatformConfig(config: PlatformConfigFile, env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  const path = configPath(env);
+  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  const temp = `${path}.${process.pid}.tmp`;
+  await writeFile(temp, JSON.stringify(config, null, 2) + '\n', { mode: 0o600 });
+  // The mode of writeFile applies only to a new file; make sure of it.
+  await chmod(temp, 0o600);
+  await rename(temp, path);
+  return path;
+}
+
+export function checkPlatformUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new InputError('SVC_ERR_CLI_USAGE', `"${value}" is not a URL; pass the Platform address, e.g. https://platform.example.com`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InputError('SVC_ERR_CLI_USAGE', `the Platform URL must be http(s), not ${url.protocol}`);
+  if (url.username !== '' || url.password !== '') throw new InputError('SVC_ERR_CLI_USAGE', 'the Platform URL must not carry credentials; pass the token with --token');
+  return url.toString().replace(/\/+$/, '');
+}
+
+export function checkOrg(value: string): string {
+  if (!ORG_PATTERN.test(value)) throw new InputError('SVC_ERR_CLI_USAGE', `"${value}" is not an org id: 1-100 letters, digits, ".", "_" or "-", starting with a letter or digit`);
+  return value;
+}
+
+export interface PlatformSettings {
+  platformUrl: string;
+  org: string;
+  token: string;
+}
+
+/** Config file plus environment overrides; a clear error naming what is missing. */
+export async function platformSettings(env: NodeJS.ProcessEnv = process.env): Promise<PlatformSettings> {
+  const file = await readPlatformConfig(env);
+  const pick = (name: string, fromFile: string | undefined) => {
+    const v = env[name];
+    return v !== undefined && v !== '' ? v : fromFile;
+  };
+  const platformUrl = pick('SVC_PLATFORM_URL', file.platformUrl);
+  const token = pick('SVC_TOKEN', file.token);
+  const org = pick('SVC_ORG', file.org);
+  if (token === undefined || platformUrl === undefined) {
+    throw new AuthenticationError('SVC_ERR_CLI_NOT_LOGGED_IN', 'not logged in: run "svc login --token <PAT> --platform-url <url>" (or set SVC_PLATFORM_URL and SVC_TOKEN)');
+  }
+  if (org === undefined) throw new InputError('SVC_ERR_CLI_NO_ORG', 'no org chosen: run "svc org use <org>" (or set SVC_ORG)');
+  return { platformUrl: checkPlatformUrl(platformUrl), org: checkOrg(org), token };
+}
+
+function errorFor(status: number, code: string, message: string): SvcError {
+  if (status === 401) return new AuthenticationError(code, `${message} (run "svc login --token <PAT>" with a valid token)`);
+  if (status === 403) return new NotAllowedError(code, message);
+  if (status === 404) return new NotFoundError(code, message);
+  if (status === 409 || status === 429) return new ConflictError(code, message);
+  if (status >= 500) return new UnavailableError(code, message);
+  return new SvcError(code, message);
+}
+
+export class PlatformClient {
+  readonly platformUrl: string;
+  readonly org: string;
+  readonly #token: string;
+
+  constructor(settings: PlatformSettings) {
+    this.platformUrl = settings.platformUrl;
+    this.org = settings.org;
+    this.#token = settings.token;
+  }
+
+  static async fromConfig(env: NodeJS.ProcessEnv = process.env): Promise<PlatformClient> {
+    return new PlatformClient(await platformSettings(env));
+  }
+
+  async #get(path: string): Promise<unknown> {
+    const url = `${this.platformUrl}${path}`;
+    let response: Response;
+    try {
+      response = await fetch(url, { headers: { authorization: `Bearer ${this.#token}`, accept: 'application/json' }, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+    } catch (error) {
+      const cause = (error as { cause?: unknown }).cause;
+      throw new UnavailableError('SVC_ERR_CLI_PLATFORM_UNREACHABLE', `cannot reach the Platform at ${this.platformUrl}: ${messageOf(cause ?? error)}`);
+    }
+    const text = await response.text();
+    let body: unknown;
+    try {
+      body = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      body = undefined;
+    }
+    if (!response.ok) {
+      const e = (body as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
+      const code = typeof e?.code === 'string' ? e.code : `SVC_ERR_CLI_PLATFORM_HTTP_${response.status}`;
+      const message = typeof e?.message === 'string' ? e.message : `the Platform answered ${response.status} ${response.statusText} for ${path}`;
+      throw errorFor(response.status, code, message);
+    }
+    return body;
+  }
+
+  #checked<T>(check: { validate(v: unknown): { ok: true; value: T } | { ok: false; issues: Parameters<typeof formatIssues>[0] } }, body: unknown, what: string): T {
+    const result = check.validate(body);
+    if (!result.ok) throw new UnavailableError('SVC_ERR_CLI_PLATFORM_BAD_ANSWER', `the Platform's ${what} does not have the expected shape (${formatIssues(result.issues)}); is the CLI older than the Platform?`);
+    return result.value;
+  }
+
+  #runPath(runId: string): string {
+    return `/v1/orgs/${encodeURIComponent(this.org)}/runs/${encodeURIComponent(runId)}`;
+  }
+
+  async whoami(): Promise<Static<typeof checkWhoami.schema>> {
+    return this.#checked(checkWhoami, await this.#get('/v1/whoami'), 'identity answer');
+  }
+
+  async showRun(runId: string): Promise<RunView> {
+    return this.#checked(checkShow, await this.#get(this.#runPath(runId)), 'run detail').run;
+  }
+
+  async runLogs(runId: string, after?: string): Promise<RunLogsPage> {
+    const query = after === undefined || after === '' ? '' : `?after=${encodeURIComponent(after)}`;
+    return this.#checked(checkPage, await this.#get(`${this.#runPath(runId)}/logs${query}`), 'log page');
+  }
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A run id argument: a UUID, else a usage error (exit 2). */
+export function checkRunIdArg(runId: string): string {
+  if (!UUID.test(runId)) throw new InputError('SVC_ERR_CLI_USAGE', `"${runId}" is not a run id (a UUID such as 0b7c…-…); copy it from the dashboard or "svc run remote"`);
+  return runId.toLowerCase();
+}
