@@ -3,6 +3,9 @@ import type { Command } from '@oclif/core';
 import AgentTokenCreate from './commands/agent-token/create.ts';
 import AgentTokenList from './commands/agent-token/list.ts';
 import AgentTokenRevoke from './commands/agent-token/revoke.ts';
+import CacheList from './commands/cache/list.ts';
+import CachePurge from './commands/cache/purge.ts';
+import CachePurgeLegacy from './commands/cache/purge-legacy.ts';
 import PluginVerify from './commands/plugin/verify.ts';
 import RotateKey from './commands/rotate-key.ts';
 import SigningKeyExport from './commands/signing-key/export.ts';
@@ -34,6 +37,9 @@ export const COMMANDS: Record<string, Command.Class> = {
   'agent-token:create': AgentTokenCreate,
   'agent-token:list': AgentTokenList,
   'agent-token:revoke': AgentTokenRevoke,
+  'cache:list': CacheList,
+  'cache:purge': CachePurge,
+  'cache:purge-legacy': CachePurgeLegacy,
   'plugin:verify': PluginVerify,
   'rotate-key': RotateKey,
   'signing-key:export': SigningKeyExport,

@@ -36,3 +36,4 @@ export async function lookupSourceCache(ctx: OrchestratorContext, org: string, c
 export async function lookupDepsCache(ctx: OrchestratorContext, platformArch: string, lockfileHash: string): Promise<CacheHit | null> {
   return lookupDeps(cacheDepsOf(ctx), platformArch, lockfileHash);
 }
+export { CacheListRow, MAX_CACHE_LIST, findLegacyObjects, formatBytes, isLegacyCacheKey, listCacheEntries, purgeLegacyObjects, purgeUserCache, type PurgeResult } from './admin.ts';

@@ -81,7 +81,7 @@ t.test('build job uploads source and deps; pointers written; lookups find them; 
     t.match(metrics, /svc_orch_dep_cache_hits_total 1\b/);
     t.match(metrics, /svc_orch_dep_cache_misses_total 1\b/);
     const rows = await db.pool.any(sql.unsafe`SELECT kind, pointer, digest, job_id::text AS job_id FROM build_cache_entries ORDER BY kind DESC`);
-    t.same(rows.map((r) => [r['kind'], r['pointer'], r['digest']]), [['source', contentHash, digest], ['dep', lockfileHash, depsHash]]);
+    t.same((rows as readonly Record<string, unknown>[]).map((r) => [r['kind'], r['pointer'], r['digest']]), [['source', contentHash, digest], ['dep', lockfileHash, depsHash]]);
 
     // The job over: its agent can no longer upload.
     builder.jobStatus(jobId, 'completed');
