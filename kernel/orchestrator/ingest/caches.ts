@@ -4,6 +4,7 @@
 // concurrent deliveries by the database, see runs/create.ts). The dependency pointer
 // `deps/<platform>-<arch>/<lockfileHash>.hash` is only counted: a dependency miss falls back to
 // an install on the agent.
+import { LRUCache } from 'lru-cache';
 import type { StorageExtensionPoint } from '../../host/extension-points/storage.ts';
 import type { SvcMetrics } from '../../services/metrics.ts';
 
@@ -25,6 +26,11 @@ export class CacheChecker {
   readonly #sourceMisses;
   readonly #depHits;
   readonly #depMisses;
+  /**
+   * Pointers seen present, briefly: a pointer, once written, stays for the cache TTL (days), so
+   * a hit may be trusted for a minute. Misses are never remembered (a build may finish now).
+   */
+  readonly #present = new LRUCache<string, true>({ max: 10_000, ttl: 60_000 });
 
   constructor(storage: StorageExtensionPoint | undefined, metrics: SvcMetrics, platforms: readonly string[] = ['linux-x64']) {
     this.#storage = storage;
@@ -38,16 +44,23 @@ export class CacheChecker {
   async check(orgId: string, contentHash: string, lockfileHash: string | null): Promise<CacheCheck> {
     const storage = this.#storage;
     if (storage === undefined) return { sourceHit: null, depsHit: null, buildKey: null };
-    const sourceHit = (await storage.head(sourcePointerKey(orgId, contentHash))) !== null;
+    const sourceHit = await this.#exists(storage, sourcePointerKey(orgId, contentHash));
     (sourceHit ? this.#sourceHits : this.#sourceMisses).inc();
     let depsHit: boolean | null = null;
     if (lockfileHash !== null) {
       depsHit = false;
       for (const platform of this.#platforms) {
-        if ((await storage.head(depsPointerKey(platform, lockfileHash))) !== null) depsHit = true;
+        if (await this.#exists(storage, depsPointerKey(platform, lockfileHash))) depsHit = true;
       }
       (depsHit ? this.#depHits : this.#depMisses).inc();
     }
     return { sourceHit, depsHit, buildKey: sourceHit ? null : buildKeyOf(contentHash, lockfileHash) };
+  }
+
+  async #exists(storage: StorageExtensionPoint, key: string): Promise<boolean> {
+    if (this.#present.has(key)) return true;
+    const found = (await storage.head(key)) !== null;
+    if (found) this.#present.set(key, true);
+    return found;
   }
 }

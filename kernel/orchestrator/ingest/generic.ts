@@ -140,7 +140,7 @@ export async function processGeneric(pipeline: IngestPipeline, state: DeliverySt
     steps.add('normalize', 'normalized', `webhook event ${JSON.stringify(eventType)}`);
     steps.add('repository', 'none', 'generic events fan out to registrations');
 
-    const summary = await matchEvent({ pool: pipeline.deps.pool, orgId: delivery.orgId, event, lock: null, lockSha: null, repository: null, sourceId: source.id, cloneUrl: null, eventSource: source });
+    const summary = await matchEvent({ pool: pipeline.deps.pool, orgId: delivery.orgId, event, lock: null, lockSha: null, repository: null, sourceId: source.id, cloneUrl: null, eventSource: source, registrations: pipeline.registrations, orgSources: (orgId) => pipeline.sources.listOrg(orgId) });
     steps.add('match', summary.candidates.length > 0 ? 'matched' : 'no_match', summary.candidates.map((c) => `${c.workflowRepository}:${c.workflow.name}`).join('; ') || `no registration lists webhook event ${JSON.stringify(eventType)}`);
 
     const targets: RunTarget[] = [];

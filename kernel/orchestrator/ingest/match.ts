@@ -7,7 +7,7 @@ import type { Lock, LockRequirement, LockWorkflow } from '../../../schemas/lock.
 import { matchLock, matchRegistrations, buildRegistrationIndex, type EventDetails, type OrgWidePolicy } from '../../matching/index.ts';
 import type { DatabasePool } from '../../services/db/index.ts';
 import { listSources, type SourceSummary } from '../sources/store.ts';
-import { candidateRegistrations, type RegistrationRecord } from './registrations.ts';
+import { candidateRegistrations, type RegistrationCache, type RegistrationRecord } from './registrations.ts';
 
 export interface Candidate {
   workflow: LockWorkflow;
@@ -57,6 +57,9 @@ export interface MatchInput {
   changedFiles?: string[] | null;
   changedFilesUnavailable?: string;
   details?: EventDetails;
+  /** Cached reads (the pipeline's); the table otherwise. */
+  registrations?: RegistrationCache;
+  orgSources?: (orgId: string) => Promise<SourceSummary[]>;
 }
 
 export async function matchEvent(input: MatchInput): Promise<MatchSummary> {
@@ -91,10 +94,10 @@ export async function matchEvent(input: MatchInput): Promise<MatchSummary> {
     }
   }
 
-  const registrations = await candidateRegistrations(input.pool, input.orgId, event);
+  const registrations = input.registrations !== undefined ? await input.registrations.candidates(input.pool, input.orgId, event) : await candidateRegistrations(input.pool, input.orgId, event);
   let orgWideCount = 0;
   if (registrations.length > 0) {
-    const orgSources = await listSources(input.pool, input.orgId);
+    const orgSources = input.orgSources !== undefined ? await input.orgSources(input.orgId) : await listSources(input.pool, input.orgId);
     const policy = orgWidePolicyOf(orgSources, input.eventSource);
     const index = buildRegistrationIndex(registrations);
     const result = matchRegistrations(index, event, input.orgId, { ...options, orgWidePolicy: policy });

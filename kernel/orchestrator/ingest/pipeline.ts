@@ -27,7 +27,7 @@ import { processGeneric } from './generic.ts';
 import { LockCache } from './lock-fetch.ts';
 import { matchEvent, type Candidate } from './match.ts';
 import { normalizeDelivery } from './normalize.ts';
-import { replaceRegistrations } from './registrations.ts';
+import { RegistrationCache, replaceRegistrations } from './registrations.ts';
 import { repositoryOf } from './repository.ts';
 import { checkRequirements } from './requires.ts';
 import { ProviderResolver } from './resolve-provider.ts';
@@ -64,6 +64,7 @@ export class IngestPipeline {
   readonly providers: ProviderResolver;
   readonly caches: CacheChecker;
   readonly eventLog: EventLogWriter;
+  readonly registrations = new RegistrationCache();
   readonly #seen = new LRUCache<string, true>({ max: MEMORY_DEDUP_MAX, ttl: 24 * 3600_000 });
   readonly #settingsChecks = new WeakMap<TSchema, SchemaCheck<TSchema>>();
   readonly #fanout;
@@ -343,6 +344,7 @@ export class IngestPipeline {
           lock: lock ?? { schemaVersion: 1, source: '', contentHash: '', workflows: [] },
         }),
       );
+      this.registrations.clear();
       steps.add('registrations', 'replaced', `${count} registration(s) for ${repository.fullName}; registration.updated emitted`);
     } else steps.add('registrations', 'unchanged');
 
@@ -365,6 +367,8 @@ export class IngestPipeline {
       sourceId: source.id,
       cloneUrl: repository.cloneUrl ?? null,
       eventSource: source,
+      registrations: this.registrations,
+      orgSources: (orgId) => this.sources.listOrg(orgId),
       ...(state.changedFiles !== undefined ? { changedFiles: state.changedFiles } : {}),
       ...(state.changedFilesUnavailable !== undefined ? { changedFilesUnavailable: state.changedFilesUnavailable } : {}),
       details: githubEventDetails(event.providerEvent, normalized.payload),

@@ -4,6 +4,7 @@
 // `registration.updated` is emitted in the same transaction. Candidates for an event are read
 // back by the spec's indexes: (org, event name), (org, trigger type), global by (org, type).
 import { randomUUID } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import { Type, type Static } from 'typebox';
 import type { CommonQueryMethods } from 'slonik';
 import type { NormalizedEvent } from '../../../schemas/event.ts';
@@ -115,20 +116,60 @@ function fromRow(row: Static<typeof RegistrationRow>): RegistrationRecord {
 const COLUMNS = sql.fragment`id, org_id, source_id::text as source_id, repository, repository_id, clone_url, branch, sha, workflow,
   trigger_index, trigger, lock_entry, lockfile_hash`;
 
+/** The index an event reads registrations by; null when it reads none. Also the cache key. */
+function candidateQuery(orgId: string, event: NormalizedEvent): { key: string; where: ReturnType<typeof sql.fragment> } | null {
+  const type = event.type;
+  if (type === null || type === 'schedule') return null;
+  if (type === 'webhook') {
+    const name = webhookEventName(event);
+    return { key: `${orgId}\0webhook\0${name}`, where: sql.fragment`trigger_type = 'webhook' and ${name} = any(event_names)` };
+  }
+  if (type === 'event') {
+    if (event.customEventName === null) return null;
+    return { key: `${orgId}\0event\0${event.customEventName}`, where: sql.fragment`trigger_type = 'event' and ${event.customEventName} = any(event_names)` };
+  }
+  if (INTERNAL_TYPES.has(type)) return { key: `${orgId}\0${type}`, where: sql.fragment`trigger_type = ${type}` };
+  const repo = event.repository?.fullName ?? '';
+  return { key: `${orgId}\0global\0${type}\0${repo.toLowerCase()}`, where: sql.fragment`global and trigger_type = ${type} and lower(repository) <> lower(${repo})` };
+}
+
 /** Registrations that may match the event (filters not yet evaluated). */
 export async function candidateRegistrations(pool: DatabasePool, orgId: string, event: NormalizedEvent): Promise<RegistrationRecord[]> {
-  const type = event.type;
-  if (type === null || type === 'schedule') return [];
-  let where;
-  if (type === 'webhook') where = sql.fragment`trigger_type = 'webhook' and ${webhookEventName(event)} = any(event_names)`;
-  else if (type === 'event') {
-    if (event.customEventName === null) return [];
-    where = sql.fragment`trigger_type = 'event' and ${event.customEventName} = any(event_names)`;
-  } else if (INTERNAL_TYPES.has(type)) where = sql.fragment`trigger_type = ${type}`;
-  else {
-    const repo = event.repository?.fullName ?? '';
-    where = sql.fragment`global and trigger_type = ${type} and lower(repository) <> lower(${repo})`;
-  }
-  const rows = await pool.any(sqlTyped(RegistrationRow)`select ${COLUMNS} from registrations where org_id = ${orgId} and ${where}`);
+  const query = candidateQuery(orgId, event);
+  if (query === null) return [];
+  const rows = await pool.any(sqlTyped(RegistrationRow)`select ${COLUMNS} from registrations where org_id = ${orgId} and ${query.where}`);
   return rows.map(fromRow);
+}
+
+/**
+ * Candidate registrations per index key, so most deliveries (a push with no organization-wide
+ * workflow in the org, a generic event) read no table. Registrations change only by
+ * `replaceRegistrations`, which NOTIFYs `svc_ingest_events` in its transaction, and by a source
+ * removal (cascade, NOTIFY on the sources channel): both clear this cache (the ingest subsystem
+ * listens; this node clears it itself after its own replace). The TTL bounds staleness should a
+ * notification be missed; a read that started before a clear is not cached.
+ */
+export class RegistrationCache {
+  readonly #cache: LRUCache<string, RegistrationRecord[]>;
+  #version = 0;
+
+  constructor(options: { max?: number; ttlMs?: number } = {}) {
+    this.#cache = new LRUCache({ max: options.max ?? 10_000, ttl: options.ttlMs ?? 30_000 });
+  }
+
+  async candidates(pool: DatabasePool, orgId: string, event: NormalizedEvent): Promise<RegistrationRecord[]> {
+    const query = candidateQuery(orgId, event);
+    if (query === null) return [];
+    const hit = this.#cache.get(query.key);
+    if (hit !== undefined) return hit;
+    const version = this.#version;
+    const rows = (await pool.any(sqlTyped(RegistrationRow)`select ${COLUMNS} from registrations where org_id = ${orgId} and ${query.where}`)).map(fromRow);
+    if (version === this.#version) this.#cache.set(query.key, rows);
+    return rows;
+  }
+
+  clear(): void {
+    this.#version += 1;
+    this.#cache.clear();
+  }
 }

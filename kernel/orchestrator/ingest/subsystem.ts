@@ -8,7 +8,10 @@ import { notifyJobsQueued } from '../dispatch/notify.ts';
 import { connectRelay, type RelayLink } from '../relay-link/index.ts';
 import { runAdminRoutes } from '../runs/routes.ts';
 import { relayMessageHandler } from '../runs-api/index.ts';
+import { watchSources } from '../sources/cache.ts';
 import { listSources, toRelaySource } from '../sources/store.ts';
+import { createListener } from '../../services/db/index.ts';
+import { INGEST_EVENTS_CHANNEL } from './registrations.ts';
 import { releaseInterrupted } from './delivery-record.ts';
 import { webhookRoutes } from './http.ts';
 import { createIngest, type IngestPipeline } from './pipeline.ts';
@@ -45,6 +48,22 @@ export const ingestSubsystem: Subsystem = {
       notifyJobsQueued,
     });
     ingestPipelines.set(ctx, pipeline);
+    // Cached sources and registrations are dropped when another process (svc-admin, another
+    // node) changes them; a listener that lost its connection drops everything.
+    const listener = await createListener({ url: ctx.databaseUrl, logger });
+    const clearAll = (): void => {
+      pipeline.sources.clear();
+      pipeline.registrations.clear();
+    };
+    await watchSources(listener, clearAll, logger);
+    await listener.listen(INGEST_EVENTS_CHANNEL, (payload) => {
+      if (payload.includes('registration.updated')) pipeline.registrations.clear();
+    });
+    ctx.onStop(async () => {
+      await listener.close();
+      // Payload objects still queued are written before the process goes.
+      if (!(await pipeline.eventLog.drain(5000))) logger.warn({ pending: pipeline.eventLog.pending }, 'event-log payloads left unwritten at stop (recorded storage_failed)');
+    });
     const released = await releaseInterrupted(ctx.db, ctx.nodeId);
     if (released > 0) logger.warn({ released }, 'deliveries interrupted by the last stop are replayable again');
 

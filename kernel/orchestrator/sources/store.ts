@@ -5,10 +5,13 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Type, type Static } from 'typebox';
 import type { RelaySource } from '../../../schemas/wire/relay.ts';
 import { openWithAny, seal, type NamedKey } from '../../services/crypto/sealing.ts';
-import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
+import { notify, sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
 import { ConflictError, InputError, NotFoundError } from '../../services/errors.ts';
 
 export type ForkPolicy = 'run' | 'ignore';
+
+/** NOTIFY channel for any change to the sources table (payload `{ id, orgId }`): caches drop their copies. */
+export const SOURCES_CHANNEL = 'svc_sources_changed';
 
 /** Org ids and generic source ids travel in webhook URLs: one plain path segment. */
 export const ORG_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
@@ -166,7 +169,8 @@ export async function createSource(pool: DatabasePool, masterKey: Buffer, input:
   const forkPolicy = normalizeForkPolicy(input.forkPolicy ?? 'run');
   const credentials = input.credentials && Object.keys(input.credentials).length > 0 ? seal(masterKey, JSON.stringify(input.credentials), credentialsAd(id)) : null;
   const name = input.name ?? (generic ? `generic ${sourceId}` : routingKey);
-  const row = await pool.maybeOne(sqlTyped(SourceRow)`
+  const row = await pool.transaction(async (tx) => {
+    const inserted = await tx.maybeOne(sqlTyped(SourceRow)`
     insert into sources (id, org_id, provider_kind, routing_key, source_id, name, settings, secret_sealed, credentials_sealed,
       fork_policy, org_wide_workflow_repositories, org_wide_source_repositories)
     values (${id}, ${input.orgId}, ${input.providerKind}, ${routingKey}, ${sourceId}, ${name}, ${sql.jsonb((input.settings ?? {}) as never)},
@@ -174,6 +178,9 @@ export async function createSource(pool: DatabasePool, masterKey: Buffer, input:
       ${sql.array(input.orgWideWorkflowRepositories ?? [], 'text')}, ${sql.array(input.orgWideSourceRepositories ?? [], 'text')})
     on conflict do nothing
     returning ${COLUMNS}`);
+    if (inserted !== null) await notify(tx, SOURCES_CHANNEL, { id, orgId: input.orgId });
+    return inserted;
+  });
   if (row === null) {
     throw new ConflictError('SVC_ERR_SOURCE_EXISTS', `org "${input.orgId}" already has a source with routing key ${routingKey}${sourceId ? ` or source id ${sourceId}` : ''}`);
   }
@@ -224,8 +231,12 @@ export async function rotateSourceSecret(
   const row = await mustGet(pool, id);
   if (options.finish) {
     if (row.previous_secret_sealed === null) throw new InputError('SVC_ERR_SOURCE_NOT_ROTATING', `source ${id} has no rotation under way`);
-    const updated = await pool.one(sqlTyped(SourceRow)`
+    const updated = await pool.transaction(async (tx) => {
+      const one = await tx.one(sqlTyped(SourceRow)`
       update sources set previous_secret_sealed = null, updated_at = now() where id = ${id} returning ${COLUMNS}`);
+      await notify(tx, SOURCES_CHANNEL, { id, orgId: one.org_id });
+      return one;
+    });
     return { source: summarize(updated) };
   }
   if (row.previous_secret_sealed !== null) {
@@ -233,15 +244,22 @@ export async function rotateSourceSecret(
   }
   const secret = options.secret ?? generateSecret();
   check(secret.length >= 16, 'SVC_ERR_SOURCE_SECRET_WEAK', 'a webhook secret must have at least 16 characters');
-  const updated = await pool.one(sqlTyped(SourceRow)`
+  const updated = await pool.transaction(async (tx) => {
+    const one = await tx.one(sqlTyped(SourceRow)`
     update sources set previous_secret_sealed = secret_sealed, secret_sealed = ${seal(masterKey, secret, secretAd(id))}, updated_at = now()
     where id = ${id} returning ${COLUMNS}`);
+    await notify(tx, SOURCES_CHANNEL, { id, orgId: one.org_id });
+    return one;
+  });
   return { source: summarize(updated), secret };
 }
 
 export async function removeSource(pool: DatabasePool, id: string): Promise<SourceSummary> {
   const row = await mustGet(pool, id);
-  await pool.query(sql.unsafe`delete from sources where id = ${id}`);
+  await pool.transaction(async (tx) => {
+    await tx.query(sql.unsafe`delete from sources where id = ${id}`);
+    await notify(tx, SOURCES_CHANNEL, { id, orgId: row.org_id });
+  });
   return summarize(row);
 }
 
