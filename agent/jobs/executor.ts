@@ -18,6 +18,7 @@ import { checkout } from './checkout.ts';
 import { locateWorkflow, verifyContentHash } from './content-hash.ts';
 import { JobFailure, cancelledFailure } from './failure.ts';
 import { restoreDeps, restoreSource, pathWithNode } from './restore.ts';
+import { runBuildJob, type BuildSteps } from '../build/job.ts';
 import { apiError, handleRunnerApi, type OrchestratorRequest } from './runner-api.ts';
 
 const checkRunnerMessage = compileMessageUnion(RunnerToAgentMembers);
@@ -147,29 +148,46 @@ export class JobExecution {
       const signal = this.#abort.signal;
       const log = (text: string) => this.#system(text);
       const path = pathWithNode();
-      if (this.dispatch.sourceTarUrl !== null) {
-        await restoreSource({ url: this.dispatch.sourceTarUrl, digest: this.dispatch.sourceTarDigest, jobRoot, srcDir, log, signal });
+      if (config.build === true) {
+        // A build job bundles and uploads the caches instead of running workflow steps.
+        const outputs = await runBuildJob({
+          dispatch: this.dispatch,
+          jobRoot,
+          srcDir,
+          home,
+          signal,
+          sdkVersion: this.#env.sdkVersion,
+          log,
+          steps: this.#buildSteps(),
+          request: this.#env.request,
+          send: this.#env.send,
+        });
+        terminal = { status: 'completed', outputs };
       } else {
-        await checkout({ dir: srcDir, auth: this.dispatch.sourceAuth, sha: config.sha, home, path, signal, log });
+        if (this.dispatch.sourceTarUrl !== null) {
+          await restoreSource({ url: this.dispatch.sourceTarUrl, digest: this.dispatch.sourceTarDigest, jobRoot, srcDir, log, signal });
+        } else {
+          await checkout({ dir: srcDir, auth: this.dispatch.sourceAuth, sha: config.sha, home, path, signal, log });
+        }
+        this.#throwIfCancelled();
+        const location = await locateWorkflow(srcDir, config.workflow);
+        const hash = await verifyContentHash({ srcDir, workflow: config.workflow, expected: config.contentHash, hashFiles: location.hashFiles, sdkVersion: this.#env.sdkVersion });
+        log(`workflow content hash verified (${hash.computed})`);
+        this.#throwIfCancelled();
+        await restoreDeps({
+          url: this.dispatch.depsUrl,
+          hash: this.dispatch.depsHash,
+          jobRoot,
+          srcDir,
+          log,
+          signal,
+          installEnv: { PATH: path, HOME: home, npm_config_cache: join(jobRoot, 'npm-cache'), LANG: 'C.UTF-8' },
+        });
+        this.#throwIfCancelled();
+        workspace = await choice.sandbox.prepareWorkspace({ jobId: this.jobId, sourceDir: srcDir });
+        const result = await this.#runRunner(choice, workspace, location.file, location.exportName);
+        terminal = result;
       }
-      this.#throwIfCancelled();
-      const location = await locateWorkflow(srcDir, config.workflow);
-      const hash = await verifyContentHash({ srcDir, workflow: config.workflow, expected: config.contentHash, hashFiles: location.hashFiles, sdkVersion: this.#env.sdkVersion });
-      log(`workflow content hash verified (${hash.computed})`);
-      this.#throwIfCancelled();
-      await restoreDeps({
-        url: this.dispatch.depsUrl,
-        hash: this.dispatch.depsHash,
-        jobRoot,
-        srcDir,
-        log,
-        signal,
-        installEnv: { PATH: path, HOME: home, npm_config_cache: join(jobRoot, 'npm-cache'), LANG: 'C.UTF-8' },
-      });
-      this.#throwIfCancelled();
-      workspace = await choice.sandbox.prepareWorkspace({ jobId: this.jobId, sourceDir: srcDir });
-      const result = await this.#runRunner(choice, workspace, location.file, location.exportName);
-      terminal = result;
     } catch (error) {
       const failure = this.#cancel !== undefined ? cancelledFailure(this.#cancel.reason) : error;
       if (failure instanceof JobFailure) {
@@ -199,6 +217,29 @@ export class JobExecution {
       ...(reason === undefined ? {} : { reason }),
       ...(terminal.outputs === undefined ? {} : { outputs: terminal.outputs }),
     });
+  }
+
+  /** Build steps as job steps: `step.status` as they go, in the final `job.status` too. */
+  #buildSteps(): BuildSteps {
+    const index = new Map<string, number>();
+    const at = () => new Date().toISOString();
+    return {
+      start: (name) => {
+        index.set(name, index.get(name) ?? index.size);
+        this.#currentStep = name;
+        const now = at();
+        this.#steps.set(name, { name, status: 'running', startedAt: now });
+        this.#env.send({ type: 'step.status', jobId: this.jobId, index: index.get(name)!, name, status: 'running', at: now });
+      },
+      finish: (name, status, reason) => {
+        const now = at();
+        const masked = reason === undefined ? undefined : this.#secrets.mask(reason).slice(0, 10_000);
+        const startedAt = this.#steps.get(name)?.startedAt ?? now;
+        this.#steps.set(name, { name, status, startedAt, finishedAt: now, ...(masked === undefined ? {} : { reason: masked }) });
+        this.#env.send({ type: 'step.status', jobId: this.jobId, index: index.get(name) ?? index.size, name, status, at: now, ...(masked === undefined ? {} : { reason: masked }) });
+        this.#currentStep = SETUP_STEP;
+      },
+    };
   }
 
   #throwIfCancelled(): void {

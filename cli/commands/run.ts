@@ -1,26 +1,68 @@
-// `svc run`: for now only the retired form `svc run local` is answered (usage error, exit 2).
-// `svc run <event> --local` and `svc run remote` are added by their own commands later.
+// `svc run <event> --local [--debug] [--json] [--branch <name>] [--env KEY=VALUE]…`: run the
+// workflows an event built from the local checkout matches, on this machine, as an ephemeral
+// agent (cli/local-run/). Exit 0 when every job completed, 1 otherwise.
+// `svc run local` is retired (usage error, exit 2); `svc run remote` has its own command.
+import { enableCompileCache } from 'node:module';
 import { Args, Flags } from '@oclif/core';
 import { SvcCommand, USAGE_ERROR_CODE } from '../framework/base-command.ts';
 import { InputError, SvcError } from '../../kernel/services/errors.ts';
+import type { LocalRunSummary } from '../local-run/run-local.ts';
 
 export default class Run extends SvcCommand {
   static override description = 'Run a workflow for an event: `svc run <event> --local` on this machine, `svc run remote` on the orchestrator';
+  static override examples = [
+    '<%= config.bin %> run push --local',
+    '<%= config.bin %> run pr --local --branch main --env API_KEY=dev-key',
+    '<%= config.bin %> run tag:v1.2.0 --local --json',
+  ];
+  // Not strict: `svc run local …` with anything after it still gets the retirement message.
   static override strict = false;
-  static override args = { event: Args.string({ description: 'event to simulate (push, pr, tag:<name>, …) or `remote`' }) };
+  static override args = { event: Args.string({ description: 'event to simulate (push, pr, tag:<name>, …; the forms of `svc preview`)' }) };
   static override flags = {
     local: Flags.boolean({ description: 'run on this machine as an ephemeral agent' }),
-    debug: Flags.boolean({ description: 'print matching and step details' }),
+    debug: Flags.boolean({ description: 'print filter verdicts, secret sources and agent/runner diagnostics (stderr)' }),
+    branch: Flags.string({ description: 'branch the event is on (for pr and review events: the base branch)' }),
+    env: Flags.string({ description: 'a secret for this run, KEY=VALUE (repeatable; wins over .svc/.secrets and .svc/.env.local)', multiple: true }),
   };
 
-  async run(): Promise<void> {
-    const { args } = await this.parse(Run);
+  async run(): Promise<LocalRunSummary> {
+    const { args, flags } = await this.parse(Run);
     if (args.event === 'local') {
       throw new InputError(USAGE_ERROR_CODE, '`svc run local` is retired: use `svc run <event> --local` (for example `svc run push --local`)');
     }
     if (args.event === undefined) {
       throw new InputError(USAGE_ERROR_CODE, 'name an event: `svc run <event> --local` (for example `svc run push --local`) or `svc run remote`');
     }
-    throw new SvcError('SVC_ERR_CLI_NOT_AVAILABLE', `\`svc run ${args.event}\` is not available in this build yet; preview the match with \`svc preview ${args.event}\``);
+    if (args.event === 'remote') {
+      throw new SvcError('SVC_ERR_CLI_NOT_AVAILABLE', '`svc run remote` is not available in this build yet; run on this machine with `svc run <event> --local`');
+    }
+    if (!flags.local) {
+      throw new InputError(USAGE_ERROR_CODE, `\`svc run ${args.event}\` needs --local to run on this machine (\`svc run ${args.event} --local\`); remote runs are \`svc run remote\``);
+    }
+    enableCompileCache();
+    const { runLocal } = await import('../local-run/run-local.ts');
+    const json = this.jsonEnabled();
+    const abort = new AbortController();
+    const interrupt = () => abort.abort(new Error('interrupted'));
+    process.once('SIGINT', interrupt);
+    process.once('SIGTERM', interrupt);
+    try {
+      const summary = await runLocal({
+        cwd: process.cwd(),
+        event: args.event,
+        ...(flags.branch === undefined ? {} : { branch: flags.branch }),
+        env: flags.env ?? [],
+        debug: flags.debug,
+        // Under --json stdout carries only the summary; the stream goes to stderr.
+        write: (text) => void (json ? process.stderr : process.stdout).write(text),
+        diag: (text) => void process.stderr.write(text),
+        signal: abort.signal,
+      });
+      if (summary.status === 'failed') process.exitCode = 1;
+      return summary;
+    } finally {
+      process.off('SIGINT', interrupt);
+      process.off('SIGTERM', interrupt);
+    }
   }
 }
