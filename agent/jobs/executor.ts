@@ -56,6 +56,8 @@ export interface JobEnvironment {
 }
 
 type JobStepResult = Static<typeof StepResult>;
+/** How the job ended; `skipped`/`generated` are forwarded for scheduling pseudo-jobs. */
+type Terminal = { status: Exclude<JobRunStatus, 'running'>; reason?: string; outputs?: Record<string, unknown>; skipped?: boolean; generated?: Static<typeof RunnerResult>['generated'] };
 
 function safeName(jobId: string): string {
   return jobId.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 120) || 'job';
@@ -135,7 +137,7 @@ export class JobExecution {
     this.#env.send({ type: 'job.status', jobId: this.jobId, status: 'running', steps: [], startedAt });
     const jobRoot = join(this.#env.workRoot, 'jobs', safeName(this.jobId));
     let workspace: Workspace | undefined;
-    let terminal: { status: Exclude<JobRunStatus, 'running'>; reason?: string; outputs?: Record<string, unknown> };
+    let terminal: Terminal;
     try {
       const choice = this.#chooseSandbox();
       this.#sandbox = choice;
@@ -216,6 +218,8 @@ export class JobExecution {
       finishedAt: new Date().toISOString(),
       ...(reason === undefined ? {} : { reason }),
       ...(terminal.outputs === undefined ? {} : { outputs: terminal.outputs }),
+      ...(terminal.skipped === true ? { skipped: true as const } : {}),
+      ...(terminal.generated === undefined ? {} : { generated: terminal.generated }),
     });
   }
 
@@ -266,7 +270,7 @@ export class JobExecution {
     return undefined;
   }
 
-  async #runRunner(choice: SandboxChoice, workspace: Workspace, workflowFile: string, exportName: string): Promise<{ status: Exclude<JobRunStatus, 'running'>; reason?: string; outputs?: Record<string, unknown> }> {
+  async #runRunner(choice: SandboxChoice, workspace: Workspace, workflowFile: string, exportName: string): Promise<Terminal> {
     const config = this.dispatch.jobConfig;
     const tmp = workspace.tmpDir ?? workspace.dir;
     const image = this.#image();
@@ -307,7 +311,12 @@ export class JobExecution {
         secrets: config.secrets ?? {},
         needs: config.needs,
         isTestRun: config.isTestRun,
-        evaluateWorkflowFilter: false,
+        // Scheduling pseudo-jobs (docs/scheduling.md): the filter, the workflow hooks, generators.
+        evaluateWorkflowFilter: config.role === 'filter',
+        ...(config.role === 'hooks' ? { workflowHooks: true } : {}),
+        ...(config.role === undefined ? {} : { role: config.role }),
+        ...(config.workflowOutcome === undefined ? {} : { workflowOutcome: config.workflowOutcome }),
+        ...(config.generator === undefined ? {} : { generator: config.generator }),
         hookTimeoutMs: DEFAULT_HOOK_TIMEOUT_MS,
         ...(config.timeoutMs === undefined ? {} : { jobTimeoutMs: config.timeoutMs }),
       } satisfies AgentToRunner);
@@ -385,8 +394,9 @@ export class JobExecution {
     if (tail.stderr) this.#logs.raw(this.#currentStep, 'stderr', tail.stderr);
     if (result !== undefined) {
       const reason = result.reason;
-      if (result.status === 'skipped') return { status: 'completed', reason: reason === undefined ? 'skipped' : `skipped: ${reason}`, outputs: result.outputs };
-      return { status: result.status, ...(reason === undefined ? {} : { reason }), outputs: result.outputs };
+      const generated = result.generated === undefined ? {} : { generated: result.generated };
+      if (result.status === 'skipped') return { status: 'completed', reason: reason === undefined ? 'skipped' : `skipped: ${reason}`, outputs: result.outputs, skipped: true };
+      return { status: result.status, ...(reason === undefined ? {} : { reason }), outputs: result.outputs, ...generated };
     }
     if (this.#cancel !== undefined) return { status: 'cancelled', reason: `cancelled: ${this.#cancel.reason}` };
     const how = exit.signal !== null ? `signal ${exit.signal}` : `exit code ${String(exit.code)}`;

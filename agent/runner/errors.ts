@@ -18,6 +18,8 @@ export const RunnerErrorCode = {
   oidcDeferred: 'SVC_ERR_RUNNER_OIDC_DEFERRED',
   cancelled: 'SVC_ERR_RUNNER_CANCELLED',
   notInStep: 'SVC_ERR_RUNNER_NOT_IN_STEP',
+  generator: 'SVC_ERR_RUNNER_GENERATOR',
+  role: 'SVC_ERR_RUNNER_ROLE',
 } as const;
 
 /** An `api.request` the agent answered with an error; `code` is the agent's. */

@@ -20,7 +20,8 @@ function jobNames(workflow: Workflow): string[] {
   return Array.isArray(jobs) ? jobs.map((j: Job) => String(j.options.name)) : Object.keys(jobs);
 }
 
-export async function loadJob(start: RunnerStart): Promise<LoadedJob> {
+/** The workflow definition `start` names (no job lookup: pseudo-jobs and generated jobs). */
+export async function loadWorkflow(start: RunnerStart): Promise<Workflow> {
   const file = start.workflowFile;
   if (!isAbsolute(file)) throw new InputError(RunnerErrorCode.workflowLoad, `workflowFile must be an absolute path, got ${JSON.stringify(file)}`);
   registerSdkResolution();
@@ -40,6 +41,11 @@ export async function loadJob(start: RunnerStart): Promise<LoadedJob> {
       `export ${JSON.stringify(start.exportName)} of ${file} is workflow ${JSON.stringify(definition.name)}, not ${JSON.stringify(start.workflowName)}: the lock is stale`,
     );
   }
+  return definition;
+}
+
+export async function loadJob(start: RunnerStart): Promise<LoadedJob> {
+  const definition = await loadWorkflow(start);
   const jobs = definition.options.jobs;
   const job = Array.isArray(jobs)
     ? (jobs as readonly Job[]).find((j) => j.options.name === start.jobName)

@@ -6,7 +6,8 @@ import type { RunnerStart, RunnerToAgent } from '../../schemas/wire/runner.ts';
 import { allActivities, currentActivity } from './activity.ts';
 import { RunnerChannel } from './ipc.ts';
 import { JobExecution, type ResultMessage } from './job.ts';
-import { loadJob } from './load-workflow.ts';
+import { loadJob, loadWorkflow } from './load-workflow.ts';
+import { FilterExecution, findGeneratedJob, GenerateExecution, HooksExecution, newRuntime, type Execution } from './roles.ts';
 import { captureProcessOutput, LogSink } from './log-capture.ts';
 
 export function startRunner(): (message: unknown) => void {
@@ -19,7 +20,7 @@ export function startRunner(): (message: unknown) => void {
     }
   }
 
-  let execution: JobExecution | undefined;
+  let execution: Execution | undefined;
   let finished = false;
   let cancelledEarly: string | undefined;
   const forced = Promise.withResolvers<void>();
@@ -47,6 +48,25 @@ export function startRunner(): (message: unknown) => void {
     });
   }
 
+  /** The job, a scheduling pseudo-job (role), or a generated job (its generator re-evaluated). */
+  async function prepare(start: RunnerStart): Promise<Execution> {
+    if (start.role === undefined && start.generator === undefined) {
+      const loaded = await loadJob(start);
+      return new JobExecution({ start, workflow: loaded.workflow, job: loaded.job, channel, sink });
+    }
+    const workflow = await loadWorkflow(start);
+    if (start.role === 'filter') return new FilterExecution(start, workflow, channel, sink);
+    if (start.role === 'hooks') return new HooksExecution(start, workflow, channel, sink);
+    if (start.role === 'generate') return new GenerateExecution(start, workflow, channel, sink);
+    const scratch = newRuntime(start, channel, sink);
+    try {
+      const job = await findGeneratedJob(workflow, start, scratch);
+      return new JobExecution({ start, workflow, job, channel, sink });
+    } finally {
+      if (scratch.tempRoot !== undefined) await rm(scratch.tempRoot, { recursive: true, force: true }).catch(() => {});
+    }
+  }
+
   async function runStart(start: RunnerStart): Promise<void> {
     try {
       process.chdir(start.workspace);
@@ -60,9 +80,9 @@ export function startRunner(): (message: unknown) => void {
     Object.assign(process.env, start.env);
     if (process.env['PATH'] === undefined && path !== undefined) process.env['PATH'] = path;
 
-    let loaded;
+    let job: Execution;
     try {
-      loaded = await loadJob(start);
+      job = await prepare(start);
     } catch (error) {
       await finish(failedResult(messageOf(error)));
       return;
@@ -71,7 +91,6 @@ export function startRunner(): (message: unknown) => void {
       await finish(failedResult(cancelledEarly, 'cancelled'));
       return;
     }
-    const job = new JobExecution({ start, workflow: loaded.workflow, job: loaded.job, channel, sink });
     execution = job;
     const result = await Promise.race([job.run(), forced.promise.then(() => job.forcedResult())]);
     await finish(result);

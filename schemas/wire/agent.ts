@@ -5,6 +5,7 @@
 // Where the spec names a cache field `type` (`{ type: 'source' | 'dep', key }`) the message
 // carries it as `cacheType`, because `type` is the message discriminator.
 import { Type, type Static } from 'typebox';
+import { GeneratedJobs, GeneratorRef, JobRole, WorkflowOutcome } from './runner.ts';
 
 const Strict = { additionalProperties: false } as const;
 const Id = Type.String({ minLength: 1, maxLength: 200 });
@@ -84,6 +85,12 @@ export const JobDispatch = Type.Object(
         container: Type.Optional(Type.Unknown()),
         build: Type.Optional(Type.Boolean()),
         isTestRun: Type.Boolean(),
+        /** A scheduling pseudo-job (`svc:filter`, `svc:hooks`, `svc:generate:<entry>`); absent for jobs. */
+        role: Type.Optional(JobRole),
+        /** Role `hooks`: the run's outcome the workflow hooks observe. */
+        workflowOutcome: Type.Optional(WorkflowOutcome),
+        /** Role `generate`: the generator to evaluate; on a generated job: the generator that made it. */
+        generator: Type.Optional(GeneratorRef),
       },
       Strict,
     ),
@@ -121,6 +128,10 @@ export const JobStatus = Type.Object(
     finishedAt: Type.Optional(Time),
     reason: Type.Optional(Type.String({ maxLength: 10_000 })),
     outputs: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    /** With `completed`: the job's rules (or, on `svc:filter`, the workflow filter) said no; nothing ran. */
+    skipped: Type.Optional(Type.Literal(true)),
+    /** With `completed` on a generator pseudo-job: what the generator produced. */
+    generated: Type.Optional(GeneratedJobs),
   },
   Strict,
 );

@@ -15,6 +15,68 @@ const StepStatusValue = Type.Union([
   Type.Literal('cancelled'),
 ]);
 
+/** Why a pseudo-job runs: the workflow filter, the workflow hooks, or a dynamic generator. */
+export const JobRole = Type.Union([Type.Literal('filter'), Type.Literal('hooks'), Type.Literal('generate')]);
+export type JobRole = Static<typeof JobRole>;
+
+/** The run's outcome the workflow hooks observe (`ctx.outcome`); set on the `hooks` pseudo-job. */
+export const WorkflowOutcome = Type.Object(
+  {
+    status: Type.Union([Type.Literal('success'), Type.Literal('failed'), Type.Literal('cancelled')]),
+    reason: Type.Optional(Type.String({ maxLength: 10_000 })),
+    /** First failed job and, when known, its failed step (`failedStep`). */
+    failedJob: Type.Optional(Type.String()),
+    failedStep: Type.Optional(Type.String()),
+    /** Milliseconds since the run was created. */
+    duration: Type.Integer({ minimum: 0 }),
+  },
+  Strict,
+);
+export type WorkflowOutcome = Static<typeof WorkflowOutcome>;
+
+/**
+ * A dynamic generator in the workflow definition. With role `generate` the runner evaluates it
+ * and reports what it produced; on a generated job the runner re-evaluates it to find the
+ * job's closures (generators must be deterministic for one run).
+ */
+export const GeneratorRef = Type.Object(
+  {
+    /** Name of the dynamic lock job entry. */
+    entry: Type.String({ minLength: 1, maxLength: 200 }),
+    /** Dynamic reference (`jobs.deploy.generate`, `jobs.test.matrix`) for resolveDefinitionRef. */
+    ref: Type.String({ minLength: 1, maxLength: 1000 }),
+    kind: Type.Union([Type.Literal('jobs'), Type.Literal('matrix')]),
+    /** Outputs of the jobs the generator's entry needs (what `ctx.jobOutputs` answers in it). */
+    needs: Type.Record(Type.String(), Type.Record(Type.String(), Type.Unknown())),
+  },
+  Strict,
+);
+export type GeneratorRef = Static<typeof GeneratorRef>;
+
+/** What a generator produced: job entries (or per-job errors), or a matrix's axes. */
+export const GeneratedJobs = Type.Object(
+  {
+    jobs: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            name: Type.String({ minLength: 1, maxLength: 200 }),
+            /** The job's lock entry, as the compiler writes it for a lock job. */
+            entry: Type.Optional(Type.Unknown()),
+            /** Why this job could not be described; the orchestrator fails it on the run. */
+            error: Type.Optional(Type.String({ maxLength: 10_000 })),
+          },
+          Strict,
+        ),
+        { maxItems: 256 },
+      ),
+    ),
+    matrix: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  },
+  Strict,
+);
+export type GeneratedJobs = Static<typeof GeneratedJobs>;
+
 export const RunnerStart = Type.Object(
   {
     type: Type.Literal('runner.start'),
@@ -44,6 +106,13 @@ export const RunnerStart = Type.Object(
      * hooks: the orchestrator sets it on the run's last job. Absent means false.
      */
     workflowHooks: Type.Optional(Type.Boolean()),
+    /**
+     * A pseudo-job: `filter` evaluates only the workflow filter and rules; `hooks` runs only the
+     * workflow hooks for `workflowOutcome`; `generate` evaluates `generator`. Absent: a job.
+     */
+    role: Type.Optional(JobRole),
+    workflowOutcome: Type.Optional(WorkflowOutcome),
+    generator: Type.Optional(GeneratorRef),
   },
   Strict,
 );
@@ -160,6 +229,8 @@ export const RunnerResult = Type.Object(
         Strict,
       ),
     ),
+    /** Role `generate`: what the generator produced. */
+    generated: Type.Optional(GeneratedJobs),
   },
   Strict,
 );

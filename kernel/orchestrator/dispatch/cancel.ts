@@ -33,8 +33,8 @@ function checkBy(cancelledBy: string): void {
   }
 }
 
-async function cancelWhere(tx: CommonQueryMethods, runId: string, filter: ReturnType<typeof sql.fragment>, cancelledBy: string, force: boolean): Promise<number> {
-  const reason = `Cancelled by ${cancelledBy}`;
+async function cancelWhere(tx: CommonQueryMethods, runId: string, filter: ReturnType<typeof sql.fragment>, cancelledBy: string, force: boolean, why?: string): Promise<number> {
+  const reason = why ?? `Cancelled by ${cancelledBy}`;
   // Nobody runs these: cancelled now. A recovering job's agent is away; it is told on return.
   const now = (await tx.any(sql.unsafe`
     UPDATE jobs SET status = 'cancelled', reason = ${reason}, cancelled_by = ${cancelledBy}, cancel_requested_at = now(),
@@ -58,18 +58,37 @@ async function lockRun(tx: CommonQueryMethods, runId: string): Promise<{ status:
   return run;
 }
 
-export async function cancelRunIn(pool: DatabasePool, runId: string, cancelledBy: string, options: { force?: boolean } = {}): Promise<CancelResult> {
+export interface CancelRunOptions {
+  force?: boolean;
+  /** Reason recorded on the run and its cancelled jobs; default `Cancelled by <who>`. */
+  reason?: string;
+}
+
+/**
+ * Cancels a run inside the caller's transaction. The workflow hooks job (`svc:hooks`) is not
+ * cancelled unless forced or no job of the run was ever dispatched: it runs onCancel/cleanup
+ * once the other jobs have stopped (docs/scheduling.md).
+ */
+export async function cancelRunTx(tx: CommonQueryMethods, runId: string, cancelledBy: string, options: CancelRunOptions = {}): Promise<CancelResult> {
+  const run = await lockRun(tx, runId);
+  if (['completed', 'failed', 'cancelled', 'skipped'].includes(run.status)) return { cancelledJobs: 0 };
+  const force = options.force ?? false;
+  await tx.query(sql.unsafe`
+    UPDATE runs SET cancelled_by = coalesce(cancelled_by, ${cancelledBy}), reason = coalesce(${options.reason ?? null}, reason), updated_at = now()
+    WHERE id = ${runId}`);
+  const keepHooks = force
+    ? sql.fragment`TRUE`
+    : sql.fragment`(kind <> 'hooks' OR NOT EXISTS (SELECT 1 FROM jobs o WHERE o.run_id = ${runId} AND o.kind <> 'hooks' AND o.attempts > 0))`;
+  const cancelledJobs = await cancelWhere(tx, runId, keepHooks, cancelledBy, force, options.reason);
+  // A run that started no job (or whose every job is now terminal) ends here.
+  await progressRun(tx, runId);
+  return { cancelledJobs };
+}
+
+export async function cancelRunIn(pool: DatabasePool, runId: string, cancelledBy: string, options: CancelRunOptions = {}): Promise<CancelResult> {
   checkId('run', runId);
   checkBy(cancelledBy);
-  return pool.transaction(async (tx) => {
-    const run = await lockRun(tx, runId);
-    if (['completed', 'failed', 'cancelled', 'skipped'].includes(run.status)) return { cancelledJobs: 0 };
-    await tx.query(sql.unsafe`UPDATE runs SET cancelled_by = coalesce(cancelled_by, ${cancelledBy}), updated_at = now() WHERE id = ${runId}`);
-    const cancelledJobs = await cancelWhere(tx, runId, sql.fragment`TRUE`, cancelledBy, options.force ?? false);
-    // A run that started no job (or whose every job is now terminal) ends here.
-    await progressRun(tx, runId);
-    return { cancelledJobs };
-  });
+  return pool.transaction((tx) => cancelRunTx(tx, runId, cancelledBy, options));
 }
 
 export async function cancelJobIn(pool: DatabasePool, jobId: string, cancelledBy: string, options: { force?: boolean } = {}): Promise<CancelResult> {

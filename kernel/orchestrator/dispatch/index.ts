@@ -17,7 +17,7 @@ import { registerAgentEndpoint } from './endpoint.ts';
 import { DispatchService, type DispatchTuning } from './service.ts';
 
 export { notifyJobsQueued, JOBS_CHANNEL, AGENT_COMMANDS_CHANNEL } from './notify.ts';
-export { cancelRun, cancelJob, cancelRunIn, cancelJobIn, type CancelResult, type AgentCommand } from './cancel.ts';
+export { cancelRun, cancelJob, cancelRunIn, cancelRunTx, cancelJobIn, type CancelResult, type CancelRunOptions, type AgentCommand } from './cancel.ts';
 export { DispatchService, type AgentRequestHandler, type DelegatedType, type DispatchTuning } from './service.ts';
 export { AgentRegistry, type AgentSession } from './registry.ts';
 export { effectiveLabels, satisfies, parseMatcher, AUTO_LABEL_PREFIX } from './labels.ts';

@@ -3,9 +3,11 @@
 import { Type, type Static } from 'typebox';
 import type { JobDispatch } from '../../../schemas/wire/agent.ts';
 import type { StorageExtensionPoint } from '../../host/extension-points/storage.ts';
-import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
+import { sqlTyped, type DatabasePool } from '../../services/db/index.ts';
 import { messageOf } from '../../services/errors.ts';
 import type { Logger } from 'pino';
+import { schedulingJobConfig } from '../scheduling/config.ts';
+import { outputsOf } from '../scheduling/outputs.ts';
 
 const Json = Type.Unknown();
 export const DispatchRow = Type.Object({
@@ -31,6 +33,9 @@ export const DispatchRow = Type.Object({
   changed_files: Json,
   trust_tier: Type.String(),
   source_origin: Type.String(),
+  /** Generated jobs: the dynamic entry that made them and their validated lock job entry. */
+  generated_by: Type.Union([Type.String(), Type.Null()]),
+  definition: Json,
 });
 export type DispatchRow = Static<typeof DispatchRow>;
 
@@ -38,12 +43,14 @@ export async function loadDispatchRow(pool: DatabasePool, jobId: string): Promis
   return pool.maybeOne(sqlTyped(DispatchRow)`
     SELECT j.id::text AS job_id, j.run_id::text AS run_id, j.org_id, j.name, j.kind, j.matrix, j.needs, j.attempts,
            r.workflow, r.sha, r.ref, r.repository, r.workflow_repository, r.provider, r.source_id::text AS source_id,
-           r.content_hash, r.lockfile_hash, r.lock_entry, r.event, r.changed_files, r.trust_tier, r.source_origin
+           r.content_hash, r.lockfile_hash, r.lock_entry, r.event, r.changed_files, r.trust_tier, r.source_origin,
+           j.generated_by, j.definition
     FROM jobs j JOIN runs r ON r.id = j.run_id WHERE j.id = ${jobId}`);
 }
 
-/** The lock's job entry (`lock_entry.jobs[name]`), when the run's entry holds one. */
-export function lockJobOf(row: Pick<DispatchRow, 'lock_entry' | 'name'>): Record<string, unknown> | undefined {
+/** The lock's job entry (`lock_entry.jobs[name]`), or a generated job's own entry. */
+export function lockJobOf(row: Pick<DispatchRow, 'lock_entry' | 'name'> & { definition?: unknown }): Record<string, unknown> | undefined {
+  if (row.definition !== null && typeof row.definition === 'object' && !Array.isArray(row.definition)) return row.definition as Record<string, unknown>;
   const jobs = (row.lock_entry as { jobs?: unknown } | null)?.jobs;
   if (!Array.isArray(jobs)) return undefined;
   return jobs.find((j): j is Record<string, unknown> => typeof j === 'object' && j !== null && (j as { name?: unknown }).name === row.name);
@@ -116,17 +123,12 @@ export async function cacheUrls(storage: StorageExtensionPoint | undefined, row:
   return out;
 }
 
-/** Outputs of the jobs `row` needs, by job name (matrix instances merged). */
+/**
+ * Outputs of the jobs `row` needs, by job name: a matrix job's instances keyed by their matrix
+ * values, a dynamic entry's generated jobs by name (kernel/orchestrator/scheduling/outputs.ts).
+ */
 export async function needsOutputs(pool: DatabasePool, row: DispatchRow): Promise<Record<string, Record<string, unknown>>> {
-  const out: Record<string, Record<string, unknown>> = {};
-  for (const name of row.needs) out[name] = {};
-  if (row.needs.length === 0) return out;
-  const rows = await pool.any(sql.unsafe`
-    SELECT name, outputs FROM jobs WHERE run_id = ${row.run_id} AND name = ANY(${sql.array(row.needs, 'text')}) ORDER BY created_at, id`);
-  for (const r of rows as readonly { name: string; outputs: unknown }[]) {
-    if (r.outputs !== null && typeof r.outputs === 'object') Object.assign(out[r.name] ??= {}, r.outputs as Record<string, unknown>);
-  }
-  return out;
+  return outputsOf(pool, row.run_id, row.needs);
 }
 
 export interface BuildDispatchOptions {
@@ -158,6 +160,7 @@ export async function buildJobDispatch(row: DispatchRow, options: BuildDispatchO
   if (typeof lockJob?.['gracePeriod'] === 'number') jobConfig.gracePeriodSeconds = lockJob['gracePeriod'];
   if (lockJob?.['container'] !== undefined) jobConfig.container = lockJob['container'];
   if (row.kind === 'build') jobConfig.build = true;
+  Object.assign(jobConfig, await schedulingJobConfig(options.pool, row));
 
   const resolve = async (repository: string): Promise<SourceAuth> => {
     if (options.sourceAuth !== undefined && row.source_id !== null) {

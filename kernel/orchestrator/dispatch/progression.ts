@@ -4,8 +4,12 @@
 // `runs`, so two nodes finishing two jobs of one run at once cannot both miss the last step.
 // The lock is FOR NO KEY UPDATE: it must not conflict with the KEY SHARE locks foreign keys
 // (run_events, job inserts) take on the run, or two finishing jobs deadlock upgrading them.
+// Scheduling pseudo-jobs (docs/scheduling.md): a need on a dynamic entry waits for its generator
+// job and every job it generated; `svc:hooks` is released once every other job is terminal and
+// is never skipped by their failure; a skipped `svc:filter` (filter false) skips the run.
 import type { CommonQueryMethods } from 'slonik';
 import { sql } from '../../services/db/index.ts';
+import { generatorEntryOf } from '../scheduling/names.ts';
 import { notifyJobsQueued } from './notify.ts';
 
 export const TERMINAL_JOB_STATUSES = ['completed', 'failed', 'cancelled', 'skipped'] as const;
@@ -15,6 +19,8 @@ const TERMINAL_RUN = new Set(['completed', 'failed', 'cancelled', 'skipped']);
 interface JobState {
   id: string;
   name: string;
+  kind?: string;
+  generated_by?: string | null;
   status: string;
   needs: readonly string[];
   reason: string | null;
@@ -35,29 +41,46 @@ export async function recordJobComplete(tx: CommonQueryMethods, runId: string, j
     ON CONFLICT DO NOTHING`);
 }
 
+/** The filter said no: the reason every other job (and the run) is skipped with. */
+function filterVerdict(jobs: readonly JobState[]): string | undefined {
+  const filter = jobs.find((j) => j.kind === 'filter' && j.status === 'skipped');
+  return filter === undefined ? undefined : (filter.reason ?? 'workflow filter returned false');
+}
+
 /** Verdict on a waiting job from its needs' instances. */
-function verdict(job: JobState, byName: Map<string, JobState[]>): { kind: 'ready' } | { kind: 'wait' } | { kind: 'skip'; reason: string } {
+function verdict(job: JobState, byName: Map<string, JobState[]>, all: readonly JobState[]): { kind: 'ready' } | { kind: 'wait' } | { kind: 'skip'; reason: string } {
+  if (job.kind === 'hooks') {
+    const skipped = filterVerdict(all);
+    if (skipped !== undefined) return { kind: 'skip', reason: skipped };
+    return all.every((j) => j === job || TERMINAL.has(j.status)) ? { kind: 'ready' } : { kind: 'wait' };
+  }
   let ready = true;
   for (const need of job.needs) {
     const instances = byName.get(need) ?? [];
     if (instances.length === 0) return { kind: 'skip', reason: `needs ${need} which does not exist in this run` };
     const bad = instances.find((i) => i.status === 'failed' || i.status === 'cancelled' || i.status === 'skipped');
-    if (bad) return { kind: 'skip', reason: `needs ${need} which ${bad.status}` };
+    if (bad?.kind === 'filter' && bad.status === 'skipped') return { kind: 'skip', reason: bad.reason ?? 'workflow filter returned false' };
+    if (bad) return { kind: 'skip', reason: `needs ${need} which ${bad.status}${bad.name !== need ? ` (${bad.name})` : ''}` };
     if (!instances.every((i) => i.status === 'completed')) ready = false;
   }
   return ready ? { kind: 'ready' } : { kind: 'wait' };
 }
 
-/** Final run status from its terminal jobs. */
+/** Final run status from its terminal jobs (the workflow hooks job aside). */
 export function runOutcome(jobs: readonly JobState[], cancelRequested: boolean): string {
+  if (filterVerdict(jobs) !== undefined) return 'skipped';
   if (cancelRequested || jobs.some((j) => j.status === 'cancelled')) return 'cancelled';
   if (jobs.some((j) => j.status === 'failed')) return 'failed';
   return 'completed';
 }
 
 /** Takes the run's progression lock; call before locking any of its jobs (one lock order everywhere). */
-export async function lockRunForProgress(tx: CommonQueryMethods, runId: string): Promise<{ status: string; cancelled_by: string | null } | null> {
-  return (await tx.maybeOne(sql.unsafe`SELECT status, cancelled_by FROM runs WHERE id = ${runId} FOR NO KEY UPDATE`)) as { status: string; cancelled_by: string | null } | null;
+export async function lockRunForProgress(tx: CommonQueryMethods, runId: string): Promise<{ status: string; cancelled_by: string | null; reason: string | null } | null> {
+  return (await tx.maybeOne(sql.unsafe`SELECT status, cancelled_by, reason FROM runs WHERE id = ${runId} FOR NO KEY UPDATE`)) as {
+    status: string;
+    cancelled_by: string | null;
+    reason: string | null;
+  } | null;
 }
 
 /**
@@ -76,20 +99,27 @@ export async function progressRun(tx: CommonQueryMethods, runId: string): Promis
   const run = await lockRunForProgress(tx, runId);
   if (run === null) return result;
   const jobs = (await tx.any(sql.unsafe`
-    SELECT id::text AS id, name, status, needs, reason FROM jobs WHERE run_id = ${runId} ORDER BY created_at, id`)) as readonly JobState[];
+    SELECT id::text AS id, name, kind, generated_by, status, needs, reason FROM jobs WHERE run_id = ${runId} ORDER BY created_at, id`)) as readonly JobState[];
   const states = jobs.map((j) => ({ ...j }));
   const byName = new Map<string, JobState[]>();
-  for (const job of states) {
-    const list = byName.get(job.name) ?? [];
+  const add = (name: string, job: JobState) => {
+    const list = byName.get(name) ?? [];
     list.push(job);
-    byName.set(job.name, list);
+    byName.set(name, list);
+  };
+  for (const job of states) {
+    add(job.name, job);
+    // A dynamic entry stands for its generator job and every job it generated.
+    if (job.generated_by != null) add(job.generated_by, job);
+    const entry = job.kind === 'generate' ? generatorEntryOf(job.name) : undefined;
+    if (entry !== undefined) add(entry, job);
   }
   // A skip can unblock no one but can skip further dependents: iterate to a fixed point.
   for (let changed = true, rounds = 0; changed && rounds <= states.length; rounds += 1) {
     changed = false;
     for (const job of states) {
       if (job.status !== 'waiting') continue;
-      const v = verdict(job, byName);
+      const v = verdict(job, byName, states);
       if (v.kind === 'skip') {
         job.status = 'skipped';
         job.reason = v.reason;
@@ -115,9 +145,17 @@ export async function progressRun(tx: CommonQueryMethods, runId: string): Promis
     await notifyJobsQueued(tx);
   }
   if (!TERMINAL_RUN.has(run.status) && states.every((j) => TERMINAL.has(j.status))) {
-    const status = runOutcome(states, run.cancelled_by !== null);
-    const failed = states.filter((j) => j.status === 'failed').map((j) => j.name);
-    const reason = status === 'failed' ? `job${failed.length > 1 ? 's' : ''} failed: ${[...new Set(failed)].join(', ')}` : null;
+    const work = states.filter((j) => j.kind !== 'hooks');
+    let status = runOutcome(work, run.cancelled_by !== null);
+    const failed = work.filter((j) => j.status === 'failed').map((j) => j.name);
+    let reason = status === 'failed' ? `job${failed.length > 1 ? 's' : ''} failed: ${[...new Set(failed)].join(', ')}` : status === 'skipped' ? (filterVerdict(work) ?? null) : null;
+    const hooks = states.find((j) => j.kind === 'hooks' && j.status === 'failed');
+    if (hooks !== undefined) {
+      // A failed workflow hook fails the run; the reason keeps what happened before it.
+      const before = status === 'completed' ? undefined : (reason ?? run.reason ?? status);
+      reason = [before, hooks.reason ?? 'workflow hooks failed'].filter((p) => p !== undefined && p !== '').join('; ');
+      status = 'failed';
+    }
     await tx.query(sql.unsafe`
       UPDATE runs SET status = ${status}, reason = coalesce(${reason}, reason), finished_at = now(), updated_at = now() WHERE id = ${runId}`);
     await tx.query(sql.unsafe`

@@ -116,7 +116,7 @@ export class Dispatcher {
       SELECT j.id::text AS id, j.run_id::text AS run_id, j.runs_on, j.reason, j.unroutable_since,
              coalesce(j.queued_at, j.created_at) AS order_at,
              EXISTS (SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof(r.lock_entry->'jobs') = 'array' THEN r.lock_entry->'jobs' ELSE '[]'::jsonb END) e
-                     WHERE e->>'name' = j.name AND e ? 'container') AS needs_container
+                     WHERE e->>'name' = j.name AND e ? 'container') OR coalesce(j.definition ? 'container', false) AS needs_container
       FROM jobs j JOIN runs r ON r.id = j.run_id
       WHERE j.status = 'queued' AND ${cursor}
       ORDER BY coalesce(j.queued_at, j.created_at), j.id

@@ -6,6 +6,7 @@ import type { JobContext, JobStatus, LogChunk, StepStatus } from '../../../schem
 import { sql, type DatabasePool } from '../../services/db/index.ts';
 import { NotAllowedError } from '../../services/errors.ts';
 import { lockRunForProgress, progressRun, recordJobComplete, type ProgressionResult } from './progression.ts';
+import { applySchedulingReport } from '../scheduling/report.ts';
 
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -31,7 +32,14 @@ export async function applyJobStatus(pool: DatabasePool, agentId: string, messag
     if (runId === null) throw notOwner(message.jobId, agentId);
     await lockRunForProgress(tx, runId);
     const job = (await tx.maybeOne(sql.unsafe`
-      SELECT run_id::text AS run_id, status, agent_id FROM jobs WHERE id = ${message.jobId} FOR UPDATE`)) as { run_id: string; status: string; agent_id: string | null } | null;
+      SELECT run_id::text AS run_id, org_id, name, kind, status, agent_id FROM jobs WHERE id = ${message.jobId} FOR UPDATE`)) as {
+      run_id: string;
+      org_id: string;
+      name: string;
+      kind: string;
+      status: string;
+      agent_id: string | null;
+    } | null;
     if (job === null || job.agent_id !== agentId) throw notOwner(message.jobId, agentId);
     if (TERMINAL.has(job.status) || job.status === 'skipped') {
       // Resent after a reconnect, or the job ended here first (recovery window, cancel).
@@ -57,7 +65,9 @@ export async function applyJobStatus(pool: DatabasePool, agentId: string, messag
           started_at = coalesce(excluded.started_at, job_steps.started_at), finished_at = coalesce(excluded.finished_at, job_steps.finished_at)`);
     }
     if (!terminal) return { terminal: false, duplicate: false, progression: null };
-    await recordJobComplete(tx, job.run_id, message.jobId, message.status, { reason: message.reason ?? null, agentId });
+    // Pseudo-jobs (filter verdict, generator output) may end differently than reported.
+    const final = await applySchedulingReport(tx, { id: message.jobId, runId: job.run_id, orgId: job.org_id, name: job.name, kind: job.kind }, message);
+    await recordJobComplete(tx, job.run_id, message.jobId, final.status, { reason: final.reason ?? null, agentId });
     return { terminal: true, duplicate: false, progression: await progressRun(tx, job.run_id) };
   });
 }

@@ -1,13 +1,16 @@
 // A run and its jobs from one matched workflow (processing steps 14-15), inside the caller's
 // transaction. Idempotent per (org, delivery key, workflow repository, workflow): a replay finds
 // the run it already created. Static matrices expand to one job row per combination; a job is
-// `queued` when it needs nothing and no build is pending, else `waiting`.
+// `queued` when it needs nothing and no build is pending, else `waiting`. Workflow filter, workflow
+// hooks and dynamic entries add scheduling pseudo-jobs (kernel/orchestrator/scheduling).
 import { randomUUID } from 'node:crypto';
 import { Type } from 'typebox';
 import type { CommonQueryMethods } from 'slonik';
 import type { NormalizedEvent } from '../../../schemas/event.ts';
 import type { LockJob, LockWorkflow } from '../../../schemas/lock.ts';
 import { sql, sqlTyped } from '../../services/db/index.ts';
+import { FILTER_JOB_NAME, HOOKS_JOB_NAME, generatorJobName } from '../scheduling/names.ts';
+import { schedulingPlanOf } from '../scheduling/plan.ts';
 
 /** Name of the build job inside the run that owns it; the run's jobs need it. */
 export const BUILD_JOB_NAME = 'svc:build';
@@ -113,8 +116,27 @@ export async function createRun(tx: CommonQueryMethods, plan: RunPlan): Promise<
 
   const jobIds: string[] = [];
   let queuedJobs = ownsBuild ? 1 : 0;
+  // Scheduling pseudo-jobs (docs/scheduling.md): they run from a checkout, never wait for a build.
+  const scheduling = schedulingPlanOf(plan.workflow);
+  const pseudo = async (name: string, displayName: string, kind: string, needs: string[], runsOn: readonly string[]): Promise<void> => {
+    const queued = !held && needs.length === 0;
+    const id = randomUUID();
+    await tx.query(sql.unsafe`
+      insert into jobs (id, run_id, org_id, name, display_name, kind, needs, runs_on, status, queued_at)
+      values (${id}, ${runId}, ${plan.orgId}, ${name}, ${displayName}, ${kind}, ${sql.array(needs, 'text')}, ${sql.array([...runsOn], 'text')},
+        ${queued ? 'queued' : 'waiting'}, ${queued ? sql.fragment`now()` : null})`);
+    jobIds.push(id);
+    if (queued) queuedJobs += 1;
+  };
+  const afterFilter = scheduling.filter ? [FILTER_JOB_NAME] : [];
+  if (scheduling.filter) await pseudo(FILTER_JOB_NAME, 'workflow filter', 'filter', [], scheduling.pseudoRunsOn);
   for (const job of plan.workflow.jobs) {
-    const needs = ownsBuild ? [...job.needs, BUILD_JOB_NAME] : [...job.needs];
+    const generator = scheduling.generators.get(job.name);
+    if (generator !== undefined) {
+      await pseudo(generatorJobName(job.name), `generate ${job.name}`, 'generate', [...job.needs, ...afterFilter], job.runsOn);
+      continue;
+    }
+    const needs = [...job.needs, ...afterFilter, ...(ownsBuild ? [BUILD_JOB_NAME] : [])];
     const queued = !held && needs.length === 0 && plan.buildKey === null;
     for (const instance of instancesOf(job)) {
       const id = randomUUID();
@@ -126,6 +148,11 @@ export async function createRun(tx: CommonQueryMethods, plan: RunPlan): Promise<
       jobIds.push(id);
       if (queued) queuedJobs += 1;
     }
+  }
+  if (scheduling.hooks) {
+    // Needs every other job; progression releases it once they are all terminal, whatever their outcome.
+    const others = [...(ownsBuild ? [BUILD_JOB_NAME] : []), ...afterFilter, ...plan.workflow.jobs.map((j) => j.name)];
+    await pseudo(HOOKS_JOB_NAME, 'workflow hooks', 'hooks', others, scheduling.pseudoRunsOn);
   }
   return { runId, created: true, status, jobIds, queuedJobs, ownsBuild };
 }
