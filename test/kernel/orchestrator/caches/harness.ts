@@ -92,7 +92,11 @@ export async function save(pool: DatabasePool, agent: TestAgent, jobId: string, 
   return until(`save of ${key} to settle`, async () => {
     const refused = agent.received.find((m) => m.type === 'protocol.error' && m.requestId === requestId);
     if (refused?.type === 'protocol.error') return refused.error.code;
+    // Committed: the upload row is gone and the entry holds this body (a refusal also removes
+    // the upload row, so its protocol.error is waited for instead).
     const pending = await pool.exists(sql.unsafe`SELECT 1 FROM user_cache_uploads WHERE request_id = ${requestId}`);
-    return pending ? undefined : 'committed';
+    if (pending) return undefined;
+    const stored = await pool.exists(sql.unsafe`SELECT 1 FROM user_cache_entries WHERE key = ${key} AND tar_hash = ${sha256(body)}`);
+    return stored ? 'committed' : undefined;
   });
 }

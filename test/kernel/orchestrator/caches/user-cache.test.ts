@@ -5,7 +5,7 @@ import t from 'tap';
 import { sweepExpiredUserEntries, sweepStaleUploads } from '../../../../kernel/orchestrator/caches/index.ts';
 import { sql } from '../../../../kernel/services/db/index.ts';
 import { eachDatabase, type TestDb } from '../../../fixtures/db.ts';
-import { insertRun } from '../../../fixtures/runs.ts';
+import { insertRun, until } from '../../../fixtures/runs.ts';
 import { TestAgent } from '../../../fixtures/test-agent.ts';
 import { entryCount, fetchText, protocolError, put, restore, save, sha256, startCacheNode, type CacheNode } from './harness.ts';
 
@@ -50,6 +50,22 @@ t.test('save then restore; immutable keys; crashed upload never commits; bad inp
     agent.sendRaw({ type: 'cache.user.save.complete', jobId, requestId, key: 'crashed', tarHash: sha256('half'), sizeBytes: 4 });
     await protocolError(agent, 'SVC_ERR_CACHE_UPLOAD_UNKNOWN', requestId);
     t.equal(await entryCount(db.pool, sql.fragment`key = 'crashed'`), 0, 'a late complete of a swept upload commits nothing');
+
+    // Two saves of one key racing: both get URLs, both complete; exactly one commits.
+    const racers = [randomUUID(), randomUUID()];
+    for (const id of racers) agent.sendRaw({ type: 'cache.user.save.request', jobId, requestId: id, key: 'raced' });
+    for (const [i, id] of racers.entries()) {
+      const r = await agent.waitFor('cache.user.save.response', (m) => m.requestId === id);
+      t.equal(r.skip, false);
+      await put(r.uploadUrl as string, `racer ${i}`);
+    }
+    for (const [i, id] of racers.entries()) agent.sendRaw({ type: 'cache.user.save.complete', jobId, requestId: id, key: 'raced', tarHash: sha256(`racer ${i}`), sizeBytes: 7 });
+    await until('both completes handled', async () => ((await db.pool.exists(sql.unsafe`SELECT 1 FROM user_cache_uploads WHERE key = 'raced'`)) ? undefined : true));
+    const raced = await restore(agent, jobId, 'raced');
+    t.ok(raced.tarHash === sha256('racer 0') || raced.tarHash === sha256('racer 1'));
+    t.equal(await fetchText(raced.downloadUrl as string), raced.tarHash === sha256('racer 0') ? 'racer 0' : 'racer 1', 'the object matches the committed row');
+    t.equal(await entryCount(db.pool, sql.fragment`key = 'raced'`), 1);
+    await db.pool.query(sql.unsafe`DELETE FROM user_cache_entries WHERE key = 'raced'`);
 
     // Bad input: each refused, nothing committed.
     t.equal(await save(db.pool, agent, jobId, 'size-lie', 'twelve bytes', { sizeBytes: 99 }), 'SVC_ERR_CACHE_SIZE_MISMATCH');
