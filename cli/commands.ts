@@ -2,6 +2,7 @@
 // command line (`svc hook install` is id `hook:install`).
 import type { Command } from '@oclif/core';
 import Compile from './commands/compile.ts';
+import Dev from './commands/dev.ts';
 import Doctor from './commands/doctor.ts';
 import HookInstall from './commands/hook/install.ts';
 import HookPostReceive from './commands/hook/post-receive.ts';
@@ -19,6 +20,7 @@ import Workflows from './commands/workflows.ts';
 
 export const COMMANDS: Record<string, Command.Class> = {
   compile: Compile,
+  dev: Dev,
   doctor: Doctor,
   'hook:install': HookInstall,
   'hook:post-receive': HookPostReceive,
