@@ -15,6 +15,7 @@ import { INGEST_EVENTS_CHANNEL } from './registrations.ts';
 import { releaseInterrupted } from './delivery-record.ts';
 import { webhookRoutes } from './http.ts';
 import { createIngest, type IngestPipeline } from './pipeline.ts';
+import { createIngestPool } from './pool.ts';
 import type { IncomingDelivery } from './types.ts';
 
 /** How often a linked orchestrator re-reads its sources to announce additions and removals. */
@@ -36,8 +37,9 @@ export const ingestSubsystem: Subsystem = {
   async start(ctx: OrchestratorContext): Promise<void> {
     const logger = ctx.logger.child({ subsystem: 'ingest' });
     const storage = storageOf(ctx);
+    const pool = await createIngestPool({ url: ctx.databaseUrl, logger });
     const pipeline = createIngest({
-      pool: ctx.db,
+      pool,
       logger,
       metrics: ctx.metrics,
       host: ctx.host,
@@ -63,6 +65,7 @@ export const ingestSubsystem: Subsystem = {
       await listener.close();
       // Payload objects still queued are written before the process goes.
       if (!(await pipeline.eventLog.drain(5000))) logger.warn({ pending: pipeline.eventLog.pending }, 'event-log payloads left unwritten at stop (recorded storage_failed)');
+      await pool.end();
     });
     const released = await releaseInterrupted(ctx.db, ctx.nodeId);
     if (released > 0) logger.warn({ released }, 'deliveries interrupted by the last stop are replayable again');
