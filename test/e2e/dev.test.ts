@@ -1,0 +1,173 @@
+// `svc dev` end to end as a real child process: the quickstart example copied into a temporary
+// data dir, its first commit pushed, the run finishing green with its step logs (and an identity
+// token subject, never the token); a second commit pushed through the `svc` remote runs again;
+// SIGINT stops everything with exit 0; a second start resumes with both runs listed. Bad flags
+// and repositories are refused with a clear line before anything starts.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { git, gitEnv } from '../fixtures/git-repos.ts';
+import { REPO_ROOT, runProgram } from '../fixtures/programs.ts';
+
+t.setTimeout(600_000);
+
+const SVC = join(REPO_ROOT, 'bin/svc.ts');
+const EXAMPLE = join(REPO_ROOT, 'examples/quickstart');
+
+type DevEvent = Record<string, unknown> & { event: string };
+
+interface DevProcess {
+  child: ChildProcess;
+  events: DevEvent[];
+  stderr: () => string;
+  /** Resolves with the first event (from the start) matching, or rejects after timeoutMs. */
+  waitFor(what: string, match: (e: DevEvent) => boolean, timeoutMs?: number): Promise<DevEvent>;
+  exited: Promise<number | null>;
+}
+
+function startDev(args: string[], cwd: string): DevProcess {
+  const child = spawn(process.execPath, [SVC, 'dev', '--json', ...args], { cwd, env: gitEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+  const events: DevEvent[] = [];
+  let buffered = '';
+  let stderr = '';
+  const waiters: Array<() => void> = [];
+  child.stdout!.on('data', (d: Buffer) => {
+    buffered += d.toString();
+    let nl: number;
+    while ((nl = buffered.indexOf('\n')) >= 0) {
+      const line = buffered.slice(0, nl);
+      buffered = buffered.slice(nl + 1);
+      if (line.trim() === '') continue;
+      events.push(JSON.parse(line) as DevEvent);
+    }
+    for (const w of waiters.splice(0)) w();
+  });
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) =>
+    child.on('exit', (code) => {
+      resolve(code);
+      for (const w of waiters.splice(0)) w();
+    }),
+  );
+  const waitFor = (what: string, match: (e: DevEvent) => boolean, timeoutMs = 120_000) =>
+    new Promise<DevEvent>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}\nevents: ${events.map((e) => JSON.stringify(e)).join('\n')}\nstderr: ${stderr}`)), timeoutMs);
+      const check = () => {
+        const found = events.find(match);
+        if (found) {
+          clearTimeout(timer);
+          resolve(found);
+          return;
+        }
+        if (child.exitCode !== null) {
+          clearTimeout(timer);
+          reject(new Error(`svc dev exited (${child.exitCode}) before ${what}\nstderr: ${stderr}`));
+          return;
+        }
+        waiters.push(check);
+      };
+      check();
+    });
+  return { child, events, stderr: () => stderr, waitFor, exited };
+}
+
+const root = await mkdtemp(join(tmpdir(), 'svc-e2e-dev-'));
+t.teardown(() => rm(root, { recursive: true, force: true }));
+const running: DevProcess[] = [];
+t.teardown(async () => {
+  for (const p of running) {
+    if (p.child.exitCode === null) {
+      p.child.kill('SIGKILL');
+      await p.exited;
+    }
+  }
+});
+
+const dataDir = join(root, 'data');
+const args = ['--example', EXAMPLE, '--data-dir', dataDir, '--port', '0', '--relay-port', '0', '--push'];
+const isRun = (workflow: string, status: string) => (e: DevEvent) => e.event === 'run' && e.workflow === workflow && e.status === status;
+
+await t.test('bad input is refused before anything starts', async (t) => {
+  const cases: Array<{ args: string[]; code: number; message: RegExp }> = [
+    { args: ['--repo', join(root, 'missing')], code: 1, message: /SVC_ERR_DEV_REPO: .*not a directory/ },
+    { args: ['--repo', root], code: 1, message: /SVC_ERR_DEV_REPO: .*not inside a git repository/ },
+    { args: ['--repo', root, '--example', EXAMPLE], code: 2, message: /either --repo or --example/ },
+    { args: ['--example', join(root, 'nothing-here')], code: 1, message: /SVC_ERR_DEV_EXAMPLE: .*no \.svc\/ directory/ },
+    { args: ['--example', EXAMPLE, '--port', '70000'], code: 2, message: /--port must be a port number/ },
+  ];
+  for (const c of cases) {
+    const out = await runProgram(SVC, ['dev', ...c.args, '--data-dir', join(root, 'refused')], { cwd: root, env: gitEnv(), timeoutMs: 60_000 });
+    t.equal(out.code, c.code, `exit code for ${c.args.join(' ')}`);
+    t.match(out.stderr, c.message);
+    t.equal(out.stderr.trim().split('\n').length, 1, 'one line');
+  }
+  // A git repository without .svc/.
+  const plain = join(root, 'plain');
+  await mkdir(plain);
+  await git(plain, ['init', '--quiet']);
+  const out = await runProgram(SVC, ['dev', '--repo', plain, '--data-dir', join(root, 'refused')], { cwd: root, env: gitEnv(), timeoutMs: 60_000 });
+  t.equal(out.code, 1);
+  t.match(out.stderr, /SVC_ERR_DEV_NO_WORKFLOWS: .*svc init/);
+  t.equal(await stat(join(root, 'refused')).catch(() => null), null, 'nothing was created');
+});
+
+let firstRun = '';
+let secondRun = '';
+
+await t.test('first start: example copied, first commit pushed, the run finishes green with its logs', async (t) => {
+  const dev = startDev(args, root);
+  running.push(dev);
+  const ready = await dev.waitFor('ready', (e) => e.event === 'ready', 180_000);
+  t.match(ready, { remote: { name: 'svc' }, labels: ['local'] });
+  t.same(ready['recentRuns'], [], 'no earlier runs on a fresh data dir');
+  const push = await dev.waitFor('the first push', (e) => e.event === 'push');
+  t.equal(push['ok'], true, String(push['output']));
+  const done = await dev.waitFor('ci to finish', (e) => e.event === 'run' && e.workflow === 'ci' && ['completed', 'failed', 'cancelled'].includes(String(e['status'])), 180_000);
+  t.equal(done['status'], 'completed', `ci finished: ${JSON.stringify(done)}`);
+  firstRun = String(done['runId']);
+  const logs = dev.events.filter((e) => e.event === 'log' && e['runId'] === firstRun);
+  const text = logs.map((e) => `${String(e['job'])} ${String(e['step'])} ${String(e['text'])}`).join('\n');
+  t.match(text, /build version building 0\.1\.0\+/, 'build step log');
+  t.match(text, /test \(unit\) check ok greet/, 'matrix instance unit');
+  t.match(text, /test \(lint\) check ok greeting\.ts/, 'matrix instance lint');
+  t.match(text, /testing build 0\.1\.0\+[0-9a-f]{7}: unit/, 'the build output reached the test job');
+  t.match(text, /identity token subject: repo:local\/quickstart-work:ref:refs\/heads\/main:workflow:ci/, 'identity token sub');
+  t.notMatch(text, /eyJ[A-Za-z0-9_-]+\.eyJ/, 'the token itself is never printed');
+  const jobs = dev.events.filter((e) => e.event === 'job' && e['runId'] === firstRun && e['status'] === 'completed').map((e) => e['job']);
+  for (const name of ['build', 'test (unit)', 'test (lint)', 'identity']) t.ok(jobs.includes(name), `job ${name} completed`);
+
+  await t.test('a second commit pushed through the svc remote runs again', async (t) => {
+    const work = String(ready['repo']);
+    await writeFile(join(work, 'NOTES.md'), 'a second commit\n');
+    await git(work, ['add', 'NOTES.md']);
+    await git(work, ['commit', '--quiet', '-m', 'second commit']);
+    await git(work, ['push', 'svc', 'HEAD']);
+    const second = await dev.waitFor('a second ci run to finish', (e) => isRun('ci', 'completed')(e) && e['runId'] !== firstRun, 180_000);
+    secondRun = String(second['runId']);
+    t.not(secondRun, firstRun);
+  });
+
+  dev.child.kill('SIGINT');
+  t.equal(await dev.exited, 0, 'SIGINT stops svc dev with exit 0');
+  t.ok(dev.events.some((e) => e.event === 'stopped'), 'it said it stopped');
+  t.equal(dev.stderr(), '', 'nothing on stderr');
+});
+
+await t.test('second start resumes: both runs listed, nothing pushed again', async (t) => {
+  t.ok(firstRun !== '' && secondRun !== '', 'the first start produced two runs');
+  const dev = startDev(args, root);
+  running.push(dev);
+  const ready = await dev.waitFor('ready again', (e) => e.event === 'ready', 120_000);
+  const listed = (ready['recentRuns'] as Array<{ runId: string; status: string }>).map((r) => r.runId);
+  t.ok(listed.includes(firstRun), 'first run still listed');
+  t.ok(listed.includes(secondRun), 'second run still listed');
+  await dev.waitFor('the already-pushed note', (e) => e.event === 'note' && /already on the svc remote/.test(String(e['message'])));
+  t.notOk(dev.events.some((e) => e.event === 'push'), 'no push: HEAD is on the remote already');
+  const state = JSON.parse(await readFile(join(dataDir, 'dev', 'state.json'), 'utf8')) as { orgId: string; sources: Record<string, string> };
+  t.equal(state.orgId, 'dev');
+  t.equal(Object.keys(state.sources).length, 1, 'one source, reused');
+  dev.child.kill('SIGTERM');
+  t.equal(await dev.exited, 0, 'SIGTERM stops it too');
+});
