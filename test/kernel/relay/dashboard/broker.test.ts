@@ -1,0 +1,39 @@
+// The relay side of dashboard requests with orchestrators that misbehave, over real sockets: one
+// that never answers (504 after the timeout) and one that drops its socket mid-request (503 at
+// once, not after the timeout). Orchestrators are the real relay link without the runs-api.
+import { randomUUID } from 'node:crypto';
+import t from 'tap';
+import { createPat } from '../../../../kernel/relay/pats/index.ts';
+import { eachDatabase } from '../../../fixtures/db.ts';
+import { fakeOrchestrator, newOrg, startTestRelay } from '../harness.ts';
+
+t.setTimeout(120_000);
+
+await eachDatabase(t, async (t, db) => {
+  const orgToken = await newOrg(db.pool, 'acme');
+  const pat = (await createPat(db.pool, 'acme', 'alice')).token;
+  const relay = await startTestRelay(t, db.url, { dashboardTimeoutMs: 800 });
+  const headers = { authorization: `Bearer ${pat}` };
+
+  await t.test('an orchestrator that never answers: 504 after the timeout', async (t) => {
+    const orch = await fakeOrchestrator(t, relay.url, orgToken, { id: 'silent' });
+    const started = Date.now();
+    const res = await fetch(`${relay.url}/v1/orgs/acme/runs/${randomUUID()}`, { headers });
+    t.equal(res.status, 504);
+    t.match(await res.json(), { error: { code: 'SVC_ERR_RELAY_ORCHESTRATOR_TIMEOUT' } });
+    t.ok(Date.now() - started >= 700);
+    await orch.close();
+  });
+
+  await t.test('an orchestrator that disconnects mid-request: 503 without waiting out the timeout', async (t) => {
+    const relaySlow = await startTestRelay(t, db.url, { dashboardTimeoutMs: 20_000 });
+    const orch = await fakeOrchestrator(t, relaySlow.url, orgToken, { id: 'leaving' });
+    const started = Date.now();
+    const pending = fetch(`${relaySlow.url}/orgs/acme/runs/${randomUUID()}/rerun`, { method: 'POST', headers });
+    setTimeout(() => void orch.close(), 300);
+    const res = await pending;
+    t.equal(res.status, 503);
+    t.match(await res.json(), { error: { code: 'SVC_ERR_RELAY_ORCHESTRATOR_GONE' } });
+    t.ok(Date.now() - started < 10_000, 'failed at once');
+  });
+});
