@@ -49,9 +49,9 @@ function filterVerdict(jobs: readonly JobState[]): string | undefined {
 
 /** Verdict on a waiting job from its needs' instances. */
 function verdict(job: JobState, byName: Map<string, JobState[]>, all: readonly JobState[]): { kind: 'ready' } | { kind: 'wait' } | { kind: 'skip'; reason: string } {
+  const skipped = filterVerdict(all);
+  if (skipped !== undefined) return { kind: 'skip', reason: skipped };
   if (job.kind === 'hooks') {
-    const skipped = filterVerdict(all);
-    if (skipped !== undefined) return { kind: 'skip', reason: skipped };
     return all.every((j) => j === job || TERMINAL.has(j.status)) ? { kind: 'ready' } : { kind: 'wait' };
   }
   let ready = true;
@@ -59,7 +59,6 @@ function verdict(job: JobState, byName: Map<string, JobState[]>, all: readonly J
     const instances = byName.get(need) ?? [];
     if (instances.length === 0) return { kind: 'skip', reason: `needs ${need} which does not exist in this run` };
     const bad = instances.find((i) => i.status === 'failed' || i.status === 'cancelled' || i.status === 'skipped');
-    if (bad?.kind === 'filter' && bad.status === 'skipped') return { kind: 'skip', reason: bad.reason ?? 'workflow filter returned false' };
     if (bad) return { kind: 'skip', reason: `needs ${need} which ${bad.status}${bad.name !== need ? ` (${bad.name})` : ''}` };
     if (!instances.every((i) => i.status === 'completed')) ready = false;
   }
