@@ -85,6 +85,13 @@ export interface SourceProviderExtensionPoint extends PluginInstance {
   normalize(delivery: RawDelivery, payload: unknown): unknown;
   /** Raw lock-file bytes at `sha`, or null when the repository has none there. */
   fetchLockFile(request: { source: ProviderSource; repository: RepositoryRef; sha: string }): Promise<Uint8Array | null>;
+  /**
+   * Optional: a file's bytes at `sha`, or null when no regular file is at `path` there (content
+   * requirements, a trigger's `requires`). `path` is repository-relative (`docs/a.md`); providers
+   * refuse an absolute path, a `..` segment or a leading `-`. Without it a candidate with
+   * `requires` cannot be evaluated and is dropped.
+   */
+  readFile?(request: { source: ProviderSource; repository: RepositoryRef; sha: string; path: string }): Promise<Uint8Array | null>;
   /** Paths changed between two commits (for path filters). */
   changedFiles(request: { source: ProviderSource; repository: RepositoryRef; base: string; head: string }): Promise<string[]>;
   /** Short-lived credentials an agent uses to check the repository out. */

@@ -35,6 +35,7 @@ export const gitProvider = definePlugin({
       signatureInput: hubSignatureInput,
       normalize: (delivery: RawDelivery, payload: unknown) => normalizeGithubPayload(GIT_PROVIDER_KIND, delivery.headers.eventType, payload),
       fetchLockFile: async ({ source, sha }) => mirrors.readLockFile(gitSourceOf(source), sha),
+      readFile: async ({ source, sha, path }) => mirrors.readFile(gitSourceOf(source), sha, path),
       changedFiles: async ({ source, base, head }) => mirrors.changedFiles(gitSourceOf(source), base, head),
       checkoutCredentials: async ({ source }) => {
         const git = gitSourceOf(source);

@@ -6,6 +6,7 @@ import { mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { NotFoundError, SvcError, UnavailableError } from '../../../kernel/services/errors.ts';
+import { checkRepositoryPath, MAX_READ_FILE_BYTES } from '../github/repository-path.ts';
 import { firstLine, runGit } from './git-command.ts';
 import { checkSha, ZERO_SHA, type GitProviderConfig, type GitSource } from './settings.ts';
 
@@ -107,27 +108,40 @@ export class GitMirrors {
 
   /** The lock file's bytes at `sha`, or null when that commit has none. */
   async readLockFile(source: GitSource, shaInput: string): Promise<Uint8Array | null> {
+    return this.#readBlob(source, shaInput, LOCK_FILE_PATH, this.#config.maxLockFileBytes, 'SVC_ERR_GIT_LOCK_TOO_LARGE');
+  }
+
+  /** A file's bytes at `sha` (content requirements); null when no regular file is at `path`. */
+  async readFile(source: GitSource, shaInput: string, pathInput: string): Promise<Uint8Array | null> {
+    const path = checkRepositoryPath(pathInput);
+    return this.#readBlob(source, shaInput, path, MAX_READ_FILE_BYTES, 'SVC_ERR_GIT_FILE_TOO_LARGE');
+  }
+
+  /**
+   * `path` at `sha` through `ls-tree` (its paths match literally, after `--`) then `cat-file` on
+   * the blob id: a directory, symlink or submodule there is "no file", and the size is checked
+   * before the bytes are read.
+   */
+  async #readBlob(source: GitSource, shaInput: string, path: string, maxBytes: number, tooLargeCode: string): Promise<Uint8Array | null> {
     const sha = checkSha(shaInput, 'sha');
     const dir = this.mirrorDir(source);
     return this.#exclusive(dir, async () => {
       await this.#ensureCommits(dir, source, [sha]);
       const git = this.#git(dir, source, this.#config.readTimeoutMs);
-      const listing = await git.text(['ls-tree', '-z', '--full-tree', sha, LOCK_FILE_PATH]);
+      const listing = await git.text(['ls-tree', '-z', '--full-tree', sha, '--', path]);
       if (listing.exitCode !== 0) throw new SvcError('SVC_ERR_GIT_READ', `git ls-tree at ${sha} failed: ${firstLine(listing.stderr)}`);
-      const entry = listing.stdout.split('\0').find((e) => e.endsWith(`\t${LOCK_FILE_PATH}`));
+      const entry = listing.stdout.split('\0').find((e) => e.endsWith(`\t${path}`));
       if (!entry) return null;
       const [mode = '', type = '', object = ''] = entry.slice(0, entry.indexOf('\t')).split(' ');
       if (type !== 'blob' || (mode !== '100644' && mode !== '100755') || !/^[0-9a-f]{40}$/.test(object)) {
-        this.#logger.warn({ source: source.id, sha, mode, type }, `${LOCK_FILE_PATH} is not a regular file`);
+        this.#logger.warn({ source: source.id, sha, mode, type }, `${path} is not a regular file`);
         return null;
       }
       const size = await git.text(['cat-file', '-s', object]);
       const bytes = Number(size.stdout.trim());
       if (size.exitCode !== 0 || !Number.isSafeInteger(bytes)) throw new SvcError('SVC_ERR_GIT_READ', `git cat-file -s ${object} failed: ${firstLine(size.stderr)}`);
-      if (bytes > this.#config.maxLockFileBytes) {
-        throw new SvcError('SVC_ERR_GIT_LOCK_TOO_LARGE', `${LOCK_FILE_PATH} at ${sha} is ${bytes} bytes, over the ${this.#config.maxLockFileBytes}-byte limit`);
-      }
-      const blob = await git.bytes(['cat-file', 'blob', object], this.#config.maxLockFileBytes + 1024);
+      if (bytes > maxBytes) throw new SvcError(tooLargeCode, `${path} at ${sha} is ${bytes} bytes, over the ${maxBytes}-byte limit`);
+      const blob = await git.bytes(['cat-file', 'blob', object], maxBytes + 1024);
       if (blob.exitCode !== 0) throw new SvcError('SVC_ERR_GIT_READ', `git cat-file blob ${object} failed: ${firstLine(blob.stderr)}`);
       return new Uint8Array(blob.stdout);
     });

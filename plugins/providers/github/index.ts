@@ -43,6 +43,7 @@ export const githubProvider = definePlugin({
       signatureInput: hubSignatureInput,
       normalize: (delivery: RawDelivery, payload: unknown) => normalizeGithubPayload(GITHUB_PROVIDER_KIND, delivery.headers.eventType, payload),
       fetchLockFile: (request) => api.fetchLockFile(request),
+      readFile: (request) => api.readFile(request),
       changedFiles: (request) => api.changedFiles(request),
       checkoutCredentials: (request) => api.checkoutCredentials(request),
       close: () => client.clear(),

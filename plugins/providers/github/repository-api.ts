@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { CheckoutCredentials, ProviderSource, RepositoryRef } from '../../../kernel/host/extension-points/provider.ts';
 import { InputError, NotFoundError, SvcError, UnavailableError } from '../../../kernel/services/errors.ts';
 import { GithubAppClient, githubError } from './app-client.ts';
+import { checkRepositoryPath, MAX_READ_FILE_BYTES } from './repository-path.ts';
 import { checkSha, githubSourceOf, ownerAndRepo, ZERO_SHA, type GithubProviderConfig, type GithubSource } from './settings.ts';
 
 export const LOCK_FILE_PATH = '.svc/svc.lock.json';
@@ -56,6 +57,27 @@ export class GithubRepositoryApi {
   }
 
   async fetchLockFile(request: { source: ProviderSource; repository: RepositoryRef; sha: string }): Promise<Uint8Array | null> {
+    const bytes = await this.#contents(request, LOCK_FILE_PATH);
+    if (bytes !== null && bytes.byteLength > this.#config.maxLockFileBytes) {
+      const { owner, repo } = ownerAndRepo(request.repository);
+      throw new SvcError('SVC_ERR_GITHUB_LOCK_TOO_LARGE', `${LOCK_FILE_PATH} of ${owner}/${repo} at ${request.sha} is ${bytes.byteLength} bytes, over the ${this.#config.maxLockFileBytes}-byte limit`);
+    }
+    return bytes;
+  }
+
+  /** A file's bytes at `sha` (content requirements); null when there is no file at that path. */
+  async readFile(request: { source: ProviderSource; repository: RepositoryRef; sha: string; path: string }): Promise<Uint8Array | null> {
+    const path = checkRepositoryPath(request.path);
+    const bytes = await this.#contents(request, path);
+    if (bytes !== null && bytes.byteLength > MAX_READ_FILE_BYTES) {
+      const { owner, repo } = ownerAndRepo(request.repository);
+      throw new SvcError('SVC_ERR_GITHUB_FILE_TOO_LARGE', `${path} of ${owner}/${repo} at ${request.sha} is ${bytes.byteLength} bytes, over the ${MAX_READ_FILE_BYTES}-byte limit`);
+    }
+    return bytes;
+  }
+
+  /** Raw bytes of a regular file through the contents API; null for 404 or anything not a file. */
+  async #contents(request: { source: ProviderSource; repository: RepositoryRef; sha: string }, path: string): Promise<Uint8Array | null> {
     const source = githubSourceOf(request.source);
     const { owner, repo } = ownerAndRepo(request.repository);
     const sha = checkSha(request.sha, 'sha');
@@ -65,26 +87,23 @@ export class GithubRepositoryApi {
       const response = await octokit.request('GET /repos/{owner}/{repo}/contents/{path}', {
         owner,
         repo,
-        path: LOCK_FILE_PATH,
+        path,
         ref: sha,
         headers: { accept: 'application/vnd.github.raw' },
         request: this.#client.requestOptions(),
       });
       data = response.data;
     } catch (error) {
-      const mapped = githubError(error, `lock file of ${owner}/${repo} at ${sha}`);
-      // 404 is also GitHub's answer for an unknown sha; either way there is no lock file there.
+      const mapped = githubError(error, `${path} of ${owner}/${repo} at ${sha}`);
+      // 404 is also GitHub's answer for an unknown sha; either way there is no file there.
       if (mapped instanceof NotFoundError) return null;
       throw mapped;
     }
     const bytes = bytesOfContent(data);
     if (bytes === null) {
       // A directory listing or a symlink/submodule object: not a lock file.
-      this.#logger.warn({ repository: `${owner}/${repo}`, sha }, `${LOCK_FILE_PATH} is not a regular file`);
+      this.#logger.warn({ repository: `${owner}/${repo}`, sha }, `${path} is not a regular file`);
       return null;
-    }
-    if (bytes.byteLength > this.#config.maxLockFileBytes) {
-      throw new SvcError('SVC_ERR_GITHUB_LOCK_TOO_LARGE', `${LOCK_FILE_PATH} of ${owner}/${repo} at ${sha} is ${bytes.byteLength} bytes, over the ${this.#config.maxLockFileBytes}-byte limit`);
     }
     return bytes;
   }

@@ -31,6 +31,7 @@ export class Forge {
   readonly files = new Map<string, Map<string, string>>();
   readonly changed = new Map<string, string[]>();
   lockFetches = 0;
+  fileReads = 0;
   failLockFetch: string | null = null;
   failCredentials = false;
 
@@ -77,7 +78,11 @@ export class Forge {
           const text = forge.files.get(sha)?.get(LOCK_PATH);
           return text === undefined ? null : Buffer.from(text);
         },
-        readFile: async ({ sha, path }: { sha: string; path: string }) => forge.files.get(sha)?.get(path) ?? null,
+        readFile: async ({ sha, path }) => {
+          forge.fileReads += 1;
+          const text = forge.files.get(sha)?.get(path);
+          return text === undefined ? null : new Uint8Array(Buffer.from(text));
+        },
         changedFiles: async ({ base, head }) => {
           const files = forge.changed.get(`${base}..${head}`);
           if (files === undefined) throw new Error(`no diff ${base}..${head}`);
