@@ -37,6 +37,6 @@ t.test('github readFile', async (t) => {
   for (const bad of ['', '/etc/passwd', '../secret', 'a/../../b', '-n', 'a//b', './a', 'a\\b', 'a\0b', 'a\nb']) {
     await t.rejects(read(bad), { code: 'SVC_ERR_PROVIDER_PATH_INVALID' }, `refused: ${JSON.stringify(bad)}`);
   }
-  await t.rejects(read('Dockerfile', 'not-a-sha'), undefined, 'a bad sha is refused');
+  await t.rejects(read('Dockerfile', 'not-a-sha'), 'a bad sha is refused');
   t.equal(fake.calls.contents, before, 'no request for refused input');
 });
