@@ -26,8 +26,16 @@ export default class Dev extends SvcCommand {
   async run(): Promise<undefined> {
     const { flags } = await this.parse(Dev);
     enableCompileCache();
+    const { isSupervisedChild, parentGone, superviseDev } = await import('../dev/supervise.ts');
+    if (!isSupervisedChild()) {
+      // The stack runs in a child of its own process group (see cli/dev/supervise.ts).
+      const code = await superviseDev();
+      if (code !== 0) this.exit(code);
+      return undefined;
+    }
     const { runDev } = await import('../dev/index.ts');
     const code = await runDev({
+      stopSignal: parentGone(),
       repo: flags.repo,
       example: flags.example,
       dataDir: flags['data-dir'],

@@ -205,6 +205,7 @@ export async function runDev(options: DevOptions = {}): Promise<number> {
       labels: running.agentLabels,
       recentRuns: await recentRuns(running.orchDb.pool, DEV_ORG),
       logFile: paths.logFile,
+      cliEnvFile: paths.cliEnvFile,
     });
     const watcher = watchRuns({
       pool: running.orchDb.pool,

@@ -20,6 +20,8 @@ export type DevEvent =
       labels: string[];
       recentRuns: Array<{ runId: string; workflow: string; status: string; sha: string; createdAt: string }>;
       logFile: string;
+      /** Shell exports that point `svc runs show/logs` at this relay. */
+      cliEnvFile: string;
     }
   | { event: 'push'; ref: string; sha: string; ok: boolean; output: string }
   | { event: 'run'; runId: string; workflow: string; status: string; reason: string | null; sha: string; ref: string | null }
@@ -94,8 +96,9 @@ export function createReporter(options: ReporterOptions): Reporter {
         lines.push(
           '',
           'next:',
-          `  git push ${e.remote.name} HEAD        run the workflows that match the push (from ${e.repo})`,
+          `  git push ${e.remote.name} HEAD           run the workflows that match the push (from ${e.repo})`,
           '  svc preview push            see which workflows a push would run, without running them',
+          `  . ${e.cliEnvFile}; svc runs logs <run id>    a run's logs through the relay, as from a real Platform`,
           '  Ctrl-C                      stop everything; `svc dev` again resumes with the same data',
           '',
         );

@@ -23,12 +23,13 @@ import { dataDirMasterKey } from '../../kernel/orchestrator/master-key-file.ts';
 import { createSource, getSourceRow, webhookUrl } from '../../kernel/orchestrator/sources/store.ts';
 import { ORCHESTRATOR_SUBSYSTEMS } from '../../kernel/orchestrator/subsystems.ts';
 import { RELAY_EMBEDDED_DATABASE, migrateRelay, orgForToken, provisionOrg, rotateOrgToken, startRelay, type Relay } from '../../kernel/relay/index.ts';
+import { createPat, patForToken } from '../../kernel/relay/pats/index.ts';
 import { migrate, resolveDatabase, sql, type ResolvedDatabase } from '../../kernel/services/db/index.ts';
 import { ConflictError, UnavailableError } from '../../kernel/services/errors.ts';
 import { orchestratorPlugins } from '../../plugins/builtin.ts';
 import { agentPlugins } from '../../plugins/sandboxes/index.ts';
 import type { Reporter } from './reporter.ts';
-import { readState, writeState, type DevPaths } from './state.ts';
+import { readState, writeCliEnv, writeState, type DevPaths } from './state.ts';
 
 export const DEV_ORG = 'dev';
 export const DEFAULT_ORCHESTRATOR_PORT = 7700;
@@ -143,6 +144,13 @@ export async function startDevStack(options: StackOptions): Promise<DevStack> {
       state.platformToken = platformToken;
       await writeState(paths, state);
     }
+    // A personal access token for `svc runs show/logs` through the relay, kept the same way.
+    let pat = state.pat;
+    if (pat === undefined || (await patForToken(relayDb.pool, pat))?.orgId !== orgId) {
+      pat = (await createPat(relayDb.pool, orgId, 'developer', 'svc dev')).token;
+      state.pat = pat;
+      await writeState(paths, state);
+    }
     // The agent's token, kept the same way.
     let agentToken = state.agentToken;
     if (agentToken === undefined || !(await checkAgentToken(orchDb.pool, agentToken)).ok) {
@@ -188,6 +196,7 @@ export async function startDevStack(options: StackOptions): Promise<DevStack> {
       }),
     );
     stops.push(() => relay.stop());
+    await writeCliEnv(paths, { platformUrl: relay.url, token: pat, org: orgId });
 
     const orchestratorPort = await choosePort(options.orchestratorPort, DEFAULT_ORCHESTRATOR_PORT, '--port');
     const issuer = `http://127.0.0.1:${orchestratorPort}`;

@@ -17,6 +17,8 @@ export const DevState = Type.Object(
     /** Source id per repository path (svc dev may serve different repositories over time). */
     sources: Type.Record(Type.String(), Type.String()),
     agentToken: Type.Optional(Type.String()),
+    /** A personal access token of the dev org, for `svc runs` through the relay. */
+    pat: Type.Optional(Type.String()),
   },
   { additionalProperties: false },
 );
@@ -30,6 +32,8 @@ export interface DevPaths {
   stateDir: string;
   stateFile: string;
   hookSecretFile: string;
+  /** Shell exports for the `svc runs` commands (relay URL, PAT, org). */
+  cliEnvFile: string;
   /** Bare repositories svc dev serves. */
   gitDir: string;
   agentWorkDir: string;
@@ -43,6 +47,7 @@ export function devPaths(dataDir: string): DevPaths {
     stateDir,
     stateFile: join(stateDir, 'state.json'),
     hookSecretFile: join(stateDir, 'hook.secret'),
+    cliEnvFile: join(stateDir, 'env.sh'),
     gitDir: join(dataDir, 'git'),
     agentWorkDir: join(dataDir, 'agent'),
     logFile: join(dataDir, 'logs', 'svc-dev.log'),
@@ -89,4 +94,20 @@ export async function hookSecret(paths: DevPaths): Promise<{ secret: string; cre
   const secret = randomBytes(32).toString('hex');
   await writeFile(paths.hookSecretFile, `${secret}\n`, { mode: 0o600 });
   return { secret, created: true };
+}
+
+/** `. <dataDir>/dev/env.sh` points `svc runs show/logs` at this svc dev's relay (mode 0600). */
+export async function writeCliEnv(paths: DevPaths, settings: { platformUrl: string; token: string; org: string }): Promise<void> {
+  await mkdir(paths.stateDir, { recursive: true, mode: 0o700 });
+  const quote = (v: string) => `'${v.replace(/'/g, `'\\''`)}'`;
+  const text = [
+    '# Written by `svc dev` at every start: `. ./.svc-data/dev/env.sh` then `svc runs show <id>` or `svc runs logs <id>`.',
+    `export SVC_PLATFORM_URL=${quote(settings.platformUrl)}`,
+    `export SVC_TOKEN=${quote(settings.token)}`,
+    `export SVC_ORG=${quote(settings.org)}`,
+    '',
+  ].join('\n');
+  const temp = `${paths.cliEnvFile}.${randomBytes(4).toString('hex')}.tmp`;
+  await writeFile(temp, text, { mode: 0o600 });
+  await rename(temp, paths.cliEnvFile);
 }
