@@ -56,14 +56,17 @@ const seconds = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
 export function createReporter(options: ReporterOptions): Reporter {
   const { stdout, stderr, json } = options;
   const tty = !json && (options.tty ?? stderr.isTTY === true);
-  const paint = (code: string, text: string) => (tty ? `\x1b[${code}m${text}\x1b[0m` : text);
+  // Colour only where it lands on a terminal: progress on stderr, data on stdout.
+  const colourOut = !json && (options.tty ?? stdout.isTTY === true);
+  const paintErr = (code: string, text: string) => (tty ? `\x1b[${code}m${text}\x1b[0m` : text);
+  const paint = (code: string, text: string) => (colourOut ? `\x1b[${code}m${text}\x1b[0m` : text);
   let spinner: { text: string; frame: number; timer: NodeJS.Timeout } | undefined;
 
   const clearSpinner = () => {
     if (spinner !== undefined) stderr.write('\r\x1b[2K');
   };
   const drawSpinner = () => {
-    if (spinner !== undefined) stderr.write(`\r\x1b[2K${paint('36', FRAMES[spinner.frame % FRAMES.length]!)} ${spinner.text}`);
+    if (spinner !== undefined) stderr.write(`\r\x1b[2K${paintErr('36', FRAMES[spinner.frame % FRAMES.length]!)} ${spinner.text}`);
   };
   const out = (line: string) => {
     clearSpinner();
@@ -164,14 +167,14 @@ export function createReporter(options: ReporterOptions): Reporter {
         finish();
         const ms = Date.now() - started;
         if (json) emit({ event: 'progress', phase, status: 'done', ms, message });
-        else if (tty) stderr.write(`${paint('32', '✓')} ${message} ${paint('2', `(${seconds(ms)})`)}\n`);
+        else if (tty) stderr.write(`${paintErr('32', '✓')} ${message} ${paintErr('2', `(${seconds(ms)})`)}\n`);
         return value;
       } catch (error) {
         finish();
         const ms = Date.now() - started;
         const why = isSvcError(error) ? `${error.code}: ${messageOf(error)}` : messageOf(error);
         if (json) emit({ event: 'progress', phase, status: 'failed', ms, message: `${message}: ${why}` });
-        else if (tty) stderr.write(`${paint('31', '✗')} ${message}\n`);
+        else if (tty) stderr.write(`${paintErr('31', '✗')} ${message}\n`);
         throw error;
       }
     },
