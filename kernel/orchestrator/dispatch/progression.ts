@@ -7,6 +7,9 @@
 // Scheduling pseudo-jobs (docs/scheduling.md): a need on a dynamic entry waits for its generator
 // job and every job it generated; `svc:hooks` is released once every other job is terminal and
 // is never skipped by their failure; a skipped `svc:filter` (filter false) skips the run.
+// Coalesced builds (spec Delivery guarantee 5, docs/ingest.md): jobs of other runs waiting on a
+// build key (`jobs.waits_for_build`, no `svc:build` in their needs) wait until the build job's
+// terminal fact is recorded, which releases them (completed) or skips them (otherwise).
 import type { CommonQueryMethods } from 'slonik';
 import { sql } from '../../services/db/index.ts';
 import { generatorEntryOf } from '../scheduling/names.ts';
@@ -24,7 +27,12 @@ interface JobState {
   status: string;
   needs: readonly string[];
   reason: string | null;
+  waits_for_build?: string | null;
 }
+
+/** Reason of jobs (and runs) skipped because the coalesced build they waited for did not complete. */
+export const BUILD_FAILED_REASON = 'build failed';
+const BUILD_JOB_NAME = 'svc:build';
 
 export interface ProgressionResult {
   queued: string[];
@@ -33,12 +41,48 @@ export interface ProgressionResult {
   runFinished: string | null;
 }
 
-/** Records a job's terminal fact once (`job_complete`). */
+/** Records a job's terminal fact once (`job_complete`); a build job's also settles its coalesced waiters. */
 export async function recordJobComplete(tx: CommonQueryMethods, runId: string, jobId: string, status: string, payload: Record<string, unknown> = {}): Promise<void> {
-  await tx.query(sql.unsafe`
+  const inserted = await tx.maybeOne(sql.unsafe`
     INSERT INTO run_events (run_id, job_id, kind, status, payload)
     VALUES (${runId}, ${jobId}, 'job_complete', ${status}, ${sql.jsonb(payload as never)})
-    ON CONFLICT DO NOTHING`);
+    ON CONFLICT DO NOTHING RETURNING 1 AS one`);
+  if (inserted !== null) await settleBuildWaiters(tx, runId, jobId, status);
+}
+
+/**
+ * A build job reached `status` (once): the waiting jobs of OTHER runs coalesced on its key are
+ * released (completed: they no longer wait, progression queues those whose needs are met) or
+ * skipped with BUILD_FAILED_REASON and their runs finished. Other runs are locked in id order
+ * after this run's lock; a run waits on one key and owns no build then, so no lock cycle. A
+ * held run is not progressed on success (its approval does that).
+ */
+async function settleBuildWaiters(tx: CommonQueryMethods, runId: string, jobId: string, status: string): Promise<void> {
+  const build = (await tx.maybeOne(sql.unsafe`
+    SELECT org_id, build_key FROM jobs WHERE id = ${jobId} AND kind = 'build' AND build_key IS NOT NULL`)) as { org_id: string; build_key: string } | null;
+  if (build === null) return;
+  const runs = (await tx.any(sql.unsafe`
+    SELECT DISTINCT run_id::text AS run_id FROM jobs
+    WHERE org_id = ${build.org_id} AND waits_for_build = ${build.build_key} AND status = 'waiting' AND run_id <> ${runId}
+    ORDER BY run_id`)) as ReadonlyArray<{ run_id: string }>;
+  const reason = status === 'failed' ? BUILD_FAILED_REASON : `${BUILD_FAILED_REASON}: the build job was ${status}`;
+  for (const { run_id: other } of runs) {
+    const run = await lockRunForProgress(tx, other);
+    if (run === null) continue;
+    if (status === 'completed') {
+      await tx.query(sql.unsafe`
+        UPDATE jobs SET waits_for_build = NULL, updated_at = now()
+        WHERE run_id = ${other} AND waits_for_build = ${build.build_key} AND status = 'waiting'`);
+      if (run.status !== 'held') await progressRun(tx, other);
+      continue;
+    }
+    const skipped = (await tx.any(sql.unsafe`
+      UPDATE jobs SET status = 'skipped', reason = ${reason}, finished_at = now(), updated_at = now()
+      WHERE run_id = ${other} AND waits_for_build = ${build.build_key} AND status = 'waiting'
+      RETURNING id::text AS id`)) as ReadonlyArray<{ id: string }>;
+    for (const job of skipped) await recordJobComplete(tx, other, job.id, 'skipped', { reason });
+    await progressRun(tx, other);
+  }
 }
 
 /** The filter said no: the reason every other job (and the run) is skipped with. */
@@ -54,6 +98,8 @@ function verdict(job: JobState, byName: Map<string, JobState[]>, all: readonly J
   if (job.kind === 'hooks') {
     return all.every((j) => j === job || TERMINAL.has(j.status)) ? { kind: 'ready' } : { kind: 'wait' };
   }
+  // Waiting for another run's build: only that build's completion releases it.
+  if (job.waits_for_build != null && !job.needs.includes(BUILD_JOB_NAME)) return { kind: 'wait' };
   let ready = true;
   for (const need of job.needs) {
     const instances = byName.get(need) ?? [];
@@ -65,11 +111,16 @@ function verdict(job: JobState, byName: Map<string, JobState[]>, all: readonly J
   return ready ? { kind: 'ready' } : { kind: 'wait' };
 }
 
+/** The reason jobs were skipped for a coalesced build that did not complete, if they were. */
+function buildFailure(jobs: readonly JobState[]): string | undefined {
+  return jobs.find((j) => j.status === 'skipped' && j.reason?.startsWith(BUILD_FAILED_REASON) === true)?.reason ?? undefined;
+}
+
 /** Final run status from its terminal jobs (the workflow hooks job aside). */
 export function runOutcome(jobs: readonly JobState[], cancelRequested: boolean): string {
   if (filterVerdict(jobs) !== undefined) return 'skipped';
   if (cancelRequested || jobs.some((j) => j.status === 'cancelled')) return 'cancelled';
-  if (jobs.some((j) => j.status === 'failed')) return 'failed';
+  if (jobs.some((j) => j.status === 'failed') || buildFailure(jobs) !== undefined) return 'failed';
   return 'completed';
 }
 
@@ -98,7 +149,7 @@ export async function progressRun(tx: CommonQueryMethods, runId: string): Promis
   const run = await lockRunForProgress(tx, runId);
   if (run === null) return result;
   const jobs = (await tx.any(sql.unsafe`
-    SELECT id::text AS id, name, kind, generated_by, status, needs, reason FROM jobs WHERE run_id = ${runId} ORDER BY created_at, id`)) as readonly JobState[];
+    SELECT id::text AS id, name, kind, generated_by, status, needs, reason, waits_for_build FROM jobs WHERE run_id = ${runId} ORDER BY created_at, id`)) as readonly JobState[];
   const states = jobs.map((j) => ({ ...j }));
   const byName = new Map<string, JobState[]>();
   const add = (name: string, job: JobState) => {
@@ -147,7 +198,14 @@ export async function progressRun(tx: CommonQueryMethods, runId: string): Promis
     const work = states.filter((j) => j.kind !== 'hooks');
     let status = runOutcome(work, run.cancelled_by !== null);
     const failed = work.filter((j) => j.status === 'failed').map((j) => j.name);
-    let reason = status === 'failed' ? `job${failed.length > 1 ? 's' : ''} failed: ${[...new Set(failed)].join(', ')}` : status === 'skipped' ? (filterVerdict(work) ?? null) : null;
+    let reason =
+      status === 'failed'
+        ? failed.length > 0
+          ? `job${failed.length > 1 ? 's' : ''} failed: ${[...new Set(failed)].join(', ')}`
+          : (buildFailure(work) ?? null)
+        : status === 'skipped'
+          ? (filterVerdict(work) ?? null)
+          : null;
     const hooks = states.find((j) => j.kind === 'hooks' && j.status === 'failed');
     if (hooks !== undefined) {
       // A failed workflow hook fails the run; the reason keeps what happened before it.
