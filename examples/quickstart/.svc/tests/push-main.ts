@@ -1,5 +1,5 @@
-// A test fixture: the event `svc run` runs the workflows against (`svc run push-main --local`).
-// Branch and sha default to the local checkout.
+// A test fixture for `svc run remote`: the event to run the workflows against. Branch and sha
+// default to the local git checkout.
 import { fixture, push } from 'svc/sdk';
 
 export default fixture('push-main', {
