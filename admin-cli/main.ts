@@ -1,8 +1,6 @@
+import { SVC_ADMIN_CLI } from '../cli/framework/definitions.ts';
 import { runCli } from '../cli/framework/run-oclif.ts';
 
 export async function main(argv: string[]): Promise<number> {
-  return runCli(
-    { bin: 'svc-admin', description: 'svc operator CLI: provision, inspect and maintain an installation', commandsModule: 'admin-cli/commands' },
-    argv,
-  );
+  return runCli(SVC_ADMIN_CLI, argv);
 }

@@ -20,6 +20,8 @@ try {
 
 /** Import `<relative>.ts` next to the sources, or `<relative>.js` in the compiled tree. */
 export async function launch(from: string, relative: string): Promise<void> {
+  const { useVendorBundles } = await import(new URL(`./vendor-hooks${from.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url).href);
+  useVendorBundles(import.meta.url);
   const ext = from.endsWith('.ts') ? '.ts' : '.js';
   const mod = (await import(new URL(relative + ext, from).href)) as { main: (argv: string[]) => Promise<number | void> };
   const code = await mod.main(process.argv.slice(2));

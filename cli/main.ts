@@ -1,8 +1,6 @@
+import { SVC_CLI } from './framework/definitions.ts';
 import { runCli } from './framework/run-oclif.ts';
 
 export async function main(argv: string[]): Promise<number> {
-  return runCli(
-    { bin: 'svc', description: 'svc developer CLI: author, compile, preview and run CI workflows', commandsModule: 'cli/commands' },
-    argv,
-  );
+  return runCli(SVC_CLI, argv);
 }

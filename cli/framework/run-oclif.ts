@@ -17,13 +17,20 @@ function packageRoot(): string {
   return new URL(up, here).pathname;
 }
 
-export async function runCli(def: CliDefinition, argv: string[]): Promise<number> {
+/**
+ * oclif settings of one CLI. Each CLI gets its own oclif root (the folder of its command table) so
+ * `svc` and `svc-admin` each find their own `oclif.manifest.json` there; the build writes those
+ * manifests into dist/ (scripts/oclif-manifest.ts), so compiled CLIs load only the invoked command.
+ */
+export async function loadCliConfig(def: CliDefinition): Promise<Config> {
   const root = packageRoot();
   const compiled = !import.meta.url.endsWith('.ts');
   const pkg = JSON.parse(readFileSync(`${root}package.json`, 'utf8')) as Record<string, unknown>;
-  const target = compiled ? `./dist/${def.commandsModule}.js` : `./${def.commandsModule}.ts`;
-  const config = await Config.load({
-    root,
+  const slash = def.commandsModule.lastIndexOf('/');
+  const dir = def.commandsModule.slice(0, slash);
+  const file = def.commandsModule.slice(slash + 1);
+  return Config.load({
+    root: compiled ? `${root}dist/${dir}` : `${root}${dir}`,
     pjson: {
       ...pkg,
       description: def.description,
@@ -31,10 +38,14 @@ export async function runCli(def: CliDefinition, argv: string[]): Promise<number
         bin: def.bin,
         dirname: 'svc',
         topicSeparator: ' ',
-        commands: { strategy: 'explicit', target, identifier: 'COMMANDS' },
+        commands: { strategy: 'explicit', target: `./${file}.${compiled ? 'js' : 'ts'}`, identifier: 'COMMANDS' },
       },
     } as never,
   });
+}
+
+export async function runCli(def: CliDefinition, argv: string[]): Promise<number> {
+  const config = await loadCliConfig(def);
   try {
     await run(argv, config);
     await flush();

@@ -1,0 +1,13 @@
+// Specifier → file under dist/vendor/ (see scripts/vendor-bundles.ts).
+export const VENDORED: Readonly<Record<string, string>> = Object.freeze({
+  typebox: 'typebox.js',
+  'typebox/compile': 'typebox-compile.js',
+  'typebox/value': 'typebox-value.js',
+  'typebox/type': 'typebox-type.js',
+  'typebox/schema': 'typebox-schema.js',
+  'typebox/guard': 'typebox-guard.js',
+  'typebox/format': 'typebox-format.js',
+  'typebox/system': 'typebox-system.js',
+  'typebox/error': 'typebox-error.js',
+  execa: 'execa.js',
+});
