@@ -5,5 +5,14 @@ import { dispatchSubsystem } from './dispatch/index.ts';
 import { eventsSubsystem } from './events/index.ts';
 import { identitySubsystem } from './identity/subsystem.ts';
 import { ingestSubsystem } from './ingest/subsystem.ts';
+import { schedulingSubsystem } from './scheduling/index.ts';
 
-export const ORCHESTRATOR_SUBSYSTEMS: readonly Subsystem[] = [identitySubsystem, ingestSubsystem, dispatchSubsystem, cachesSubsystem, eventsSubsystem];
+export const ORCHESTRATOR_SUBSYSTEMS: readonly Subsystem[] = [
+  identitySubsystem,
+  ingestSubsystem,
+  dispatchSubsystem,
+  cachesSubsystem,
+  eventsSubsystem,
+  // Run deadlines: cancels runs past their workflow timeout.
+  schedulingSubsystem,
+];
