@@ -9,7 +9,7 @@ import { createLogger } from '../../kernel/services/logging.ts';
 import { InputError, isSvcError, messageOf } from '../../kernel/services/errors.ts';
 import { currentBranch, ensureBareRepository, ensureRemote, ensureWorkCopy, excludeFromGit, headSha, repositoryRoot, tryGit } from './git.ts';
 import { createReporter, type Reporter } from './reporter.ts';
-import { DEV_ORG, startDevStack, type DevStack } from './stack.ts';
+import { choosePort, DEV_ORG, startDevStack, type DevStack } from './stack.ts';
 import { devPaths, hookSecret } from './state.ts';
 import { recentRuns, watchRuns } from './watch.ts';
 
@@ -152,6 +152,10 @@ export async function runDev(options: DevOptions = {}): Promise<number> {
     const port = checkPort(options.port, '--port');
     const relayPort = checkPort(options.relayPort, '--relay-port');
     const where = await layout(options, cwd, env);
+    // An explicit port that is taken is refused before anything is created.
+    for (const [value, flag] of [[port, '--port'], [relayPort, '--relay-port']] as const) {
+      if (value !== undefined && value !== 0) await choosePort(value, value, flag);
+    }
     const paths = devPaths(where.dataDir);
     await mkdir(where.dataDir, { recursive: true });
     await mkdir(dirname(paths.logFile), { recursive: true });

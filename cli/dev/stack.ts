@@ -20,7 +20,8 @@ import type { SandboxExtensionPoint } from '../../kernel/host/extension-points/s
 import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE, startOrchestrator, type Orchestrator } from '../../kernel/orchestrator/app.ts';
 import { checkAgentToken, createAgentToken } from '../../kernel/orchestrator/dispatch/tokens.ts';
 import { dataDirMasterKey } from '../../kernel/orchestrator/master-key-file.ts';
-import { createSource, getSourceRow, webhookUrl } from '../../kernel/orchestrator/sources/store.ts';
+import { createSource, getSourceRow, secretAd, webhookUrl } from '../../kernel/orchestrator/sources/store.ts';
+import { seal } from '../../kernel/services/crypto/sealing.ts';
 import { ORCHESTRATOR_SUBSYSTEMS } from '../../kernel/orchestrator/subsystems.ts';
 import { RELAY_EMBEDDED_DATABASE, migrateRelay, orgForToken, provisionOrg, rotateOrgToken, startRelay, type Relay } from '../../kernel/relay/index.ts';
 import { createPat, patForToken } from '../../kernel/relay/pats/index.ts';
@@ -118,6 +119,10 @@ export async function startDevStack(options: StackOptions): Promise<DevStack> {
   };
 
   try {
+    // Ports first: a taken port is refused before anything is created.
+    const relayPort = await choosePort(options.relayPort, DEFAULT_RELAY_PORT, '--relay-port');
+    const orchestratorPort = await choosePort(options.orchestratorPort, DEFAULT_ORCHESTRATOR_PORT, '--port');
+    if (relayPort === orchestratorPort) throw new ConflictError('SVC_ERR_DEV_PORT_IN_USE', `--port and --relay-port are both ${relayPort}: pick two ports`);
     // One embedded server, two databases. The relay's database is prepared here too, so its
     // org can be provisioned before anything listens.
     const [relayDb, orchDb] = await reporter.task('database', `starting PostgreSQL (embedded, ${join(paths.dataDir, 'postgres')})`, async () => {
@@ -171,16 +176,20 @@ export async function startDevStack(options: StackOptions): Promise<DevStack> {
         sourceId = created.source.id;
         current.sources[repoKey] = sourceId;
         await writeState(paths, current);
-      } else if (JSON.stringify(row.settings) !== JSON.stringify({ ...row.settings, ...settings })) {
-        // The data directory moved: the bare repository is somewhere else now.
-        await orchDb.pool.query(sql.unsafe`update sources set settings = settings || ${sql.jsonb(settings)}, updated_at = now() where id = ${row.id}`);
+      } else {
+        // Sealed again at every start: the hook signs with hook.secret, which may have been
+        // regenerated; and the data directory may have moved (the bare repository with it).
+        const masterKey = await dataDirMasterKey(paths.dataDir, logger);
+        await orchDb.pool.query(sql.unsafe`
+          update sources set settings = settings || ${sql.jsonb(settings)}, secret_sealed = ${seal(masterKey, secret, secretAd(row.id))},
+            previous_secret_sealed = null, updated_at = now()
+          where id = ${row.id}`);
       }
       return sourceId as string;
     };
 
     const sourceId = await ensureSource(options.source);
 
-    const relayPort = await choosePort(options.relayPort, DEFAULT_RELAY_PORT, '--relay-port');
     const relay = await reporter.task('relay', 'starting the relay', () =>
       startRelay({
         env: {
@@ -198,7 +207,6 @@ export async function startDevStack(options: StackOptions): Promise<DevStack> {
     stops.push(() => relay.stop());
     await writeCliEnv(paths, { platformUrl: relay.url, token: pat, org: orgId });
 
-    const orchestratorPort = await choosePort(options.orchestratorPort, DEFAULT_ORCHESTRATOR_PORT, '--port');
     const issuer = `http://127.0.0.1:${orchestratorPort}`;
     const orchestrator = await reporter.task('orchestrator', 'starting the orchestrator', () =>
       startOrchestrator({

@@ -5,6 +5,7 @@
 // and repositories are refused with a clear line before anything starts.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -102,6 +103,17 @@ await t.test('bad input is refused before anything starts', async (t) => {
     t.equal(out.code, c.code, `exit code for ${c.args.join(' ')}`);
     t.match(out.stderr, c.message);
     t.equal(out.stderr.trim().split('\n').length, 1, 'one line');
+  }
+  // A port that is taken.
+  const busy = createServer();
+  await new Promise<void>((r) => busy.listen(0, '127.0.0.1', () => r()));
+  const busyPort = (busy.address() as AddressInfo).port;
+  try {
+    const out = await runProgram(SVC, ['dev', '--example', EXAMPLE, '--port', String(busyPort), '--data-dir', join(root, 'refused')], { cwd: root, env: gitEnv(), timeoutMs: 60_000 });
+    t.equal(out.code, 1);
+    t.match(out.stderr, new RegExp(`SVC_ERR_DEV_PORT_IN_USE: port ${busyPort} \\(--port\\) is in use`));
+  } finally {
+    busy.close();
   }
   // A git repository without .svc/.
   const plain = join(root, 'plain');
