@@ -16,6 +16,8 @@ export interface CheckoutOptions {
   /** Scratch HOME for git (no user or system config is read). */
   home: string;
   path: string;
+  /** History depth; 0 fetches full history. Default 1. */
+  depth?: number;
   signal: AbortSignal;
   log(text: string): void;
 }
@@ -52,8 +54,9 @@ export async function checkout(options: CheckoutOptions): Promise<void> {
   if (url === '' || url.startsWith('-')) throw new JobFailure('SVC_ERR_AGENT_CHECKOUT', `the clone URL ${JSON.stringify(url.slice(0, 200))} is not valid`);
   await mkdir(options.dir, { recursive: true });
   const env = gitEnv(options.auth, options.home, options.path);
-  options.log(`checking out ${options.sha} (no cached source)`);
+  const depth = options.depth ?? 1;
+  options.log(`checking out ${options.sha}${depth === 0 ? ' (full history)' : ''}`);
   await git(['init', '-q'], options, env);
-  await git(['fetch', '-q', '--depth=1', '--no-tags', '--', url, options.sha], options, env);
+  await git(['fetch', '-q', ...(depth === 0 ? [] : [`--depth=${depth}`]), '--no-tags', '--', url, options.sha], options, env);
   await git(['-c', 'advice.detachedHead=false', 'checkout', '-q', '--detach', 'FETCH_HEAD'], options, env);
 }

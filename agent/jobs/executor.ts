@@ -167,9 +167,15 @@ export class JobExecution {
         terminal = { status: 'completed', outputs };
       } else {
         if (this.dispatch.sourceTarUrl !== null) {
+          if (config.checkout?.enabled === true) {
+            // The project the steps work on comes from git; the workflow tree the lock was
+            // hashed over comes from the cache and replaces the checkout's `.svc/`.
+            await checkout({ dir: srcDir, auth: this.dispatch.sourceAuth, sha: config.sha, depth: config.checkout.depth, home, path, signal, log });
+            await rm(join(srcDir, '.svc'), { recursive: true, force: true });
+          }
           await restoreSource({ url: this.dispatch.sourceTarUrl, digest: this.dispatch.sourceTarDigest, jobRoot, srcDir, log, signal });
         } else {
-          await checkout({ dir: srcDir, auth: this.dispatch.sourceAuth, sha: config.sha, home, path, signal, log });
+          await checkout({ dir: srcDir, auth: this.dispatch.sourceAuth, sha: config.sha, depth: config.checkout?.depth, home, path, signal, log });
         }
         this.#throwIfCancelled();
         const location = await locateWorkflow(srcDir, config.workflow);

@@ -84,6 +84,12 @@ export const JobDispatch = Type.Object(
         gracePeriodSeconds: Type.Optional(Type.Number({ minimum: 0 })),
         container: Type.Optional(Type.Unknown()),
         build: Type.Optional(Type.Boolean()),
+        /**
+         * The lock job's checkout settings. With a cached source the agent still checks the
+         * repository out at `sha` (the project the steps work on) and overlays the cached `.svc/`;
+         * absent or disabled: only the cached workflow tree.
+         */
+        checkout: Type.Optional(Type.Object({ enabled: Type.Boolean(), depth: Type.Integer({ minimum: 0 }) }, { additionalProperties: true })),
         isTestRun: Type.Boolean(),
         /** A scheduling pseudo-job (`svc:filter`, `svc:hooks`, `svc:generate:<entry>`); absent for jobs. */
         role: Type.Optional(JobRole),
