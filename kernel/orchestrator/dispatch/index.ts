@@ -58,6 +58,7 @@ export function createDispatchSubsystem(tuning: DispatchTuning = {}): Subsystem 
         maxReconnectDelayMs: ctx.config.agent.maxReconnectDelayMs,
         maxDispatchAttempts: ctx.config.cluster.maxDispatchAttempts,
         storage: () => storageOf(ctx),
+        masterKeys: ctx.masterKeys,
       });
       // Identity mints when provenance signing is on; otherwise the spec's deferral. Looked up per
       // request so subsystem order does not matter; a handler registered with handle() replaces this.

@@ -5,9 +5,11 @@ import type { JobDispatch } from '../../../schemas/wire/agent.ts';
 import type { StorageExtensionPoint } from '../../host/extension-points/storage.ts';
 import { sqlTyped, type DatabasePool } from '../../services/db/index.ts';
 import { messageOf } from '../../services/errors.ts';
+import type { MasterKeys } from '../../services/crypto/master-keys.ts';
 import type { Logger } from 'pino';
 import { schedulingJobConfig } from '../scheduling/config.ts';
 import { outputsOf } from '../scheduling/outputs.ts';
+import { releaseJobSecrets } from '../secrets/release.ts';
 
 const Json = Type.Unknown();
 export const DispatchRow = Type.Object({
@@ -138,6 +140,8 @@ export interface BuildDispatchOptions {
   logger: Logger;
   agentOs: string;
   agentArch: string;
+  /** Opens secret contexts' values; without it a job declaring a context fails. */
+  masterKeys?: MasterKeys;
 }
 
 export async function buildJobDispatch(row: DispatchRow, options: BuildDispatchOptions): Promise<JobDispatch> {
@@ -161,6 +165,19 @@ export async function buildJobDispatch(row: DispatchRow, options: BuildDispatchO
   if (lockJob?.['container'] !== undefined) jobConfig.container = lockJob['container'];
   if (row.kind === 'build') jobConfig.build = true;
   Object.assign(jobConfig, await schedulingJobConfig(options.pool, row));
+  // Throws SecretContextDeniedError (permanent: the dispatcher fails the job) when a rule refuses.
+  const secrets = await releaseJobSecrets(options.pool, options.masterKeys, {
+    orgId: row.org_id,
+    repository: row.repository,
+    ref: row.ref,
+    trustTier: row.trust_tier,
+    isTestRun: jobConfig.isTestRun,
+    kind: row.kind,
+    lockEntry: row.lock_entry,
+    lockJob,
+    jobId: row.job_id,
+  }, options.logger);
+  if (secrets !== undefined) jobConfig.secrets = secrets;
 
   const resolve = async (repository: string): Promise<SourceAuth> => {
     if (options.sourceAuth !== undefined && row.source_id !== null) {

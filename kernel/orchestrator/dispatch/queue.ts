@@ -156,7 +156,9 @@ export class Dispatcher {
       this.#o.logger.warn({ err: messageOf(error), jobId, agentId: session.agentId, stage }, 'dispatch failed; putting the job back');
       session.activeJobs.delete(jobId);
       session.dispatchedCount = Math.max(0, session.dispatchedCount - 1);
-      await this.#putBack(jobId, session.agentId, stage === 'send', messageOf(error)).catch((e: unknown) =>
+      // A refusal the same run would always get (a secret context's rule) fails the job now.
+      const permanent = stage === 'build' && (error as { permanent?: unknown } | null)?.permanent === true;
+      await this.#putBack(jobId, session.agentId, stage === 'send', messageOf(error), permanent).catch((e: unknown) =>
         this.#o.logger.error({ err: messageOf(e), jobId }, 'could not put a job back after a failed dispatch'),
       );
       this.wake();
@@ -167,7 +169,7 @@ export class Dispatcher {
    * A send the socket refused was not the job's fault: the attempt is given back. A message we
    * could not build counts as an attempt, so a job that can never be built stops at the limit.
    */
-  async #putBack(jobId: string, agentId: string, socketFailure: boolean, why: string): Promise<void> {
+  async #putBack(jobId: string, agentId: string, socketFailure: boolean, why: string, permanent = false): Promise<void> {
     await this.#o.pool.transaction(async (tx) => {
       await lockRunsOfJobs(tx, sql.fragment`id = ${jobId}`);
       const row = (await tx.maybeOne(sql.unsafe`
@@ -176,8 +178,8 @@ export class Dispatcher {
         attempts: number;
       } | null;
       if (row === null) return;
-      if (!socketFailure && row.attempts >= this.#o.maxDispatchAttempts) {
-        const reason = `Dispatch failed ${row.attempts} times (limit ${this.#o.maxDispatchAttempts}): ${why}`;
+      if (permanent || (!socketFailure && row.attempts >= this.#o.maxDispatchAttempts)) {
+        const reason = permanent ? why : `Dispatch failed ${row.attempts} times (limit ${this.#o.maxDispatchAttempts}): ${why}`;
         await tx.query(sql.unsafe`
           UPDATE jobs SET status = 'failed', reason = ${reason}, finished_at = now(), updated_at = now() WHERE id = ${jobId}`);
         await recordJobComplete(tx, row.run_id, jobId, 'failed', { reason });

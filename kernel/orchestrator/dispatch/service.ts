@@ -8,6 +8,7 @@ import type { StorageExtensionPoint } from '../../host/extension-points/storage.
 import { createListener, type DatabasePool, type Listener } from '../../services/db/index.ts';
 import { messageOf } from '../../services/errors.ts';
 import type { SvcMetrics } from '../../services/metrics.ts';
+import type { MasterKeys } from '../../services/crypto/master-keys.ts';
 import type { AgentCommand } from './cancel.ts';
 import { buildJobDispatch, type DispatchRow, type SourceAuthResolver } from './message.ts';
 import { AGENT_COMMANDS_CHANNEL, JOBS_CHANNEL } from './notify.ts';
@@ -51,6 +52,8 @@ export interface DispatchServiceOptions extends DispatchTuning {
   maxReconnectDelayMs: number;
   maxDispatchAttempts: number;
   storage: () => StorageExtensionPoint | undefined;
+  /** Master keys that open secret contexts' values (kernel/orchestrator/secrets). */
+  masterKeys?: MasterKeys;
 }
 
 export class DispatchService {
@@ -209,6 +212,7 @@ export class DispatchService {
       logger: this.options.logger,
       agentOs: session.os,
       agentArch: session.arch,
+      ...(this.options.masterKeys === undefined ? {} : { masterKeys: this.options.masterKeys }),
     });
   }
 }

@@ -1,0 +1,32 @@
+// Secret contexts (docs/secrets.md): named groups of sealed secrets with protection rules,
+// released into `jobConfig.secrets` at dispatch when the run passes them.
+//
+// Public API:
+//   createContext(pool, input) / getContext / listContexts / bindContext(pool, name, { repositories, orgs })
+//   setSecret(pool, masterKey, context, key, value) → { replaced }; listSecretKeys(pool, context)
+//   resealSecrets(pool, masterKeys, 'all' | 'heal') → { total, resealed }
+//   releaseJobSecrets(pool, masterKeys, input, logger) → flat secrets | undefined; throws SecretContextDeniedError
+//   checkContextRules(context, run) → verdict (pure)
+export {
+  createContext,
+  getContext,
+  listContexts,
+  bindContext,
+  setSecret,
+  listSecretKeys,
+  resealSecrets,
+  openContextSecrets,
+  secretAd,
+  checkContextName,
+  checkSecretKey,
+  checkMinTrust,
+  SecretOpenError,
+  MAX_SECRET_BYTES,
+  type SecretContext,
+  type CreateContextInput,
+  type BindInput,
+  type SecretKeyInfo,
+  type MinTrust,
+} from './store.ts';
+export { checkContextRules, type RunFacts, type RuleVerdict, type RuleName } from './rules.ts';
+export { releaseJobSecrets, declaredContexts, flattenSecrets, SecretContextDeniedError, type JobSecretsInput } from './release.ts';

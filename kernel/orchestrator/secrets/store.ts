@@ -1,0 +1,245 @@
+// Secret contexts and their secrets (tables in migrations/0500_secret_contexts.sql). Values are
+// sealed with the master key (AES-256-GCM, additional data `secret:<context>:<key>`), so a row
+// copied to another context or key does not open. Nothing here logs or returns a value except
+// `openContextSecrets`, which dispatch calls once the rules passed.
+import { Type, type Static } from 'typebox';
+import { openWithAny, OpenFailedError, seal, type NamedKey } from '../../services/crypto/sealing.ts';
+import type { MasterKeys } from '../../services/crypto/master-keys.ts';
+import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
+import { ConflictError, InputError, NotFoundError, SvcError } from '../../services/errors.ts';
+import { compilePatternList } from '../../matching/patterns.ts';
+
+export const CONTEXT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+export const SECRET_KEY_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+const ORG_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+/** Largest secret value accepted (bytes of UTF-8). */
+export const MAX_SECRET_BYTES = 64 * 1024;
+const MAX_PATTERNS = 100;
+
+export type MinTrust = 'trusted' | 'any';
+
+export const ContextRow = Type.Object({
+  name: Type.String(),
+  branches: Type.Array(Type.String()),
+  repositories: Type.Array(Type.String()),
+  orgs: Type.Array(Type.String()),
+  min_trust: Type.Union([Type.Literal('trusted'), Type.Literal('any')]),
+  allow_local_execution: Type.Boolean(),
+  created_at: Type.Number(),
+  updated_at: Type.Number(),
+});
+export type ContextRow = Static<typeof ContextRow>;
+
+/** A context as printed: rules and binding, never values. */
+export interface SecretContext {
+  name: string;
+  branches: string[];
+  repositories: string[];
+  orgs: string[];
+  minTrust: MinTrust;
+  allowLocalExecution: boolean;
+  /** False when no repository pattern and no org is bound: the context releases nothing. */
+  bound: boolean;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export function contextOf(row: ContextRow): SecretContext {
+  return {
+    name: row.name,
+    branches: row.branches,
+    repositories: row.repositories,
+    orgs: row.orgs,
+    minTrust: row.min_trust,
+    allowLocalExecution: row.allow_local_execution,
+    bound: row.repositories.length > 0 || row.orgs.length > 0,
+    createdAt: new Date(row.created_at).toISOString(),
+    updatedAt: new Date(row.updated_at).toISOString(),
+  };
+}
+
+export function secretAd(context: string, key: string): string {
+  return `secret:${context}:${key}`;
+}
+
+export function checkContextName(name: string): void {
+  if (!CONTEXT_NAME_PATTERN.test(name)) {
+    throw new InputError('SVC_ERR_SECRETS_CONTEXT_NAME', `context name ${JSON.stringify(name.slice(0, 120))} is not valid: 1-100 letters, digits, ".", "_" or "-", starting with a letter or digit`);
+  }
+}
+
+export function checkSecretKey(key: string): void {
+  if (!SECRET_KEY_PATTERN.test(key)) {
+    throw new InputError('SVC_ERR_SECRETS_KEY', `secret key ${JSON.stringify(key.slice(0, 140))} is not valid: 1-128 letters, digits or "_", not starting with a digit`);
+  }
+}
+
+function checkPatterns(kind: 'branch' | 'repository', patterns: readonly string[]): string[] {
+  if (patterns.length > MAX_PATTERNS) throw new InputError('SVC_ERR_SECRETS_RULE', `at most ${MAX_PATTERNS} ${kind} patterns`);
+  const out: string[] = [];
+  for (const raw of patterns) {
+    const pattern = raw.trim();
+    if (pattern === '' || pattern.length > 200 || /\s/.test(pattern)) {
+      throw new InputError('SVC_ERR_SECRETS_RULE', `${kind} pattern ${JSON.stringify(raw.slice(0, 220))} is not valid: 1-200 characters, no spaces`);
+    }
+    const compiled = compilePatternList(kind === 'branch' ? 'ref' : 'repository', [pattern]);
+    if (compiled.error !== null) throw new InputError('SVC_ERR_SECRETS_RULE', `${kind} ${compiled.error}`);
+    if (!out.includes(pattern)) out.push(pattern);
+  }
+  return out;
+}
+
+function checkOrgs(orgs: readonly string[]): string[] {
+  for (const org of orgs) {
+    if (!ORG_PATTERN.test(org)) throw new InputError('SVC_ERR_SECRETS_RULE', `org id ${JSON.stringify(org.slice(0, 120))} is not valid`);
+  }
+  return [...new Set(orgs)];
+}
+
+export function checkMinTrust(value: string): MinTrust {
+  if (value !== 'trusted' && value !== 'any') throw new InputError('SVC_ERR_SECRETS_RULE', `minimum trust must be trusted or any (got ${JSON.stringify(value.slice(0, 40))})`);
+  return value;
+}
+
+export interface CreateContextInput {
+  name: string;
+  branches?: readonly string[];
+  repositories?: readonly string[];
+  orgs?: readonly string[];
+  minTrust?: MinTrust;
+  allowLocalExecution?: boolean;
+}
+
+const SELECT = sql.fragment`SELECT name, branches, repositories, orgs, min_trust, allow_local_execution, created_at, updated_at FROM secret_contexts`;
+
+export async function createContext(pool: DatabasePool, input: CreateContextInput): Promise<SecretContext> {
+  checkContextName(input.name);
+  const branches = checkPatterns('branch', input.branches ?? []);
+  const repositories = checkPatterns('repository', input.repositories ?? []);
+  const orgs = checkOrgs(input.orgs ?? []);
+  const minTrust = checkMinTrust(input.minTrust ?? 'trusted');
+  const row = await pool.maybeOne(sqlTyped(ContextRow)`
+    INSERT INTO secret_contexts (name, branches, repositories, orgs, min_trust, allow_local_execution)
+    VALUES (${input.name}, ${sql.array(branches, 'text')}, ${sql.array(repositories, 'text')}, ${sql.array(orgs, 'text')}, ${minTrust}, ${input.allowLocalExecution ?? false})
+    ON CONFLICT (name) DO NOTHING
+    RETURNING name, branches, repositories, orgs, min_trust, allow_local_execution, created_at, updated_at`);
+  if (row === null) throw new ConflictError('SVC_ERR_SECRETS_CONTEXT_EXISTS', `context ${input.name} already exists`);
+  return contextOf(row);
+}
+
+export async function getContext(pool: DatabasePool, name: string): Promise<SecretContext> {
+  checkContextName(name);
+  const row = await pool.maybeOne(sqlTyped(ContextRow)`${SELECT} WHERE name = ${name}`);
+  if (row === null) throw new NotFoundError('SVC_ERR_SECRETS_CONTEXT_NOT_FOUND', `context ${name} does not exist: create it with svc-admin context create ${name}`);
+  return contextOf(row);
+}
+
+export async function listContexts(pool: DatabasePool): Promise<SecretContext[]> {
+  const rows = await pool.any(sqlTyped(ContextRow)`${SELECT} ORDER BY name`);
+  return rows.map(contextOf);
+}
+
+export interface BindInput {
+  repositories?: readonly string[];
+  orgs?: readonly string[];
+}
+
+/** Adds repository patterns and orgs to the context's allowlist (idempotent). */
+export async function bindContext(pool: DatabasePool, name: string, input: BindInput): Promise<SecretContext> {
+  checkContextName(name);
+  const repositories = checkPatterns('repository', input.repositories ?? []);
+  const orgs = checkOrgs(input.orgs ?? []);
+  if (repositories.length === 0 && orgs.length === 0) throw new InputError('SVC_ERR_SECRETS_RULE', 'bind needs at least one repository pattern or org');
+  const row = await pool.maybeOne(sqlTyped(ContextRow)`
+    UPDATE secret_contexts SET
+      repositories = (SELECT coalesce(array_agg(DISTINCT r ORDER BY r), '{}') FROM unnest(repositories || ${sql.array(repositories, 'text')}) r),
+      orgs = (SELECT coalesce(array_agg(DISTINCT o ORDER BY o), '{}') FROM unnest(orgs || ${sql.array(orgs, 'text')}) o),
+      updated_at = now()
+    WHERE name = ${name}
+    RETURNING name, branches, repositories, orgs, min_trust, allow_local_execution, created_at, updated_at`);
+  if (row === null) throw new NotFoundError('SVC_ERR_SECRETS_CONTEXT_NOT_FOUND', `context ${name} does not exist: create it with svc-admin context create ${name}`);
+  return contextOf(row);
+}
+
+function checkValue(value: string): void {
+  if (value === '') throw new InputError('SVC_ERR_SECRETS_VALUE', 'a secret value must not be empty');
+  if (Buffer.byteLength(value, 'utf8') > MAX_SECRET_BYTES) throw new InputError('SVC_ERR_SECRETS_VALUE', `a secret value must be at most ${MAX_SECRET_BYTES} bytes`);
+}
+
+/** Creates or replaces one secret; returns whether it replaced an existing value. */
+export async function setSecret(pool: DatabasePool, masterKey: Buffer, context: string, key: string, value: string): Promise<{ replaced: boolean }> {
+  checkContextName(context);
+  checkSecretKey(key);
+  checkValue(value);
+  await getContext(pool, context);
+  const sealed = seal(masterKey, value, secretAd(context, key));
+  const row = (await pool.one(sql.unsafe`
+    INSERT INTO secret_values (context, key, value_sealed) VALUES (${context}, ${key}, ${sealed})
+    ON CONFLICT (context, key) DO UPDATE SET value_sealed = EXCLUDED.value_sealed, updated_at = now()
+    RETURNING (xmax <> 0) AS replaced`)) as { replaced: boolean };
+  return { replaced: row.replaced };
+}
+
+export interface SecretKeyInfo {
+  key: string;
+  updatedAt: string;
+}
+
+export async function listSecretKeys(pool: DatabasePool, context: string): Promise<SecretKeyInfo[]> {
+  await getContext(pool, context);
+  const rows = await pool.any(sqlTyped(Type.Object({ key: Type.String(), updated_at: Type.Number() }))`
+    SELECT key, updated_at FROM secret_values WHERE context = ${context} ORDER BY key`);
+  return rows.map((r) => ({ key: r.key, updatedAt: new Date(r.updated_at).toISOString() }));
+}
+
+export class SecretOpenError extends SvcError {}
+
+/** Every secret of the contexts named, opened: `{ context: { key: value } }`. */
+export async function openContextSecrets(pool: DatabasePool, keys: readonly NamedKey[], contexts: readonly string[]): Promise<Record<string, Record<string, string>>> {
+  const out: Record<string, Record<string, string>> = {};
+  if (contexts.length === 0) return out;
+  const rows = await pool.any(sqlTyped(Type.Object({ context: Type.String(), key: Type.String(), value_sealed: Type.String() }))`
+    SELECT context, key, value_sealed FROM secret_values WHERE context = ANY(${sql.array([...contexts], 'text')}) ORDER BY context, key`);
+  for (const row of rows) {
+    let plaintext: Buffer;
+    try {
+      plaintext = openWithAny(keys, row.value_sealed, secretAd(row.context, row.key)).plaintext;
+    } catch (error) {
+      if (!(error instanceof OpenFailedError) && !(error instanceof SvcError && error.code.startsWith('SVC_ERR_CRYPTO_'))) throw error;
+      throw new SecretOpenError('SVC_ERR_SECRETS_OPEN', `secret ${row.context}:${row.key} opens with no configured master key: finish the key rotation (SVC_SECRET_KEY_OLD) and run svc-admin rotate-key`, { cause: error });
+    }
+    (out[row.context] ??= {})[row.key] = plaintext.toString('utf8');
+    plaintext.fill(0);
+  }
+  return out;
+}
+
+/**
+ * Re-seals secret rows under the current master key (`all`: every row; `heal`: only rows the
+ * old key opened). One transaction: a row no key opens aborts the sweep and changes nothing.
+ */
+export async function resealSecrets(pool: DatabasePool, masterKeys: MasterKeys, mode: 'heal' | 'all'): Promise<{ total: number; resealed: number }> {
+  const current = masterKeys.current;
+  if (!current) throw new SvcError('SVC_ERR_SECRETS_NO_MASTER_KEY', 'no master key (SVC_SECRET_KEY) is configured');
+  return pool.transaction(async (tx) => {
+    const rows = await tx.any(sqlTyped(Type.Object({ context: Type.String(), key: Type.String(), value_sealed: Type.String() }))`
+      SELECT context, key, value_sealed FROM secret_values ORDER BY context, key FOR UPDATE`);
+    let resealed = 0;
+    for (const row of rows) {
+      const ad = secretAd(row.context, row.key);
+      let opened: { name: string; plaintext: Buffer };
+      try {
+        opened = openWithAny(masterKeys.all, row.value_sealed, ad);
+      } catch (error) {
+        if (!(error instanceof OpenFailedError) && !(error instanceof SvcError && error.code.startsWith('SVC_ERR_CRYPTO_'))) throw error;
+        throw new SecretOpenError('SVC_ERR_SECRETS_OPEN', `secret ${row.context}:${row.key} opens with neither SVC_SECRET_KEY nor SVC_SECRET_KEY_OLD: set the key it was sealed with as SVC_SECRET_KEY_OLD and run rotate-key again`, { cause: error });
+      }
+      if (mode === 'all' || opened.name !== 'current') {
+        await tx.query(sql.unsafe`UPDATE secret_values SET value_sealed = ${seal(current, opened.plaintext, ad)}, updated_at = now() WHERE context = ${row.context} AND key = ${row.key}`);
+        resealed += 1;
+      }
+      opened.plaintext.fill(0);
+    }
+    return { total: rows.length, resealed };
+  });
+}
