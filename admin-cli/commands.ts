@@ -1,8 +1,8 @@
 // The `svc-admin` command table (oclif explicit strategy): command id → module. Classes load
 // on first use.
-import { lazyCommands } from '../cli/framework/lazy-commands.ts';
+import { loadCommands } from '../cli/framework/lazy-commands.ts';
 
-export const COMMANDS = lazyCommands(import.meta.url, {
+export const COMMANDS = await loadCommands(import.meta.url, {
   'source:add': './commands/source/add',
   'source:list': './commands/source/list',
   'source:rotate-secret': './commands/source/rotate-secret',
@@ -17,6 +17,11 @@ export const COMMANDS = lazyCommands(import.meta.url, {
   'cache:purge-legacy': './commands/cache/purge-legacy',
   'plugin:verify': './commands/plugin/verify',
   'rotate-key': './commands/rotate-key',
+  'context:create': './commands/context/create',
+  'context:bind': './commands/context/bind',
+  'context:list': './commands/context/list',
+  'secret:set': './commands/secret/set',
+  'secret:list': './commands/secret/list',
   'signing-key:export': './commands/signing-key/export',
   'signing-key:generate': './commands/signing-key/generate',
   'signing-key:list': './commands/signing-key/list',

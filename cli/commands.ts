@@ -1,8 +1,8 @@
 // The `svc` command table (oclif explicit strategy): command id → module. Topics use spaces on
 // the command line (`svc hook install` is id `hook:install`). Classes load on first use.
-import { lazyCommands } from './framework/lazy-commands.ts';
+import { loadCommands } from './framework/lazy-commands.ts';
 
-export const COMMANDS = lazyCommands(import.meta.url, {
+export const COMMANDS = await loadCommands(import.meta.url, {
   'compile': './commands/compile',
   'dev': './commands/dev',
   'doctor': './commands/doctor',
