@@ -9,6 +9,11 @@ export interface BwrapOptions {
   network: boolean;
   cwd: string;
   argv: readonly string[];
+  /**
+   * Paths the job must still read (the Node binary, the runner's package). Re-bound read-only
+   * after the fresh /tmp, which would otherwise hide a checkout that lives under /tmp.
+   */
+  readPaths?: readonly string[];
 }
 
 export function bwrapArgv(options: BwrapOptions): string[] {
@@ -18,6 +23,7 @@ export function bwrapArgv(options: BwrapOptions): string[] {
     '--dev', '/dev',
     '--proc', '/proc',
     '--tmpfs', '/tmp',
+    ...(options.readPaths ?? []).flatMap((p) => ['--ro-bind-try', p, p]),
     '--bind', options.tmpDir, options.tmpDir,
     '--bind', options.workspace, options.workspace,
     '--unshare-all',

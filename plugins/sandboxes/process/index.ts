@@ -12,7 +12,22 @@ import type { SandboxAvailability, SandboxExtensionPoint, SandboxProcess, Worksp
 import { InputError } from '../../../kernel/services/errors.ts';
 import { isHostProcess, killHostProcess, spawnHostProcess } from '../shared/child.ts';
 import { findExecutable } from '../shared/which.ts';
+import { realpathSync } from 'node:fs';
 import { bwrapArgv } from './bwrap.ts';
+
+/** Each path and, when it is a symlink, its target (the Node binary often is one). */
+function readPathsOf(paths: readonly string[] | undefined): string[] {
+  const out = new Set<string>();
+  for (const p of paths ?? []) {
+    out.add(p);
+    try {
+      out.add(realpathSync(p));
+    } catch {
+      // a missing path is skipped by --ro-bind-try
+    }
+  }
+  return [...out];
+}
 
 export const ProcessSandboxConfig = Type.Object(
   {
@@ -57,7 +72,7 @@ export function createProcessSandbox(config: ProcessSandboxConfig): SandboxExten
       const argv =
         path === null
           ? request.argv
-          : bwrapArgv({ bwrap: path, workspace: request.workspace.dir, tmpDir: request.workspace.tmpDir ?? request.workspace.dir, network: config.network, cwd: request.cwd, argv: request.argv });
+          : bwrapArgv({ bwrap: path, workspace: request.workspace.dir, tmpDir: request.workspace.tmpDir ?? request.workspace.dir, network: config.network, cwd: request.cwd, argv: request.argv, readPaths: readPathsOf(request.readPaths) });
       return spawnHostProcess({ argv, env: request.env, cwd: request.cwd, ...(request.ipc ? { ipc: true } : {}) });
     },
     async kill(proc, options) {
