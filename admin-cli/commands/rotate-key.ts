@@ -1,8 +1,10 @@
 // `svc-admin rotate-key`: re-encrypt every master-key-wrapped store under the current master key
 // (SVC_SECRET_KEY), opening rows with it or the previous one (SVC_SECRET_KEY_OLD). Every row,
-// not only active ones. Prints `Re-encrypted N provenance signing keys.`
+// not only active ones. Prints `Re-encrypted N provenance signing keys.` and
+// `Re-encrypted N secrets.` (secret contexts' values).
 import { SvcCommand } from '../../cli/framework/base-command.ts';
 import { resealSigningKeys } from '../../kernel/orchestrator/identity/key-store.ts';
+import { resealSecrets } from '../../kernel/orchestrator/secrets/index.ts';
 import { loadMasterKeys } from '../../kernel/services/crypto/master-keys.ts';
 import { InputError } from '../../kernel/services/errors.ts';
 import { USAGE_ERROR_CODE } from '../../cli/framework/base-command.ts';
@@ -12,13 +14,17 @@ export default class RotateKey extends SvcCommand {
   static override description = 'Re-encrypt every master-key-wrapped store under the current master key';
   static override flags = { ...databaseFlag };
 
-  async run(): Promise<{ signingKeys: number }> {
+  async run(): Promise<{ signingKeys: number; secrets: number }> {
     const { flags } = await this.parse(RotateKey);
     const config = await adminConfig();
     const keys = await loadMasterKeys(config.secrets);
     if (!keys.current) throw new InputError(USAGE_ERROR_CODE, 'set the new master key as SVC_SECRET_KEY and the previous one as SVC_SECRET_KEY_OLD');
-    const result = await withDatabase(databaseUrlOf(config, flags['database-url']), (pool) => resealSigningKeys(pool, keys, 'all'));
-    this.log(`Re-encrypted ${result.resealed} provenance signing keys.`);
-    return { signingKeys: result.resealed };
+    const result = await withDatabase(databaseUrlOf(config, flags['database-url']), async (pool) => ({
+      signingKeys: await resealSigningKeys(pool, keys, 'all'),
+      secrets: await resealSecrets(pool, keys, 'all'),
+    }));
+    this.log(`Re-encrypted ${result.signingKeys.resealed} provenance signing keys.`);
+    this.log(`Re-encrypted ${result.secrets.resealed} secrets.`);
+    return { signingKeys: result.signingKeys.resealed, secrets: result.secrets.resealed };
   }
 }
