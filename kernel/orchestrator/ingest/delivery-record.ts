@@ -62,7 +62,7 @@ export interface ClaimOptions {
 }
 
 /** The ON CONFLICT condition under which this attempt owns the record (else it is a duplicate). */
-function takeOver(windowSeconds: number | undefined) {
+export function takeOver(windowSeconds: number | undefined) {
   const window = windowSeconds === undefined ? null : windowSeconds;
   const expired = sql.fragment`(${window}::int is not null and webhook_deliveries.status not in ('processing', 'shed')
       and webhook_deliveries.created_at < now() - make_interval(secs => ${window}::int))`;
@@ -117,7 +117,8 @@ export async function claimDelivery(
   return { claimed: false, status: await countDuplicate(pool, delivery) };
 }
 
-function eventColumns(state: DeliveryState) {
+/** The record's event columns, from what the steps found. */
+export function eventColumns(state: DeliveryState) {
   const { delivery, event } = state;
   return {
     eventType: event?.providerEvent ?? delivery.headers['x-provider-event'] ?? delivery.headers['x-github-event'] ?? null,

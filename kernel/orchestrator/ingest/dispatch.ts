@@ -6,8 +6,9 @@ import type { NormalizedEvent } from '../../../schemas/event.ts';
 import type { DatabasePool } from '../../services/db/index.ts';
 import { createRun, type CreatedRun, type RunPlan } from '../runs/create.ts';
 import type { CacheChecker } from './caches.ts';
-import { countDuplicate, finishDelivery, recordOutcome, tryClaim, type ClaimOptions } from './delivery-record.ts';
+import { countDuplicate, finishDelivery, tryClaim, type ClaimOptions } from './delivery-record.ts';
 import type { EventLogWriter } from './event-log.ts';
+import type { OutcomeBatcher } from './outcome-batch.ts';
 import type { Candidate } from './match.ts';
 import type { DeliveryState, DeliveryStatus } from './types.ts';
 
@@ -67,6 +68,7 @@ export interface DispatchDeps {
   caches: CacheChecker;
   notifyJobsQueued: NotifyJobsQueued;
   eventLog: EventLogWriter;
+  outcomes: OutcomeBatcher;
 }
 
 export type DispatchResult = { duplicate: false; runs: CreatedRun[] } | { duplicate: true; status: string };
@@ -75,7 +77,7 @@ class Duplicate extends Error {}
 
 /**
  * Steps 14-16: cache checks, then the claim, the runs, the finished record and the queue
- * notification in ONE transaction (no runs: one statement). A duplicate (another attempt owns
+ * notification in ONE transaction (no runs: one row of a batched statement, outcome-batch.ts). A duplicate (another attempt owns
  * the record) rolls everything back and is counted on the record. The payload object is written
  * after the commit (see event-log.ts).
  */
@@ -92,7 +94,7 @@ export async function dispatchRuns(
     if (targets.length === 0) {
       state.steps.add('dispatch', 'none');
       state.steps.add('delivery-record', status);
-      const outcome = await recordOutcome(deps.pool, state, { status, ...(message === undefined ? {} : { message }), runIds: [], payload }, claim);
+      const outcome = await deps.outcomes.record(state, { status, ...(message === undefined ? {} : { message }), runIds: [], payload }, claim);
       if (!outcome.claimed) {
         deps.eventLog.cancel(payload);
         return { duplicate: true, status: outcome.status };

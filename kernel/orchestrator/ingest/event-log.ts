@@ -26,6 +26,11 @@ export interface EventLogWriterOptions {
   maxQueuedBytes?: number;
   /** Longest a confirmation waits to be batched with others. */
   flushMs?: number;
+  /**
+   * True while deliveries are being processed: writes then run one at a time so a burst's acks
+   * get the CPU first (the backlog absorbs the burst and drains when it ends).
+   */
+  busy?: () => boolean;
 }
 
 interface Pending {
@@ -45,6 +50,8 @@ export class EventLogWriter {
   readonly #concurrency: number;
   readonly #maxQueuedBytes: number;
   readonly #flushMs: number;
+  readonly #busy: () => boolean;
+  #idleTimer: NodeJS.Timeout | undefined;
   readonly #queue: Pending[] = [];
   #queuedBytes = 0;
   #reserved = 0;
@@ -66,6 +73,7 @@ export class EventLogWriter {
     this.#concurrency = Math.max(1, options.concurrency ?? 4);
     this.#maxQueuedBytes = options.maxQueuedBytes ?? 64 * 1024 * 1024;
     this.#flushMs = options.flushMs ?? 20;
+    this.#busy = options.busy ?? (() => false);
   }
 
   /**
@@ -100,7 +108,16 @@ export class EventLogWriter {
   }
 
   #pump(): void {
-    while (this.#writing < this.#concurrency && this.#queue.length > 0) {
+    const limit = this.#busy() ? 1 : this.#concurrency;
+    if (limit < this.#concurrency && this.#queue.length > 0 && this.#idleTimer === undefined) {
+      // Re-check soon: when the burst ends, the full concurrency drains the backlog.
+      this.#idleTimer = setTimeout(() => {
+        this.#idleTimer = undefined;
+        this.#pump();
+      }, 50);
+      this.#idleTimer.unref();
+    }
+    while (this.#writing < limit && this.#queue.length > 0) {
       const item = this.#queue.shift()!;
       this.#writing += 1;
       void this.#writeOne(item).finally(() => {

@@ -20,7 +20,8 @@ import { Admission, type AdmissionOptions } from './admission.ts';
 import { parseApprovalCommand, recordApprovalCommand } from './approval-commands.ts';
 import { CacheChecker } from './caches.ts';
 import { changedFilesFor } from './changed-files.ts';
-import { countDuplicate, recordOutcome, recordRejected, recordRetry, recordShed, type ClaimOptions } from './delivery-record.ts';
+import { countDuplicate, recordRejected, recordRetry, recordShed, type ClaimOptions } from './delivery-record.ts';
+import { OutcomeBatcher } from './outcome-batch.ts';
 import { dispatchRuns, type DispatchResult, type NotifyJobsQueued, type RunTarget } from './dispatch.ts';
 import { EventLogWriter } from './event-log.ts';
 import { processGeneric } from './generic.ts';
@@ -65,6 +66,7 @@ export class IngestPipeline {
   readonly caches: CacheChecker;
   readonly eventLog: EventLogWriter;
   readonly registrations = new RegistrationCache();
+  readonly outcomes: OutcomeBatcher;
   readonly #seen = new LRUCache<string, true>({ max: MEMORY_DEDUP_MAX, ttl: 24 * 3600_000 });
   readonly #settingsChecks = new WeakMap<TSchema, SchemaCheck<TSchema>>();
   readonly #fanout;
@@ -79,10 +81,12 @@ export class IngestPipeline {
       pool: deps.pool,
       logger: deps.logger,
       maxPayloadBytes: deps.config.eventLog.maxPayloadBytes,
+      busy: () => this.admission.inFlight > 0,
       ...deps.eventLog,
     });
     this.locks = new LockCache(deps.config.lockfileCache);
     this.admission = new Admission(deps.admission);
+    this.outcomes = new OutcomeBatcher(deps.pool);
     this.providers = new ProviderResolver(deps.host);
     this.caches = new CacheChecker(deps.storage, deps.metrics);
     this.#fanout = deps.metrics.histogram({
@@ -182,7 +186,7 @@ export class IngestPipeline {
   async dispatch(state: DeliveryState, targets: readonly RunTarget[], status: IngestOutcome['status']): Promise<IngestOutcome> {
     const { delivery } = state;
     const result: DispatchResult = await dispatchRuns(
-      { pool: this.deps.pool, caches: this.caches, notifyJobsQueued: this.deps.notifyJobsQueued, eventLog: this.eventLog },
+      { pool: this.deps.pool, caches: this.caches, notifyJobsQueued: this.deps.notifyJobsQueued, eventLog: this.eventLog, outcomes: this.outcomes },
       state,
       targets,
       status,
@@ -214,7 +218,7 @@ export class IngestPipeline {
         }
         const payload = this.eventLog.plan(delivery);
         state.steps.add('delivery-record', error.status, error.detail);
-        const recorded = await recordOutcome(this.deps.pool, state, { status: error.status, message: error.detail, runIds: [], payload }, claim).catch((e: unknown) => {
+        const recorded = await this.outcomes.record(state, { status: error.status, message: error.detail, runIds: [], payload }, claim).catch((e: unknown) => {
           this.eventLog.cancel(payload);
           throw e;
         });

@@ -72,7 +72,8 @@ export class StepLog {
   }
 
   add(step: string, outcome: string, detail?: string): void {
-    const entry: StepEntry = detail === undefined ? { step, outcome } : { step, outcome, detail: detail.slice(0, 2000) };
+    // NUL cannot be stored in jsonb; a detail may quote a payload.
+    const entry: StepEntry = detail === undefined ? { step, outcome } : { step, outcome, detail: detail.slice(0, 2000).replaceAll('\0', '\uFFFD') };
     this.entries.push(entry);
     if (this.#debug) this.#logger().debug(entry, 'ingest step');
   }

@@ -128,12 +128,15 @@ export async function makeHarness(t: Test, db: TestDb, overrides: Partial<Ingest
   await host.signInAll({ builtIns: [forge.plugin(), genericSourcePlugin as SvcPlugin, filesystemStorage as SvcPlugin] });
   const storage = host.select('storage');
   const masterKey = randomBytes(32);
+  const pipelines: IngestPipeline[] = [];
   t.teardown(async () => {
+    // Payload objects are written after the answer: let them land before the root goes.
+    for (const p of pipelines) await p.eventLog.drain(5000);
     await host.close();
     await rm(storageRoot, { recursive: true, force: true });
   });
-  const newPipeline = (more: Partial<IngestDeps> = {}) =>
-    createIngest({
+  const newPipeline = (more: Partial<IngestDeps> = {}) => {
+    const pipeline = createIngest({
       pool: db.pool,
       logger: db.logger,
       metrics,
@@ -146,6 +149,9 @@ export async function makeHarness(t: Test, db: TestDb, overrides: Partial<Ingest
       ...overrides,
       ...more,
     });
+    pipelines.push(pipeline);
+    return pipeline;
+  };
   return {
     db,
     forge,
