@@ -16,7 +16,7 @@ import {
 } from '../../../../kernel/orchestrator/secrets/index.ts';
 import { parseMasterKey } from '../../../../kernel/services/crypto/sealing.ts';
 import { sql } from '../../../../kernel/services/db/index.ts';
-import { eachDatabase } from '../../../fixtures/db.ts';
+import { eachDatabase, type Test } from '../../../fixtures/db.ts';
 import { insertRun, jobRow, runRow, until } from '../../../fixtures/runs.ts';
 import { TestAgent } from '../../../fixtures/test-agent.ts';
 import { startNode } from '../dispatch/harness.ts';
@@ -79,7 +79,7 @@ t.test('release at dispatch', async (t) => {
       agent.jobStatus(p.jobId, 'completed');
     });
 
-    const refused = async (t: Parameters<Parameters<typeof t.test>[1]>[0], lock: Record<string, unknown>, reason: RegExp, runOver: Record<string, unknown> = {}) => {
+    const refused = async (t: Test, lock: Record<string, unknown>, reason: RegExp, runOver: Record<string, unknown> = {}) => {
       const run = await insertRun(db.pool, { ...runOver, jobs: [{ name: 'deploy', runsOn: ['deny'], lock }, { name: 'after', runsOn: ['deny'], needs: ['deploy'] }] });
       const agent = await TestAgent.online({ url: node.url, agentId: `deny-${Math.random().toString(36).slice(2, 8)}`, labels: ['deny'] });
       t.teardown(() => agent.close());
