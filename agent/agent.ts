@@ -2,7 +2,7 @@
 // Registration reports the in-flight jobs so a reconnect within the recovery window re-attaches
 // them; an ephemeral agent runs one job and ends.
 import { randomUUID } from 'node:crypto';
-import { mkdir } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { arch, platform } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -75,6 +75,12 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const runnable = [...choices.values()].filter((c) => c.availability.available).map((c) => c.name);
 
   const jobs = new Map<string, JobExecution>();
+  // A static agent keeps each running job's dispatch under <workDir>/in-flight/ (0600: it holds
+  // the job's secrets) so that after a crash or SIGKILL the restarted agent, same id, reports
+  // them at registration (spec: recovering → dispatched, nothing re-dispatched) and runs them
+  // again from the start. The runner child dies with the old agent (IPC disconnect).
+  const inFlightDir = join(settings.workDir, 'in-flight');
+  const resumable = settings.ephemeral ? new Map<string, JobDispatch>() : await readInFlight(inFlightDir, logger);
   const pending = new Map<string, { resolve: (m: OrchestratorToAgent) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
   let jobsTaken = 0;
   let endResolve!: (end: AgentEnd) => void;
@@ -97,7 +103,10 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       ephemeral: settings.ephemeral,
       sandboxes: runnable.map(wireSandboxName),
       sdkVersion: AGENT_SDK_VERSION,
-      inFlightJobs: [...jobs.values()].filter((j) => j.status === 'running').map((j) => ({ jobId: j.jobId, status: 'running' as const })),
+      inFlightJobs: [
+        ...[...jobs.values()].filter((j) => j.status === 'running').map((j) => ({ jobId: j.jobId, status: 'running' as const })),
+        ...[...resumable.keys()].map((jobId) => ({ jobId, status: 'running' as const })),
+      ],
     }),
     onMessage: (message) => onMessage(message),
   });
@@ -113,7 +122,9 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       send(message);
     });
 
-  const runJob = (dispatch: JobDispatch) => {
+  /** A resumed job's log seqs start here, above the old process's, so its lines are not dropped as resends. */
+  const RESUMED_SEQ_BASE = 1_000_000;
+  const runJob = (dispatch: JobDispatch, resumed = false) => {
     if (jobs.has(dispatch.jobId)) {
       logger.info({ jobId: dispatch.jobId }, 'job already running here; dispatch ignored');
       return;
@@ -133,13 +144,16 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       runnerPath: options.runnerPath ?? DEFAULT_RUNNER_PATH,
       readPaths: [process.execPath, PACKAGE_ROOT],
       sdkVersion: AGENT_SDK_VERSION,
-      send,
+      send: resumed ? (m) => send(m.type === 'log.chunk' ? { ...m, seq: m.seq + RESUMED_SEQ_BASE } : m) : send,
       request,
     });
     jobs.set(dispatch.jobId, execution);
+    const saved = settings.ephemeral ? Promise.resolve() : saveInFlight(inFlightDir, dispatch).catch((error: unknown) => logger.warn({ err: messageOf(error), jobId: dispatch.jobId }, 'could not record the in-flight job'));
     void execution.done.then(async () => {
       logger.info({ jobId: dispatch.jobId, status: execution.status }, 'job finished');
       jobs.delete(dispatch.jobId);
+      await saved;
+      await unlink(join(inFlightDir, `${dispatch.jobId}.json`)).catch(() => undefined);
       if (settings.ephemeral && !stopping) {
         await connection.flush();
         await stop();
@@ -150,8 +164,16 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
 
   const onMessage = (message: OrchestratorToAgent) => {
     switch (message.type) {
-      case 'agent.registered':
+      case 'agent.registered': {
+        // Jobs the previous process held: reported in flight at registration, run again here.
+        const resumed = [...resumable.values()];
+        resumable.clear();
+        for (const dispatch of resumed) {
+          logger.info({ jobId: dispatch.jobId }, 'resuming a job the previous agent process held');
+          runJob(dispatch, true);
+        }
         return;
+      }
       case 'job.dispatch':
         runJob(message);
         return;
@@ -204,4 +226,34 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
 
   await connection.start();
   return { agentId: options.agentId, connection, sandboxes: runnable, jobs: () => jobs, ended, stop };
+}
+
+async function saveInFlight(dir: string, dispatch: JobDispatch): Promise<void> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const file = join(dir, `${dispatch.jobId}.json`);
+  await writeFile(file, JSON.stringify(dispatch), { mode: 0o600 });
+  await chmod(file, 0o600);
+}
+
+/** Dispatches a previous process of this agent left behind; unreadable files are dropped. */
+async function readInFlight(dir: string, logger: Logger): Promise<Map<string, JobDispatch>> {
+  const found = new Map<string, JobDispatch>();
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    return found;
+  }
+  for (const name of names.filter((n) => n.endsWith('.json')).slice(0, 1000)) {
+    const file = join(dir, name);
+    try {
+      const dispatch = JSON.parse(await readFile(file, 'utf8')) as JobDispatch;
+      if (dispatch?.type !== 'job.dispatch' || `${dispatch.jobId}.json` !== name) throw new Error('not a job.dispatch for this file name');
+      found.set(dispatch.jobId, dispatch);
+    } catch (error) {
+      logger.warn({ file, err: messageOf(error) }, 'dropping an unreadable in-flight job record');
+      await unlink(file).catch(() => undefined);
+    }
+  }
+  return found;
 }

@@ -1,0 +1,126 @@
+// Agent loss mid-job with REAL processes (test/fixtures/jobs-stack.ts), spec "Queued job when
+// its agent disconnects", SVC_AGENT_MAX_RECONNECT_DELAY_MS=2000 (recovery window 4 s):
+//   1. a static agent SIGKILLed mid-step and restarted with the same id (and work dir) inside
+//      the window → the job is re-attached, not re-dispatched (attempts 1), and completes;
+//   2. killed again and not restarted → the job fails: the agent did not reconnect within the
+//      recovery window;
+//   3. an ephemeral agent killed mid-job → the job fails at once.
+import { join } from 'node:path';
+import t from 'tap';
+import { sql } from '../../kernel/services/db/index.ts';
+import { eachDatabase } from '../fixtures/db.ts';
+import { startJobsStack, type JobsStack } from '../fixtures/jobs-stack.ts';
+import { until } from '../fixtures/runs.ts';
+
+t.setTimeout(900_000);
+
+const NAP_MS = 5_000;
+const WORKFLOW = `import { job, push, workflow } from 'svc/sdk';
+export default workflow('slow', {
+  on: push({ branches: ['main'] }),
+  jobs: {
+    sleepy: job({
+      runsOn: 'e2e',
+      steps: (s) => s.step('nap', async () => {
+        console.log('NAP start');
+        await new Promise((resolve) => setTimeout(resolve, ${NAP_MS}));
+        console.log('NAP done');
+      }),
+    }),
+  },
+});
+`;
+
+interface Job {
+  id: string;
+  status: string;
+  reason: string | null;
+  attempts: number;
+  agent_id: string | null;
+}
+
+async function sleepyOf(stack: JobsStack, sha: string): Promise<Job> {
+  const run = await stack.runOf(sha);
+  return until('the sleepy job', async () => {
+    const row = (await stack.pool.maybeOne(sql.unsafe`select id::text as id, status, reason, attempts, agent_id from jobs where run_id = ${run.id} and name = 'sleepy'`)) as Job | null;
+    return row ?? undefined;
+  }, 60_000, 100);
+}
+
+async function jobNow(stack: JobsStack, id: string): Promise<Job> {
+  return (await stack.pool.one(sql.unsafe`select id::text as id, status, reason, attempts, agent_id from jobs where id = ${id}`)) as Job;
+}
+
+/** Waits until the job's `nap` step is running on an agent. */
+async function napping(stack: JobsStack, id: string): Promise<void> {
+  await until('the nap step to run', async () => {
+    const row = await stack.pool.maybeOne(sql.unsafe`select 1 as one from job_steps s join jobs j on j.id = s.job_id
+      where s.job_id = ${id} and s.name = 'nap' and s.status = 'running' and j.status = 'running'`);
+    return row === null ? undefined : true;
+  }, 90_000, 50);
+}
+
+async function statusBecomes(stack: JobsStack, id: string, statuses: string[], timeoutMs: number): Promise<Job> {
+  return until(`job ${id} to become ${statuses.join('/')}`, async () => {
+    const row = await jobNow(stack, id);
+    return statuses.includes(row.status) ? row : undefined;
+  }, timeoutMs, 50);
+}
+
+await eachDatabase(t, async (t, db) => {
+  const reconnect = { SVC_AGENT_MAX_RECONNECT_DELAY_MS: '2000' };
+  const stack = await startJobsStack(t, db, { orchestratorEnv: reconnect });
+  const workDir = join(stack.root, 'static-agent');
+  const staticEnv = { ...reconnect, SVC_AGENT_ID: 'e2e-static', SVC_AGENT_WORK_DIR: workDir };
+
+  await t.test('static agent killed mid-job and restarted within the window: the job completes, not re-dispatched', async (t) => {
+    let agent = await stack.startAgent(staticEnv);
+    const sha = await stack.pushWorkflow({ '.svc/workflows/slow.ts': WORKFLOW, 'README.md': 'one\n' }, 'slow');
+    const job = await sleepyOf(stack, sha);
+    await napping(stack, job.id);
+    agent.child.kill('SIGKILL');
+    await agent.stop();
+    const recovering = await statusBecomes(stack, job.id, ['recovering'], 10_000);
+    t.equal(recovering.agent_id, 'e2e-static', 'recovering, still owned by the agent');
+    agent = await stack.startAgent(staticEnv);
+    const run = await stack.waitForRun(sha, 60_000);
+    const done = await jobNow(stack, job.id);
+    t.equal(done.status, 'completed', done.reason ?? '');
+    t.equal(run.status, 'completed');
+    t.equal(done.attempts, 1, 'nothing re-dispatched');
+    t.equal(done.agent_id, 'e2e-static');
+    const logs = (await stack.pool.any(sql.unsafe`select seq, lines from job_logs where job_id = ${job.id} order by seq`)) as readonly { seq: number; lines: Array<{ text: string }> }[];
+    const text = logs.flatMap((l) => l.lines.map((x) => x.text)).join('\n');
+    t.match(text, /NAP start[^]*NAP done/, 'the resumed run’s lines are stored (its seqs start above the old process’s)');
+
+    await t.test('killed again and not restarted: the job fails after the recovery window', async (t) => {
+      const sha2 = await stack.pushWorkflow({ 'README.md': 'two\n' }, 'second');
+      const job2 = await sleepyOf(stack, sha2);
+      await napping(stack, job2.id);
+      const killedAt = Date.now();
+      agent.child.kill('SIGKILL');
+      await agent.stop();
+      await statusBecomes(stack, job2.id, ['recovering'], 10_000);
+      const failed = await statusBecomes(stack, job2.id, ['failed', 'completed'], 30_000);
+      t.equal(failed.status, 'failed');
+      t.equal(failed.reason, 'Agent e2e-static did not reconnect within the recovery window (4s)');
+      t.ok(Date.now() - killedAt >= 3_500, 'not before the window ran out');
+      t.equal(failed.attempts, 1, 'not re-dispatched to another agent');
+      t.equal((await stack.waitForRun(sha2, 30_000)).status, 'failed');
+    });
+  });
+
+  await t.test('ephemeral agent killed mid-job: the job fails at once', async (t) => {
+    const agent = await stack.startAgent({ ...reconnect, SVC_AGENT_ID: 'e2e-ephemeral', SVC_AGENT_EPHEMERAL: 'true' });
+    const sha = await stack.pushWorkflow({ 'README.md': 'three\n' }, 'third');
+    const job = await sleepyOf(stack, sha);
+    await napping(stack, job.id);
+    const killedAt = Date.now();
+    agent.child.kill('SIGKILL');
+    await agent.stop();
+    const failed = await statusBecomes(stack, job.id, ['failed', 'recovering', 'completed'], 10_000);
+    t.equal(failed.status, 'failed', 'no recovery window for an ephemeral agent');
+    t.equal(failed.reason, 'Agent e2e-ephemeral (ephemeral) disconnected while the job was running');
+    t.ok(Date.now() - killedAt < 3_000, `failed within ${Date.now() - killedAt} ms, before any window`);
+  });
+});
