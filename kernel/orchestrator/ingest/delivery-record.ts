@@ -1,12 +1,9 @@
 // Steps 3 and 16, the persisted half: one webhook delivery record per (org_id, delivery_id).
-// Processing claims the row first (insert, or take over a row left `shed`, rejected or by an
-// interrupted attempt), so a replayed delivery is processed at most once across a cluster; the
-// record is finished in place with its status, steps, run ids and payload pointer.
-import { gzipSync } from 'node:zlib';
+// The claim (insert, or take over a row left `shed`, rejected, stale `processing` or past a
+// generic source's idempotency window) is made in the statement or transaction that finishes the
+// record, so a replayed delivery is processed at most once across a cluster at one commit each.
 import { Type } from 'typebox';
-import type { StorageExtensionPoint } from '../../host/extension-points/storage.ts';
 import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
-import { messageOf } from '../../services/errors.ts';
 import type { CommonQueryMethods } from 'slonik';
 import type { DeliveryState, DeliveryStatus, IncomingDelivery, StepEntry } from './types.ts';
 
@@ -104,19 +101,6 @@ export async function countDuplicate(db: CommonQueryMethods, delivery: IncomingD
   return existing?.status ?? 'processing';
 }
 
-/** Claim as its own statement (kept for callers outside a transaction). */
-export async function claimDelivery(
-  pool: CommonQueryMethods,
-  delivery: IncomingDelivery,
-  sourceId: string,
-  nodeId: string,
-  windowSeconds?: number,
-): Promise<Claim> {
-  const generation = await tryClaim(pool, delivery, { sourceId, nodeId, ...(windowSeconds === undefined ? {} : { windowSeconds }) });
-  if (generation !== null) return { claimed: true, generation };
-  return { claimed: false, status: await countDuplicate(pool, delivery) };
-}
-
 /** The record's event columns, from what the steps found. */
 export function eventColumns(state: DeliveryState) {
   const { delivery, event } = state;
@@ -179,13 +163,6 @@ export async function recordRetry(db: CommonQueryMethods, delivery: IncomingDeli
     where ${over.where}`);
 }
 
-/** Gives back a claim this attempt could not finish (a transient failure): a replay retries it. */
-export async function releaseClaim(db: CommonQueryMethods, delivery: IncomingDelivery, reason: string, steps: StepEntry[]): Promise<void> {
-  await db.query(sql.unsafe`
-    update webhook_deliveries set status = 'shed', shed_reason = ${reason}, steps = ${sql.jsonb(steps as never)}, updated_at = now()
-    where org_id = ${delivery.orgId} and delivery_id = ${delivery.deliveryId} and status = 'processing'`);
-}
-
 /** At start: rows this node left `processing` (it stopped mid-delivery) become replayable. */
 export async function releaseInterrupted(pool: DatabasePool, nodeId: string): Promise<number> {
   const result = await pool.query(sql.unsafe`
@@ -200,24 +177,6 @@ export interface PayloadOutcome {
   omitted: boolean;
   reason: 'size_exceeded' | 'storage_failed' | null;
   detail?: string;
-}
-
-/** Step 16, payload half: the gzipped body at `event-log/<org_id>/<delivery_id>.json.gz`. */
-export async function storePayload(
-  storage: StorageExtensionPoint | undefined,
-  delivery: IncomingDelivery,
-  maxPayloadBytes: number,
-): Promise<PayloadOutcome> {
-  const bytes = delivery.body.length;
-  if (bytes > maxPayloadBytes) return { key: null, bytes, omitted: true, reason: 'size_exceeded', detail: `${bytes} bytes is over eventLog.maxPayloadBytes ${maxPayloadBytes}` };
-  if (storage === undefined) return { key: null, bytes, omitted: true, reason: 'storage_failed', detail: 'no storage is configured' };
-  const key = eventLogKey(delivery.orgId, delivery.deliveryId);
-  try {
-    await storage.put(key, gzipSync(delivery.body), { contentType: 'application/gzip' });
-    return { key, bytes, omitted: false, reason: null };
-  } catch (error) {
-    return { key: null, bytes, omitted: true, reason: 'storage_failed', detail: messageOf(error) };
-  }
 }
 
 export interface FinishRecord {
