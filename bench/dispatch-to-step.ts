@@ -7,7 +7,8 @@
 // real git repository; loopback only. Figures and RSS, no assertions.
 // Targets: p50 ≤ 100 ms, ≤ 10 ms per step.
 // Run: node bench/dispatch-to-step.ts [jobs=50] [steps=100]
-// Database: SVC_TEST_DATABASE_URL (default local PostgreSQL), else embedded.
+// Database: a fresh database on SVC_TEST_DATABASE_URL (default local PostgreSQL), else an
+// embedded PostgreSQL under a temp directory. (No test fixture that loads tap: its timeout.)
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,12 +22,12 @@ import { createCachesSubsystem } from '../kernel/orchestrator/caches/index.ts';
 import { createDispatchSubsystem, notifyJobsQueued } from '../kernel/orchestrator/dispatch/index.ts';
 import { CacheChecker } from '../kernel/orchestrator/ingest/caches.ts';
 import { createRun } from '../kernel/orchestrator/runs/create.ts';
-import { sql, type DatabasePool } from '../kernel/services/db/index.ts';
+import { resolveDatabase, sql, type DatabasePool } from '../kernel/services/db/index.ts';
 import { orchestratorPlugins } from '../plugins/builtin.ts';
 import { createProcessSandbox } from '../plugins/sandboxes/process/index.ts';
 import type { NormalizedEvent } from '../schemas/event.ts';
 import type { Lock, LockWorkflow } from '../schemas/lock.ts';
-import { embeddedServer, freshDatabase, systemAvailability, systemTestUrl, testLogger } from '../test/fixtures/db.ts';
+import pg from 'pg';
 import { createGitRemote } from '../test/fixtures/git-repos.ts';
 
 const JOBS = Math.max(1, Math.min(1000, Number(process.argv[2] ?? 50)));
@@ -37,6 +38,9 @@ const REPO = 'acme/bench';
 const WORKFLOWS = {
   '.svc/workflows/one.ts': `import { job, push, workflow } from 'svc/sdk';
 export default workflow('one', { on: push(), jobs: { one: job({ runsOn: 'bench', steps: (s) => s.step('first', () => {}) }) } });
+`,
+  '.svc/workflows/bare.ts': `import { job, push, workflow } from 'svc/sdk';
+export default workflow('bare', { on: push(), jobs: { bare: job({ runsOn: 'bench', checkout: false, steps: (s) => s.step('first', () => {}) }) } });
 `,
   '.svc/workflows/many.ts': `import { job, push, step, workflow } from 'svc/sdk';
 const steps = Array.from({ length: ${STEPS} }, (_, i) => step(\`s\${i}\`, () => {}));
@@ -65,12 +69,37 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, timeo
   throw new Error(`timed out waiting for ${what}`);
 }
 
-const system = await systemAvailability();
-const serverUrl = system.ok ? systemTestUrl() : (await embeddedServer()).url;
-const database = await freshDatabase(serverUrl);
-teardown.push(() => database.drop());
+const testLogger = pino({ level: 'silent' });
 const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-d2s-'));
-teardown.push(() => rm(dataDir, { recursive: true, force: true }));
+
+/** A fresh database on the system server, or null when there is none. */
+async function systemDatabase(): Promise<string | null> {
+  const serverUrl = process.env['SVC_TEST_DATABASE_URL'] || 'postgres://postgres@127.0.0.1:5432/postgres';
+  const name = `svc_bench_${process.pid}_${Date.now().toString(36)}`;
+  const admin = new pg.Client({ connectionString: serverUrl, connectionTimeoutMillis: 3_000 });
+  try {
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${name}`);
+  } catch {
+    await admin.end().catch(() => undefined);
+    return null;
+  }
+  await admin.end();
+  teardown.push(async () => {
+    const c = new pg.Client({ connectionString: serverUrl });
+    await c.connect();
+    await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await c.end();
+  });
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+const systemUrl = await systemDatabase();
+const database = systemUrl !== null ? { url: systemUrl } : await resolveDatabase({ dataDir: join(dataDir, 'pg'), logger: testLogger });
+if ('close' in database) teardown.push(() => database.close());
+console.log(`database: ${systemUrl !== null ? 'system PostgreSQL' : 'embedded PostgreSQL'}`);
 
 try {
   // A repository whose .svc/ has a package lock: the build job caches source and deps.
@@ -104,7 +133,7 @@ try {
   const agent = await startAgent({
     settings: parseAgentEnv({ SVC_ORCHESTRATOR_URL: orch.url, SVC_AGENT_WORK_DIR: join(dataDir, 'agent'), SVC_AGENT_LABELS: 'bench' }),
     agentId: 'bench-agent',
-    logger: pino({ level: 'silent' }),
+    logger: pino({ level: process.env['BENCH_AGENT_LOG'] ?? 'silent' }),
     sandboxes: new Map([['process', createProcessSandbox({ bwrap: 'never', network: true })]]),
     runnerPath: DEFAULT_RUNNER_PATH,
   });
@@ -150,21 +179,31 @@ try {
   const cached = (await pool.one(sql.unsafe`SELECT count(*)::int AS n FROM jobs WHERE kind = 'build'`)) as { n: number };
   if (cached.n !== 1) console.log(`note: ${cached.n} build jobs (expected 1: the caches should be warm after the first)`);
 
-  const latencies: number[] = [];
-  const wall = performance.now();
-  for (let i = 0; i < JOBS; i += 1) {
-    const runId = await run(workflow('one'));
-    const row = (await pool.one(sql.unsafe`
-      SELECT extract(epoch FROM (s.started_at - j.queued_at)) * 1000 AS ms
-      FROM jobs j JOIN job_steps s ON s.job_id = j.id AND s.index = 0 WHERE j.run_id = ${runId} AND j.kind = 'job'`)) as { ms: number | string };
-    latencies.push(Number(row.ms));
-  }
-  const wallMs = performance.now() - wall;
-  const sorted = [...latencies].sort((a, b) => a - b);
-  console.log(
-    `queued → first step running  n=${JOBS}  p50=${fmt(percentile(sorted, 50))}  p90=${fmt(percentile(sorted, 90))}  p99=${fmt(percentile(sorted, 99))}  max=${fmt(sorted[sorted.length - 1]!)}  (target p50 ≤ 100 ms)`,
-  );
-  console.log(`whole runs one at a time: ${fmt(wallMs / JOBS)} per run (create → completed, incl. polling)`);
+  const measure = async (name: string, note: string) => {
+    const latencies: number[] = [];
+    const phases = { dispatch: [] as number[], start: [] as number[], step: [] as number[] };
+    const wall = performance.now();
+    for (let i = 0; i < JOBS; i += 1) {
+      const runId = await run(workflow(name));
+      const row = (await pool.one(sql.unsafe`
+        SELECT extract(epoch FROM (s.started_at - j.queued_at)) * 1000 AS ms,
+               extract(epoch FROM (j.dispatched_at - j.queued_at)) * 1000 AS dispatch,
+               extract(epoch FROM (j.started_at - j.dispatched_at)) * 1000 AS start,
+               extract(epoch FROM (s.started_at - j.started_at)) * 1000 AS step
+        FROM jobs j JOIN job_steps s ON s.job_id = j.id AND s.index = 0 WHERE j.run_id = ${runId} AND j.kind = 'job'`)) as Record<string, number | string>;
+      latencies.push(Number(row['ms']));
+      phases.dispatch.push(Number(row['dispatch']));
+      phases.start.push(Number(row['start']));
+      phases.step.push(Number(row['step']));
+    }
+    const wallMs = performance.now() - wall;
+    const sorted = [...latencies].sort((a, b) => a - b);
+    const p50 = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
+    console.log(`queued → first step running, ${note}  n=${JOBS}  p50=${fmt(percentile(sorted, 50))}  p90=${fmt(percentile(sorted, 90))}  p99=${fmt(percentile(sorted, 99))}  max=${fmt(sorted[sorted.length - 1]!)}  (target p50 ≤ 100 ms)`);
+    console.log(`  p50 by phase: queued → dispatched ${fmt(p50(phases.dispatch))}, dispatched → job running ${fmt(p50(phases.start))}, job running → first step running ${fmt(p50(phases.step))}; whole run ${fmt(wallMs / JOBS)} (create → completed, incl. polling)`);
+  };
+  await measure('bare', 'checkout: false (source tarball + deps from the cache)');
+  await measure('one', 'default checkout (git clone of the commit + the cached .svc/ tarball)');
 
   const spans: number[] = [];
   for (let i = 0; i < 3; i += 1) {
@@ -181,4 +220,5 @@ try {
   console.log(`RSS of the bench process (orchestrator + agent in one process): ${mib(mem.rss)}  heap used ${mib(mem.heapUsed)}`);
 } finally {
   for (const fn of teardown) await Promise.resolve(fn()).catch(() => undefined);
+  await rm(dataDir, { recursive: true, force: true });
 }
