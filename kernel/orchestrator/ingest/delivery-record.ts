@@ -72,27 +72,6 @@ export function takeOver(windowSeconds: number | undefined) {
   return { where, generation, createdAt, runIds };
 }
 
-/**
- * Claims the record inside the caller's transaction (the one that creates the runs and finishes
- * the record): insert, or take over a row left `shed`, rejected, stale `processing` or past the
- * idempotency window. Null when another attempt already processed it (a duplicate). The row is
- * invisible to others until the transaction commits; a concurrent attempt on the same id waits
- * on the primary key and then sees the finished record.
- */
-export async function tryClaim(db: CommonQueryMethods, delivery: IncomingDelivery, options: ClaimOptions): Promise<number | null> {
-  const over = takeOver(options.windowSeconds);
-  const row = await db.maybeOne(sqlTyped(ClaimRow)`
-    insert into webhook_deliveries (org_id, delivery_id, routing_key, provider_kind, source_id, status, node_id, received_at)
-    values (${delivery.orgId}, ${delivery.deliveryId}, ${delivery.routingKey}, ${delivery.providerKind}, ${options.sourceId}, 'processing',
-      ${options.nodeId}, ${delivery.receivedAt.toISOString()})
-    on conflict (org_id, delivery_id) do update set status = 'processing', node_id = excluded.node_id, source_id = excluded.source_id,
-      shed_reason = null, message = null, attempts = webhook_deliveries.attempts + 1, updated_at = now(),
-      generation = ${over.generation}, created_at = ${over.createdAt}, run_ids = ${over.runIds}
-    where ${over.where}
-    returning generation`);
-  return row === null ? null : row.generation;
-}
-
 /** A duplicate: counted on the one record. Returns the record's status. */
 export async function countDuplicate(db: CommonQueryMethods, delivery: IncomingDelivery): Promise<string> {
   const existing = await db.maybeOne(sqlTyped(StatusRow)`
@@ -121,6 +100,13 @@ export function eventColumns(state: DeliveryState) {
  * One round trip and one commit; null generation means a duplicate (nothing was written).
  */
 export async function recordOutcome(db: CommonQueryMethods, state: DeliveryState, record: FinishRecord, options: ClaimOptions): Promise<Claim> {
+  const generation = await recordOutcomeRow(db, state, record, options);
+  if (generation !== null) return { claimed: true, generation };
+  return { claimed: false, status: await countDuplicate(db, state.delivery) };
+}
+
+/** `recordOutcome` without counting a duplicate (inside a transaction that will roll back). Null: not claimed. */
+export async function recordOutcomeRow(db: CommonQueryMethods, state: DeliveryState, record: FinishRecord, options: ClaimOptions): Promise<number | null> {
   const { delivery } = state;
   const e = eventColumns(state);
   const over = takeOver(options.windowSeconds);
@@ -144,8 +130,7 @@ export async function recordOutcome(db: CommonQueryMethods, state: DeliveryState
       run_ids = (select coalesce(array_agg(distinct r), '{}') from unnest(${over.runIds} || excluded.run_ids) r)
     where ${over.where}
     returning generation`);
-  if (row !== null) return { claimed: true, generation: row.generation };
-  return { claimed: false, status: await countDuplicate(db, delivery) };
+  return row === null ? null : row.generation;
 }
 
 /**
@@ -186,18 +171,13 @@ export interface FinishRecord {
   payload: PayloadOutcome;
 }
 
-/** Step 16: the record in its final form. Runs in the run-creation transaction when there is one. */
-export async function finishDelivery(db: CommonQueryMethods, state: DeliveryState, record: FinishRecord): Promise<void> {
+/** The record names `actual` runs instead of the `planned` ones (a replay found runs made before). */
+export async function replaceRunIds(db: CommonQueryMethods, state: DeliveryState, planned: readonly string[], actual: readonly string[]): Promise<void> {
   const { delivery } = state;
-  const e = eventColumns(state);
   await db.query(sql.unsafe`
-    update webhook_deliveries set status = ${record.status}, message = ${record.message ?? null},
-      event_type = ${e.eventType}, action = ${e.action}, event_name = ${e.eventName}, repository = ${e.repository},
-      ref = ${e.ref}, sha = ${e.sha}, sender = ${e.sender},
-      trust_tier = ${state.trust.tier}, workflow_modified = ${state.workflowModified},
-      run_ids = (select coalesce(array_agg(distinct r), '{}') from unnest(webhook_deliveries.run_ids || ${sql.array(record.runIds, 'uuid')}) r),
-      steps = ${sql.jsonb(state.steps.entries as never)},
-      payload_key = ${record.payload.key}, payload_bytes = ${record.payload.bytes}, payload_omitted = ${record.payload.omitted},
-      payload_omitted_reason = ${record.payload.reason}, updated_at = now()
+    update webhook_deliveries set steps = ${sql.jsonb(state.steps.entries as never)},
+      run_ids = (select coalesce(array_agg(distinct r), '{}') from unnest(run_ids || ${sql.array([...actual], 'uuid')}) r
+        where r <> all(${sql.array([...planned], 'uuid')}) or r = any(${sql.array([...actual], 'uuid')})),
+      updated_at = now()
     where org_id = ${delivery.orgId} and delivery_id = ${delivery.deliveryId}`);
 }

@@ -1,12 +1,13 @@
 // Steps 14-16 for a delivery's surviving candidates: cache check per workflow, then the claim,
 // every run with its jobs, the delivery record and the queue notification in ONE transaction,
 // so a crash leaves either all of it or none (and the replay redoes it).
+import { randomUUID } from 'node:crypto';
 import type { CommonQueryMethods } from 'slonik';
 import type { NormalizedEvent } from '../../../schemas/event.ts';
 import type { DatabasePool } from '../../services/db/index.ts';
-import { createRun, type CreatedRun, type RunPlan } from '../runs/create.ts';
+import { createRun, jobRowCount, type CreatedRun, type RunPlan } from '../runs/create.ts';
 import type { CacheChecker } from './caches.ts';
-import { countDuplicate, finishDelivery, tryClaim, type ClaimOptions } from './delivery-record.ts';
+import { countDuplicate, recordOutcomeRow, replaceRunIds, type ClaimOptions } from './delivery-record.ts';
 import type { EventLogWriter } from './event-log.ts';
 import type { OutcomeBatcher } from './outcome-batch.ts';
 import type { Candidate } from './match.ts';
@@ -76,9 +77,10 @@ export type DispatchResult = { duplicate: false; runs: CreatedRun[] } | { duplic
 class Duplicate extends Error {}
 
 /**
- * Steps 14-16: cache checks, then the claim, the runs, the finished record and the queue
- * notification in ONE transaction (no runs: one row of a batched statement, outcome-batch.ts). A duplicate (another attempt owns
- * the record) rolls everything back and is counted on the record. The payload object is written
+ * Steps 14-16: cache checks, then the record (claim and final form in one statement), the runs
+ * and the queue notification in ONE transaction; no runs: one row of a batched statement
+ * (outcome-batch.ts). A duplicate (another attempt owns the record) rolls everything back and is
+ * counted on the record. The payload object is written
  * after the commit (see event-log.ts).
  */
 export async function dispatchRuns(
@@ -115,23 +117,33 @@ export async function dispatchRuns(
       checked.push({ target, buildKey: check.buildKey });
     }
     const runs = await deps.pool.transaction(async (tx) => {
-      const generation = await tryClaim(tx, state.delivery, claim);
+      // The record first, written in its final form with the runs this transaction will create
+      // (ids chosen here): it is also the claim, so a duplicate stops before any run is made.
+      const planned: string[] = checked.map(() => randomUUID());
+      const predicted = checked.map(({ target }, i) => {
+        const workflow = target.candidate.workflow;
+        return { name: workflow.name, runId: planned[i]!, jobs: jobRowCount(workflow), status: workflow.approval !== undefined ? 'held' : 'queued', existing: false };
+      });
+      const describe = (runs: typeof predicted) => runs.map((r) => `${r.name} → run ${r.runId}${r.existing ? ' (existing)' : ''}, ${r.jobs} job(s), status ${r.status}`).join('; ');
+      state.steps.add('dispatch', 'runs_created', describe(predicted));
+      const dispatchEntry = state.steps.entries.length - 1;
+      state.steps.add('delivery-record', status);
+      const record = { status, ...(message === undefined ? {} : { message }), runIds: planned, payload };
+      const generation = await recordOutcomeRow(tx, state, record, claim);
       if (generation === null) throw new Duplicate();
       state.generation = generation;
-      const plans = checked.map(({ target, buildKey }) =>
-        planFor(state, target.deliveryKeyFor === undefined ? target : { ...target, deliveryKey: target.deliveryKeyFor(generation) }, buildKey),
-      );
       const created: CreatedRun[] = [];
-      for (const plan of plans) created.push(await createRun(tx, plan));
-      const queued = created.reduce((n, r) => n + r.queuedJobs, 0);
-      state.steps.add(
-        'dispatch',
-        'runs_created',
-        created.map((r, i) => `${plans[i]!.workflow.name} → run ${r.runId}${r.created ? '' : ' (existing)'}, ${r.jobIds.length} job(s), status ${r.status}`).join('; '),
-      );
-      state.steps.add('delivery-record', status);
-      await finishDelivery(tx, state, { status, ...(message === undefined ? {} : { message }), runIds: created.map((r) => r.runId), payload });
-      if (queued > 0) await deps.notifyJobsQueued(tx);
+      for (const [i, { target, buildKey }] of checked.entries()) {
+        const keyed = target.deliveryKeyFor === undefined ? target : { ...target, deliveryKey: target.deliveryKeyFor(generation) };
+        created.push(await createRun(tx, { ...planFor(state, keyed, buildKey), runId: planned[i]! }));
+      }
+      // A replay that found runs made before: the record names those instead (rare).
+      if (created.some((r, i) => !r.created || r.runId !== planned[i])) {
+        const actual = created.map((r, i) => ({ ...predicted[i]!, runId: r.runId, jobs: r.jobIds.length, status: r.status, existing: !r.created }));
+        state.steps.entries[dispatchEntry] = { step: 'dispatch', outcome: 'runs_created', detail: describe(actual).slice(0, 2000) };
+        await replaceRunIds(tx, state, planned, created.map((r) => r.runId));
+      }
+      if (created.some((r) => r.queuedJobs > 0)) await deps.notifyJobsQueued(tx);
       return created;
     });
     deps.eventLog.write(state.delivery, payload);

@@ -43,6 +43,8 @@ export interface RunPlan {
   workflowModified: boolean;
   /** `contentHash:lockfileHash` of a build the jobs wait for (source cache miss); null on a hit. */
   buildKey: string | null;
+  /** Id for the run when it is created (the caller may have recorded it already); default a new UUID. */
+  runId?: string;
 }
 
 export interface CreatedRun {
@@ -69,6 +71,11 @@ export function expandMatrix(axes: Record<string, readonly MatrixValue[]>): Reco
   return combos;
 }
 
+/** Job rows a new run of `workflow` gets (static matrices expanded), the build job aside. */
+export function jobRowCount(workflow: LockWorkflow): number {
+  return workflow.jobs.reduce((n, job) => n + instancesOf(job).length, 0);
+}
+
 function instancesOf(job: LockJob): Array<{ matrix: Record<string, MatrixValue> | null; displayName: string }> {
   if (job.matrix?.type !== 'static') return [{ matrix: null, displayName: job.name }];
   return expandMatrix(job.matrix.axes).map((m) => ({ matrix: m, displayName: `${job.name} (${Object.values(m).join(', ')})` }));
@@ -78,7 +85,7 @@ const IdRow = Type.Object({ id: Type.String(), status: Type.String() });
 const JobIdRow = Type.Object({ id: Type.String(), status: Type.String() });
 
 export async function createRun(tx: CommonQueryMethods, plan: RunPlan): Promise<CreatedRun> {
-  const runId = randomUUID();
+  const runId = plan.runId ?? randomUUID();
   const held = plan.workflow.approval !== undefined;
   const status = held ? 'held' : 'queued';
   const deadline = plan.workflow.timeout === undefined ? null : new Date(Date.now() + plan.workflow.timeout).toISOString();
