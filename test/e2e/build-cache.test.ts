@@ -240,7 +240,8 @@ t.test('build job → caches → jobs run from the tarball; cache hit; failed bu
     t.match(testLog, /workflow content hash verified/);
     t.match(testLog, /dependencies restored from cache/);
     t.match(testLog, /dependency says: hello agent/);
-    t.notMatch(testLog, /checking out/, 'no checkout');
+    // The project comes from a checkout at the run's sha; the workflow tree from the cache.
+    t.match(testLog, /checking out [0-9a-f]{40}[\s\S]*restoring source from/, 'checkout, then the cached .svc/ restored over it');
     t.notMatch(testLog, /installing dependencies inline/, 'no inline install');
 
     // 2. Same contentHash (a commit outside .svc/): cache hit, no build job.

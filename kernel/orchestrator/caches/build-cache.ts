@@ -88,7 +88,7 @@ async function refreshRead(pool: DatabasePool, pointerKey: string): Promise<void
 }
 
 /** Follows a pointer to its tarball; null when the pointer, its value or the tarball is missing. */
-async function follow(deps: CacheDeps, pointerKey: string, objectKeyOf: (digest: string) => string): Promise<CacheHit | null> {
+async function follow(deps: Omit<CacheDeps, 'metrics'>, pointerKey: string, objectKeyOf: (digest: string) => string): Promise<CacheHit | null> {
   const storage = deps.storage as StorageExtensionPoint;
   const digest = await readText(storage, pointerKey);
   if (digest === null) return null;
@@ -105,25 +105,42 @@ async function follow(deps: CacheDeps, pointerKey: string, objectKeyOf: (digest:
   return { digest, url };
 }
 
-/** Source cache for `contentHash` in `org`: `{ digest, url }` or null (miss, or no cache configured). */
-export async function lookupSource(deps: CacheDeps, org: string, contentHash: string): Promise<CacheHit | null> {
+/**
+ * Source cache for `contentHash` in `org` without counting a hit or miss (dispatch reads the
+ * entry a delivery's cache check already counted); the read still refreshes the entry's TTL.
+ */
+export async function findSource(deps: Omit<CacheDeps, 'metrics'>, org: string, contentHash: string): Promise<CacheHit | null> {
   if (deps.storage === undefined) return null;
   checkOrg(org);
   checkCacheName('contentHash', contentHash);
-  const m = buildCacheMetrics(deps.metrics);
-  const hit = await follow(deps, sourcePointerKey(org, contentHash), (digest) => sourceObjectKey(org, digest));
-  (hit === null ? m.sourceMisses : m.sourceHits).inc();
+  return follow(deps, sourcePointerKey(org, contentHash), (digest) => sourceObjectKey(org, digest));
+}
+
+/** Dependency cache for `lockfileHash` on `platformArch`, uncounted (see findSource). */
+export async function findDeps(deps: Omit<CacheDeps, 'metrics'>, platformArch: string, lockfileHash: string): Promise<CacheHit | null> {
+  if (deps.storage === undefined) return null;
+  checkPlatformArch(platformArch);
+  checkCacheName('lockfileHash', lockfileHash);
+  return follow(deps, depsPointerKey(platformArch, lockfileHash), (digest) => depsObjectKey(platformArch, digest));
+}
+
+/** Source cache for `contentHash` in `org`: `{ digest, url }` or null (miss, or no cache configured). */
+export async function lookupSource(deps: CacheDeps, org: string, contentHash: string): Promise<CacheHit | null> {
+  const hit = await findSource(deps, org, contentHash);
+  if (deps.storage !== undefined) {
+    const m = buildCacheMetrics(deps.metrics);
+    (hit === null ? m.sourceMisses : m.sourceHits).inc();
+  }
   return hit;
 }
 
 /** Dependency cache for `lockfileHash` on `platformArch` (`linux-x64`). */
 export async function lookupDeps(deps: CacheDeps, platformArch: string, lockfileHash: string): Promise<CacheHit | null> {
-  if (deps.storage === undefined) return null;
-  checkPlatformArch(platformArch);
-  checkCacheName('lockfileHash', lockfileHash);
-  const m = buildCacheMetrics(deps.metrics);
-  const hit = await follow(deps, depsPointerKey(platformArch, lockfileHash), (digest) => depsObjectKey(platformArch, digest));
-  (hit === null ? m.depMisses : m.depHits).inc();
+  const hit = await findDeps(deps, platformArch, lockfileHash);
+  if (deps.storage !== undefined) {
+    const m = buildCacheMetrics(deps.metrics);
+    (hit === null ? m.depMisses : m.depHits).inc();
+  }
   return hit;
 }
 

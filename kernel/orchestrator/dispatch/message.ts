@@ -9,6 +9,7 @@ import type { MasterKeys } from '../../services/crypto/master-keys.ts';
 import type { Logger } from 'pino';
 import { schedulingJobConfig } from '../scheduling/config.ts';
 import { outputsOf } from '../scheduling/outputs.ts';
+import { findDeps, findSource } from '../caches/build-cache.ts';
 import { releaseJobSecrets } from '../secrets/release.ts';
 
 const Json = Type.Unknown();
@@ -79,14 +80,6 @@ export function fallbackSourceAuth(row: DispatchRow, repository: string): Source
   return { cloneUrl: `https://${host}/${repository}.git` };
 }
 
-async function readPointer(storage: StorageExtensionPoint, key: string): Promise<string | null> {
-  if ((await storage.head(key)) === null) return null;
-  const chunks: Buffer[] = [];
-  for await (const chunk of await storage.get(key)) chunks.push(Buffer.from(chunk as Uint8Array));
-  const value = Buffer.concat(chunks).toString('utf8').trim();
-  return value === '' ? null : value;
-}
-
 export interface CacheUrls {
   sourceTarUrl: string | null;
   sourceTarDigest: string | null;
@@ -99,22 +92,22 @@ export interface CacheUrls {
  * `source/v2/<org>/<contentHash>.hash`; deps `deps/<platform>-<arch>/<depsHash>.tar.gz` behind
  * `deps/<platform>-<arch>/<lockfileHash>.hash`. A missing pointer means a cache miss (null).
  */
-export async function cacheUrls(storage: StorageExtensionPoint | undefined, row: DispatchRow, platform: string, arch: string, logger: Logger): Promise<CacheUrls> {
+export async function cacheUrls(pool: DatabasePool, storage: StorageExtensionPoint | undefined, row: DispatchRow, platform: string, arch: string, logger: Logger): Promise<CacheUrls> {
   const none: CacheUrls = { sourceTarUrl: null, sourceTarDigest: null, depsUrl: null, depsHash: null };
   if (storage === undefined) return none;
   const out = { ...none };
   try {
-    const digest = await readPointer(storage, `source/v2/${row.org_id}/${row.content_hash}.hash`);
-    if (digest !== null) {
-      out.sourceTarDigest = digest;
-      out.sourceTarUrl = await storage.presign({ method: 'GET', key: `source/v2/${row.org_id}/${digest}.tar.gz` });
+    // Through the caches module: one pointer layout, and a read refreshes the entry's TTL.
+    const source = await findSource({ pool, storage, logger }, row.org_id, row.content_hash);
+    if (source !== null) {
+      out.sourceTarDigest = source.digest;
+      out.sourceTarUrl = source.url;
     }
     if (row.lockfile_hash !== null) {
-      const prefix = `deps/${platform}-${arch}`;
-      const depsHash = await readPointer(storage, `${prefix}/${row.lockfile_hash}.hash`);
-      if (depsHash !== null) {
-        out.depsHash = depsHash;
-        out.depsUrl = await storage.presign({ method: 'GET', key: `${prefix}/${depsHash}.tar.gz` });
+      const deps = await findDeps({ pool, storage, logger }, `${platform}-${arch}`, row.lockfile_hash);
+      if (deps !== null) {
+        out.depsHash = deps.digest;
+        out.depsUrl = deps.url;
       }
     }
   } catch (error) {
@@ -164,6 +157,11 @@ export async function buildJobDispatch(row: DispatchRow, options: BuildDispatchO
   if (typeof lockJob?.['gracePeriod'] === 'number') jobConfig.gracePeriodSeconds = lockJob['gracePeriod'];
   if (lockJob?.['container'] !== undefined) jobConfig.container = lockJob['container'];
   if (row.kind === 'build') jobConfig.build = true;
+  // The lock job's checkout settings: with a cached source the agent still checks the repository out.
+  const checkoutSetting = lockJob?.['checkout'] as { enabled?: unknown; depth?: unknown } | undefined;
+  if (row.kind !== 'build' && typeof checkoutSetting?.enabled === 'boolean') {
+    jobConfig.checkout = { enabled: checkoutSetting.enabled, depth: typeof checkoutSetting.depth === 'number' && checkoutSetting.depth >= 0 ? checkoutSetting.depth : 1 };
+  }
   Object.assign(jobConfig, await schedulingJobConfig(options.pool, row));
   // Throws SecretContextDeniedError (permanent: the dispatcher fails the job) when a rule refuses.
   const secrets = await releaseJobSecrets(options.pool, options.masterKeys, {
@@ -188,7 +186,7 @@ export async function buildJobDispatch(row: DispatchRow, options: BuildDispatchO
   };
   const sourceAuth = await resolve(row.repository);
   const workflowAuth = row.workflow_repository !== row.repository ? await resolve(row.workflow_repository) : null;
-  const caches = await cacheUrls(options.storage, row, options.agentOs, options.agentArch, options.logger);
+  const caches = await cacheUrls(options.pool, options.storage, row, options.agentOs, options.agentArch, options.logger);
   return {
     type: 'job.dispatch',
     jobId: row.job_id,
