@@ -164,7 +164,10 @@ async function loadModule(abs: string, fileUrl: string, version: string): Promis
     try {
       return requireModule(abs) as Record<string, unknown>;
     } catch (error) {
-      if (errnoOf(error) !== 'ERR_REQUIRE_ASYNC_MODULE') throw error;
+      // Top-level await needs import(). So does a SyntaxError: a require hook installed by a
+      // tool (test runners, coverage) may compile `.ts` as CommonJS without stripping types; a
+      // genuine syntax error fails the same way under import() and is reported from there.
+      if (errnoOf(error) !== 'ERR_REQUIRE_ASYNC_MODULE' && !(error instanceof SyntaxError)) throw error;
       return (await import(fileUrl)) as Record<string, unknown>;
     }
   }
