@@ -181,7 +181,8 @@ async function main(): Promise<void> {
     if (backlog === 0) break;
     await new Promise((r) => setTimeout(r, 100));
   }
-  console.log(`  event-log objects confirmed ${((performance.now() - drainStart) / 1000).toFixed(1)} s after the last ack (unconfirmed left: ${backlog})`);
+  const cpu2 = cpuSeconds(orch.child);
+  console.log(`  event-log objects confirmed ${((performance.now() - drainStart) / 1000).toFixed(1)} s after the last ack (unconfirmed left: ${backlog}); orchestrator CPU per webhook with that drain ${((1000 * (cpu2 - cpu0[1]!)) / REQUESTS).toFixed(3)} ms`);
 
   // (2) steady rate, arrival → job queued.
   const sinceRow = (await orchPool.one(sql.unsafe`select now() as at`)) as { at: number };
