@@ -72,7 +72,7 @@ await eachDatabase(t, async (t, db) => {
 
   const keyFile = join(root, 'app.pem');
   await writeFile(keyFile, keys.privateKeyPem, { mode: 0o600 });
-  const added = await admin(['source', 'add', 'github', '--org', 'acme', '--app-id', APP_ID, '--private-key-file', keyFile, '--setting', `appId=${APP_ID}`, '--setting', `apiBaseUrl=${fake.url}`, '--json']);
+  const added = await admin(['source', 'add', 'github', '--org', 'acme', '--app-id', APP_ID, '--private-key-file', keyFile, '--setting', `apiBaseUrl=${fake.url}`, '--json']);
   t.equal(added.code, 0, added.stderr);
   const source = JSON.parse(added.stdout) as { source: { id: string; routingKey: string }; secret: string; webhookUrl: string };
   t.equal(source.source.routingKey, `github:${APP_ID}`);

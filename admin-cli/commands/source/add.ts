@@ -113,6 +113,8 @@ export default class SourceAdd extends SvcCommand {
     }
     if (kind === 'github' && !flags['app-id']) throw new InputError(USAGE_ERROR_CODE, 'a github source needs --app-id');
     const targetId = flags['app-id'] ?? flags['target-id'];
+    // The github provider addresses its App by id from the settings; --app-id is that id.
+    if (kind === 'github' && settings['appId'] === undefined) settings['appId'] = flags['app-id'];
     const config = await adminConfig();
     const key = await masterKey(config);
     const created = await withDatabase(databaseUrl(config, flags['database-url']), (pool) =>
