@@ -24,17 +24,18 @@ export class ShellCommandError extends SvcError {
   }
 }
 
-function isTemplate(value: unknown): value is TemplateStringsArray {
+export function isTemplate(value: unknown): value is TemplateStringsArray {
   return Array.isArray(value) && Array.isArray((value as unknown as { raw?: unknown }).raw);
 }
 
-function definedEnv(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
+export function definedEnv(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [key, value] of Object.entries(env)) if (value !== undefined) out[key] = value;
   return out;
 }
 
-function text(value: unknown): string {
+/** A value as shell output text (undefined reads as empty). */
+export function text(value: unknown): string {
   return typeof value === 'string' ? value : value === undefined ? '' : String(value);
 }
 

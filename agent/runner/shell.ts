@@ -6,7 +6,7 @@
 import { execa, ExecaError } from 'execa';
 import { InputError } from '../../kernel/services/errors.ts';
 import type { Shell, ShellOptions, ShellResult, ShellValue } from '../../sdk/context.ts';
-import { ShellCommandError } from '../../sdk/shell.ts';
+import { definedEnv, isTemplate, ShellCommandError, text } from '../../sdk/shell.ts';
 import type { Activity } from './activity.ts';
 import { RunnerErrorCode } from './errors.ts';
 import type { LogSink } from './log-capture.ts';
@@ -21,20 +21,6 @@ export interface RunnerShellBase {
 
 /** Milliseconds between SIGTERM to a cancelled command's group and SIGKILL. */
 export const KILL_GRACE_MS = 2_000;
-
-function isTemplate(value: unknown): value is TemplateStringsArray {
-  return Array.isArray(value) && Array.isArray((value as unknown as { raw?: unknown }).raw);
-}
-
-function definedEnv(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [key, value] of Object.entries(env)) if (value !== undefined) out[key] = value;
-  return out;
-}
-
-function text(value: unknown): string {
-  return typeof value === 'string' ? value : value === undefined ? '' : String(value);
-}
 
 export function createRunnerShell(base: RunnerShellBase, overrides: ShellOptions = {}): Shell {
   const tap = (stream: 'stdout' | 'stderr') =>
