@@ -14,7 +14,9 @@ import type { AgentToOrchestrator, JobDispatch, OrchestratorToAgent } from '../s
 import { PROTOCOL_VERSION } from '../schemas/wire/relay.ts';
 import { AgentConnection } from './connection.ts';
 import type { AgentSettings } from './env.ts';
-import { JobExecution, SANDBOX_WIRE_NAMES, type SandboxChoice } from './jobs/executor.ts';
+import { JobExecution, SANDBOX_WIRE_NAMES, runnerSpawnRequest, type SandboxChoice } from './jobs/executor.ts';
+import { pathWithNode } from './jobs/restore.ts';
+import { WarmRunners } from './jobs/warm-runner.ts';
 
 /** Orchestrator request timeout (spec Limits: the agent's request timeout is 15 seconds). */
 export const REQUEST_TIMEOUT_MS = 15_000;
@@ -38,6 +40,11 @@ export interface AgentOptions {
   /** Sandbox plugins by name (`process`, `container`, `firecracker`). */
   sandboxes: ReadonlyMap<string, SandboxExtensionPoint>;
   runnerPath?: string;
+  /**
+   * Keep one step runner started ahead of the next job (process sandbox only; default true).
+   * See docs/agent.md "Warm spare runner".
+   */
+  warmRunner?: boolean;
   /** Test hook for reconnect timing. */
   baseReconnectDelayMs?: number;
 }
@@ -73,6 +80,23 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     throw new UnavailableError('SVC_ERR_AGENT_SANDBOX_UNAVAILABLE', `SVC_AGENT_SANDBOX=${settings.sandbox} ${why}`);
   }
   const runnable = [...choices.values()].filter((c) => c.availability.available).map((c) => c.name);
+  const runnerPath = options.runnerPath ?? DEFAULT_RUNNER_PATH;
+  const readPaths = [process.execPath, PACKAGE_ROOT];
+  // Node's compile cache for step runners, kept across jobs (Node keys entries by file and content).
+  const compileCacheDir = join(settings.workDir, 'runner-cache');
+  await mkdir(compileCacheDir, { recursive: true });
+  await mkdir(join(settings.workDir, 'jobs'), { recursive: true });
+  const warm =
+    options.warmRunner !== false && settings.sandbox === 'process'
+      ? new WarmRunners({
+          logger,
+          slotsRoot: join(settings.workDir, 'slots'),
+          sandbox: primary.sandbox,
+          spawn: { request: (workspace) => runnerSpawnRequest({ runnerPath, readPaths, compileCacheDir }, workspace) },
+          oneShot: settings.ephemeral,
+          ...(runnerPath === DEFAULT_RUNNER_PATH ? { warmUp: { runnerPath, env: { PATH: pathWithNode(), HOME: settings.workDir, LANG: 'C.UTF-8', NODE_COMPILE_CACHE: compileCacheDir } } } : {}),
+        })
+      : undefined;
 
   const jobs = new Map<string, JobExecution>();
   // A static agent keeps each running job's dispatch under <workDir>/in-flight/ (0600: it holds
@@ -141,8 +165,10 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       workRoot: settings.workDir,
       sandboxes: choices,
       defaultSandbox: settings.sandbox,
-      runnerPath: options.runnerPath ?? DEFAULT_RUNNER_PATH,
-      readPaths: [process.execPath, PACKAGE_ROOT],
+      runnerPath,
+      readPaths,
+      compileCacheDir,
+      ...(warm === undefined ? {} : { warm: { sandbox: settings.sandbox, runners: warm } }),
       sdkVersion: AGENT_SDK_VERSION,
       send: resumed ? (m) => send(m.type === 'log.chunk' ? { ...m, seq: m.seq + RESUMED_SEQ_BASE } : m) : send,
       request,
@@ -201,6 +227,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const stop = async (): Promise<void> => {
     if (stopping) return;
     stopping = true;
+    const closing = warm?.close().catch((error: unknown) => logger.warn({ err: messageOf(error) }, 'stopping the spare step runner failed'));
     // Hand back in-flight work: cancel it and give it a bounded time to report.
     for (const job of jobs.values()) job.cancel('agent stopping', false);
     let timer: NodeJS.Timeout | undefined;
@@ -212,10 +239,12 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       waiter.reject(new UnavailableError('SVC_ERR_AGENT_STOPPING', 'the agent is stopping'));
     }
     pending.clear();
+    await closing;
     await connection.stop();
   };
 
   void connection.ended.then((end) => {
+    void warm?.close().catch(() => undefined);
     if (end.fatal !== undefined) {
       for (const job of jobs.values()) job.cancel('the orchestrator refused the agent', true);
       endResolve({ code: 1, error: end.fatal });
@@ -224,7 +253,13 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     }
   });
 
-  await connection.start();
+  warm?.replenish();
+  try {
+    await connection.start();
+  } catch (error) {
+    await warm?.close().catch(() => undefined);
+    throw error;
+  }
   return { agentId: options.agentId, connection, sandboxes: runnable, jobs: () => jobs, ended, stop };
 }
 

@@ -6,12 +6,19 @@
 // caches subsystems, filesystem storage), the REAL agent (process sandbox, real step runner), a
 // real git repository; loopback only. Figures and RSS, no assertions.
 // Targets: p50 ≤ 100 ms, ≤ 10 ms per step.
-// Run: node bench/dispatch-to-step.ts [jobs=50] [steps=100]
+// Run: node bench/dispatch-to-step.ts [--dist] [jobs=50] [steps=100]
+//   --dist: the agent is the compiled program (`npm run build` first): `dist/bin/svc-agent.js` as
+//   its own process (vendored bundles, compiled step runner); otherwise it runs in this process
+//   from the sources. Either way the agent's debug line `job set-up timings` gives the agent-side
+//   phases (source, content hash, deps, runner start, ...), printed as p50 per phase.
 // Database: a fresh database on SVC_TEST_DATABASE_URL (default local PostgreSQL), else an
 // embedded PostgreSQL under a temp directory. (No test fixture that loads tap: its timeout.)
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { pino } from 'pino';
 import { DEFAULT_RUNNER_PATH, startAgent } from '../agent/agent.ts';
@@ -30,8 +37,12 @@ import type { Lock, LockWorkflow } from '../schemas/lock.ts';
 import pg from 'pg';
 import { createGitRemote } from '../test/fixtures/git-repos.ts';
 
-const JOBS = Math.max(1, Math.min(1000, Number(process.argv[2] ?? 50)));
-const STEPS = Math.max(1, Math.min(2000, Number(process.argv[3] ?? 100)));
+const DIST = process.argv.includes('--dist');
+const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const JOBS = Math.max(1, Math.min(1000, Number(args[0] ?? 50)));
+const STEPS = Math.max(1, Math.min(2000, Number(args[1] ?? 100)));
+const DIST_AGENT = fileURLToPath(new URL('../dist/bin/svc-agent.js', import.meta.url));
+if (DIST && !existsSync(DIST_AGENT)) throw new Error(`--dist needs the compiled tree: run npm run build first (${DIST_AGENT} is missing)`);
 const ORG = 'bench-org';
 const REPO = 'acme/bench';
 
@@ -70,6 +81,29 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, timeo
 }
 
 const testLogger = pino({ level: 'silent' });
+
+/** Agent-side set-up phases by job id, from the agent's `job set-up timings` debug lines. */
+const agentTimings = new Map<string, Record<string, number>>();
+function collectTimings(line: string): void {
+  if (!line.includes('job set-up timings')) return;
+  try {
+    const entry = JSON.parse(line) as { jobId?: string; timings?: Record<string, number> };
+    if (entry.jobId !== undefined && entry.timings !== undefined) agentTimings.set(entry.jobId, entry.timings);
+  } catch {
+    // not a log line
+  }
+}
+function lineCollector(): Writable {
+  let rest = '';
+  return new Writable({
+    write(chunk: Buffer, _enc, done) {
+      const lines = (rest + chunk.toString('utf8')).split('\n');
+      rest = lines.pop() ?? '';
+      for (const line of lines) collectTimings(line);
+      done();
+    },
+  });
+}
 const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-d2s-'));
 
 /** A fresh database on the system server, or null when there is none. */
@@ -130,14 +164,38 @@ try {
     subsystems: [createDispatchSubsystem(), createCachesSubsystem({ sweepMs: 0 })],
   });
   teardown.unshift(() => orch.stop());
-  const agent = await startAgent({
-    settings: parseAgentEnv({ SVC_ORCHESTRATOR_URL: orch.url, SVC_AGENT_WORK_DIR: join(dataDir, 'agent'), SVC_AGENT_LABELS: 'bench' }),
-    agentId: 'bench-agent',
-    logger: pino({ level: process.env['BENCH_AGENT_LOG'] ?? 'silent' }),
-    sandboxes: new Map([['process', createProcessSandbox({ bwrap: 'never', network: true })]]),
-    runnerPath: DEFAULT_RUNNER_PATH,
-  });
-  teardown.unshift(() => agent.stop());
+  const agentWorkDir = join(dataDir, 'agent');
+  if (DIST) {
+    // The compiled program as operators run it; its pino lines (stdout) carry the timings.
+    const child = execa(process.execPath, [DIST_AGENT], {
+      env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? dataDir, SVC_ORCHESTRATOR_URL: orch.url, SVC_AGENT_WORK_DIR: agentWorkDir, SVC_AGENT_LABELS: 'bench', SVC_AGENT_ID: 'bench-agent', SVC_AGENT_BWRAP: 'never', SVC_AGENT_LOG_LEVEL: 'debug' },
+      extendEnv: false,
+      reject: false,
+      stderr: 'inherit',
+    });
+    const collector = lineCollector();
+    let ready!: () => void;
+    const readyLine = new Promise<void>((resolve) => (ready = resolve));
+    child.stdout.on('data', (chunk: Buffer) => {
+      if (chunk.toString('utf8').includes('svc-agent ready')) ready();
+      collector.write(chunk);
+    });
+    teardown.unshift(async () => {
+      child.kill('SIGTERM');
+      await child;
+    });
+    await Promise.race([readyLine, new Promise((_, reject) => setTimeout(() => reject(new Error('the dist agent did not get ready in 30 s')), 30_000))]);
+  } else {
+    const agent = await startAgent({
+      settings: parseAgentEnv({ SVC_ORCHESTRATOR_URL: orch.url, SVC_AGENT_WORK_DIR: agentWorkDir, SVC_AGENT_LABELS: 'bench' }),
+      agentId: 'bench-agent',
+      logger: pino({ level: 'debug' }, lineCollector()),
+      sandboxes: new Map([['process', createProcessSandbox({ bwrap: 'never', network: true })]]),
+      runnerPath: DEFAULT_RUNNER_PATH,
+    });
+    teardown.unshift(() => agent.stop());
+  }
+  console.log(`agent: ${DIST ? 'dist/bin/svc-agent.js (compiled, own process)' : 'in this process, from the sources'}`);
   const pool: DatabasePool = orch.ctx.db;
   const checker = new CacheChecker(orch.ctx.host.select('storage', 'filesystem'), orch.ctx.metrics);
   const event = {
@@ -182,11 +240,12 @@ try {
   const measure = async (name: string, note: string) => {
     const latencies: number[] = [];
     const phases = { dispatch: [] as number[], start: [] as number[], step: [] as number[] };
+    const agentPhases = new Map<string, number[]>();
     const wall = performance.now();
     for (let i = 0; i < JOBS; i += 1) {
       const runId = await run(workflow(name));
       const row = (await pool.one(sql.unsafe`
-        SELECT extract(epoch FROM (s.started_at - j.queued_at)) * 1000 AS ms,
+        SELECT j.id::text AS id, extract(epoch FROM (s.started_at - j.queued_at)) * 1000 AS ms,
                extract(epoch FROM (j.dispatched_at - j.queued_at)) * 1000 AS dispatch,
                extract(epoch FROM (j.started_at - j.dispatched_at)) * 1000 AS start,
                extract(epoch FROM (s.started_at - j.started_at)) * 1000 AS step
@@ -195,12 +254,19 @@ try {
       phases.dispatch.push(Number(row['dispatch']));
       phases.start.push(Number(row['start']));
       phases.step.push(Number(row['step']));
+      for (const [phase, ms] of Object.entries(agentTimings.get(String(row['id'])) ?? {})) {
+        if (!agentPhases.has(phase)) agentPhases.set(phase, []);
+        agentPhases.get(phase)!.push(ms);
+      }
     }
     const wallMs = performance.now() - wall;
     const sorted = [...latencies].sort((a, b) => a - b);
     const p50 = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
     console.log(`queued → first step running, ${note}  n=${JOBS}  p50=${fmt(percentile(sorted, 50))}  p90=${fmt(percentile(sorted, 90))}  p99=${fmt(percentile(sorted, 99))}  max=${fmt(sorted[sorted.length - 1]!)}  (target p50 ≤ 100 ms)`);
     console.log(`  p50 by phase: queued → dispatched ${fmt(p50(phases.dispatch))}, dispatched → job running ${fmt(p50(phases.start))}, job running → first step running ${fmt(p50(phases.step))}; whole run ${fmt(wallMs / JOBS)} (create → completed, incl. polling)`);
+    if (agentPhases.size > 0) {
+      console.log(`  agent set-up p50 (n=${agentPhases.get('total')?.length ?? 0}): ${[...agentPhases].map(([phase, xs]) => `${phase} ${fmt(p50(xs))}`).join(', ')}`);
+    }
   };
   await measure('bare', 'checkout: false (source tarball + deps from the cache)');
   await measure('one', 'default checkout (git clone of the commit + the cached .svc/ tarball)');

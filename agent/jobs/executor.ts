@@ -7,7 +7,7 @@ import { arch, platform } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Static } from 'typebox';
-import type { SandboxAvailability, SandboxExtensionPoint, SandboxProcess, Workspace } from '../../kernel/host/extension-points/sandbox.ts';
+import type { SandboxAvailability, SandboxExtensionPoint, SandboxProcess, SpawnRequest, Workspace } from '../../kernel/host/extension-points/sandbox.ts';
 import { messageOf } from '../../kernel/services/errors.ts';
 import type { AgentToOrchestrator, JobDispatch, JobRunStatus, StepResult } from '../../schemas/wire/agent.ts';
 import { RunnerToAgentMembers, type AgentToRunner, type RunnerResult } from '../../schemas/wire/runner.ts';
@@ -20,6 +20,8 @@ import { JobFailure, cancelledFailure } from './failure.ts';
 import { restoreDeps, restoreSource, pathWithNode } from './restore.ts';
 import { runBuildJob, type BuildSteps } from '../build/job.ts';
 import { apiError, handleRunnerApi, type OrchestratorRequest } from './runner-api.ts';
+import { SetupTimings } from './timings.ts';
+import type { AdoptedRunner, WarmRunners } from './warm-runner.ts';
 
 const checkRunnerMessage = compileMessageUnion(RunnerToAgentMembers);
 
@@ -53,6 +55,25 @@ export interface JobEnvironment {
   sdkVersion: string;
   send(message: AgentToOrchestrator): void;
   request: OrchestratorRequest;
+  /** Node compile cache for the step runner (NODE_COMPILE_CACHE), kept between jobs. */
+  compileCacheDir?: string;
+  /** Warm spare runners for `warm.sandbox` jobs (docs/agent.md "Warm spare runner"). */
+  warm?: { sandbox: string; runners: WarmRunners };
+}
+
+/** The spawn request for a step runner: argv, the minimal environment, the paths it reads. */
+export function runnerSpawnRequest(env: Pick<JobEnvironment, 'runnerPath' | 'readPaths' | 'compileCacheDir'>, workspace: Workspace, image?: string): SpawnRequest {
+  const tmp = workspace.tmpDir ?? workspace.dir;
+  return {
+    workspace,
+    argv: [process.execPath, env.runnerPath],
+    env: { PATH: pathWithNode(), HOME: tmp, TMPDIR: tmp, LANG: 'C.UTF-8', ...(env.compileCacheDir === undefined ? {} : { NODE_COMPILE_CACHE: env.compileCacheDir }) },
+    cwd: workspace.dir,
+    ipc: true,
+    ...(image === undefined ? {} : { image }),
+    // The cache is re-bound read-only by sandboxes that hide it (bwrap's fresh /tmp).
+    readPaths: env.compileCacheDir === undefined ? env.readPaths : [...env.readPaths, env.compileCacheDir],
+  };
 }
 
 type JobStepResult = Static<typeof StepResult>;
@@ -78,6 +99,7 @@ export class JobExecution {
   #killTimer: NodeJS.Timeout | undefined;
   #currentStep = SETUP_STEP;
   readonly #steps = new Map<string, JobStepResult>();
+  readonly #timings = new SetupTimings();
   readonly done: Promise<void>;
 
   constructor(dispatch: JobDispatch, env: JobEnvironment) {
@@ -135,18 +157,32 @@ export class JobExecution {
     const startedAt = new Date().toISOString();
     const config = this.dispatch.jobConfig;
     this.#env.send({ type: 'job.status', jobId: this.jobId, status: 'running', steps: [], startedAt });
-    const jobRoot = join(this.#env.workRoot, 'jobs', safeName(this.jobId));
+    let jobRoot = join(this.#env.workRoot, 'jobs', safeName(this.jobId));
     let workspace: Workspace | undefined;
+    let spare: AdoptedRunner | undefined;
+    let spareUsed = false;
     let terminal: Terminal;
     try {
       const choice = this.#chooseSandbox();
       this.#sandbox = choice;
       this.#env.send({ type: 'job.context', jobId: this.jobId, nodeVersion: process.version, os: platform(), arch: arch(), sandbox: SANDBOX_WIRE_NAMES[choice.name] ?? choice.name });
-      await rm(jobRoot, { recursive: true, force: true });
-      const srcDir = join(jobRoot, 'src');
+      const warm = this.#env.warm;
+      if (config.build !== true && warm !== undefined && warm.sandbox === choice.name) spare = await warm.runners.take();
+      if (spare !== undefined) {
+        // The next job's spare loads on another core while this one is prepared.
+        warm?.runners.replenish();
+        // The spare's slot is this job's directory: its src/ is the workspace the runner was started in.
+        jobRoot = spare.jobRoot;
+        workspace = spare.workspace;
+        this.#timings.mark('spare');
+      } else {
+        await rm(jobRoot, { recursive: true, force: true });
+      }
+      const srcDir = spare?.srcDir ?? join(jobRoot, 'src');
       const home = join(jobRoot, 'home');
       await mkdir(srcDir, { recursive: true });
       await mkdir(home, { recursive: true });
+      this.#timings.mark('workDir');
       const signal = this.#abort.signal;
       const log = (text: string) => this.#system(text);
       const path = pathWithNode();
@@ -177,10 +213,12 @@ export class JobExecution {
         } else {
           await checkout({ dir: srcDir, auth: this.dispatch.sourceAuth, sha: config.sha, depth: config.checkout?.depth, home, path, signal, log });
         }
+        this.#timings.mark('source');
         this.#throwIfCancelled();
         const location = await locateWorkflow(srcDir, config.workflow);
         const hash = await verifyContentHash({ srcDir, workflow: config.workflow, expected: config.contentHash, hashFiles: location.hashFiles, sdkVersion: this.#env.sdkVersion });
         log(`workflow content hash verified (${hash.computed})`);
+        this.#timings.mark('contentHash');
         this.#throwIfCancelled();
         await restoreDeps({
           url: this.dispatch.depsUrl,
@@ -191,9 +229,12 @@ export class JobExecution {
           signal,
           installEnv: { PATH: path, HOME: home, npm_config_cache: join(jobRoot, 'npm-cache'), LANG: 'C.UTF-8' },
         });
+        this.#timings.mark('deps');
         this.#throwIfCancelled();
-        workspace = await choice.sandbox.prepareWorkspace({ jobId: this.jobId, sourceDir: srcDir });
-        const result = await this.#runRunner(choice, workspace, location.file, location.exportName);
+        workspace ??= await choice.sandbox.prepareWorkspace({ jobId: this.jobId, sourceDir: srcDir });
+        this.#timings.mark('workspace');
+        spareUsed = spare !== undefined;
+        const result = await this.#runRunner(choice, workspace, location.file, location.exportName, spare);
         terminal = result;
       }
     } catch (error) {
@@ -207,10 +248,16 @@ export class JobExecution {
       if (terminal.reason !== undefined) this.#logs.line(this.#currentStep, 'system', terminal.reason);
     } finally {
       if (this.#killTimer !== undefined) clearTimeout(this.#killTimer);
+      // A spare taken for a job that failed before its steps: stop it, it must run nothing else.
+      if (spare !== undefined && !spareUsed && !spare.exited() && this.#sandbox !== undefined) {
+        await this.#sandbox.sandbox.kill(spare.proc, { graceMs: 0 }).catch((error: unknown) => this.#logger.warn({ err: error }, 'stopping the unused spare runner failed'));
+      }
       if (workspace !== undefined && this.#sandbox !== undefined) {
         await this.#sandbox.sandbox.releaseWorkspace(workspace).catch((error: unknown) => this.#logger.warn({ err: error }, 'workspace release failed'));
       }
       await rm(jobRoot, { recursive: true, force: true }).catch((error: unknown) => this.#logger.warn({ err: error }, 'work dir removal failed'));
+      spare?.release();
+      this.#env.warm?.runners.replenish();
     }
     this.#logs.close();
     this.#status = terminal.status;
@@ -276,21 +323,17 @@ export class JobExecution {
     return undefined;
   }
 
-  async #runRunner(choice: SandboxChoice, workspace: Workspace, workflowFile: string, exportName: string): Promise<Terminal> {
+  async #runRunner(choice: SandboxChoice, workspace: Workspace, workflowFile: string, exportName: string, spare: AdoptedRunner | undefined): Promise<Terminal> {
     const config = this.dispatch.jobConfig;
     const tmp = workspace.tmpDir ?? workspace.dir;
     const image = this.#image();
     if (choice.name === 'container' && image === undefined) throw new JobFailure('SVC_ERR_AGENT_CONTAINER_IMAGE', 'the job asks for a container but names no image (container.image)');
-    const proc = await choice.sandbox.spawn({
-      workspace,
-      argv: [process.execPath, this.#env.runnerPath],
-      env: { PATH: pathWithNode(), HOME: tmp, TMPDIR: tmp, LANG: 'C.UTF-8' },
-      cwd: workspace.dir,
-      ipc: true,
-      ...(image === undefined ? {} : { image }),
-      readPaths: this.#env.readPaths,
-    });
+    // A spare that died while the tree was prepared is replaced by a fresh runner in the same workspace.
+    const warm = spare !== undefined && !spare.exited() ? spare : undefined;
+    const proc = warm?.proc ?? (await choice.sandbox.spawn(runnerSpawnRequest(this.#env, workspace, image)));
+    const onMessage = (listener: (message: unknown) => void) => (warm !== undefined ? warm.onMessage(listener) : proc.onMessage?.(listener));
     this.#proc = proc;
+    this.#timings.mark('spawn');
     if (this.#cancel !== undefined) this.cancel(this.#cancel.reason, this.#cancel.force);
     const decoder = { stdout: new TextDecoder(), stderr: new TextDecoder() };
     proc.stdout.on('data', (chunk: Buffer) => this.#logs.raw(this.#currentStep, 'stdout', decoder.stdout.decode(chunk, { stream: true })));
@@ -338,7 +381,7 @@ export class JobExecution {
       const backstop = config.timeoutMs + (config.gracePeriodSeconds ?? DEFAULT_GRACE_SECONDS) * 1000 + 30_000;
       jobTimer = setTimeout(() => this.cancel(`job timed out after ${config.timeoutMs}ms`, true), backstop);
     }
-    proc.onMessage?.((raw) => {
+    onMessage((raw) => {
       const checked = checkRunnerMessage.validate(raw);
       if (!checked.ok) {
         this.#logger.warn({ issues: formatIssues(checked.issues) }, 'refused a step runner message');
@@ -347,10 +390,17 @@ export class JobExecution {
       const message = checked.value;
       switch (message.type) {
         case 'runner.ready':
+          this.#timings.mark('runnerReady');
           start();
           break;
         case 'runner.step': {
-          if (message.status === 'running') this.#currentStep = message.name;
+          if (message.status === 'running') {
+            if (this.#currentStep === SETUP_STEP && this.#steps.size === 0) {
+              this.#timings.mark('firstStep');
+              this.#logger.debug({ timings: this.#timings.snapshot() }, 'job set-up timings');
+            }
+            this.#currentStep = message.name;
+          }
           const previous = this.#steps.get(message.name);
           const reason = message.reason === undefined ? undefined : this.#secrets.mask(message.reason);
           this.#steps.set(message.name, {

@@ -10,11 +10,20 @@
 // `{force:true}` SIGKILLs every command group, stops waiting for hooks and sends the result at
 // once. The job's grace period before SIGKILL of this whole process is the agent's to enforce.
 //
-// This file stays tiny: it enables Node's compile cache and answers the agent before the rest
-// (typebox's compiler, execa, the SDK) loads, which is most of the startup time.
-import { enableCompileCache } from 'node:module';
+// This file stays tiny: it answers the agent before the rest (typebox's compiler, execa, the SDK)
+// loads, which is most of the startup time. Node's compile cache is on: in the directory the
+// agent names in NODE_COMPILE_CACHE (under its work dir, kept between jobs; Node enables it
+// before this file runs), else Node's default. In the compiled tree the vendored bundles
+// (dist/vendor, bin/vendor-hooks.ts) replace typebox's and execa's hundreds of small modules.
+// The agent may start this process before a job exists (a warm spare, docs/agent.md): it loads
+// everything up to the SDK and then waits for `runner.start`.
+//
+// `main.ts --warm` (no IPC): load what a job loads, write the compile cache, exit 0. The agent
+// runs it once at start, outside any sandbox, so runners confined read-only still find a warm cache.
+import { enableCompileCache, flushCompileCache } from 'node:module';
 
-if (typeof process.send !== 'function') {
+const warm = process.argv[2] === '--warm';
+if (!warm && typeof process.send !== 'function') {
   process.stderr.write('svc step runner: start me with an IPC channel (child_process.fork); I am run by the agent\n');
   process.exit(2);
 }
@@ -22,15 +31,32 @@ if (typeof process.send !== 'function') {
 enableCompileCache();
 const early: unknown[] = [];
 let deliver: (message: unknown) => void = (message) => early.push(message);
-process.on('message', (message) => deliver(message));
-process.send({ type: 'runner.ready', pid: process.pid });
+if (!warm) {
+  process.on('message', (message) => deliver(message));
+  process.send!({ type: 'runner.ready', pid: process.pid });
+}
 
 try {
-  const { startRunner } = await import('./runner.ts');
+  const compiled = !import.meta.url.endsWith('.ts');
+  if (compiled) {
+    const hooks = (await import(new URL('../../bin/vendor-hooks.js', import.meta.url).href)) as { useVendorBundles(binUrl: string): boolean };
+    hooks.useVendorBundles(new URL('../../bin/svc-agent.js', import.meta.url).href);
+  }
+  const { startRunner, preloadSdk } = await import('./runner.ts');
+  // The SDK every workflow imports: loaded now, while the agent is still preparing the tree.
+  await preloadSdk();
+  if (warm) {
+    flushCompileCache();
+    process.exit(0);
+  }
   deliver = startRunner();
   for (const message of early.splice(0)) deliver(message);
 } catch (error) {
   // A broken install: report it as the job's result rather than dying silently.
   const reason = `the step runner could not load: ${error instanceof Error ? error.message : String(error)}`.slice(0, 10_000);
-  process.send({ type: 'runner.result', status: 'failed', reason, outputs: {}, steps: [] }, undefined, undefined, () => process.exit(0));
+  if (warm) {
+    process.stderr.write(`${reason}\n`);
+    process.exit(1);
+  }
+  process.send!({ type: 'runner.result', status: 'failed', reason, outputs: {}, steps: [] }, undefined, undefined, () => process.exit(0));
 }

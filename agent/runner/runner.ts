@@ -1,6 +1,7 @@
 // The runner proper, loaded by main.ts once it has said runner.ready. Installs the output
 // capture and the process handlers, and returns the function inbound IPC messages go to.
 import { rm } from 'node:fs/promises';
+import { sdkEntryUrl } from '../../cli/compiler/sdk-resolution.ts';
 import { messageOf } from '../../kernel/services/errors.ts';
 import type { RunnerStart, RunnerToAgent } from '../../schemas/wire/runner.ts';
 import { allActivities, currentActivity } from './activity.ts';
@@ -9,6 +10,11 @@ import { JobExecution, type ResultMessage } from './job.ts';
 import { loadJob, loadWorkflow } from './load-workflow.ts';
 import { FilterExecution, findGeneratedJob, GenerateExecution, HooksExecution, newRuntime, type Execution } from './roles.ts';
 import { captureProcessOutput, LogSink } from './log-capture.ts';
+
+/** Load the SDK entry workflow files import as `svc/sdk` (the same instance they will get). */
+export async function preloadSdk(): Promise<void> {
+  await import(sdkEntryUrl());
+}
 
 export function startRunner(): (message: unknown) => void {
   function send(message: RunnerToAgent, done?: () => void): void {
