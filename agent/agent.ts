@@ -17,10 +17,16 @@ import type { AgentSettings } from './env.ts';
 import { JobExecution, SANDBOX_WIRE_NAMES, runnerSpawnRequest, type SandboxChoice } from './jobs/executor.ts';
 import { pathWithNode } from './jobs/restore.ts';
 import { WarmRunners } from './jobs/warm-runner.ts';
+import { TreeCache } from './jobs/tree-cache.ts';
 
 /** Orchestrator request timeout (spec Limits: the agent's request timeout is 15 seconds). */
 export const REQUEST_TIMEOUT_MS = 15_000;
 export const AGENT_SDK_VERSION = KERNEL_VERSION;
+/** Bounds of the agent's tree caches (least recently used entries go first). */
+export const TREE_CACHE_LIMITS = {
+  source: { maxEntries: 32, maxBytes: 512 * 1024 * 1024 },
+  deps: { maxEntries: 16, maxBytes: 4 * 1024 * 1024 * 1024 },
+} as const;
 /**
  * Sandbox names on the wire (`agent.register.sandboxes`, `job.context.sandbox`) use the spec's
  * vocabulary, which the orchestrator turns into `svc:sandbox:<type>` labels.
@@ -45,6 +51,8 @@ export interface AgentOptions {
    * See docs/agent.md "Warm spare runner".
    */
   warmRunner?: boolean;
+  /** Keep extracted source and dependency trees between jobs (default true). */
+  treeCaches?: boolean;
   /** Test hook for reconnect timing. */
   baseReconnectDelayMs?: number;
 }
@@ -81,11 +89,21 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   }
   const runnable = [...choices.values()].filter((c) => c.availability.available).map((c) => c.name);
   const runnerPath = options.runnerPath ?? DEFAULT_RUNNER_PATH;
-  const readPaths = [process.execPath, PACKAGE_ROOT];
+  // Extracted source and dependency trees between jobs; runners read linked node_modules there.
+  const cacheRoot = join(settings.workDir, 'cache');
+  const caches =
+    options.treeCaches === false
+      ? undefined
+      : {
+          source: new TreeCache({ root: join(cacheRoot, 'source'), ...TREE_CACHE_LIMITS.source }),
+          deps: new TreeCache({ root: join(cacheRoot, 'deps'), ...TREE_CACHE_LIMITS.deps }),
+        };
+  const readPaths = caches === undefined ? [process.execPath, PACKAGE_ROOT] : [process.execPath, PACKAGE_ROOT, cacheRoot];
   // Node's compile cache for step runners, kept across jobs (Node keys entries by file and content).
   const compileCacheDir = join(settings.workDir, 'runner-cache');
   await mkdir(compileCacheDir, { recursive: true });
   await mkdir(join(settings.workDir, 'jobs'), { recursive: true });
+  if (caches !== undefined) await mkdir(cacheRoot, { recursive: true });
   const warm =
     options.warmRunner !== false && settings.sandbox === 'process'
       ? new WarmRunners({
@@ -168,6 +186,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       runnerPath,
       readPaths,
       compileCacheDir,
+      ...(caches === undefined ? {} : { caches }),
       ...(warm === undefined ? {} : { warm: { sandbox: settings.sandbox, runners: warm } }),
       sdkVersion: AGENT_SDK_VERSION,
       send: resumed ? (m) => send(m.type === 'log.chunk' ? { ...m, seq: m.seq + RESUMED_SEQ_BASE } : m) : send,

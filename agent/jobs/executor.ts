@@ -22,6 +22,8 @@ import { runBuildJob, type BuildSteps } from '../build/job.ts';
 import { apiError, handleRunnerApi, type OrchestratorRequest } from './runner-api.ts';
 import { SetupTimings } from './timings.ts';
 import type { AdoptedRunner, WarmRunners } from './warm-runner.ts';
+import { restoreDepsCached, restoreSourceCached } from './cached-restore.ts';
+import type { CacheLease, TreeCache } from './tree-cache.ts';
 
 const checkRunnerMessage = compileMessageUnion(RunnerToAgentMembers);
 
@@ -57,6 +59,8 @@ export interface JobEnvironment {
   request: OrchestratorRequest;
   /** Node compile cache for the step runner (NODE_COMPILE_CACHE), kept between jobs. */
   compileCacheDir?: string;
+  /** Extracted source and dependency trees kept between jobs (docs/agent.md "Tree caches"). */
+  caches?: { source: TreeCache; deps: TreeCache };
   /** Warm spare runners for `warm.sandbox` jobs (docs/agent.md "Warm spare runner"). */
   warm?: { sandbox: string; runners: WarmRunners };
 }
@@ -161,6 +165,9 @@ export class JobExecution {
     let workspace: Workspace | undefined;
     let spare: AdoptedRunner | undefined;
     let spareUsed = false;
+    const caches = this.#env.caches;
+    let sourceLease: CacheLease | undefined;
+    let depsLease: CacheLease | undefined;
     let terminal: Terminal;
     try {
       const choice = this.#chooseSandbox();
@@ -209,18 +216,32 @@ export class JobExecution {
             await checkout({ dir: srcDir, auth: this.dispatch.sourceAuth, sha: config.sha, depth: config.checkout.depth, home, path, signal, log });
             await rm(join(srcDir, '.svc'), { recursive: true, force: true });
           }
-          await restoreSource({ url: this.dispatch.sourceTarUrl, digest: this.dispatch.sourceTarDigest, jobRoot, srcDir, log, signal });
+          const source = { url: this.dispatch.sourceTarUrl, digest: this.dispatch.sourceTarDigest, jobRoot, srcDir, log, signal };
+          if (caches === undefined) await restoreSource(source);
+          else sourceLease = await restoreSourceCached({ ...source, cache: caches.source });
         } else {
           await checkout({ dir: srcDir, auth: this.dispatch.sourceAuth, sha: config.sha, depth: config.checkout?.depth, home, path, signal, log });
         }
         this.#timings.mark('source');
         this.#throwIfCancelled();
         const location = await locateWorkflow(srcDir, config.workflow);
-        const hash = await verifyContentHash({ srcDir, workflow: config.workflow, expected: config.contentHash, hashFiles: location.hashFiles, sdkVersion: this.#env.sdkVersion });
-        log(`workflow content hash verified (${hash.computed})`);
+        // Same tarball digest ⇒ same bytes ⇒ same hash: a tree copied intact from a cache entry
+        // already verified for this workflow's hash inputs is not hashed again. A checkout job's
+        // tree also holds the checkout (hashFiles may name its files): always hashed.
+        const fact = `contentHash\0${config.contentHash}\0${location.hashFiles.join('\0')}`;
+        const checkedOut = this.dispatch.sourceTarUrl === null || config.checkout?.enabled === true;
+        if (!checkedOut && sourceLease?.hasFact(fact) === true) {
+          log(`workflow content hash verified (${config.contentHash.replace(/^sha256:/, '')}; this exact source tree was verified by an earlier job)`);
+        } else {
+          const hash = await verifyContentHash({ srcDir, workflow: config.workflow, expected: config.contentHash, hashFiles: location.hashFiles, sdkVersion: this.#env.sdkVersion });
+          log(`workflow content hash verified (${hash.computed})`);
+          if (!checkedOut) sourceLease?.addFact(fact);
+        }
+        sourceLease?.release();
+        sourceLease = undefined;
         this.#timings.mark('contentHash');
         this.#throwIfCancelled();
-        await restoreDeps({
+        const deps = {
           url: this.dispatch.depsUrl,
           hash: this.dispatch.depsHash,
           jobRoot,
@@ -228,7 +249,9 @@ export class JobExecution {
           log,
           signal,
           installEnv: { PATH: path, HOME: home, npm_config_cache: join(jobRoot, 'npm-cache'), LANG: 'C.UTF-8' },
-        });
+        };
+        if (caches === undefined) await restoreDeps(deps);
+        else depsLease = (await restoreDepsCached({ ...deps, cache: caches.deps })).lease;
         this.#timings.mark('deps');
         this.#throwIfCancelled();
         workspace ??= await choice.sandbox.prepareWorkspace({ jobId: this.jobId, sourceDir: srcDir });
@@ -257,6 +280,9 @@ export class JobExecution {
       }
       await rm(jobRoot, { recursive: true, force: true }).catch((error: unknown) => this.#logger.warn({ err: error }, 'work dir removal failed'));
       spare?.release();
+      // After the job's tree is gone: nothing links into the dependency entry any more.
+      sourceLease?.release();
+      depsLease?.release();
       this.#env.warm?.runners.replenish();
     }
     this.#logs.close();

@@ -60,35 +60,47 @@ export async function restoreDeps(options: {
     if (expected === null) {
       options.log(`dependency tarball has no valid sha256 digest (${JSON.stringify(options.hash)}); installing inline instead`);
     } else {
-      const file = join(options.jobRoot, 'deps.tar.gz');
-      for (let attempt = 1; attempt <= DEPS_ATTEMPTS; attempt++) {
-        let got: string;
-        try {
-          got = (await downloadToFile(options.url, file, { signal: options.signal })).sha256;
-        } catch (error) {
-          if (!(error instanceof DownloadError)) throw error;
-          options.log(`dependency tarball download failed (${messageOf(error)}); falling back to an inline install`);
-          await rm(file, { force: true });
-          return inlineInstall(svcDir, options.log, options.installEnv, options.signal);
-        }
-        if (got === expected) {
-          try {
-            await extractArchive(file, svcDir);
-          } catch (error) {
-            throw new JobFailure('SVC_ERR_AGENT_DEPS_EXTRACT', `dependency tarball could not be extracted: ${messageOf(error)}`, { cause: error });
-          } finally {
-            await rm(file, { force: true });
-          }
-          options.log(`dependencies restored from cache (sha256 ${expected})`);
-          return 'restored';
-        }
-        options.log(`dependency tarball hash mismatch on attempt ${attempt} of ${DEPS_ATTEMPTS}: expected sha256 ${expected}, got ${got}`);
-        await rm(file, { force: true });
+      const fetched = await fetchDeps({ url: options.url, expected, file: join(options.jobRoot, 'deps.tar.gz'), into: svcDir, log: options.log, signal: options.signal });
+      if (fetched === 'restored') {
+        options.log(`dependencies restored from cache (sha256 ${expected})`);
+        return 'restored';
       }
-      throw new JobFailure('SVC_ERR_AGENT_DEPS_DIGEST', `dependency tarball hash mismatch after ${DEPS_ATTEMPTS} attempts (expected sha256 ${expected}); the cached dependencies are corrupt or being replaced`);
     }
   }
   return inlineInstall(svcDir, options.log, options.installEnv, options.signal);
+}
+
+/**
+ * Download the dependency tarball, check its digest (three attempts on a mismatch, then a hard
+ * failure) and extract it into `into`. `'unavailable'`: the download failed (the caller installs
+ * inline instead).
+ */
+export async function fetchDeps(options: { url: string; expected: string; file: string; into: string; log: SetupLog; signal: AbortSignal }): Promise<'restored' | 'unavailable'> {
+  const { file, expected } = options;
+  for (let attempt = 1; attempt <= DEPS_ATTEMPTS; attempt++) {
+    let got: string;
+    try {
+      got = (await downloadToFile(options.url, file, { signal: options.signal })).sha256;
+    } catch (error) {
+      if (!(error instanceof DownloadError)) throw error;
+      options.log(`dependency tarball download failed (${messageOf(error)}); falling back to an inline install`);
+      await rm(file, { force: true });
+      return 'unavailable';
+    }
+    if (got === expected) {
+      try {
+        await extractArchive(file, options.into);
+      } catch (error) {
+        throw new JobFailure('SVC_ERR_AGENT_DEPS_EXTRACT', `dependency tarball could not be extracted: ${messageOf(error)}`, { cause: error });
+      } finally {
+        await rm(file, { force: true });
+      }
+      return 'restored';
+    }
+    options.log(`dependency tarball hash mismatch on attempt ${attempt} of ${DEPS_ATTEMPTS}: expected sha256 ${expected}, got ${got}`);
+    await rm(file, { force: true });
+  }
+  throw new JobFailure('SVC_ERR_AGENT_DEPS_DIGEST', `dependency tarball hash mismatch after ${DEPS_ATTEMPTS} attempts (expected sha256 ${expected}); the cached dependencies are corrupt or being replaced`);
 }
 
 async function exists(path: string): Promise<boolean> {
@@ -105,7 +117,7 @@ async function exists(path: string): Promise<boolean> {
  * (`--ignore-scripts`): the install happens on the agent host, outside the sandbox, and must not
  * execute repository code there.
  */
-async function inlineInstall(svcDir: string, log: SetupLog, env: Record<string, string>, signal: AbortSignal): Promise<DepsOutcome> {
+export async function inlineInstall(svcDir: string, log: SetupLog, env: Record<string, string>, signal: AbortSignal): Promise<DepsOutcome> {
   if (!(await exists(join(svcDir, 'package-lock.json')))) {
     if ((await exists(join(dirname(svcDir), 'pnpm-lock.yaml'))) || (await exists(join(dirname(svcDir), 'yarn.lock')))) {
       log('a pnpm or yarn workspace lockfile was found; this agent installs inline only with npm (.svc/package-lock.json), continuing without an install');

@@ -1,0 +1,109 @@
+// Source and dependency restores through the agent's tree caches (tree-cache.ts). The digest
+// rules are restore.ts's: a cache entry is only ever filled from a download whose sha256 matched
+// the dispatch, and an entry that changed since (the stat manifest) is never used.
+import { createHash } from 'node:crypto';
+import { cp, readdir, rm, symlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describeUrl, normalizeDigest } from './download.ts';
+import { JobFailure } from './failure.ts';
+import { fetchDeps, inlineInstall, restoreDeps, restoreSource, type DepsOutcome, type SetupLog } from './restore.ts';
+import type { CacheLease, TreeCache } from './tree-cache.ts';
+
+/**
+ * The cache key: the digest AND the object's address without its signature (scheme, host,
+ * path). An entry answers only the same request for the same bytes: a dispatch naming another
+ * object (or a broken address) still downloads it, with restore.ts's failure rules.
+ */
+export function treeCacheKey(digest: string, url: string): string {
+  return createHash('sha256').update(`${digest}\0${describeUrl(url)}`).digest('hex');
+}
+
+/** The dependency download failed: the job installs inline (nothing is cached). */
+class DepsUnavailable extends Error {}
+
+/**
+ * The source tarball's tree copied into `srcDir` (over what is there: a checkout's files). The
+ * lease is returned (the caller releases it) so facts proven on this tree, like a verified
+ * content hash, can be remembered on the entry.
+ */
+export async function restoreSourceCached(options: { cache: TreeCache; url: string; digest: string | null; jobRoot: string; srcDir: string; log: SetupLog; signal: AbortSignal }): Promise<CacheLease | undefined> {
+  const digest = options.digest === null ? null : normalizeDigest(options.digest);
+  if (digest === null) {
+    await restoreSource(options);
+    return undefined;
+  }
+  const key = treeCacheKey(digest, options.url);
+  const lease = await options.cache.lease(key, (dir) => restoreSource({ ...options, srcDir: dir }));
+  if (!lease.filled && !(await lease.intact())) {
+    lease.evict();
+    lease.release();
+    options.log(`the agent's cached source tree for sha256 ${digest} changed since it was stored; dropped it, restoring from the download`);
+    await restoreSource(options);
+    return undefined;
+  }
+  if (!lease.filled) options.log(`restoring source from ${describeUrl(options.url)}: held in the agent's tree cache (sha256 ${digest}), not downloaded again`);
+  try {
+    await cp(lease.dir, options.srcDir, { recursive: true, force: true, verbatimSymlinks: true });
+    // A write into the entry while it was copied: the copy may hold changed bytes.
+    if (!(await lease.intact())) {
+      lease.evict();
+      throw new JobFailure('SVC_ERR_AGENT_SOURCE_CACHE', `the agent's cached source tree for sha256 ${digest} changed while it was copied (dropped from the cache); dispatch the job again`);
+    }
+  } catch (error) {
+    lease.release();
+    throw error;
+  }
+  return lease;
+}
+
+/**
+ * Dependencies into `.svc/`: from the dependency cache (filled from the verified download) with
+ * `node_modules` as a symlink into the entry, other top-level entries copied. The lease must be
+ * held until the job ends (the entry is not evicted while linked). Without a usable tarball:
+ * restore.ts's behaviour (inline install).
+ */
+export async function restoreDepsCached(options: {
+  cache: TreeCache;
+  url: string | null;
+  hash: string | null;
+  jobRoot: string;
+  srcDir: string;
+  log: SetupLog;
+  signal: AbortSignal;
+  installEnv: Record<string, string>;
+}): Promise<{ outcome: DepsOutcome; lease?: CacheLease }> {
+  const digest = options.url === null || options.hash === null ? null : normalizeDigest(options.hash);
+  if (options.url === null || digest === null) return { outcome: await restoreDeps(options) };
+  const url = options.url;
+  const key = treeCacheKey(digest, url);
+  const svcDir = join(options.srcDir, '.svc');
+  let lease: CacheLease;
+  try {
+    lease = await options.cache.lease(key, async (dir) => {
+      const fetched = await fetchDeps({ url, expected: digest, file: join(options.jobRoot, 'deps.tar.gz'), into: dir, log: options.log, signal: options.signal });
+      if (fetched === 'unavailable') throw new DepsUnavailable();
+    });
+  } catch (error) {
+    if (error instanceof DepsUnavailable) return { outcome: await inlineInstall(svcDir, options.log, options.installEnv, options.signal) };
+    throw error;
+  }
+  if (!lease.filled && !(await lease.intact())) {
+    lease.evict();
+    lease.release();
+    options.log(`the agent's cached dependency tree for sha256 ${digest} changed since it was stored; dropped it, restoring from the download`);
+    return { outcome: await restoreDeps(options) };
+  }
+  try {
+    for (const entry of await readdir(lease.dir, { withFileTypes: true })) {
+      const target = join(svcDir, entry.name);
+      await rm(target, { recursive: true, force: true });
+      if (entry.name === 'node_modules' && entry.isDirectory()) await symlink(join(lease.dir, entry.name), target, 'dir');
+      else await cp(join(lease.dir, entry.name), target, { recursive: true, force: true, verbatimSymlinks: true });
+    }
+  } catch (error) {
+    lease.release();
+    throw error;
+  }
+  options.log(`dependencies restored from cache (sha256 ${digest}; node_modules linked from the agent's dependency cache)`);
+  return { outcome: 'restored', lease };
+}

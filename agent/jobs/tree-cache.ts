@@ -1,0 +1,160 @@
+// Extracted trees kept between jobs: source trees per `sourceTarDigest`, dependency trees per
+// `depsHash`, under `<work dir>/cache/<kind>/`. A job copies the source tree (it may change its
+// workspace; the cache must not change) and links the dependency tree's node_modules.
+//
+// - Filled once per key (concurrent jobs wait for the same fill): extracted into a temp dir,
+//   then renamed into place, so a half-written entry is never used.
+// - Bounded by entries and bytes; least recently used entries not in use by a job are evicted.
+// - Tamper check: at fill time every file's (size, mode, mtime, ctime, inode) is recorded; a job
+//   re-checks it after copying. Any write to an entry changes its ctime, which no process can set
+//   back, so an entry changed by a job (the process sandbox without bwrap can write anywhere the
+//   agent can) is evicted and the job restores from the download instead.
+// - The index lives in memory: the agent wipes the cache directory when it starts.
+import { randomBytes } from 'node:crypto';
+import { lstat, mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+
+export interface TreeCacheOptions {
+  root: string;
+  maxEntries: number;
+  maxBytes: number;
+}
+
+interface Entry {
+  key: string;
+  dir: string;
+  bytes: number;
+  manifest: string;
+  refs: number;
+  lastUsed: number;
+  /** Facts proven on an intact copy of this tree (e.g. content hashes verified). */
+  readonly facts: Set<string>;
+}
+
+export interface CacheLease {
+  /** The cached tree (read it, never write it). */
+  readonly dir: string;
+  /** Whether the entry was filled by this call. */
+  readonly filled: boolean;
+  /** True when the entry is byte-for-byte as it was filled (stat manifest unchanged). */
+  intact(): Promise<boolean>;
+  /** Remember/ask something proven about this exact tree (only while it stays intact). */
+  hasFact(fact: string): boolean;
+  addFact(fact: string): void;
+  /** Drop the entry (it failed a check); the lease stays valid until released. */
+  evict(): void;
+  release(): void;
+}
+
+/** A listing of every path under `dir` with the stat fields a write would change, and the total size. */
+export async function statManifest(dir: string): Promise<{ manifest: string; bytes: number }> {
+  const lines: string[] = [];
+  let bytes = 0;
+  const walk = async (rel: string): Promise<void> => {
+    const names = (await readdir(join(dir, rel))).sort();
+    for (const name of names) {
+      const path = rel === '' ? name : `${rel}/${name}`;
+      const s = await lstat(join(dir, path), { bigint: true });
+      lines.push(`${path}\0${s.mode}\0${s.size}\0${s.mtimeNs}\0${s.ctimeNs}\0${s.ino}`);
+      bytes += Number(s.size);
+      if (s.isDirectory()) await walk(path);
+    }
+  };
+  await walk('');
+  return { manifest: lines.join('\n'), bytes };
+}
+
+export class TreeCache {
+  readonly #options: TreeCacheOptions;
+  readonly #entries = new Map<string, Entry>();
+  readonly #filling = new Map<string, Promise<Entry>>();
+  #ready: Promise<void> | undefined;
+
+  constructor(options: TreeCacheOptions) {
+    this.#options = options;
+  }
+
+  /** Entries held now (tests, metrics). */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** The tree for `key`, filling it with `fill(dir)` (an empty temp dir) on a miss. */
+  async lease(key: string, fill: (dir: string) => Promise<void>): Promise<CacheLease> {
+    if (!/^[0-9a-f]{64}$/.test(key)) throw new Error(`cache key must be a sha256 hex digest, got ${JSON.stringify(key.slice(0, 80))}`);
+    // An earlier process's entries have no manifest here: start empty.
+    this.#ready ??= rm(this.#options.root, { recursive: true, force: true }).then(() => mkdir(this.#options.root, { recursive: true })).then(() => undefined);
+    await this.#ready;
+    let filled = false;
+    let entry = this.#entries.get(key);
+    if (entry === undefined) {
+      const shared = this.#filling.get(key);
+      // Another job's fill can fail for its own reasons (its cancel): then fill it ourselves.
+      entry = shared === undefined ? undefined : await shared.catch(() => undefined);
+      if (entry === undefined) {
+        filled = true;
+        const own = this.#fill(key, fill).finally(() => {
+          if (this.#filling.get(key) === own) this.#filling.delete(key);
+        });
+        this.#filling.set(key, own);
+        entry = await own;
+      }
+    }
+    entry.refs++;
+    entry.lastUsed = performance.now();
+    const held = entry;
+    let released = false;
+    return {
+      dir: held.dir,
+      filled,
+      intact: async () => {
+        try {
+          return (await statManifest(held.dir)).manifest === held.manifest;
+        } catch {
+          return false;
+        }
+      },
+      hasFact: (fact) => held.facts.has(fact),
+      addFact: (fact) => void held.facts.add(fact),
+      evict: () => {
+        if (this.#entries.get(key) === held) this.#entries.delete(key);
+        held.facts.clear();
+      },
+      release: () => {
+        if (released) return;
+        released = true;
+        held.refs--;
+        if (held.refs === 0 && this.#entries.get(key) !== held) void rm(held.dir, { recursive: true, force: true }).catch(() => undefined);
+        void this.#evict();
+      },
+    };
+  }
+
+  async #fill(key: string, fill: (dir: string) => Promise<void>): Promise<Entry> {
+    const tmp = join(this.#options.root, `.tmp-${key.slice(0, 16)}-${randomBytes(4).toString('hex')}`);
+    const dir = join(this.#options.root, `${key}-${randomBytes(4).toString('hex')}`);
+    try {
+      await mkdir(tmp, { recursive: true });
+      await fill(tmp);
+      await rename(tmp, dir);
+    } catch (error) {
+      await rm(tmp, { recursive: true, force: true }).catch(() => undefined);
+      throw error;
+    }
+    const { manifest, bytes } = await statManifest(dir);
+    const entry: Entry = { key, dir, bytes, manifest, refs: 0, lastUsed: performance.now(), facts: new Set() };
+    this.#entries.set(key, entry);
+    return entry;
+  }
+
+  /** Least recently used entries not in use go until both bounds hold. */
+  async #evict(): Promise<void> {
+    const total = () => [...this.#entries.values()].reduce((sum, e) => sum + e.bytes, 0);
+    const idle = [...this.#entries.values()].filter((e) => e.refs === 0).sort((a, b) => a.lastUsed - b.lastUsed);
+    for (const entry of idle) {
+      if (this.#entries.size <= this.#options.maxEntries && total() <= this.#options.maxBytes) break;
+      this.#entries.delete(entry.key);
+      await rm(entry.dir, { recursive: true, force: true }).catch(() => undefined);
+    }
+  }
+}
