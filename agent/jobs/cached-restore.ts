@@ -26,7 +26,7 @@ class DepsUnavailable extends Error {}
  * lease is returned (the caller releases it) so facts proven on this tree, like a verified
  * content hash, can be remembered on the entry.
  */
-export async function restoreSourceCached(options: { cache: TreeCache; url: string; digest: string | null; jobRoot: string; srcDir: string; log: SetupLog; signal: AbortSignal }): Promise<CacheLease | undefined> {
+export async function restoreSourceCached(options: { cache: TreeCache; url: string; digest: string | null; jobRoot: string; srcDir: string; log: SetupLog; signal: AbortSignal }, retry = true): Promise<CacheLease | undefined> {
   const digest = options.digest === null ? null : normalizeDigest(options.digest);
   if (digest === null) {
     await restoreSource(options);
@@ -38,6 +38,8 @@ export async function restoreSourceCached(options: { cache: TreeCache; url: stri
     lease.evict();
     lease.release();
     options.log(`the agent's cached source tree for sha256 ${digest} changed since it was stored; dropped it, restoring from the download`);
+    // Once: the fresh entry is filled from the download by this job.
+    if (retry) return restoreSourceCached(options, false);
     await restoreSource(options);
     return undefined;
   }
