@@ -14,15 +14,16 @@ import { gitRepo, makeTree, tempDir } from '../fixtures/trees.ts';
 t.setTimeout(180_000);
 
 async function buildRun(pool: DatabasePool, options: { contentHash: string; sha: string; cloneUrl: string }): Promise<{ runId: string; buildId: string; testId: string }> {
+  // Complete at insert: the agent may claim the build job the moment the row commits.
   const { runId, jobs } = await insertRun(pool, {
     contentHash: options.contentHash,
+    sha: options.sha,
+    cloneUrl: options.cloneUrl,
     jobs: [
       { name: 'svc:build', kind: 'build', runsOn: ['gpu'] },
       { name: 'test', runsOn: ['gpu'], needs: ['svc:build'] },
     ],
   });
-  await pool.query(sql.unsafe`
-    UPDATE runs SET sha = ${options.sha}, event = jsonb_set(event, '{repository,cloneUrl}', to_jsonb(${options.cloneUrl}::text)) WHERE id = ${runId}`);
   return { runId, buildId: jobs['svc:build']!.id, testId: jobs['test']!.id };
 }
 
