@@ -64,12 +64,19 @@ async function freePort(host: string): Promise<number> {
   });
 }
 
+/**
+ * `{base_url}`: `server.publicUrl` when set; else the provenance issuer when its path is where
+ * this server's routes live (`server.basePath`); else this server's own address. An issuer whose
+ * path a proxy strips needs `server.publicUrl` set to it explicitly.
+ */
 function defaultPublicUrl(config: SvcConfig, port: number): string {
   if (config.server.publicUrl) return config.server.publicUrl.replace(/\/$/, '');
-  if (config.orchestrator.provenanceIssuer) return config.orchestrator.provenanceIssuer.replace(/\/$/, '');
+  const basePath = (config.server.basePath ?? '').replace(/\/$/, '');
+  const issuer = config.orchestrator.provenanceIssuer?.replace(/\/$/, '');
+  if (issuer && new URL(issuer).pathname.replace(/\/$/, '') === basePath) return issuer;
   const host = config.server.host === '0.0.0.0' || config.server.host === '::' ? '127.0.0.1' : config.server.host;
   const shown = host.includes(':') ? `[${host}]` : host;
-  return `http://${shown}:${port}${(config.server.basePath ?? '').replace(/\/$/, '')}`;
+  return `http://${shown}:${port}${basePath}`;
 }
 
 async function masterKeysFor(config: SvcConfig, dataDir: string, logger: Logger): Promise<MasterKeys> {

@@ -181,10 +181,11 @@ async function startStack(t: Test, dbUrl: string, kind: string, custodyEnv: Reco
     plugins: orchestratorPlugins,
     subsystems: [identitySubsystem, createDispatchSubsystem(FAST), createSchedulingSubsystem({ sweepMs: 100 })],
   });
-  // orch.url is the issuer (publicUrl defaults to it), which assumes a proxy mounting the
-  // orchestrator at the issuer's path; without one the agent endpoint is at the root.
+  // The issuer's path is not where the server's routes live, so the public URL is the server's
+  // own address (not the issuer) and agents connect there.
+  t.equal(orch.url, `http://127.0.0.1:${port}`, 'public URL: the server address, not the path issuer');
   const agent = await startAgent({
-    settings: parseAgentEnv({ SVC_ORCHESTRATOR_URL: `http://127.0.0.1:${port}`, SVC_AGENT_WORK_DIR: join(dataDir, 'agent'), SVC_AGENT_LABELS: 'linux', SVC_AGENT_MAX_RECONNECT_DELAY_MS: '1000' }),
+    settings: parseAgentEnv({ SVC_ORCHESTRATOR_URL: orch.url, SVC_AGENT_WORK_DIR: join(dataDir, 'agent'), SVC_AGENT_LABELS: 'linux', SVC_AGENT_MAX_RECONNECT_DELAY_MS: '1000' }),
     agentId: `identity-agent-${kind}`,
     logger: pino({ level: process.env['SVC_TEST_LOG'] ?? 'silent' }),
     sandboxes: new Map([['process', createProcessSandbox({ bwrap: 'never', network: true })]]),
