@@ -35,8 +35,11 @@ export { SANDBOX_WIRE_NAMES };
 export const wireSandboxName = (plugin: string): string => SANDBOX_WIRE_NAMES[plugin] ?? plugin;
 
 const here = dirname(fileURLToPath(import.meta.url));
-/** The package root (the step runner, sdk and node_modules live under it). */
-export const PACKAGE_ROOT = dirname(here);
+/**
+ * The package root (the step runner, sdk and node_modules live under it): one level up from
+ * agent/ in the sources, two from dist/agent/ in the compiled tree.
+ */
+export const PACKAGE_ROOT = import.meta.url.endsWith('.ts') ? dirname(here) : dirname(dirname(here));
 export const DEFAULT_RUNNER_PATH = join(here, 'runner', import.meta.url.endsWith('.ts') ? 'main.ts' : 'main.js');
 
 export interface AgentOptions {
