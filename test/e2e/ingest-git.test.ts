@@ -36,15 +36,16 @@ await eachDatabase(t, async (t, db) => {
   delete baseEnv['SVC_PLATFORM_URL'];
   delete baseEnv['SVC_PLATFORM_TOKEN'];
 
-  const relayPort = String(20000 + Math.floor(Math.random() * 20000));
-  const relayEnv = { ...baseEnv, SVC_RELAY_DATABASE_URL: relayDb, SVC_RELAY_PORT: relayPort, SVC_RELAY_HOST: '127.0.0.1', SVC_DATA_DIR: join(root, 'relay') };
+  // The first start picks a free port (no race with other files); restarts reuse it.
+  const relayEnv: NodeJS.ProcessEnv = { ...baseEnv, SVC_RELAY_DATABASE_URL: relayDb, SVC_RELAY_PORT: '0', SVC_RELAY_HOST: '127.0.0.1', SVC_DATA_DIR: join(root, 'relay') };
   const startRelay = async () => {
     const relay = await startProgram(join(REPO_ROOT, 'bin/svc-relay.ts'), 'svc-relay', { env: relayEnv, readyTimeoutMs: 60_000 });
     started.push(relay);
     return relay;
   };
   let relay = await startRelay();
-  const relayUrl = `http://127.0.0.1:${relayPort}`;
+  relayEnv['SVC_RELAY_PORT'] = new URL(relay.url).port;
+  const relayUrl = relay.url;
 
   const org = await runProgram(join(REPO_ROOT, 'bin/svc-admin.ts'), ['relay', 'org', 'create', 'acme', '--json'], { env: relayEnv, timeoutMs: 60_000 });
   t.equal(org.code, 0, org.stderr);

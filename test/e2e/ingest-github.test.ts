@@ -48,10 +48,10 @@ await eachDatabase(t, async (t, db) => {
   delete baseEnv['SVC_PLATFORM_URL'];
   delete baseEnv['SVC_PLATFORM_TOKEN'];
 
-  const relayPort = String(20000 + Math.floor(Math.random() * 20000));
-  const relayEnv = { ...baseEnv, SVC_RELAY_DATABASE_URL: relayDb, SVC_RELAY_PORT: relayPort, SVC_RELAY_HOST: '127.0.0.1', SVC_DATA_DIR: join(root, 'relay') };
-  started.push(await startProgram(join(REPO_ROOT, 'bin/svc-relay.ts'), 'svc-relay', { env: relayEnv, readyTimeoutMs: 60_000 }));
-  const relayUrl = `http://127.0.0.1:${relayPort}`;
+  const relayEnv = { ...baseEnv, SVC_RELAY_DATABASE_URL: relayDb, SVC_RELAY_PORT: '0', SVC_RELAY_HOST: '127.0.0.1', SVC_DATA_DIR: join(root, 'relay') };
+  const relay = await startProgram(join(REPO_ROOT, 'bin/svc-relay.ts'), 'svc-relay', { env: relayEnv, readyTimeoutMs: 60_000 });
+  started.push(relay);
+  const relayUrl = relay.url;
 
   const org = await runProgram(join(REPO_ROOT, 'bin/svc-admin.ts'), ['relay', 'org', 'create', 'acme', '--json'], { env: relayEnv, timeoutMs: 60_000 });
   t.equal(org.code, 0, org.stderr);
