@@ -3,6 +3,7 @@
 import { access, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import t from 'tap';
+import { REPO_ROOT } from '../../fixtures/programs.ts';
 import { createProcessSandbox } from '../../../plugins/sandboxes/process/index.ts';
 import { findExecutable } from '../../../plugins/sandboxes/shared/which.ts';
 import { tempDir } from '../../agent/fixtures/trees.ts';
@@ -26,7 +27,9 @@ async function runProbe(sandbox: ReturnType<typeof createProcessSandbox>, target
   const src = join(tmp.dir, `ws-${Math.random().toString(16).slice(2)}`);
   await mkdir(src);
   const ws = await sandbox.prepareWorkspace({ jobId: 'j', sourceDir: src });
-  const proc = await sandbox.spawn({ workspace: ws, argv: [process.execPath, '-e', probe], env, cwd: ws.dir, ipc: true });
+  // Node and the repository (tap's loaders live in its node_modules) stay readable under bwrap's
+  // fresh /tmp, as the agent arranges for its runner.
+  const proc = await sandbox.spawn({ workspace: ws, argv: [process.execPath, '-e', probe], env, cwd: ws.dir, ipc: true, readPaths: [process.execPath, REPO_ROOT] });
   const result = new Promise<Record<string, string>>((resolve) => {
     proc.onMessage!((m) => {
       const msg = m as Record<string, unknown>;
