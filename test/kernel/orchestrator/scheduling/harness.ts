@@ -158,11 +158,20 @@ export async function scriptedAgent(
   t.teardown(() => agent.close());
   agent.onMessage((m) => {
     if (m.type !== 'job.dispatch') return;
-    const report = script(m);
-    if (report === null) return;
-    agent.jobStatus(m.jobId, 'running');
-    const { status, ...extra } = report as { status: 'completed' | 'failed' | 'cancelled' };
-    agent.jobStatus(m.jobId, status, extra);
+    // A dispatch can arrive before the test registers its script (the run id is known only once
+    // the run exists, and an idle agent claims at once): ask again for a moment before giving up.
+    // `script` may therefore see one dispatch several times.
+    const answer = (tries: number): void => {
+      const report = script(m);
+      if (report === null) {
+        if (tries > 0) setTimeout(() => answer(tries - 1), 50);
+        return;
+      }
+      agent.jobStatus(m.jobId, 'running');
+      const { status, ...extra } = report as { status: 'completed' | 'failed' | 'cancelled' };
+      agent.jobStatus(m.jobId, status, extra);
+    };
+    answer(40);
   });
   return agent;
 }
