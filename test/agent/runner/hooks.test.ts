@@ -25,10 +25,14 @@ function cancelOnChild(label: string, force: boolean, pids: number[]) {
   };
 }
 
+/** The process has exited: no such pid, or a zombie (killed, waiting to be reaped). */
 async function gone(pid: number): Promise<boolean> {
-  for (let i = 0; i < 40; i++) {
+  const { readFile } = await import('node:fs/promises');
+  for (let i = 0; i < 200; i++) {
     try {
       process.kill(pid, 0);
+      const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+      if (/^\d+ \(.*\) Z/.test(stat)) return true;
     } catch {
       return true;
     }
