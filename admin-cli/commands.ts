@@ -1,6 +1,6 @@
 // The `svc-admin` command table (oclif explicit strategy): command id → module. Classes load
 // on first use.
-import { loadCommands } from '../cli/framework/lazy-commands.ts';
+import { loadCommands } from '../core/cli/lazy-commands.ts';
 
 export const COMMANDS = await loadCommands(import.meta.url, {
   'source:add': './commands/source/add',

@@ -1,5 +1,5 @@
-import { SVC_ADMIN_CLI } from '../cli/framework/definitions.ts';
-import { runCli } from '../cli/framework/run-oclif.ts';
+import { SVC_ADMIN_CLI } from '../core/cli/definitions.ts';
+import { runCli } from '../core/cli/run-oclif.ts';
 
 export async function main(argv: string[]): Promise<number> {
   return runCli(SVC_ADMIN_CLI, argv);

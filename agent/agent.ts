@@ -7,14 +7,14 @@ import { arch, platform } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
-import type { SandboxExtensionPoint } from '../kernel/host/extension-points/sandbox.ts';
-import { KERNEL_VERSION } from '../kernel/host/version.ts';
-import { SvcError, UnavailableError, messageOf } from '../kernel/services/errors.ts';
+import type { SandboxExtensionPoint } from '../core/extension-points/sandbox.ts';
+import { KERNEL_VERSION } from '../core/plugins/version.ts';
+import { SvcError, UnavailableError, messageOf } from '../core/errors.ts';
 import type { AgentToOrchestrator, JobDispatch, OrchestratorToAgent } from '../schemas/wire/agent.ts';
 import { PROTOCOL_VERSION } from '../schemas/wire/relay.ts';
 import { AgentConnection } from './connection.ts';
 import type { AgentSettings } from './env.ts';
-import { JobExecution, SANDBOX_WIRE_NAMES, runnerSpawnRequest, type SandboxChoice } from './jobs/executor.ts';
+import { DispatchedJob, SANDBOX_WIRE_NAMES, runnerSpawnRequest, type SandboxChoice } from './jobs/executor.ts';
 import { pathWithNode } from './jobs/restore.ts';
 import { WarmRunners } from './jobs/warm-runner.ts';
 import { TreeCache } from './jobs/tree-cache.ts';
@@ -70,7 +70,7 @@ export interface RunningAgent {
   readonly agentId: string;
   readonly connection: AgentConnection;
   readonly sandboxes: readonly string[];
-  jobs(): ReadonlyMap<string, JobExecution>;
+  jobs(): ReadonlyMap<string, DispatchedJob>;
   /** Resolves when the agent ends by itself (fatal refusal, ephemeral job done) or after stop(). */
   readonly ended: Promise<AgentEnd>;
   stop(): Promise<void>;
@@ -119,7 +119,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         })
       : undefined;
 
-  const jobs = new Map<string, JobExecution>();
+  const jobs = new Map<string, DispatchedJob>();
   // A static agent keeps each running job's dispatch under <workDir>/in-flight/ (0600: it holds
   // the job's secrets) so that after a crash or SIGKILL the restarted agent, same id, reports
   // them at registration (spec: recovering → dispatched, nothing re-dispatched) and runs them
@@ -181,7 +181,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     }
     jobsTaken++;
     logger.info({ jobId: dispatch.jobId, runId: dispatch.runId, workflow: dispatch.jobConfig.workflow, job: dispatch.jobConfig.job }, 'job dispatched');
-    const execution = new JobExecution(dispatch, {
+    const execution = new DispatchedJob(dispatch, {
       logger,
       workRoot: settings.workDir,
       sandboxes: choices,

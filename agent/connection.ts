@@ -7,7 +7,7 @@
 // 401/403 on the upgrade) and a protocol error (1002, e.g. a protocol version below the floor).
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
-import { AuthenticationError, SvcError, messageOf } from '../kernel/services/errors.ts';
+import { AuthenticationError, SvcError, messageOf } from '../core/errors.ts';
 import { OrchestratorToAgentMembers, type AgentRegister, type AgentToOrchestrator, type OrchestratorToAgent } from '../schemas/wire/agent.ts';
 import { WS_CLOSE_PROTOCOL_ERROR, WS_CLOSE_REFUSED, WS_CLOSE_UNAUTHORIZED } from '../schemas/wire/relay.ts';
 import { compileMessageUnion, formatIssues } from '../schemas/validate.ts';

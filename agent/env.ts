@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { hostname as osHostname } from 'node:os';
 import { join, resolve } from 'node:path';
-import { InputError } from '../kernel/services/errors.ts';
+import { InputError } from '../core/errors.ts';
 import type { LogLevel } from '../schemas/config.ts';
 
 export const AGENT_ENV_NAMES = [

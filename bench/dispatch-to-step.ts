@@ -27,7 +27,7 @@ import { compileWorkflows } from '../cli/compiler/compile.ts';
 import { startOrchestrator } from '../kernel/orchestrator/app.ts';
 import { createCachesSubsystem } from '../kernel/orchestrator/caches/index.ts';
 import { createDispatchSubsystem, notifyJobsQueued } from '../kernel/orchestrator/dispatch/index.ts';
-import { CacheChecker } from '../kernel/orchestrator/ingest/caches.ts';
+import { CacheChecker } from '../kernel/orchestrator/ingest/steps/caches.ts';
 import { createRun } from '../kernel/orchestrator/runs/create.ts';
 import { resolveDatabase, sql, type DatabasePool } from '../kernel/services/db/index.ts';
 import { orchestratorPlugins } from '../plugins/builtin.ts';

@@ -18,7 +18,7 @@ import { migrateRelay, provisionOrg } from '../kernel/relay/index.ts';
 import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../kernel/orchestrator/app.ts';
 import { createSource } from '../kernel/orchestrator/sources/store.ts';
 import { createDatabase, migrate, sql } from '../kernel/services/db/index.ts';
-import { buildLock } from '../cli/compiler/lock-file.ts';
+import { buildLock } from '../workflow/lock/lock-file.ts';
 import { job, trig, workflow } from '../test/fixtures/locks.ts';
 
 const { values } = parseArgs({

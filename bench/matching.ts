@@ -1,7 +1,7 @@
 // Micro-benchmark of trigger matching: a push that matches nothing against a lock of 100
 // workflows × 3 triggers (the orchestrator's common case: most deliveries run few workflows).
 // Figures only, no assertions. Run: node bench/matching.ts [iterations]
-import { matchLock, workflowsNeedChangedFiles } from '../kernel/matching/match-lock.ts';
+import { matchLock, workflowsNeedChangedFiles } from '../workflow/matching/match-lock.ts';
 import { normalizeGithubPayload } from '../plugins/providers/shared/github-payload.ts';
 import type { Lock } from '../schemas/lock.ts';
 import { pushPayload } from '../test/fixtures/github-payloads.ts';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { createIdentityService } from '../kernel/orchestrator/identity/service.ts';
-import type { CustodyExtensionPoint } from '../kernel/host/extension-points/custody.ts';
+import type { CustodyExtensionPoint } from '../core/extension-points/custody.ts';
 import { createDatabase, ensureDatabaseExists } from '../kernel/services/db/index.ts';
 import type { CustodyKind } from '../schemas/identity.ts';
 import { AwsKmsCustody } from '../plugins/custody/aws-kms/index.ts';

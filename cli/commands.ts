@@ -1,6 +1,6 @@
 // The `svc` command table (oclif explicit strategy): command id → module. Topics use spaces on
 // the command line (`svc hook install` is id `hook:install`). Classes load on first use.
-import { loadCommands } from './framework/lazy-commands.ts';
+import { loadCommands } from '../core/cli/lazy-commands.ts';
 
 export const COMMANDS = await loadCommands(import.meta.url, {
   'compile': './commands/compile',

@@ -1,5 +1,5 @@
-import { SVC_CLI } from './framework/definitions.ts';
-import { runCli } from './framework/run-oclif.ts';
+import { SVC_CLI } from '../core/cli/definitions.ts';
+import { runCli } from '../core/cli/run-oclif.ts';
 
 export async function main(argv: string[]): Promise<number> {
   return runCli(SVC_CLI, argv);

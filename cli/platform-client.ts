@@ -18,7 +18,7 @@ import {
   SvcError,
   UnavailableError,
   messageOf,
-} from '../kernel/services/errors.ts';
+} from '../core/errors.ts';
 
 export const PlatformConfigFile = Type.Object(
   {

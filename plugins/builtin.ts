@@ -1,7 +1,7 @@
 // The built-in plugins and how the spec's settings become their config slices. Only the
 // composition roots (bin/roots) import this; the kernel knows extension points, never plugins.
-import type { PluginEnvironment, PluginSelection } from '../kernel/orchestrator/app.ts';
-import type { SvcPlugin } from '../kernel/host/index.ts';
+import type { PluginEnvironment, PluginSelection } from '../core/plugins/selection.ts';
+import type { SvcPlugin } from '../core/plugins/index.ts';
 import { filesystemStorage } from './storage/filesystem/index.ts';
 import { awsKmsCustody } from './custody/aws-kms/index.ts';
 import { commandCustody } from './custody/command/index.ts';

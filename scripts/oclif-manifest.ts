@@ -1,11 +1,11 @@
 // Writes dist/<cli>/oclif.manifest.json for both CLIs after `tsc`: with a manifest oclif reads
 // command metadata from the file and loads only the command being run.
 import { writeFileSync } from 'node:fs';
-import type * as RunOclif from '../cli/framework/run-oclif.ts';
-import type * as Definitions from '../cli/framework/definitions.ts';
+import type * as RunOclif from '../core/cli/run-oclif.ts';
+import type * as Definitions from '../core/cli/definitions.ts';
 
 // The compiled modules, so the manifest describes exactly what dist/ runs.
-const dist = new URL('../dist/cli/framework/', import.meta.url);
+const dist = new URL('../dist/core/cli/', import.meta.url);
 const { loadCliConfig } = (await import(new URL('run-oclif.js', dist).href)) as typeof RunOclif;
 const { CLI_DEFINITIONS } = (await import(new URL('definitions.js', dist).href)) as typeof Definitions;
 

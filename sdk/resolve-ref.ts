@@ -1,7 +1,7 @@
 // Resolves a lock's dynamic reference (`rules[0]`, `jobs.build.rules[1]`, `jobs["a-b"].matrix`,
 // `jobs.deploy.generate`, `jobs[0].steps[2].rules[0]`) to the closure in the loaded workflow.
 // The agent uses it; the compiler writes these references.
-import { NotFoundError } from '../kernel/services/errors.ts';
+import { NotFoundError } from '../core/errors.ts';
 import type { Job } from './job.ts';
 import type { Workflow } from './workflow.ts';
 

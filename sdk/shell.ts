@@ -2,7 +2,7 @@
 // split on spaces into arguments and each interpolated value is exactly one argument (arrays one
 // per item), so a value such as `; rm -rf /` is passed literally.
 import { execa, ExecaError } from 'execa';
-import { InputError, SvcError } from '../kernel/services/errors.ts';
+import { InputError, SvcError } from '../core/errors.ts';
 import type { Shell, ShellOptions, ShellResult, ShellValue } from './context.ts';
 
 export interface ShellBase {

@@ -4,7 +4,7 @@
 import { mkdtemp, rm, writeFile, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { InputError, NotFoundError, UnavailableError } from '../kernel/services/errors.ts';
+import { InputError, NotFoundError, UnavailableError } from '../core/errors.ts';
 import type {
   ArtifactsApi,
   AttestProvenanceOptions,

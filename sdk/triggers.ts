@@ -1,5 +1,6 @@
 // Trigger builders. Each returns plain data (no closures): the compiler normalizes it into a
 // lock trigger and the orchestrator matches events against that, never against workflow code.
+import { TRIGGER_TYPES as SCHEMA_TRIGGER_TYPES } from '../schemas/event.ts';
 
 /** A glob; a leading `!` negates it. Order matters: later patterns override earlier ones. */
 export type Pattern = string;
@@ -206,11 +207,8 @@ export interface TriggerOptionsByType {
 
 export type TriggerType = keyof TriggerOptionsByType;
 
-export const TRIGGER_TYPES: readonly TriggerType[] = [
-  'push', 'pr', 'comment', 'tag', 'release', 'review', 'review_comment', 'dispatch', 'create', 'delete',
-  'status', 'workflow_run', 'fork', 'star', 'watch', 'schedule', 'webhook', 'event', 'workflow_complete',
-  'job_complete', 'lifecycle', 'workflows_failed_batch',
-];
+// One list, shared with the lock schema and the compiler (order is the lock's trigger order).
+export const TRIGGER_TYPES: readonly TriggerType[] = SCHEMA_TRIGGER_TYPES;
 
 export interface TriggerOf<T extends TriggerType> {
   readonly kind: 'svc.trigger';

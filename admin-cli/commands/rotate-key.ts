@@ -2,12 +2,12 @@
 // (SVC_SECRET_KEY), opening rows with it or the previous one (SVC_SECRET_KEY_OLD). Every row,
 // not only active ones. Prints `Re-encrypted N provenance signing keys.` and
 // `Re-encrypted N secrets.` (secret contexts' values).
-import { SvcCommand } from '../../cli/framework/base-command.ts';
+import { SvcCommand } from '../../core/cli/base-command.ts';
 import { resealSigningKeys } from '../../kernel/orchestrator/identity/key-store.ts';
 import { resealSecrets } from '../../kernel/orchestrator/secrets/index.ts';
 import { loadMasterKeys } from '../../kernel/services/crypto/master-keys.ts';
-import { InputError } from '../../kernel/services/errors.ts';
-import { USAGE_ERROR_CODE } from '../../cli/framework/base-command.ts';
+import { InputError } from '../../core/errors.ts';
+import { USAGE_ERROR_CODE } from '../../core/cli/base-command.ts';
 import { adminConfig, databaseFlag, databaseUrlOf, withDatabase } from './signing-key/shared.ts';
 
 export default class RotateKey extends SvcCommand {

@@ -4,8 +4,8 @@
 import { readFile } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import { Type } from 'typebox';
-import { hashWorkflowTree } from '../../cli/compiler/hash/index.ts';
-import { messageOf } from '../../kernel/services/errors.ts';
+import { hashWorkflowTree } from '../../workflow/hash/index.ts';
+import { messageOf } from '../../core/errors.ts';
 import { compileSchema, formatIssues } from '../../schemas/validate.ts';
 import { JobFailure } from './failure.ts';
 

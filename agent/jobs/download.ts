@@ -5,7 +5,7 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { SvcError, UnavailableError, messageOf } from '../../kernel/services/errors.ts';
+import { SvcError, UnavailableError, messageOf } from '../../core/errors.ts';
 
 /** The transfer itself failed (network, HTTP status, disk). */
 export class DownloadError extends UnavailableError {}

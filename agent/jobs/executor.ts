@@ -7,8 +7,8 @@ import { arch, platform } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Static } from 'typebox';
-import type { SandboxAvailability, SandboxExtensionPoint, SandboxProcess, SpawnRequest, Workspace } from '../../kernel/host/extension-points/sandbox.ts';
-import { messageOf } from '../../kernel/services/errors.ts';
+import type { SandboxAvailability, SandboxExtensionPoint, SandboxProcess, SpawnRequest, Workspace } from '../../core/extension-points/sandbox.ts';
+import { messageOf } from '../../core/errors.ts';
 import type { AgentToOrchestrator, JobDispatch, JobRunStatus, StepResult } from '../../schemas/wire/agent.ts';
 import { RunnerToAgentMembers, type AgentToRunner, type RunnerResult } from '../../schemas/wire/runner.ts';
 import { compileMessageUnion, formatIssues } from '../../schemas/validate.ts';
@@ -18,7 +18,7 @@ import { checkout } from './checkout.ts';
 import { locateWorkflow, verifyContentHash } from './content-hash.ts';
 import { JobFailure, cancelledFailure } from './failure.ts';
 import { restoreDeps, restoreSource, pathWithNode } from './restore.ts';
-import { runBuildJob, type BuildSteps } from '../build/job.ts';
+import { runBuildJob, type BuildSteps } from '../build-job/job.ts';
 import { apiError, handleRunnerApi, type OrchestratorRequest } from './runner-api.ts';
 import { SetupTimings } from './timings.ts';
 import type { AdoptedRunner, WarmRunners } from './warm-runner.ts';
@@ -88,7 +88,7 @@ function safeName(jobId: string): string {
   return jobId.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 120) || 'job';
 }
 
-export class JobExecution {
+export class DispatchedJob {
   readonly jobId: string;
   readonly dispatch: JobDispatch;
   #status: JobRunStatus = 'running';

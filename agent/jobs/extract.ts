@@ -6,7 +6,7 @@
 import { mkdir } from 'node:fs/promises';
 import { posix } from 'node:path';
 import * as tar from 'tar';
-import { InputError } from '../../kernel/services/errors.ts';
+import { InputError } from '../../core/errors.ts';
 
 export const MAX_TAR_ENTRIES = 500_000;
 

@@ -1,6 +1,6 @@
 // A job that ends before or outside the step runner: the message becomes `job.status.reason`
 // verbatim, so it must say what happened and what to do.
-import { SvcError } from '../../kernel/services/errors.ts';
+import { SvcError } from '../../core/errors.ts';
 
 export class JobFailure extends SvcError {
   /** `failed` for errors; `cancelled` when a cancel stopped the set-up. */

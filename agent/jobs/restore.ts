@@ -6,7 +6,7 @@
 import { access, mkdir, rm } from 'node:fs/promises';
 import { delimiter, dirname, join } from 'node:path';
 import { execa } from 'execa';
-import { messageOf } from '../../kernel/services/errors.ts';
+import { messageOf } from '../../core/errors.ts';
 import { DownloadError, describeUrl, downloadToFile, normalizeDigest } from './download.ts';
 import { extractArchive } from './extract.ts';
 import { JobFailure } from './failure.ts';

@@ -6,7 +6,7 @@ import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import * as tar from 'tar';
 import type { Static } from 'typebox';
-import { InputError, SvcError, UnavailableError, messageOf } from '../../kernel/services/errors.ts';
+import { InputError, SvcError, UnavailableError, messageOf } from '../../core/errors.ts';
 import type { AgentToOrchestrator, OrchestratorToAgent } from '../../schemas/wire/agent.ts';
 import { RunnerApiShapes } from '../../schemas/wire/runner.ts';
 import { compileSchema, formatIssues } from '../../schemas/validate.ts';

@@ -12,8 +12,8 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { SandboxExtensionPoint, SandboxProcess, SpawnRequest, Workspace } from '../../kernel/host/extension-points/sandbox.ts';
-import { messageOf } from '../../kernel/services/errors.ts';
+import type { SandboxExtensionPoint, SandboxProcess, SpawnRequest, Workspace } from '../../core/extension-points/sandbox.ts';
+import { messageOf } from '../../core/errors.ts';
 
 /** Consecutive spares that died before any job adopted them: stop starting new ones. */
 const MAX_IDLE_DEATHS = 3;

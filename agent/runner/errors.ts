@@ -1,6 +1,6 @@
 // Stable codes of what the step runner refuses or reports. Workflow code sees these as thrown
 // errors; the agent sees their messages in step and job reasons.
-import { SvcError } from '../../kernel/services/errors.ts';
+import { SvcError } from '../../core/errors.ts';
 
 export const RunnerErrorCode = {
   badMessage: 'SVC_ERR_RUNNER_BAD_MESSAGE',

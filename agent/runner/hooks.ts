@@ -2,7 +2,7 @@
 // A hook observes: it cannot change which steps or hooks run. When it throws or times out, its
 // level (a step's hooks, the job's, the workflow's) is marked failed, the remaining hooks of that
 // level are skipped, and the caller adds `<level> <hook> hook failed: <why>` to the job reason.
-import { messageOf } from '../../kernel/services/errors.ts';
+import { messageOf } from '../../core/errors.ts';
 import { Activity, guard } from './activity.ts';
 import type { LogSink } from './log-capture.ts';
 

@@ -2,7 +2,7 @@
 // schemas/wire/runner.ts before it is acted on; `api.request`s are correlated with their
 // `api.response` by id and their args/results validated against RunnerApiShapes.
 import type { Static } from 'typebox';
-import { InputError } from '../../kernel/services/errors.ts';
+import { InputError } from '../../core/errors.ts';
 import { compileMessageUnion, compileSchema, formatIssues, type SchemaCheck } from '../../schemas/validate.ts';
 import {
   AgentToRunnerMembers,

@@ -4,7 +4,7 @@
 // fixed by the steps; hooks observe it and cannot change it, but a hook that fails makes the
 // final status `failed` with a compound reason.
 import type { Static, TObject } from 'typebox';
-import { InputError, messageOf } from '../../kernel/services/errors.ts';
+import { InputError, messageOf } from '../../core/errors.ts';
 import type { Outcome } from '../../sdk/context.ts';
 import type { Job } from '../../sdk/job.ts';
 import type { Step } from '../../sdk/step.ts';
@@ -66,7 +66,7 @@ function stepOutputs(step: Step, value: unknown, hint: string): Record<string, u
   return { ...(checked.value as Record<string, unknown>) };
 }
 
-export interface JobExecutionOptions {
+export interface RunnerJobOptions {
   start: RunnerStart;
   workflow: Workflow;
   job: Job;
@@ -74,7 +74,7 @@ export interface JobExecutionOptions {
   sink: LogSink;
 }
 
-export class JobExecution {
+export class RunnerJob {
   readonly #start: RunnerStart;
   readonly #workflow: Workflow;
   readonly #job: Job;
@@ -99,7 +99,7 @@ export class JobExecution {
   /** Force cancel: nothing more runs (the result is sent without waiting for this run). */
   #forced = false;
 
-  constructor(options: JobExecutionOptions) {
+  constructor(options: RunnerJobOptions) {
     this.#start = options.start;
     this.#workflow = options.workflow;
     this.#job = options.job;

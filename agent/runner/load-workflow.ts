@@ -3,8 +3,8 @@
 // definitions and the runner share one SDK instance.
 import { isAbsolute } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { InputError, NotFoundError, messageOf } from '../../kernel/services/errors.ts';
-import { registerSdkResolution } from '../../cli/compiler/sdk-resolution.ts';
+import { InputError, NotFoundError, messageOf } from '../../core/errors.ts';
+import { registerSdkResolution } from '../../workflow/sdk-resolution.ts';
 import type { Job } from '../../sdk/job.ts';
 import { isWorkflow, type Workflow } from '../../sdk/workflow.ts';
 import type { RunnerStart } from '../../schemas/wire/runner.ts';

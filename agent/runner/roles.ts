@@ -7,11 +7,11 @@
 // A generated job itself runs as an ordinary job: `findGeneratedJob` re-evaluates its generator
 // to get the job's closures.
 import type { Static } from 'typebox';
-import { childPath, CompileScope } from '../../cli/compiler/compile-scope.ts';
-import { jobEntries } from '../../cli/compiler/job-entries.ts';
-import { JOB_NAME } from '../../cli/compiler/normalize-triggers.ts';
-import { nameSet } from '../../cli/compiler/validate-fields.ts';
-import { InputError, messageOf } from '../../kernel/services/errors.ts';
+import { childPath, CompileScope } from '../../workflow/compile/compile-scope.ts';
+import { jobEntries } from '../../workflow/compile/job-entries.ts';
+import { JOB_NAME } from '../../workflow/compile/normalize-triggers.ts';
+import { nameSet } from '../../workflow/compile/validate-fields.ts';
+import { InputError, messageOf } from '../../core/errors.ts';
 import type { Outcome } from '../../sdk/context.ts';
 import { isJob, type Job } from '../../sdk/job.ts';
 import { resolveDefinitionRef } from '../../sdk/resolve-ref.ts';

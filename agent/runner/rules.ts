@@ -2,7 +2,7 @@
 // run only when fn returns true; `skip(reason, fn)` skips it when fn returns true. Rules run in
 // order and the first that says no decides. A predicate must return a boolean: anything else,
 // or a throw, is an error naming the rule (the caller fails the job or step with it).
-import { InputError, messageOf } from '../../kernel/services/errors.ts';
+import { InputError, messageOf } from '../../core/errors.ts';
 import type { RuleContext } from '../../sdk/context.ts';
 import { isRule } from '../../sdk/rules.ts';
 import { RunnerErrorCode } from './errors.ts';

@@ -1,12 +1,12 @@
 // The runner proper, loaded by main.ts once it has said runner.ready. Installs the output
 // capture and the process handlers, and returns the function inbound IPC messages go to.
 import { rm } from 'node:fs/promises';
-import { sdkEntryUrl } from '../../cli/compiler/sdk-resolution.ts';
-import { messageOf } from '../../kernel/services/errors.ts';
+import { sdkEntryUrl } from '../../workflow/sdk-resolution.ts';
+import { messageOf } from '../../core/errors.ts';
 import type { RunnerStart, RunnerToAgent } from '../../schemas/wire/runner.ts';
 import { allActivities, currentActivity } from './activity.ts';
 import { RunnerChannel } from './ipc.ts';
-import { JobExecution, type ResultMessage } from './job.ts';
+import { RunnerJob, type ResultMessage } from './job.ts';
 import { loadJob, loadWorkflow } from './load-workflow.ts';
 import { FilterExecution, findGeneratedJob, GenerateExecution, HooksExecution, newRuntime, type Execution } from './roles.ts';
 import { captureProcessOutput, LogSink } from './log-capture.ts';
@@ -58,7 +58,7 @@ export function startRunner(): (message: unknown) => void {
   async function prepare(start: RunnerStart): Promise<Execution> {
     if (start.role === undefined && start.generator === undefined) {
       const loaded = await loadJob(start);
-      return new JobExecution({ start, workflow: loaded.workflow, job: loaded.job, channel, sink });
+      return new RunnerJob({ start, workflow: loaded.workflow, job: loaded.job, channel, sink });
     }
     const workflow = await loadWorkflow(start);
     if (start.role === 'filter') return new FilterExecution(start, workflow, channel, sink);
@@ -67,7 +67,7 @@ export function startRunner(): (message: unknown) => void {
     const scratch = newRuntime(start, channel, sink);
     try {
       const job = await findGeneratedJob(workflow, start, scratch);
-      return new JobExecution({ start, workflow, job, channel, sink });
+      return new RunnerJob({ start, workflow, job, channel, sink });
     } finally {
       if (scratch.tempRoot !== undefined) await rm(scratch.tempRoot, { recursive: true, force: true }).catch(() => {});
     }

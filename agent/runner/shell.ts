@@ -4,7 +4,7 @@
 // come (stdout and stderr apart), and the command runs in its own process group tied to the
 // activity's AbortSignal, so a cancel kills the program and everything it started.
 import { execa, ExecaError } from 'execa';
-import { InputError } from '../../kernel/services/errors.ts';
+import { InputError } from '../../core/errors.ts';
 import type { Shell, ShellOptions, ShellResult, ShellValue } from '../../sdk/context.ts';
 import { definedEnv, isTemplate, ShellCommandError, text } from '../../sdk/shell.ts';
 import type { Activity } from './activity.ts';

@@ -5,7 +5,7 @@
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { InputError, NotFoundError, UnavailableError } from '../../kernel/services/errors.ts';
+import { InputError, NotFoundError, UnavailableError } from '../../core/errors.ts';
 import type {
   AttestProvenanceOptions,
   InputValue,

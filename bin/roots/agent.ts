@@ -4,10 +4,10 @@
 // an ephemeral agent exits 0 after its one job; SIGTERM/SIGINT hand back in-flight work.
 import { startAgent } from '../../agent/agent.ts';
 import { parseAgentEnv, resolveAgentId } from '../../agent/env.ts';
-import { createPluginHost } from '../../kernel/host/index.ts';
-import type { SandboxExtensionPoint } from '../../kernel/host/extension-points/sandbox.ts';
-import { oneLineError } from '../../kernel/services/lifecycle.ts';
-import { createLogger } from '../../kernel/services/logging.ts';
+import { createPluginHost } from '../../core/plugins/index.ts';
+import type { SandboxExtensionPoint } from '../../core/extension-points/sandbox.ts';
+import { oneLineError } from '../../core/lifecycle.ts';
+import { createLogger } from '../../core/logging.ts';
 import { agentPlugins } from '../../plugins/sandboxes/index.ts';
 
 export interface AgentProgramIo {

@@ -1,7 +1,7 @@
 // Composition root of `svc-orchestrator`: kernel + built-in plugins + subsystems.
 import { startOrchestrator } from '../../kernel/orchestrator/app.ts';
 import { ORCHESTRATOR_SUBSYSTEMS } from '../../kernel/orchestrator/subsystems.ts';
-import { runServerProgram } from '../../kernel/services/lifecycle.ts';
+import { runServerProgram } from '../../core/lifecycle.ts';
 import { orchestratorPlugins } from '../../plugins/builtin.ts';
 
 export async function main(): Promise<number> {

@@ -3,8 +3,8 @@
 // The compiler is imported lazily so `svc --help` and other commands stay fast.
 import { enableCompileCache } from 'node:module';
 import { Flags } from '@oclif/core';
-import { SvcCommand, USAGE_ERROR_CODE } from '../framework/base-command.ts';
-import { InputError } from '../../kernel/services/errors.ts';
+import { SvcCommand, USAGE_ERROR_CODE } from '../../core/cli/base-command.ts';
+import { InputError } from '../../core/errors.ts';
 import type { CompileResult } from '../compiler/compile.ts';
 
 export interface CompileOutput {

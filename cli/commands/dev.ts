@@ -3,7 +3,7 @@
 // repository through the `svc` remote; streams run progress until Ctrl-C. See docs/dev.md.
 import { enableCompileCache } from 'node:module';
 import { Flags } from '@oclif/core';
-import { SvcCommand } from '../framework/base-command.ts';
+import { SvcCommand } from '../../core/cli/base-command.ts';
 
 export default class Dev extends SvcCommand {
   static override description =

@@ -2,8 +2,8 @@
 // passes, 1 when any warns, 2 when any fails (spec: Errors). Checks that depend on a failed
 // one are skipped.
 import { enableCompileCache } from 'node:module';
-import { SvcCommand } from '../framework/base-command.ts';
-import { messageOf } from '../../kernel/services/errors.ts';
+import { SvcCommand } from '../../core/cli/base-command.ts';
+import { messageOf } from '../../core/errors.ts';
 
 export type CheckStatus = 'pass' | 'warn' | 'fail' | 'skip';
 export interface DoctorCheck {
@@ -28,7 +28,7 @@ export async function runDoctor(cwd: string): Promise<DoctorReport> {
     import('../compiler/project-root.ts'),
     import('../preview/local-git.ts'),
     import('../compiler/compile.ts'),
-    import('../compiler/hash/index.ts'),
+    import('../../workflow/hash/index.ts'),
   ]);
   const checks: DoctorCheck[] = [];
   const add = (name: string, status: CheckStatus, message: string): void => {

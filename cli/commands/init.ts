@@ -2,7 +2,7 @@
 // and fixture, tsconfig and package.json for editor types, SDK types), then compile the lock.
 import { enableCompileCache } from 'node:module';
 import { Flags } from '@oclif/core';
-import { SvcCommand } from '../framework/base-command.ts';
+import { SvcCommand } from '../../core/cli/base-command.ts';
 
 export interface InitOutput {
   root: string;

@@ -3,8 +3,8 @@
 // 0600). `--token -` reads the token from standard input (keeps it out of the process list). The
 // browser and device flows need a Platform identity provider this install does not have.
 import { Flags } from '@oclif/core';
-import { SvcCommand, USAGE_ERROR_CODE } from '../framework/base-command.ts';
-import { InputError, NotAllowedError, UnavailableError } from '../../kernel/services/errors.ts';
+import { SvcCommand, USAGE_ERROR_CODE } from '../../core/cli/base-command.ts';
+import { InputError, NotAllowedError, UnavailableError } from '../../core/errors.ts';
 
 const NO_BROWSER_FLOW =
   'browser and device login are not available on this install; ask an operator for a personal access token ("svc-admin relay pat create <org> --user <you>") and run "svc login --token <PAT> --platform-url <url>"';

@@ -1,5 +1,5 @@
 // `svc logout`: forgets the stored token (the Platform address and org stay for the next login).
-import { SvcCommand } from '../framework/base-command.ts';
+import { SvcCommand } from '../../core/cli/base-command.ts';
 
 export default class Logout extends SvcCommand {
   static override description = 'Remove the stored personal access token from the config file';

@@ -2,7 +2,7 @@
 // built from the local checkout would run, and why every other workflow would not.
 import { enableCompileCache } from 'node:module';
 import { Args, Flags } from '@oclif/core';
-import { SvcCommand } from '../framework/base-command.ts';
+import { SvcCommand } from '../../core/cli/base-command.ts';
 import type { PreviewResult } from '../preview/preview.ts';
 
 export default class Preview extends SvcCommand {

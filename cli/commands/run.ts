@@ -4,8 +4,8 @@
 // `svc run local` is retired (usage error, exit 2); `svc run remote` has its own command.
 import { enableCompileCache } from 'node:module';
 import { Args, Flags } from '@oclif/core';
-import { SvcCommand, USAGE_ERROR_CODE } from '../framework/base-command.ts';
-import { InputError, SvcError } from '../../kernel/services/errors.ts';
+import { SvcCommand, USAGE_ERROR_CODE } from '../../core/cli/base-command.ts';
+import { InputError, SvcError } from '../../core/errors.ts';
 import type { LocalRunSummary } from '../local-run/run-local.ts';
 
 export default class Run extends SvcCommand {

@@ -1,7 +1,7 @@
 // `svc types [--json]`: write `.svc/types/svc-sdk.d.ts` so editors resolve `svc/sdk` without an
 // install (see cli/init/sdk-types.ts).
-import { SvcCommand } from '../framework/base-command.ts';
-import { InputError } from '../../kernel/services/errors.ts';
+import { SvcCommand } from '../../core/cli/base-command.ts';
+import { InputError } from '../../core/errors.ts';
 
 export interface TypesOutput {
   path: string;

@@ -5,11 +5,11 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { Args, Flags } from '@oclif/core';
-import { SvcCommand, USAGE_ERROR_CODE } from '../framework/base-command.ts';
+import { SvcCommand, USAGE_ERROR_CODE } from '../../core/cli/base-command.ts';
 import { normalizeIssuer } from '../../kernel/orchestrator/identity/service.ts';
 import { verifyAttestationBundle } from '../../kernel/orchestrator/identity/verify-attestation.ts';
 import { loadConfig } from '../../kernel/services/config/index.ts';
-import { InputError, SvcError, UnavailableError, messageOf } from '../../kernel/services/errors.ts';
+import { InputError, SvcError, UnavailableError, messageOf } from '../../core/errors.ts';
 import { TrustRoot, VerifyAttestationResponse } from '../../schemas/identity.ts';
 import { compileSchema, formatIssues } from '../../schemas/validate.ts';
 

@@ -1,7 +1,7 @@
 // `svc workflows [--json]`: the workflows of the committed lock (name, triggers, jobs). Reads
 // only `.svc/svc.lock.json`, as the orchestrator does; `svc compile --check` says whether it is fresh.
-import { SvcCommand } from '../framework/base-command.ts';
-import { InputError, messageOf } from '../../kernel/services/errors.ts';
+import { SvcCommand } from '../../core/cli/base-command.ts';
+import { InputError, messageOf } from '../../core/errors.ts';
 
 export interface WorkflowsOutput {
   lockPath: string;
@@ -17,7 +17,7 @@ export default class Workflows extends SvcCommand {
       import('node:fs/promises'),
       import('node:path'),
       import('../compiler/project-root.ts'),
-      import('../compiler/lock-file.ts'),
+      import('../../workflow/lock/lock-file.ts'),
       import('../preview/trigger-summary.ts'),
     ]);
     const { root, found } = findProjectRoot();

@@ -5,12 +5,12 @@
 import { randomBytes } from 'node:crypto';
 import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { InputError, messageOf } from '../../kernel/services/errors.ts';
+import { InputError, messageOf } from '../../core/errors.ts';
 import { BREAKING_LOCK_VERSIONS, ORG_WIDE_APPROVAL_LOCK_VERSION, type Lock, type LockWorkflow } from '../../schemas/lock.ts';
-import { canonicalStringify } from './canonical-json.ts';
-import { createTreeHasher, type HashWarning, lockfileHash, siblingsDigest } from './hash/index.ts';
-import { workflowToLockEntry } from './lock-entry.ts';
-import { buildLock, serializeLock } from './lock-file.ts';
+import { canonicalStringify } from '../../workflow/lock/canonical-json.ts';
+import { createTreeHasher, type HashWarning, lockfileHash, siblingsDigest } from '../../workflow/hash/index.ts';
+import { workflowToLockEntry } from '../../workflow/compile/lock-entry.ts';
+import { buildLock, serializeLock } from '../../workflow/lock/lock-file.ts';
 import { loadWorkflows, type LoadedWorkflow, type WorkflowMode } from './load-workflows.ts';
 
 export const LOCK_FILE_NAME = 'svc.lock.json';

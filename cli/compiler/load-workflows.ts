@@ -10,9 +10,9 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { InputError, messageOf } from '../../kernel/services/errors.ts';
+import { InputError, messageOf } from '../../core/errors.ts';
 import { isWorkflow, type Workflow } from '../../sdk/workflow.ts';
-import { registerSdkResolution } from './sdk-resolution.ts';
+import { registerSdkResolution } from '../../workflow/sdk-resolution.ts';
 
 export const LoadErrorCode = {
   svcDirMissing: 'SVC_ERR_COMPILE_SVC_DIR_MISSING',

@@ -4,7 +4,7 @@
 import { appendFile, cp, mkdir, readFile, stat } from 'node:fs/promises';
 import { basename, join, relative, resolve, sep } from 'node:path';
 import { execa } from 'execa';
-import { InputError, SvcError } from '../../kernel/services/errors.ts';
+import { InputError, SvcError } from '../../core/errors.ts';
 
 /** Fallback identity for the work copy's first commit when git has none configured. */
 const DEV_IDENTITY = { name: 'svc dev', email: 'svc-dev@localhost' };

@@ -2,7 +2,7 @@
 // - `--json`: every event as one JSON object per line on stdout (progress included);
 // - a TTY: progress as a spinner line on stderr that becomes `✓ <what> (1.2s)`, data on stdout;
 // - not a TTY (pipes, CI, tests): data lines on stdout only; progress stays quiet.
-import { messageOf, isSvcError } from '../../kernel/services/errors.ts';
+import { messageOf, isSvcError } from '../../core/errors.ts';
 
 export type DevEvent =
   | { event: 'progress'; phase: string; status: 'done' | 'failed'; ms: number; message: string }

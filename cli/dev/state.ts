@@ -7,7 +7,7 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Type, type Static } from 'typebox';
 import { compileSchema, formatIssues } from '../../schemas/validate.ts';
-import { SvcError } from '../../kernel/services/errors.ts';
+import { SvcError } from '../../core/errors.ts';
 
 export const DevState = Type.Object(
   {

@@ -2,7 +2,7 @@
 // needs no extra files beyond the secret.
 import { readFile } from 'node:fs/promises';
 import { basename, isAbsolute, resolve } from 'node:path';
-import { InputError, messageOf } from '../../kernel/services/errors.ts';
+import { InputError, messageOf } from '../../core/errors.ts';
 import type { HookGit } from './git.ts';
 
 /** git config keys the hook reads (git lower-cases them; these are the documented spellings). */

@@ -1,6 +1,6 @@
 // git for the post-receive hook: argument arrays only, run against one repository directory.
 import { execa } from 'execa';
-import { SvcError } from '../../kernel/services/errors.ts';
+import { SvcError } from '../../core/errors.ts';
 
 export interface HookGit {
   readonly gitDir: string;

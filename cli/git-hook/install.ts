@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { join, resolve } from 'node:path';
-import { ConflictError, InputError, messageOf } from '../../kernel/services/errors.ts';
+import { ConflictError, InputError, messageOf } from '../../core/errors.ts';
 import { checkWebhookUrl, HOOK_CONFIG_KEYS, REPOSITORY, SOURCE_ID } from './config.ts';
 import { hookGit } from './git.ts';
 

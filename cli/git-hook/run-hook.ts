@@ -2,7 +2,7 @@
 // and send it, all inside one time budget, printing one line per ref. It never throws for a
 // delivery problem: the push has already happened, so the pusher gets a clear warning instead.
 import { resolve } from 'node:path';
-import { messageOf } from '../../kernel/services/errors.ts';
+import { messageOf } from '../../core/errors.ts';
 import { readHookConfig, type HookConfig } from './config.ts';
 import { deliverWebhook, type DeliveryResult } from './deliver.ts';
 import type { HookGit } from './git.ts';

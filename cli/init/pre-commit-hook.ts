@@ -4,7 +4,7 @@
 // is never replaced without `force` (then it is kept as `pre-commit.svc-backup`).
 import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { ConflictError, InputError, messageOf } from '../../kernel/services/errors.ts';
+import { ConflictError, InputError, messageOf } from '../../core/errors.ts';
 import { git } from '../preview/local-git.ts';
 
 export const HOOK_MARKER = '# svc-managed: pre-commit';

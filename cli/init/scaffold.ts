@@ -2,7 +2,7 @@
 // exists, unless `force` is set; the caller then compiles so the lock exists from the start.
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { ConflictError, InputError, messageOf } from '../../kernel/services/errors.ts';
+import { ConflictError, InputError, messageOf } from '../../core/errors.ts';
 import { CI_FIXTURE, CI_WORKFLOW, DEFAULT_SVCIGNORE, packageJson, SVC_GITIGNORE, tsconfigJson } from './templates.ts';
 
 export interface ScaffoldOptions {

@@ -6,8 +6,8 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { InputError, messageOf } from '../../kernel/services/errors.ts';
-import { sdkEntryUrl } from '../compiler/sdk-resolution.ts';
+import { InputError, messageOf } from '../../core/errors.ts';
+import { sdkEntryUrl } from '../../workflow/sdk-resolution.ts';
 
 export const TYPES_FILE = 'types/svc-sdk.d.ts';
 

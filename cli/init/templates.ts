@@ -1,7 +1,7 @@
 // What `svc init` writes under `.svc/`. Kept as text here (not asset files) so the compiled
 // package needs no copy step. The example workflow exercises the common shapes: two triggers,
 // two jobs joined by `needs`, and a matrix.
-import { DEFAULT_SVCIGNORE } from '../compiler/hash/index.ts';
+import { DEFAULT_SVCIGNORE } from '../../workflow/hash/index.ts';
 
 export const CI_WORKFLOW = `// CI for this repository: runs on pushes to main and on pull requests.
 // \`svc compile\` turns this file into .svc/svc.lock.json; commit both (\`svc hook install\` keeps

@@ -2,8 +2,8 @@
 // the synthetic event `svc preview` builds from local git state, and the orchestrator's matcher.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { InputError } from '../../kernel/services/errors.ts';
-import { evaluateRequirements, explainWorkflow, matchLock, matchSchedule, type FilterVerdict, type WorkflowMatch } from '../../kernel/matching/index.ts';
+import { InputError } from '../../core/errors.ts';
+import { evaluateRequirements, explainWorkflow, matchLock, matchSchedule, type FilterVerdict, type WorkflowMatch } from '../../workflow/matching/index.ts';
 import type { NormalizedEvent } from '../../schemas/event.ts';
 import type { LockWorkflow } from '../../schemas/lock.ts';
 import { compileWorkflows } from '../compiler/compile.ts';

@@ -6,8 +6,8 @@
 // `ctx.secrets.get` and are masked in every printed line; they are not put in the environment.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { InputError, messageOf } from '../../kernel/services/errors.ts';
-import { USAGE_ERROR_CODE } from '../framework/base-command.ts';
+import { InputError, messageOf } from '../../core/errors.ts';
+import { USAGE_ERROR_CODE } from '../../core/cli/base-command.ts';
 
 export const SECRET_FILES = ['.secrets', '.env.local'] as const;
 const KEY = /^(?:[A-Za-z0-9_.-]+:)?[A-Za-z_][A-Za-z0-9_]*$/;

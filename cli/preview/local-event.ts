@@ -1,11 +1,11 @@
 // `svc preview <event>`: the event argument → a synthetic provider event built from the local
 // checkout. Provider events are built as GitHub-shaped payloads and go through the same
 // normalizer the orchestrator uses, so preview and production agree on field meanings.
-import { InputError } from '../../kernel/services/errors.ts';
-import { githubEventDetails, type MatchOptions } from '../../kernel/matching/index.ts';
+import { InputError } from '../../core/errors.ts';
+import { githubEventDetails, type MatchOptions } from '../../workflow/matching/index.ts';
 import { normalizeGithubPayload } from '../../plugins/providers/shared/github-payload.ts';
 import type { NormalizedEvent } from '../../schemas/event.ts';
-import { USAGE_ERROR_CODE } from '../framework/base-command.ts';
+import { USAGE_ERROR_CODE } from '../../core/cli/base-command.ts';
 import type { LocalGitState } from './local-git-state.ts';
 
 /** The accepted forms, for help and usage errors. */

@@ -2,7 +2,7 @@
 // arrays only, never a shell string; stdout trimmed. `tryGit` answers `undefined` when git is
 // missing or the command fails (not a repository, no such ref), which callers treat as "unknown".
 import { execFile } from 'node:child_process';
-import { UnavailableError } from '../../kernel/services/errors.ts';
+import { UnavailableError } from '../../core/errors.ts';
 
 const TIMEOUT_MS = 30_000;
 

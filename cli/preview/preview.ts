@@ -3,7 +3,7 @@
 // unmatched with the reason; `indeterminate` means a filter could not be decided locally.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { InputError } from '../../kernel/services/errors.ts';
+import { InputError } from '../../core/errors.ts';
 import {
   evaluateRequirements,
   explainWorkflow,
@@ -12,7 +12,7 @@ import {
   type FilterVerdict,
   type WorkflowMatch,
   type WorkflowNonMatch,
-} from '../../kernel/matching/index.ts';
+} from '../../workflow/matching/index.ts';
 import { compileWorkflows } from '../compiler/compile.ts';
 import { findProjectRoot } from '../compiler/project-root.ts';
 import { buildPreviewEvent, parseEventSpec } from './local-event.ts';

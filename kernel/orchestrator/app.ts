@@ -8,36 +8,21 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import type { SvcConfig } from '../../schemas/config.ts';
-import { createPluginHost, type SvcPlugin } from '../host/index.ts';
+import { createPluginHost, type SvcPlugin } from '../../core/plugins/index.ts';
 import { loadConfig } from '../services/config/index.ts';
 import { loadMasterKeys, type MasterKeys } from '../services/crypto/master-keys.ts';
 import { migrate, resolveDatabase } from '../services/db/index.ts';
 import { createHttpServer, listen } from '../services/http/index.ts';
-import { createLogger } from '../services/logging.ts';
+import { createLogger } from '../../core/logging.ts';
 import { createMetrics } from '../services/metrics.ts';
 import type { OrchestratorContext, Subsystem } from './context.ts';
+import type { PluginEnvironment, PluginSelection } from '../../core/plugins/selection.ts';
 import { dataDirMasterKey } from './master-key-file.ts';
 
 export const ORCHESTRATOR_MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 export const ORCHESTRATOR_MIGRATIONS_TABLE = 'svc_migrations';
 
-/** What the composition root knows when it chooses plugins and writes their config slices. */
-export interface PluginEnvironment {
-  config: SvcConfig;
-  /** `{base_url}`. */
-  publicUrl: string;
-  dataDir: string;
-  /** A secret derived from the master key for one purpose (`storage-url`, …). */
-  derivedSecret(purpose: string): string;
-}
-
-export interface PluginSelection {
-  builtIns: SvcPlugin[];
-  /** Config slices keyed `<kind>:<id>`. */
-  config: Record<string, unknown>;
-  /** Which plugin serves each single-plugin kind (`storage`, `custody`). */
-  selection: Record<string, string>;
-}
+export type { PluginEnvironment, PluginSelection } from '../../core/plugins/selection.ts';
 
 export interface StartOrchestratorOptions {
   env?: NodeJS.ProcessEnv;

@@ -2,7 +2,7 @@
 // WebSocket handlers and background loops on it and add what must happen at stop.
 import type { Logger } from 'pino';
 import type { SvcConfig } from '../../schemas/config.ts';
-import type { PluginHost } from '../host/index.ts';
+import type { PluginHost } from '../../core/plugins/index.ts';
 import type { MasterKeys } from '../services/crypto/master-keys.ts';
 import type { DatabasePool } from '../services/db/index.ts';
 import type { SvcHttpServer } from '../services/http/index.ts';

@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { loadConfig } from '../services/config/index.ts';
 import { migrate, resolveDatabase, type DatabasePool } from '../services/db/index.ts';
 import { createHttpServer, listen } from '../services/http/index.ts';
-import { createLogger } from '../services/logging.ts';
+import { createLogger } from '../../core/logging.ts';
 import { createMetrics, type SvcMetrics } from '../services/metrics.ts';
 import { BufferStore } from './buffer-store.ts';
 import { createDashboard } from './dashboard/index.ts';

@@ -16,7 +16,7 @@ import {
 } from '../../schemas/wire/relay.ts';
 import { compileMessageUnion, formatIssues } from '../../schemas/validate.ts';
 import type { DatabasePool } from '../services/db/index.ts';
-import { messageOf } from '../services/errors.ts';
+import { messageOf } from '../../core/errors.ts';
 import type { BufferStore } from './buffer-store.ts';
 import { OrchestratorConnection, type OrchestratorPool } from './orchestrator-pool.ts';
 import { orgForToken } from './orgs.ts';

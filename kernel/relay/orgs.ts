@@ -2,7 +2,7 @@
 // its SHA-256, so a copy of the database cannot be replayed against the relay.
 import { createHash, randomBytes } from 'node:crypto';
 import { Type } from 'typebox';
-import { ConflictError, InputError, NotFoundError } from '../services/errors.ts';
+import { ConflictError, InputError, NotFoundError } from '../../core/errors.ts';
 import { sql, sqlTyped, type DatabasePool } from '../services/db/index.ts';
 
 /** Org ids travel in webhook URLs: one plain path segment. */

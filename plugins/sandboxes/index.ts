@@ -1,7 +1,7 @@
 // The agent's built-in plugins (the sandboxes) and how the agent's settings become their config
 // slices. Only the agent's composition root imports this; it is kept apart from the
 // orchestrator's list in plugins/builtin.ts so the agent does not load storage or custody code.
-import type { SvcPlugin } from '../../kernel/host/index.ts';
+import type { SvcPlugin } from '../../core/plugins/index.ts';
 import { containerSandbox } from './container/index.ts';
 import { firecrackerSandbox } from './firecracker/index.ts';
 import { processSandbox } from './process/index.ts';

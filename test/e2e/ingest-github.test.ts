@@ -9,7 +9,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { buildLock, serializeLock } from '../../cli/compiler/lock-file.ts';
+import { buildLock, serializeLock } from '../../workflow/lock/lock-file.ts';
 import { sql } from '../../kernel/services/db/index.ts';
 import { eachDatabase } from '../fixtures/db.ts';
 import { generateAppKeyPair, startFakeGithub } from '../fixtures/fake-github.ts';

@@ -1,7 +1,7 @@
 // `svc-admin agent-token create [--description <text>] [--ttl <duration>]`: mints an agent token
 // and prints it once; only its SHA-256 hash is stored.
 import { Flags } from '@oclif/core';
-import { SvcCommand } from '../../../cli/framework/base-command.ts';
+import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { createAgentToken, type CreatedAgentToken } from '../../../kernel/orchestrator/dispatch/tokens.ts';
 import { adminConfig, databaseFlag, parseDuration, withAgentDatabase } from './shared.ts';
 

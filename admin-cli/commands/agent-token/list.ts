@@ -1,5 +1,5 @@
 // `svc-admin agent-token list`: id, state, created, expires, description (never the token).
-import { SvcCommand } from '../../../cli/framework/base-command.ts';
+import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { listAgentTokens, type AgentTokenSummary } from '../../../kernel/orchestrator/dispatch/tokens.ts';
 import { adminConfig, databaseFlag, withAgentDatabase } from './shared.ts';
 

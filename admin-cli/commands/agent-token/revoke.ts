@@ -1,7 +1,7 @@
 // `svc-admin agent-token revoke <id>`: agents using the token are refused from their next
 // connection on (close code 4001; they do not retry).
 import { Args } from '@oclif/core';
-import { SvcCommand } from '../../../cli/framework/base-command.ts';
+import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { revokeAgentToken, type AgentTokenSummary } from '../../../kernel/orchestrator/dispatch/tokens.ts';
 import { adminConfig, databaseFlag, withAgentDatabase } from './shared.ts';
 

@@ -2,11 +2,11 @@
 // SVC_DATABASE_URL, migrated if fresh) and the `--ttl` duration syntax.
 import { Flags } from '@oclif/core';
 import { pino } from 'pino';
-import { USAGE_ERROR_CODE } from '../../../cli/framework/base-command.ts';
+import { USAGE_ERROR_CODE } from '../../../core/cli/base-command.ts';
 import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../../../kernel/orchestrator/app.ts';
 import { loadConfig } from '../../../kernel/services/config/index.ts';
 import { createDatabase, migrate, type DatabasePool } from '../../../kernel/services/db/index.ts';
-import { InputError } from '../../../kernel/services/errors.ts';
+import { InputError } from '../../../core/errors.ts';
 import type { SvcConfig } from '../../../schemas/config.ts';
 
 export const databaseFlag = {

@@ -1,6 +1,6 @@
 // `svc-admin cache list [--org <org>] [--limit N] [--json]`: user and build cache entries.
 import { Flags } from '@oclif/core';
-import { SvcCommand } from '../../../cli/framework/base-command.ts';
+import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { MAX_CACHE_LIST, formatBytes, listCacheEntries, type CacheListRow } from '../../../kernel/orchestrator/caches/index.ts';
 import { adminConfig, databaseFlag, databaseUrl, withDatabase } from './shared.ts';
 

@@ -1,7 +1,7 @@
 // `svc-admin cache purge-legacy [--dry-run]`: deletes objects of the pre-0.6 cache layouts,
 // which 0.9 no longer reads (what counts as legacy: isLegacyCacheKey, docs/caches.md).
 import { Flags } from '@oclif/core';
-import { SvcCommand } from '../../../cli/framework/base-command.ts';
+import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { formatBytes, purgeLegacyObjects } from '../../../kernel/orchestrator/caches/index.ts';
 import { adminConfig, withStorage } from './shared.ts';
 

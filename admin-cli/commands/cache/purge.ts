@@ -1,6 +1,6 @@
 // `svc-admin cache purge --org <org> [--scope shared|iso/<run>]`: deletes an org's user cache.
 import { Flags } from '@oclif/core';
-import { SvcCommand } from '../../../cli/framework/base-command.ts';
+import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { purgeUserCache, type PurgeResult } from '../../../kernel/orchestrator/caches/index.ts';
 import { adminConfig, databaseFlag, databaseUrl, withDatabase, withStorage } from './shared.ts';
 

@@ -3,9 +3,9 @@
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { pino } from 'pino';
-import { createPluginHost, type StorageExtensionPoint } from '../../../kernel/host/index.ts';
-import type { PluginEnvironment } from '../../../kernel/orchestrator/app.ts';
-import { UnavailableError } from '../../../kernel/services/errors.ts';
+import { createPluginHost, type StorageExtensionPoint } from '../../../core/plugins/index.ts';
+import type { PluginEnvironment } from '../../../core/plugins/selection.ts';
+import { UnavailableError } from '../../../core/errors.ts';
 import { orchestratorPlugins } from '../../../plugins/builtin.ts';
 import type { SvcConfig } from '../../../schemas/config.ts';
 

@@ -1,7 +1,7 @@
 // `svc-admin context bind <name> [--repository <pattern>...] [--org <org>...]`: adds repository
 // patterns and orgs to the context's allowlist (the binding); existing entries stay.
 import { Args, Flags } from '@oclif/core';
-import { SvcCommand } from '../../../cli/framework/base-command.ts';
+import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { bindContext, type SecretContext } from '../../../kernel/orchestrator/secrets/index.ts';
 import { adminConfig, databaseFlag, databaseUrlOf, describeContext, withDatabase } from './shared.ts';
 

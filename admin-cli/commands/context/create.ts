@@ -2,7 +2,7 @@
 // [--orgs <org>...] [--min-trust trusted|any] [--allow-local-execution]`: a secret context
 // with its protection rules. Without a repository or org it is unbound (a warning says so).
 import { Args, Flags } from '@oclif/core';
-import { SvcCommand } from '../../../cli/framework/base-command.ts';
+import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { checkMinTrust, createContext, type SecretContext } from '../../../kernel/orchestrator/secrets/index.ts';
 import { adminConfig, databaseFlag, databaseUrlOf, describeContext, warnIfUnbound, withDatabase } from './shared.ts';
 

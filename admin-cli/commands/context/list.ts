@@ -1,5 +1,5 @@
 // `svc-admin context list`: every context with its rules and binding (never secret values).
-import { SvcCommand } from '../../../cli/framework/base-command.ts';
+import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { listContexts, type SecretContext } from '../../../kernel/orchestrator/secrets/index.ts';
 import { adminConfig, databaseFlag, databaseUrlOf, describeContext, warnIfUnbound, withDatabase } from './shared.ts';
 

@@ -3,9 +3,9 @@
 import { readFile } from 'node:fs/promises';
 import { Args, Flags } from '@oclif/core';
 import { parse as parseYaml } from 'yaml';
-import { SvcCommand } from '../../../cli/framework/base-command.ts';
-import { verifyPluginModule, type PluginVerifyReport } from '../../../kernel/host/index.ts';
-import { InputError, messageOf } from '../../../kernel/services/errors.ts';
+import { SvcCommand } from '../../../core/cli/base-command.ts';
+import { verifyPluginModule, type PluginVerifyReport } from '../../../core/plugins/index.ts';
+import { InputError, messageOf } from '../../../core/errors.ts';
 
 export default class PluginVerify extends SvcCommand {
   static override description = 'Check that a plugin module signs in (resolve, export, manifest, config, create) without starting a server';

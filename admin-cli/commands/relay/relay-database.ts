@@ -4,8 +4,8 @@ import { Flags } from '@oclif/core';
 import { pino } from 'pino';
 import { migrateRelay } from '../../../kernel/relay/index.ts';
 import { createDatabase, type DatabasePool } from '../../../kernel/services/db/index.ts';
-import { InputError } from '../../../kernel/services/errors.ts';
-import { USAGE_ERROR_CODE } from '../../../cli/framework/base-command.ts';
+import { InputError } from '../../../core/errors.ts';
+import { USAGE_ERROR_CODE } from '../../../core/cli/base-command.ts';
 
 export const databaseUrlFlag = {
   'database-url': Flags.string({ description: "the relay's PostgreSQL URL (default: SVC_RELAY_DATABASE_URL)" }),

@@ -1,6 +1,6 @@
 // `svc-admin runs list [--org <org_id>] [--limit N] [--json]`: newest runs with their jobs.
 import { Flags } from '@oclif/core';
-import { SvcCommand } from '../../../cli/framework/base-command.ts';
+import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { listRuns, MAX_RUN_LIST, type RunDetail } from '../../../kernel/orchestrator/runs/queries.ts';
 import { adminConfig, databaseFlag, databaseUrl, withDatabase } from '../source/shared.ts';
 

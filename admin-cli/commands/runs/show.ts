@@ -1,8 +1,8 @@
 // `svc-admin runs show <run_id> [--json]`: one run, its workflow origin and its jobs.
 import { Args } from '@oclif/core';
-import { SvcCommand } from '../../../cli/framework/base-command.ts';
+import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { getRunDetail, type RunDetail } from '../../../kernel/orchestrator/runs/queries.ts';
-import { NotFoundError } from '../../../kernel/services/errors.ts';
+import { NotFoundError } from '../../../core/errors.ts';
 import { adminConfig, databaseFlag, databaseUrl, withDatabase } from '../source/shared.ts';
 
 export default class RunsShow extends SvcCommand {

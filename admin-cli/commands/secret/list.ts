@@ -1,6 +1,6 @@
 // `svc-admin secret list <context>`: the context's secret keys and when each was set; never values.
 import { Args } from '@oclif/core';
-import { SvcCommand } from '../../../cli/framework/base-command.ts';
+import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { getContext, listSecretKeys, type SecretKeyInfo } from '../../../kernel/orchestrator/secrets/index.ts';
 import { adminConfig, databaseFlag, databaseUrlOf, warnIfUnbound, withDatabase } from '../context/shared.ts';
 

@@ -4,9 +4,9 @@
 // file or of stdin is dropped. The value is never printed or logged.
 import { readFile } from 'node:fs/promises';
 import { Args, Flags } from '@oclif/core';
-import { SvcCommand, USAGE_ERROR_CODE } from '../../../cli/framework/base-command.ts';
+import { SvcCommand, USAGE_ERROR_CODE } from '../../../core/cli/base-command.ts';
 import { getContext, MAX_SECRET_BYTES, setSecret } from '../../../kernel/orchestrator/secrets/index.ts';
-import { InputError, messageOf } from '../../../kernel/services/errors.ts';
+import { InputError, messageOf } from '../../../core/errors.ts';
 import { adminConfig, adminMasterKeys, databaseFlag, databaseUrlOf, warnIfUnbound, withDatabase } from '../context/shared.ts';
 
 function dropOneNewline(text: string): string {

@@ -2,10 +2,10 @@
 // material only. Keys come from the database when one is given, else from the issuer's JWKS.
 import { writeFile } from 'node:fs/promises';
 import { Flags } from '@oclif/core';
-import { SvcCommand, USAGE_ERROR_CODE } from '../../../cli/framework/base-command.ts';
+import { SvcCommand, USAGE_ERROR_CODE } from '../../../core/cli/base-command.ts';
 import { publicKeySet } from '../../../kernel/orchestrator/identity/key-store.ts';
 import { normalizeIssuer } from '../../../kernel/orchestrator/identity/service.ts';
-import { InputError, SvcError, UnavailableError, messageOf } from '../../../kernel/services/errors.ts';
+import { InputError, SvcError, UnavailableError, messageOf } from '../../../core/errors.ts';
 import { Jwks, type TrustRoot } from '../../../schemas/identity.ts';
 import { compileSchema } from '../../../schemas/validate.ts';
 import { adminConfig, databaseFlag, databaseUrlOf, withDatabase } from './shared.ts';

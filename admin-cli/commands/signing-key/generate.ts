@@ -1,6 +1,6 @@
 // `svc-admin signing-key generate`: the first db key; prints the kid of the key already active
 // when there is one (a no-op, also when another node won the race).
-import { SvcCommand } from '../../../cli/framework/base-command.ts';
+import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { adminConfig, adminMasterKeys, databaseFlag, databaseUrlOf, dbCustodyFor, withDatabase } from './shared.ts';
 
 export default class SigningKeyGenerate extends SvcCommand {

@@ -1,12 +1,12 @@
 // `svc-admin signing-key list`: kid, status, created_at. From the database when one is given,
 // else from the admin API (`GET /api/v1/admin/signing-keys`, a token with secret.read).
 import { Flags } from '@oclif/core';
-import { SvcCommand } from '../../../cli/framework/base-command.ts';
+import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { listSigningKeys } from '../../../kernel/orchestrator/identity/key-store.ts';
-import { AuthenticationError, InputError, SvcError, UnavailableError, messageOf } from '../../../kernel/services/errors.ts';
+import { AuthenticationError, InputError, SvcError, UnavailableError, messageOf } from '../../../core/errors.ts';
 import { SigningKeyList, type SigningKeySummary } from '../../../schemas/identity.ts';
 import { compileSchema } from '../../../schemas/validate.ts';
-import { USAGE_ERROR_CODE } from '../../../cli/framework/base-command.ts';
+import { USAGE_ERROR_CODE } from '../../../core/cli/base-command.ts';
 import { adminConfig, databaseFlag, databaseUrlOf, withDatabase } from './shared.ts';
 
 const checkList = compileSchema(SigningKeyList);

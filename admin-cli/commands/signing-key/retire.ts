@@ -1,6 +1,6 @@
 // `svc-admin signing-key retire <kid>`: retiring → retired (its public half stays in the JWKS).
 import { Args } from '@oclif/core';
-import { SvcCommand } from '../../../cli/framework/base-command.ts';
+import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { retireSigningKey } from '../../../kernel/orchestrator/identity/key-store.ts';
 import type { SigningKeySummary } from '../../../schemas/identity.ts';
 import { adminConfig, databaseFlag, databaseUrlOf, withDatabase } from './shared.ts';

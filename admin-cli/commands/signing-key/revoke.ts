@@ -1,7 +1,7 @@
 // `svc-admin signing-key revoke <kid> --reason <text>`: the key leaves the JWKS; everything it
 // signed stops verifying.
 import { Args, Flags } from '@oclif/core';
-import { SvcCommand } from '../../../cli/framework/base-command.ts';
+import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { revokeSigningKey } from '../../../kernel/orchestrator/identity/key-store.ts';
 import type { SigningKeySummary } from '../../../schemas/identity.ts';
 import { adminConfig, databaseFlag, databaseUrlOf, withDatabase } from './shared.ts';

@@ -1,5 +1,5 @@
 // `svc-admin signing-key rotate`: a new db key becomes active; the old one starts retiring.
-import { SvcCommand } from '../../../cli/framework/base-command.ts';
+import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { adminConfig, adminMasterKeys, databaseFlag, databaseUrlOf, dbCustodyFor, withDatabase } from './shared.ts';
 
 export default class SigningKeyRotate extends SvcCommand {

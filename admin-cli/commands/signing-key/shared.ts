@@ -11,8 +11,8 @@ import { dataDirMasterKey } from '../../../kernel/orchestrator/master-key-file.t
 import { loadConfig } from '../../../kernel/services/config/index.ts';
 import { loadMasterKeys, type MasterKeys } from '../../../kernel/services/crypto/master-keys.ts';
 import { createDatabase, migrate, type DatabasePool } from '../../../kernel/services/db/index.ts';
-import { InputError } from '../../../kernel/services/errors.ts';
-import { USAGE_ERROR_CODE } from '../../../cli/framework/base-command.ts';
+import { InputError } from '../../../core/errors.ts';
+import { USAGE_ERROR_CODE } from '../../../core/cli/base-command.ts';
 import { DbCustody } from '../../../plugins/custody/db/index.ts';
 
 export const databaseFlag = {

@@ -2,10 +2,10 @@
 // webhook URL and its secret (shown once; only the sealed secret is stored).
 import { readFile } from 'node:fs/promises';
 import { Args, Flags } from '@oclif/core';
-import { SvcCommand, USAGE_ERROR_CODE } from '../../../cli/framework/base-command.ts';
-import { checkGenericSettings } from '../../../kernel/orchestrator/ingest/generic.ts';
+import { SvcCommand, USAGE_ERROR_CODE } from '../../../core/cli/base-command.ts';
+import { checkGenericSettings } from '../../../kernel/orchestrator/ingest/entry/generic.ts';
 import { createSource, webhookUrl, type SourceSummary } from '../../../kernel/orchestrator/sources/store.ts';
-import { InputError, messageOf } from '../../../kernel/services/errors.ts';
+import { InputError, messageOf } from '../../../core/errors.ts';
 import { adminConfig, databaseFlag, databaseUrl, ingestBaseUrl, masterKey, withDatabase } from './shared.ts';
 
 function keyValues(values: readonly string[] | undefined, flag: string): Record<string, string> {

@@ -1,6 +1,6 @@
 // `svc-admin source list [--org <org_id>]`: sources with their routing keys; never a secret.
 import { Flags } from '@oclif/core';
-import { SvcCommand } from '../../../cli/framework/base-command.ts';
+import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { listSources, webhookUrl, type SourceSummary } from '../../../kernel/orchestrator/sources/store.ts';
 import { adminConfig, databaseFlag, databaseUrl, ingestBaseUrl, withDatabase } from './shared.ts';
 

@@ -1,6 +1,6 @@
 // `svc-admin source remove <source-id>`: deletes a source (and its registrations).
 import { Args } from '@oclif/core';
-import { SvcCommand } from '../../../cli/framework/base-command.ts';
+import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { removeSource, type SourceSummary } from '../../../kernel/orchestrator/sources/store.ts';
 import { adminConfig, databaseFlag, databaseUrl, withDatabase } from './shared.ts';
 

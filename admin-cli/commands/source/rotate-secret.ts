@@ -1,7 +1,7 @@
 // `svc-admin source rotate-secret <source-id> [--finish]`: a new secret while the old one still
 // verifies (both accepted); `--finish` drops the old one once the sender uses the new.
 import { Args, Flags } from '@oclif/core';
-import { SvcCommand } from '../../../cli/framework/base-command.ts';
+import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { rotateSourceSecret, type SourceSummary } from '../../../kernel/orchestrator/sources/store.ts';
 import { adminConfig, databaseFlag, databaseUrl, masterKey, withDatabase } from './shared.ts';
 

@@ -5,13 +5,13 @@ import { resolve } from 'node:path';
 import { Flags } from '@oclif/core';
 import { pino } from 'pino';
 import type { SvcConfig } from '../../../schemas/config.ts';
-import { USAGE_ERROR_CODE } from '../../../cli/framework/base-command.ts';
+import { USAGE_ERROR_CODE } from '../../../core/cli/base-command.ts';
 import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../../../kernel/orchestrator/app.ts';
 import { dataDirMasterKey } from '../../../kernel/orchestrator/master-key-file.ts';
 import { loadConfig } from '../../../kernel/services/config/index.ts';
 import { loadMasterKeys } from '../../../kernel/services/crypto/master-keys.ts';
 import { createDatabase, migrate, type DatabasePool } from '../../../kernel/services/db/index.ts';
-import { InputError } from '../../../kernel/services/errors.ts';
+import { InputError } from '../../../core/errors.ts';
 
 export const databaseFlag = {
   'database-url': Flags.string({ description: 'orchestrator database (default: SVC_DATABASE_URL)' }),

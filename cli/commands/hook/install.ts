@@ -2,8 +2,8 @@
 // `.svc/svc.lock.json` (see cli/init/pre-commit-hook.ts).
 import { realpathSync } from 'node:fs';
 import { Flags } from '@oclif/core';
-import { SvcCommand } from '../../framework/base-command.ts';
-import { InputError } from '../../../kernel/services/errors.ts';
+import { SvcCommand } from '../../../core/cli/base-command.ts';
+import { InputError } from '../../../core/errors.ts';
 
 export default class HookInstall extends SvcCommand {
   static override description = 'Install a git pre-commit hook that runs `svc compile` and stages .svc/svc.lock.json';

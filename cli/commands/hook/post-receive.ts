@@ -2,8 +2,8 @@
 // or tag into a signed, GitHub-shaped push webhook for the `git` provider. With `--install <repo>`
 // it writes the repository's `svc.*` git config and the hook script instead.
 import { Flags } from '@oclif/core';
-import { SvcCommand, USAGE_ERROR_CODE } from '../../framework/base-command.ts';
-import { InputError } from '../../../kernel/services/errors.ts';
+import { SvcCommand, USAGE_ERROR_CODE } from '../../../core/cli/base-command.ts';
+import { InputError } from '../../../core/errors.ts';
 import { hookGit } from '../../git-hook/git.ts';
 import { installPostReceiveHook, type InstallHookResult } from '../../git-hook/install.ts';
 import { runPostReceive, type HookReport } from '../../git-hook/run-hook.ts';

@@ -1,6 +1,6 @@
 // `svc org use <org>`: the org `svc runs` and other Platform commands act on.
 import { Args } from '@oclif/core';
-import { SvcCommand } from '../../framework/base-command.ts';
+import { SvcCommand } from '../../../core/cli/base-command.ts';
 
 export default class OrgUse extends SvcCommand {
   static override description = 'Choose the org Platform commands act on (stored in the config file)';

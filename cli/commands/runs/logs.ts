@@ -7,8 +7,8 @@
 // has ended and every line is read.
 import { Args, Flags } from '@oclif/core';
 import type { RunLogLine, RunLogsPage } from '../../../schemas/wire/relay.ts';
-import { SvcCommand } from '../../framework/base-command.ts';
-import { UnavailableError, isSvcError } from '../../../kernel/services/errors.ts';
+import { SvcCommand } from '../../../core/cli/base-command.ts';
+import { UnavailableError, isSvcError } from '../../../core/errors.ts';
 
 export const SETUP_STEP = '(setup)';
 export const FOLLOW_INTERVAL_MS = 1_000;

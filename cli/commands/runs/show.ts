@@ -2,7 +2,7 @@
 // sha, ref, event, lineage, timings, and each job (status, reason, agent, steps with timing).
 import { Args } from '@oclif/core';
 import type { RunView } from '../../../schemas/wire/relay.ts';
-import { SvcCommand } from '../../framework/base-command.ts';
+import { SvcCommand } from '../../../core/cli/base-command.ts';
 
 function duration(start: string | null, end: string | null): string {
   if (start === null || end === null) return '';

@@ -1,6 +1,6 @@
 // Operator views and clean-ups of the caches (`svc-admin cache list|purge|purge-legacy`).
 import { Type, type Static } from 'typebox';
-import type { StorageExtensionPoint } from '../../host/extension-points/storage.ts';
+import type { StorageExtensionPoint } from '../../../core/extension-points/storage.ts';
 import { sqlTyped, type DatabasePool } from '../../services/db/index.ts';
 import { CURRENT_PREFIXES, checkOrg, checkScope } from './keys.ts';
 

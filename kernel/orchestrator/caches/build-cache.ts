@@ -7,9 +7,9 @@
 import type { Logger } from 'pino';
 import type { Static } from 'typebox';
 import type { CacheUploadComplete, CacheUploadRequest, CacheUploadResponse } from '../../../schemas/wire/agent.ts';
-import type { StorageExtensionPoint } from '../../host/extension-points/storage.ts';
+import type { StorageExtensionPoint } from '../../../core/extension-points/storage.ts';
 import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
-import { InputError, NotAllowedError, NotFoundError, UnavailableError } from '../../services/errors.ts';
+import { InputError, NotAllowedError, NotFoundError, UnavailableError } from '../../../core/errors.ts';
 import type { SvcMetrics } from '../../services/metrics.ts';
 import { Type } from 'typebox';
 import { activeJobOf, type AgentJobRow } from './job-access.ts';

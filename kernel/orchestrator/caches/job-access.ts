@@ -3,7 +3,7 @@
 import { Type, type Static } from 'typebox';
 import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
 import type { CommonQueryMethods } from 'slonik';
-import { NotAllowedError, NotFoundError } from '../../services/errors.ts';
+import { NotAllowedError, NotFoundError } from '../../../core/errors.ts';
 
 export const ACTIVE_JOB_STATUSES = ['dispatched', 'running'] as const;
 

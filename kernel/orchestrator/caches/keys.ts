@@ -1,7 +1,7 @@
 // Object keys of the cache layouts (spec "Other records") and the checks on the names agents
 // send us: a digest or hash becomes one storage key segment, so it must be a plain name.
 import { createHash } from 'node:crypto';
-import { InputError } from '../../services/errors.ts';
+import { InputError } from '../../../core/errors.ts';
 
 /** Prefixes of the current (0.6+) layouts; anything else that looks like a cache is legacy. */
 export const CURRENT_PREFIXES = ['source/v2/', 'deps/', 'cache/', 'event-log/'] as const;

@@ -1,7 +1,7 @@
 // The caches subsystem: answers the agent's cache messages through dispatch and runs the
 // sweepers (stale temporary uploads, TTL expiry). Starts after dispatch.
-import type { StorageExtensionPoint } from '../../host/extension-points/storage.ts';
-import { isSvcError, messageOf } from '../../services/errors.ts';
+import type { StorageExtensionPoint } from '../../../core/extension-points/storage.ts';
+import { isSvcError, messageOf } from '../../../core/errors.ts';
 import type { OrchestratorContext, Subsystem } from '../context.ts';
 import { getDispatchService } from '../dispatch/index.ts';
 import { answerUploadRequest, completeUpload, type CacheDeps } from './build-cache.ts';

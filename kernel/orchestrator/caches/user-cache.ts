@@ -13,9 +13,9 @@ import type {
   CacheUserSaveRequest,
   CacheUserSaveResponse,
 } from '../../../schemas/wire/agent.ts';
-import type { StorageExtensionPoint } from '../../host/extension-points/storage.ts';
+import type { StorageExtensionPoint } from '../../../core/extension-points/storage.ts';
 import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
-import { ConflictError, InputError, NotFoundError } from '../../services/errors.ts';
+import { ConflictError, InputError, NotFoundError } from '../../../core/errors.ts';
 import { PRESIGN_SECONDS, type AgentRef, type CacheDeps } from './build-cache.ts';
 import { activeJobOf, isTrustedRef, type AgentJobRow } from './job-access.ts';
 import { checkCacheName, checkOrg, checkUserKey, isoScope, userObjectKey, userTempKey, type UserScope } from './keys.ts';

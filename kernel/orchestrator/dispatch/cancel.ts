@@ -4,7 +4,7 @@
 import type { CommonQueryMethods } from 'slonik';
 import type { OrchestratorContext } from '../context.ts';
 import { notify, sql, type DatabasePool } from '../../services/db/index.ts';
-import { InputError, NotFoundError } from '../../services/errors.ts';
+import { InputError, NotFoundError } from '../../../core/errors.ts';
 import { AGENT_COMMANDS_CHANNEL } from './notify.ts';
 import { progressRun, recordJobComplete } from './progression.ts';
 

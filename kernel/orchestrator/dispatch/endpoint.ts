@@ -12,7 +12,7 @@ import { compileMessageUnion, formatIssues } from '../../../schemas/validate.ts'
 import { AgentToOrchestratorMembers, type AgentRegister, type OrchestratorToAgent } from '../../../schemas/wire/agent.ts';
 import { MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, WS_CLOSE_PROTOCOL_ERROR, WS_CLOSE_REFUSED, WS_CLOSE_UNAUTHORIZED } from '../../../schemas/wire/relay.ts';
 import { sql } from '../../services/db/index.ts';
-import { isSvcError, messageOf } from '../../services/errors.ts';
+import { isSvcError, messageOf } from '../../../core/errors.ts';
 import type { OrchestratorContext } from '../context.ts';
 import { effectiveLabels } from './labels.ts';
 import { reattachJobs } from './recovery.ts';

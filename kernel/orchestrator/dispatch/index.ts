@@ -11,7 +11,7 @@
 //     .registry                                agents connected to this node
 //     .sendToAgent(agentId, message)           send to an agent connected here
 import type { OrchestratorContext, Subsystem } from '../context.ts';
-import type { StorageExtensionPoint } from '../../host/extension-points/storage.ts';
+import type { StorageExtensionPoint } from '../../../core/extension-points/storage.ts';
 import { identityServiceOf } from '../identity/subsystem.ts';
 import { registerAgentEndpoint } from './endpoint.ts';
 import { DispatchService, type DispatchTuning } from './service.ts';

@@ -9,7 +9,7 @@
 //
 // Matchers (each job `runsOn` entry; all must hold): `label` (exact), `!label` (must not have),
 // `prefix*` (some label starts with prefix), `!prefix*` (no label starts with prefix).
-import { InputError } from '../../services/errors.ts';
+import { InputError } from '../../../core/errors.ts';
 
 export const AUTO_LABEL_PREFIX = 'svc:';
 

@@ -2,9 +2,9 @@
 // cache URLs from storage pointers, checkout credentials from the provider plugin.
 import { Type, type Static } from 'typebox';
 import type { JobDispatch } from '../../../schemas/wire/agent.ts';
-import type { StorageExtensionPoint } from '../../host/extension-points/storage.ts';
+import type { StorageExtensionPoint } from '../../../core/extension-points/storage.ts';
 import { sqlTyped, type DatabasePool } from '../../services/db/index.ts';
-import { messageOf } from '../../services/errors.ts';
+import { messageOf } from '../../../core/errors.ts';
 import type { MasterKeys } from '../../services/crypto/master-keys.ts';
 import type { Logger } from 'pino';
 import { schedulingJobConfig } from '../scheduling/config.ts';

@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import type { JobDispatch } from '../../../schemas/wire/agent.ts';
 import { sql, type DatabasePool } from '../../services/db/index.ts';
-import { messageOf } from '../../services/errors.ts';
+import { messageOf } from '../../../core/errors.ts';
 import { requiredMatchers, satisfies } from './labels.ts';
 import { loadDispatchRow, type DispatchRow } from './message.ts';
 import { lockRunsOfJobs, progressRun, recordJobComplete } from './progression.ts';

@@ -4,9 +4,9 @@
 import type { Logger } from 'pino';
 import type { Static } from 'typebox';
 import { AgentToOrchestratorMembers, type JobDispatch, type OrchestratorToAgent } from '../../../schemas/wire/agent.ts';
-import type { StorageExtensionPoint } from '../../host/extension-points/storage.ts';
+import type { StorageExtensionPoint } from '../../../core/extension-points/storage.ts';
 import { createListener, type DatabasePool, type Listener } from '../../services/db/index.ts';
-import { messageOf } from '../../services/errors.ts';
+import { messageOf } from '../../../core/errors.ts';
 import type { SvcMetrics } from '../../services/metrics.ts';
 import type { MasterKeys } from '../../services/crypto/master-keys.ts';
 import type { AgentCommand } from './cancel.ts';

@@ -4,7 +4,7 @@
 import type { Static } from 'typebox';
 import type { JobContext, JobStatus, LogChunk, StepStatus } from '../../../schemas/wire/agent.ts';
 import { sql, type DatabasePool } from '../../services/db/index.ts';
-import { NotAllowedError } from '../../services/errors.ts';
+import { NotAllowedError } from '../../../core/errors.ts';
 import { lockRunForProgress, progressRun, recordJobComplete, type ProgressionResult } from './progression.ts';
 import { applySchedulingReport } from '../scheduling/report.ts';
 

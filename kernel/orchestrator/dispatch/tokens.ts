@@ -4,7 +4,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { Type, type Static } from 'typebox';
 import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
-import { InputError, NotFoundError } from '../../services/errors.ts';
+import { InputError, NotFoundError } from '../../../core/errors.ts';
 
 /** Prefix that makes a leaked agent token easy to recognise (secret scanners, logs). */
 export const AGENT_TOKEN_PREFIX = 'svcat_';

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { CommonQueryMethods } from 'slonik';
 import { notify, sql } from '../../services/db/index.ts';
-import { InputError } from '../../services/errors.ts';
+import { InputError } from '../../../core/errors.ts';
 
 /** Every stored event is announced here with `{ id, name, orgId }`; listeners read the row. */
 export const INTERNAL_EVENTS_CHANNEL = 'svc_internal_events';

@@ -3,7 +3,7 @@
 import type { Static } from 'typebox';
 import type { EventEmit, EventEmitResponse } from '../../../schemas/wire/agent.ts';
 import type { DatabasePool } from '../../services/db/index.ts';
-import { isSvcError } from '../../services/errors.ts';
+import { isSvcError } from '../../../core/errors.ts';
 import { activeJobOf } from '../caches/job-access.ts';
 import type { OrchestratorContext, Subsystem } from '../context.ts';
 import { getDispatchService } from '../dispatch/index.ts';

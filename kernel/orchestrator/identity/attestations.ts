@@ -4,7 +4,7 @@
 // later by fulfilDeferredAttestations (origin `deferred`, or `offline-backfill` for an operator).
 import { randomUUID } from 'node:crypto';
 import { Type } from 'typebox';
-import type { CustodyExtensionPoint } from '../../host/extension-points/custody.ts';
+import type { CustodyExtensionPoint } from '../../../core/extension-points/custody.ts';
 import {
   ATTESTATION_BUNDLE_MEDIA_TYPE,
   AttestationBundle,
@@ -13,7 +13,7 @@ import {
 } from '../../../schemas/identity.ts';
 import { compileSchema } from '../../../schemas/validate.ts';
 import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
-import { InputError } from '../../services/errors.ts';
+import { InputError } from '../../../core/errors.ts';
 import { loadRunJob, type RunJobRow } from './claims.ts';
 import { preAuthEncoding, provenanceStatement, sha256Hex, type Artifact } from './dsse.ts';
 import type { Minter } from './mint.ts';

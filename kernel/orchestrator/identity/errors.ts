@@ -1,5 +1,5 @@
 // Identity errors with stable codes.
-import { SvcError } from '../../services/errors.ts';
+import { SvcError } from '../../../core/errors.ts';
 
 /** A sealed signing key opens with no configured master key: boot must stop. */
 export class MasterKeyMismatchError extends SvcError {}

@@ -1,9 +1,9 @@
 // Compact JWS through a custody plugin: jose's SignJWT needs the private key in process, which
 // aws-kms and command custody never give us, so the signing input is built here and signed by
 // `custody.sign` (64-byte raw r‖s is exactly the JWS ES256 signature encoding).
-import type { CustodyExtensionPoint } from '../../host/extension-points/custody.ts';
-import { ES256_SIGNATURE_BYTES } from '../../host/extension-points/custody.ts';
-import { SvcError } from '../../services/errors.ts';
+import type { CustodyExtensionPoint } from '../../../core/extension-points/custody.ts';
+import { ES256_SIGNATURE_BYTES } from '../../../core/extension-points/custody.ts';
+import { SvcError } from '../../../core/errors.ts';
 
 const b64url = (bytes: Uint8Array | string): string => Buffer.from(bytes).toString('base64url');
 

@@ -4,13 +4,13 @@
 // sweeps open and re-seal it under the master key and never return it.
 import type { JWK } from 'jose';
 import { Type, type Static } from 'typebox';
-import type { CustodyKeyVault, NewSigningKey, StoredSigningKey } from '../../host/extension-points/custody.ts';
+import type { CustodyKeyVault, NewSigningKey, StoredSigningKey } from '../../../core/extension-points/custody.ts';
 import { EcPublicJwk, type CustodyKind, type Jwks, type SigningKeyStatus, type SigningKeySummary } from '../../../schemas/identity.ts';
 import { compileSchema, formatIssues } from '../../../schemas/validate.ts';
 import type { MasterKeys } from '../../services/crypto/master-keys.ts';
 import { OpenFailedError, openWithAny, seal } from '../../services/crypto/sealing.ts';
 import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
-import { ConflictError, InputError, NotFoundError, SvcError } from '../../services/errors.ts';
+import { ConflictError, InputError, NotFoundError, SvcError } from '../../../core/errors.ts';
 import { MasterKeyMismatchError } from './errors.ts';
 
 const KeyRow = Type.Object({

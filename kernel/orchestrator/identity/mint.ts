@@ -4,10 +4,10 @@
 // deferred at once with a failure code.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { CUSTODY_NO_ACTIVE_KEY, type CustodyExtensionPoint } from '../../host/extension-points/custody.ts';
+import { CUSTODY_NO_ACTIVE_KEY, type CustodyExtensionPoint } from '../../../core/extension-points/custody.ts';
 import type { AttestationOrigin, CustodyKind, IdentityClaims } from '../../../schemas/identity.ts';
 import type { DatabasePool } from '../../services/db/index.ts';
-import { InputError, NotAllowedError, isSvcError, messageOf } from '../../services/errors.ts';
+import { InputError, NotAllowedError, isSvcError, messageOf } from '../../../core/errors.ts';
 import { claimsFor, loadRunJob, type RunJobRow } from './claims.ts';
 import { signCompactJws } from './jws.ts';
 import { registerExternalKey, signingKeyStatus } from './key-store.ts';

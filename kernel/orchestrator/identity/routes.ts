@@ -4,7 +4,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { VerifyAttestationRequest } from '../../../schemas/identity.ts';
 import type { DatabasePool } from '../../services/db/index.ts';
-import { AuthenticationError, NotAllowedError } from '../../services/errors.ts';
+import { AuthenticationError, NotAllowedError } from '../../../core/errors.ts';
 import type { SvcHttpServer } from '../../services/http/index.ts';
 import { listSigningKeys } from './key-store.ts';
 import type { IdentityService } from './service.ts';

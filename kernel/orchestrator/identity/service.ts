@@ -1,7 +1,7 @@
 // The identity service one orchestrator node holds: minting, attestations, discovery, JWKS and
 // verification, over one custody plugin and the shared key table.
 import type { Logger } from 'pino';
-import type { CustodyExtensionPoint } from '../../host/extension-points/custody.ts';
+import type { CustodyExtensionPoint } from '../../../core/extension-points/custody.ts';
 import {
   IDENTITY_CLAIM_NAMES,
   type AttestationBundle,
@@ -17,7 +17,7 @@ type OidcTokenRequest = Static<typeof OidcTokenRequestSchema>;
 type OidcTokenResponse = Static<typeof OidcTokenResponseSchema>;
 type ProtocolError = Static<typeof ProtocolErrorSchema>;
 import type { DatabasePool } from '../../services/db/index.ts';
-import { isSvcError, messageOf } from '../../services/errors.ts';
+import { isSvcError, messageOf } from '../../../core/errors.ts';
 import {
   attestationBundle,
   createAttestation,

@@ -2,7 +2,7 @@
 // neither master key opens stops the boot, naming the store), bind the custody plugin to the key
 // table, make sure a key exists, mount the issuer routes, and sweep deferred attestations.
 import type { CustodyKind } from '../../../schemas/identity.ts';
-import { messageOf } from '../../services/errors.ts';
+import { messageOf } from '../../../core/errors.ts';
 import type { OrchestratorContext, Subsystem } from '../context.ts';
 import { createKeyVault, registerExternalKey, resealSigningKeys } from './key-store.ts';
 import { registerIdentityRoutes, registerSigningKeyAdminRoute } from './routes.ts';

@@ -12,7 +12,7 @@ import {
   type VerifyAttestationResponse,
 } from '../../../schemas/identity.ts';
 import { compileSchema, formatIssues } from '../../../schemas/validate.ts';
-import { messageOf } from '../../services/errors.ts';
+import { messageOf } from '../../../core/errors.ts';
 import { preAuthEncoding, sha256Hex, type ProvenanceStatement } from './dsse.ts';
 
 const checkBundle = compileSchema(AttestationBundle);

@@ -2,18 +2,18 @@
 // mode or links to the relay (announcing sources, routing only) when `platform.url` is set, and
 // serves the run admin routes.
 import type { RelaySource } from '../../../schemas/wire/relay.ts';
-import type { StorageExtensionPoint } from '../../host/extension-points/storage.ts';
+import type { StorageExtensionPoint } from '../../../core/extension-points/storage.ts';
 import type { OrchestratorContext, Subsystem } from '../context.ts';
 import { notifyJobsQueued } from '../dispatch/notify.ts';
 import { connectRelay, type RelayLink } from '../relay-link/index.ts';
 import { runAdminRoutes } from '../runs/routes.ts';
-import { relayMessageHandler } from '../runs-api/index.ts';
+import { relayMessageHandler } from '../runs/api/index.ts';
 import { watchSources } from '../sources/cache.ts';
 import { listSources, toRelaySource } from '../sources/store.ts';
 import { createListener } from '../../services/db/index.ts';
-import { INGEST_EVENTS_CHANNEL } from './registrations.ts';
-import { releaseInterrupted } from './delivery-record.ts';
-import { webhookRoutes } from './http.ts';
+import { INGEST_EVENTS_CHANNEL } from './steps/registrations.ts';
+import { releaseInterrupted } from './record/delivery-record.ts';
+import { webhookRoutes } from './entry/http-route.ts';
 import { createIngest, type IngestPipeline } from './pipeline.ts';
 import { createIngestPool } from './pool.ts';
 import type { IncomingDelivery } from './types.ts';
@@ -89,7 +89,7 @@ export const ingestSubsystem: Subsystem = {
       orchestratorId: ctx.nodeId,
       sources: () => [...announced.values()],
       logger,
-      // Dashboard/CLI requests relayed by the Platform (rerun, cancel, payload, run show/logs): runs-api.
+      // Dashboard/CLI requests relayed by the Platform (rerun, cancel, payload, run show/logs): runs/api.
       onMessage: relayMessageHandler(ctx, pipeline, (reply) => link.send(reply)),
       onDelivery: async (message) => {
         const delivery: IncomingDelivery = {

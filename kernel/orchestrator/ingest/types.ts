@@ -5,9 +5,9 @@ import type { Logger } from 'pino';
 import type { NormalizedEvent } from '../../../schemas/event.ts';
 import type { Lock } from '../../../schemas/lock.ts';
 import type { AckResult } from '../../../schemas/wire/relay.ts';
-import type { RepositoryRef, SourceProviderExtensionPoint } from '../../host/extension-points/provider.ts';
+import type { RepositoryRef, SourceProviderExtensionPoint } from '../../../core/extension-points/provider.ts';
 import type { OpenedSource } from '../sources/store.ts';
-import type { ClaimOptions } from './delivery-record.ts';
+import type { ClaimOptions } from './record/delivery-record.ts';
 
 export const DELIVERY_STATUSES = [
   'matched',

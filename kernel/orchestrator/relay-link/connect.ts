@@ -19,7 +19,7 @@ import {
   type WebhookDeliver,
 } from '../../../schemas/wire/relay.ts';
 import { compileMessageUnion, compileSchema, formatIssues } from '../../../schemas/validate.ts';
-import { UnavailableError, isSvcError, messageOf } from '../../services/errors.ts';
+import { UnavailableError, isSvcError, messageOf } from '../../../core/errors.ts';
 
 export const CONNECT_PATH = '/v1/orchestrators/connect';
 /** A 25 MiB body is ~33.4 MiB in base64, plus headers and framing. */

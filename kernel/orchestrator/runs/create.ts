@@ -11,6 +11,9 @@ import type { LockJob, LockWorkflow } from '../../../schemas/lock.ts';
 import { sql, sqlTyped } from '../../services/db/index.ts';
 import { FILTER_JOB_NAME, HOOKS_JOB_NAME, generatorJobName } from '../scheduling/names.ts';
 import { schedulingPlanOf } from '../scheduling/plan.ts';
+import { expandMatrix, type MatrixValue } from '../../../workflow/matrix.ts';
+
+export { expandMatrix };
 
 /** Name of the build job inside the run that owns it; the run's jobs need it. */
 export const BUILD_JOB_NAME = 'svc:build';
@@ -56,19 +59,6 @@ export interface CreatedRun {
   queuedJobs: number;
   /** This run created the coalesced build job (else it waits for another run's). */
   ownsBuild: boolean;
-}
-
-type MatrixValue = string | number | boolean;
-
-/** Every combination of a static matrix, axes in key order. */
-export function expandMatrix(axes: Record<string, readonly MatrixValue[]>): Record<string, MatrixValue>[] {
-  let combos: Record<string, MatrixValue>[] = [{}];
-  for (const name of Object.keys(axes).sort()) {
-    const next: Record<string, MatrixValue>[] = [];
-    for (const combo of combos) for (const value of axes[name] ?? []) next.push({ ...combo, [name]: value });
-    combos = next;
-  }
-  return combos;
 }
 
 /** Job rows a new run of `workflow` gets (static matrices expanded), the build job aside. */

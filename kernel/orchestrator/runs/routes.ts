@@ -5,7 +5,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { DatabasePool } from '../../services/db/index.ts';
-import { AuthenticationError, NotFoundError } from '../../services/errors.ts';
+import { AuthenticationError, NotFoundError } from '../../../core/errors.ts';
 import { getRunDetail, listRuns, MAX_RUN_LIST } from './queries.ts';
 
 export function checkAdminBearer(request: FastifyRequest, token: string | undefined): void {

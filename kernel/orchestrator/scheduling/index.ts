@@ -13,7 +13,7 @@
 //   FILTER_JOB_NAME, HOOKS_JOB_NAME, generatorJobName(entry)       pseudo-job names
 //   outputsOf(pool, runId, names)                                  outputs as dependents see them
 import type { Subsystem } from '../context.ts';
-import { messageOf } from '../../services/errors.ts';
+import { messageOf } from '../../../core/errors.ts';
 import { sweepRunDeadlines } from './deadline.ts';
 
 export { FILTER_JOB_NAME, HOOKS_JOB_NAME, generatorJobName, generatorEntryOf, isInternalJobName, matrixKey } from './names.ts';

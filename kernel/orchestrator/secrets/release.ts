@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import type { MasterKeys } from '../../services/crypto/master-keys.ts';
 import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
-import { NotAllowedError } from '../../services/errors.ts';
+import { NotAllowedError } from '../../../core/errors.ts';
 import { checkContextRules, type RunFacts } from './rules.ts';
 import { ContextRow, contextOf, openContextSecrets } from './store.ts';
 

@@ -1,7 +1,7 @@
 // Protection rules of a secret context checked against a run (spec "Authentication" 7): the
 // binding (repository patterns or orgs), branch globs, minimum trust, and the test-run flag.
 // Pure: the caller loads the context and the run.
-import { compilePatternList, quote, select, showList } from '../../matching/patterns.ts';
+import { compilePatternList, quote, select, showList } from '../../../workflow/matching/patterns.ts';
 import type { SecretContext } from './store.ts';
 
 export interface RunFacts {

@@ -6,8 +6,8 @@ import { Type, type Static } from 'typebox';
 import { openWithAny, OpenFailedError, seal, type NamedKey } from '../../services/crypto/sealing.ts';
 import type { MasterKeys } from '../../services/crypto/master-keys.ts';
 import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
-import { ConflictError, InputError, NotFoundError, SvcError } from '../../services/errors.ts';
-import { compilePatternList } from '../../matching/patterns.ts';
+import { ConflictError, InputError, NotFoundError, SvcError } from '../../../core/errors.ts';
+import { compilePatternList } from '../../../workflow/matching/patterns.ts';
 
 export const CONTEXT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 export const SECRET_KEY_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;

@@ -9,7 +9,7 @@ import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import type { NamedKey } from '../../services/crypto/sealing.ts';
 import type { DatabasePool, Listener } from '../../services/db/index.ts';
-import { messageOf } from '../../services/errors.ts';
+import { messageOf } from '../../../core/errors.ts';
 import { findSourceRow, getSourceRow, listSources, openSource, SOURCES_CHANNEL, type OpenedSource, type SourceSummary } from './store.ts';
 
 export type SourceLookup =

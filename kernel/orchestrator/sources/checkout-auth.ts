@@ -3,10 +3,10 @@
 // Registered on the dispatch service after it starts; without a source the dispatcher falls
 // back to the event's clone URL with no credential.
 import type { NormalizedEvent } from '../../../schemas/event.ts';
-import type { RepositoryRef } from '../../host/extension-points/provider.ts';
+import type { RepositoryRef } from '../../../core/extension-points/provider.ts';
 import type { OrchestratorContext, Subsystem } from '../context.ts';
 import { getDispatchService, type SourceAuthResolver } from '../dispatch/index.ts';
-import { repositoryOf } from '../ingest/repository.ts';
+import { repositoryOf } from '../ingest/steps/repository.ts';
 import { getSourceRow, openSource } from './store.ts';
 
 export function checkoutAuthResolver(ctx: OrchestratorContext): SourceAuthResolver {

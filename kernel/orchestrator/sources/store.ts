@@ -6,7 +6,7 @@ import { Type, type Static } from 'typebox';
 import type { RelaySource } from '../../../schemas/wire/relay.ts';
 import { openWithAny, seal, type NamedKey } from '../../services/crypto/sealing.ts';
 import { notify, sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
-import { ConflictError, InputError, NotFoundError } from '../../services/errors.ts';
+import { ConflictError, InputError, NotFoundError } from '../../../core/errors.ts';
 
 export type ForkPolicy = 'run' | 'ignore';
 

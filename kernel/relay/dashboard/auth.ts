@@ -3,7 +3,7 @@
 // a token of another org than the path's → 403.
 import type { FastifyRequest } from 'fastify';
 import type { DatabasePool } from '../../services/db/index.ts';
-import { AuthenticationError, NotAllowedError } from '../../services/errors.ts';
+import { AuthenticationError, NotAllowedError } from '../../../core/errors.ts';
 import { orgForToken } from '../orgs.ts';
 import { PAT_PREFIX, patForToken } from '../pats/index.ts';
 

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { OrchestratorToRelay, RelayToOrchestrator } from '../../../schemas/wire/relay.ts';
-import { UnavailableError } from '../../services/errors.ts';
+import { UnavailableError } from '../../../core/errors.ts';
 import type { OrchestratorConnection, OrchestratorPool } from '../orchestrator-pool.ts';
 
 export type BrokerRequest = Extract<RelayToOrchestrator, { requestId: string }>;

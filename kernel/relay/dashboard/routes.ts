@@ -12,7 +12,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { MAX_LOG_CURSOR_LENGTH, type DashboardError } from '../../../schemas/wire/relay.ts';
 import { sql, type DatabasePool } from '../../services/db/index.ts';
-import { InputError, isSvcError } from '../../services/errors.ts';
+import { InputError, isSvcError } from '../../../core/errors.ts';
 import type { SvcHttpServer } from '../../services/http/index.ts';
 import { ORG_ID_PATTERN } from '../orgs.ts';
 import { authorize, identify, type Caller } from './auth.ts';

@@ -3,7 +3,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { Type } from 'typebox';
 import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
-import { InputError, NotFoundError } from '../../services/errors.ts';
+import { InputError, NotFoundError } from '../../../core/errors.ts';
 import { checkOrgId } from '../orgs.ts';
 
 /** PATs start with this so they are easy to spot (and never mistaken for a platform token). */

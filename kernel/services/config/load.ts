@@ -7,7 +7,7 @@ import type { TSchema } from 'typebox';
 import { parseDocument } from 'yaml';
 import { SvcConfig } from '../../../schemas/config.ts';
 import { compileSchema, type ValidationIssue } from '../../../schemas/validate.ts';
-import { InputError, messageOf } from '../errors.ts';
+import { InputError, messageOf } from '../../../core/errors.ts';
 import { configDefaults } from './defaults.ts';
 import { CONFIG_ENV, closestEnvName, isNonConfigEnv } from './env.ts';
 import { SENSITIVE_CONFIG_PATHS, getPath } from './redact.ts';

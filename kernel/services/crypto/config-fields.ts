@@ -1,7 +1,7 @@
 // Encrypting sensitive fields of stored shared config versions (spec: config versions): each
 // value is sealed with additional data `config-field:<path>`; `encrypted_paths` records which.
 import { ENCRYPTED_CONFIG_PATHS } from '../config/redact.ts';
-import { InputError } from '../errors.ts';
+import { InputError } from '../../../core/errors.ts';
 import { openWithAny, seal, openText, type NamedKey } from './sealing.ts';
 
 export function configFieldAd(path: string): string {

@@ -2,7 +2,7 @@
 // rotation, the previous one (`secrets.keyOld` or `secrets.keyFileOld`).
 import { readFile } from 'node:fs/promises';
 import type { SvcConfig } from '../../../schemas/config.ts';
-import { InputError, messageOf } from '../errors.ts';
+import { InputError, messageOf } from '../../../core/errors.ts';
 import { parseMasterKey, type NamedKey } from './sealing.ts';
 
 export interface MasterKeys {

@@ -3,7 +3,7 @@
 // The additional data binds a sealed value to where it is stored, so a value copied to another
 // field or row does not open there.
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { InputError, SvcError } from '../errors.ts';
+import { InputError, SvcError } from '../../../core/errors.ts';
 
 export const KEY_BYTES = 32;
 export const IV_BYTES = 12;

@@ -9,7 +9,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { Logger } from 'pino';
-import { ConflictError, SvcError, UnavailableError, messageOf } from '../errors.ts';
+import { ConflictError, SvcError, UnavailableError, messageOf } from '../../../core/errors.ts';
 
 const execFileAsync = promisify(execFile);
 

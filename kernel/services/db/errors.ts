@@ -1,5 +1,5 @@
 // Error helpers shared by the database service. Codes are stable: SVC_ERR_DB_<WHAT>.
-import { InputError, SvcError, UnavailableError, messageOf } from '../errors.ts';
+import { InputError, SvcError, UnavailableError, messageOf } from '../../../core/errors.ts';
 
 /** A result row did not match the schema its query declared (a bug or a schema drift). */
 export class DatabaseRowError extends SvcError {}

@@ -4,7 +4,7 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { sql, type CommonQueryMethods } from 'slonik';
-import { InputError, messageOf } from '../errors.ts';
+import { InputError, messageOf } from '../../../core/errors.ts';
 import { checkDatabaseUrl, redactUrl, unavailableError } from './errors.ts';
 
 export type NotificationHandler = (payload: string, channel: string) => void;

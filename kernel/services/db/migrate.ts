@@ -9,7 +9,7 @@ import path from 'node:path';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import type { DatabasePool } from 'slonik';
-import { ConflictError, InputError, SvcError, UnavailableError, messageOf } from '../errors.ts';
+import { ConflictError, InputError, SvcError, UnavailableError, messageOf } from '../../../core/errors.ts';
 import { checkDatabaseUrl, unavailableError } from './errors.ts';
 
 export interface Migration {

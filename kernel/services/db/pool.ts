@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { createPool, sql, type DatabasePool, type Interceptor, type QueryResultRow } from 'slonik';
 import type { Static, TSchema } from 'typebox';
 import { compileSchema, formatIssues, type SchemaCheck, type ValidationIssue } from '../../../schemas/validate.ts';
-import { InputError, SvcError } from '../errors.ts';
+import { InputError, SvcError } from '../../../core/errors.ts';
 import { startEmbeddedPostgres } from './embedded.ts';
 import { DatabaseRowError, checkDatabaseUrl, redactUrl, unavailableError } from './errors.ts';
 

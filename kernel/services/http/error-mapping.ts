@@ -3,7 +3,7 @@
 // internal error whose details stay in the log.
 import type { ErrorResponse } from '../../../schemas/http/error.ts';
 import type { ValidationIssue } from '../../../schemas/validate.ts';
-import { isSvcError, type ErrorKind } from '../errors.ts';
+import { isSvcError, type ErrorKind } from '../../../core/errors.ts';
 
 export const STATUS_BY_KIND: Readonly<Record<ErrorKind, number>> = Object.freeze({
   input: 400,

@@ -4,7 +4,7 @@ import type { FastifySchemaCompiler } from 'fastify';
 import type { TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 import { compileSchema, formatIssues, type SchemaCheck } from '../../../schemas/validate.ts';
-import { InputError } from '../errors.ts';
+import { InputError } from '../../../core/errors.ts';
 
 const compiled = new WeakMap<object, SchemaCheck<TSchema>>();
 

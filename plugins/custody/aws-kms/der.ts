@@ -1,7 +1,7 @@
 // KMS returns ECDSA signatures as DER `SEQUENCE { INTEGER r, INTEGER s }`; JWS and DSSE here use
 // JOSE raw r‖s (32 + 32 bytes). DER integers are minimal two's complement: a leading 0x00 when
 // the top bit is set, and shorter than 32 bytes when the value is small.
-import { SvcError } from '../../../kernel/services/errors.ts';
+import { SvcError } from '../../../core/errors.ts';
 
 const bad = (why: string) => new SvcError('SVC_ERR_CUSTODY_KMS_SIGNATURE', `KMS returned a signature that is not DER ECDSA: ${why}`);
 

@@ -5,9 +5,9 @@ import { createHash, createPublicKey } from 'node:crypto';
 import { GetPublicKeyCommand, KMSClient, SignCommand } from '@aws-sdk/client-kms';
 import { calculateJwkThumbprint, type JWK } from 'jose';
 import { Type } from 'typebox';
-import { definePlugin } from '../../../kernel/host/define-plugin.ts';
-import type { CustodyExtensionPoint } from '../../../kernel/host/extension-points/custody.ts';
-import { ConflictError, SvcError, messageOf } from '../../../kernel/services/errors.ts';
+import { definePlugin } from '../../../core/plugins/define-plugin.ts';
+import type { CustodyExtensionPoint } from '../../../core/extension-points/custody.ts';
+import { ConflictError, SvcError, messageOf } from '../../../core/errors.ts';
 import { derToJoseSignature } from './der.ts';
 
 export { derToJoseSignature, joseToDerSignature } from './der.ts';

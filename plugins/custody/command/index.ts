@@ -5,9 +5,9 @@
 import { calculateJwkThumbprint, type JWK } from 'jose';
 import { execa, parseCommandString } from 'execa';
 import { Type } from 'typebox';
-import { definePlugin } from '../../../kernel/host/define-plugin.ts';
-import { ES256_SIGNATURE_BYTES, type CustodyExtensionPoint } from '../../../kernel/host/extension-points/custody.ts';
-import { ConflictError, SvcError } from '../../../kernel/services/errors.ts';
+import { definePlugin } from '../../../core/plugins/define-plugin.ts';
+import { ES256_SIGNATURE_BYTES, type CustodyExtensionPoint } from '../../../core/extension-points/custody.ts';
+import { ConflictError, SvcError } from '../../../core/errors.ts';
 
 export const CommandCustodyConfig = Type.Object(
   {

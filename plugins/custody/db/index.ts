@@ -5,15 +5,15 @@
 import { createPrivateKey, sign as nodeSign, type KeyObject } from 'node:crypto';
 import { calculateJwkThumbprint, exportJWK, exportPKCS8, generateKeyPair, type JWK } from 'jose';
 import { Type } from 'typebox';
-import { definePlugin } from '../../../kernel/host/define-plugin.ts';
+import { definePlugin } from '../../../core/plugins/define-plugin.ts';
 import {
   CUSTODY_NO_ACTIVE_KEY,
   type CustodyExtensionPoint,
   type CustodyKeyVault,
   type GeneratedKey,
   type StoredSigningKey,
-} from '../../../kernel/host/extension-points/custody.ts';
-import { ConflictError, SvcError, UnavailableError, messageOf } from '../../../kernel/services/errors.ts';
+} from '../../../core/extension-points/custody.ts';
+import { ConflictError, SvcError, UnavailableError, messageOf } from '../../../core/errors.ts';
 
 export const DbCustodyConfig = Type.Object(
   {

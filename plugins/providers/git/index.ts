@@ -2,8 +2,8 @@
 // Deliveries are GitHub-shaped pushes sent by `svc hook post-receive` (or any sender of the same
 // shape); the routing key is `git:<source id>` from X-Provider-Hook-Installation-Target-ID. Lock
 // files and changed files are read with git itself, from a bare mirror per source.
-import { definePlugin } from '../../../kernel/host/define-plugin.ts';
-import type { ProviderDeliveryHeaders, RawDelivery, SourceProviderExtensionPoint, WebhookHeaders } from '../../../kernel/host/extension-points/provider.ts';
+import { definePlugin } from '../../../core/plugins/define-plugin.ts';
+import type { ProviderDeliveryHeaders, RawDelivery, SourceProviderExtensionPoint, WebhookHeaders } from '../../../core/extension-points/provider.ts';
 import { extractDeliveryHeaders, hubSignatureInput } from '../github/headers.ts';
 import { normalizeGithubPayload } from '../shared/github-payload.ts';
 import { GitMirrors } from './mirror.ts';

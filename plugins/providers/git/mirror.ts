@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { NotFoundError, SvcError, UnavailableError } from '../../../kernel/services/errors.ts';
+import { NotFoundError, SvcError, UnavailableError } from '../../../core/errors.ts';
 import { checkRepositoryPath, MAX_READ_FILE_BYTES } from '../github/repository-path.ts';
 import { firstLine, runGit } from './git-command.ts';
 import { checkSha, ZERO_SHA, type GitProviderConfig, type GitSource } from './settings.ts';

@@ -2,8 +2,8 @@
 // and its optional https credentials. Remote URLs are checked strictly: whatever reaches git
 // must be a plain location, never an option or a helper transport (`ext::`, `fd::`).
 import { Type, type Static } from 'typebox';
-import type { ProviderSource } from '../../../kernel/host/extension-points/provider.ts';
-import { InputError } from '../../../kernel/services/errors.ts';
+import type { ProviderSource } from '../../../core/extension-points/provider.ts';
+import { InputError } from '../../../core/errors.ts';
 import { compileSchema, formatIssues } from '../../../schemas/validate.ts';
 
 export const GitProviderConfig = Type.Object(

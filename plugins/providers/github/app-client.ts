@@ -5,7 +5,7 @@ import { createAppAuth } from '@octokit/auth-app';
 import { Octokit } from '@octokit/rest';
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
-import { AuthenticationError, NotFoundError, SvcError, UnavailableError, messageOf } from '../../../kernel/services/errors.ts';
+import { AuthenticationError, NotFoundError, SvcError, UnavailableError, messageOf } from '../../../core/errors.ts';
 import type { GithubSource } from './settings.ts';
 
 const USER_AGENT = 'svc-github-provider';

@@ -7,7 +7,7 @@ import type {
   RawDelivery,
   SignatureInput,
   WebhookHeaders,
-} from '../../../kernel/host/extension-points/provider.ts';
+} from '../../../core/extension-points/provider.ts';
 
 /** Header names per field, GitHub's first. Lower-case, as node:http gives them. */
 export const HEADER_NAMES = {

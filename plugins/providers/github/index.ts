@@ -1,8 +1,8 @@
 // `github` source provider: a GitHub App. Deliveries carry GitHub's headers (or the spec's
 // `X-Provider-*` equivalents); the routing key is `github:<app id>`; repository reads go
 // through the REST API with installation tokens.
-import { definePlugin } from '../../../kernel/host/define-plugin.ts';
-import type { ProviderDeliveryHeaders, RawDelivery, SourceProviderExtensionPoint, WebhookHeaders } from '../../../kernel/host/extension-points/provider.ts';
+import { definePlugin } from '../../../core/plugins/define-plugin.ts';
+import type { ProviderDeliveryHeaders, RawDelivery, SourceProviderExtensionPoint, WebhookHeaders } from '../../../core/extension-points/provider.ts';
 import { normalizeGithubPayload } from '../shared/github-payload.ts';
 import { GithubAppClient } from './app-client.ts';
 import { extractDeliveryHeaders, hubSignatureInput } from './headers.ts';

@@ -2,8 +2,8 @@
 // (contents API), files changed between two commits (compare API) and clone credentials.
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
-import type { CheckoutCredentials, ProviderSource, RepositoryRef } from '../../../kernel/host/extension-points/provider.ts';
-import { InputError, NotFoundError, SvcError, UnavailableError } from '../../../kernel/services/errors.ts';
+import type { CheckoutCredentials, ProviderSource, RepositoryRef } from '../../../core/extension-points/provider.ts';
+import { InputError, NotFoundError, SvcError, UnavailableError } from '../../../core/errors.ts';
 import { GithubAppClient, githubError } from './app-client.ts';
 import { checkRepositoryPath, MAX_READ_FILE_BYTES } from './repository-path.ts';
 import { checkSha, githubSourceOf, ownerAndRepo, ZERO_SHA, type GithubProviderConfig, type GithubSource } from './settings.ts';

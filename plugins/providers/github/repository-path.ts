@@ -2,7 +2,7 @@
 // lock file (a trigger's `requires`), i.e. from the repository being built, so it is checked
 // before it reaches git's command line or a URL: no leading `/` or `-`, no `.`/`..`/empty
 // segments, no backslash or control characters.
-import { InputError } from '../../../kernel/services/errors.ts';
+import { InputError } from '../../../core/errors.ts';
 
 /** Largest file `readFile` returns (content requirements read small files). */
 export const MAX_READ_FILE_BYTES = 4 * 1024 * 1024;

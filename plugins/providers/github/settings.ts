@@ -1,8 +1,8 @@
 // Shapes the `github` provider reads: its config slice (`provider:github`), each source's
 // settings (checked when an operator adds a source) and each source's opened credentials.
 import { Type, type Static } from 'typebox';
-import type { ProviderSource, RepositoryRef } from '../../../kernel/host/extension-points/provider.ts';
-import { InputError } from '../../../kernel/services/errors.ts';
+import type { ProviderSource, RepositoryRef } from '../../../core/extension-points/provider.ts';
+import { InputError } from '../../../core/errors.ts';
 import { compileSchema, formatIssues } from '../../../schemas/validate.ts';
 
 export const DEFAULT_API_BASE_URL = 'https://api.github.com';

@@ -2,7 +2,7 @@
 // `git` provider (its post-receive hook sends GitHub-shaped pushes) and `svc preview`.
 // Payloads come from outside: every field is read defensively and a wrong type reads as absent.
 import type { NormalizedEvent, TriggerType } from '../../../schemas/event.ts';
-import { InputError } from '../../../kernel/services/errors.ts';
+import { InputError } from '../../../core/errors.ts';
 
 type Json = Record<string, unknown>;
 

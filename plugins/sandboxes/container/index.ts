@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { execa } from 'execa';
 import { Type, type Static } from 'typebox';
-import { definePlugin } from '../../../kernel/host/define-plugin.ts';
-import type { SandboxAvailability, SandboxExit, SandboxExtensionPoint, SandboxProcess, Workspace } from '../../../kernel/host/extension-points/sandbox.ts';
-import { InputError, UnavailableError } from '../../../kernel/services/errors.ts';
+import { definePlugin } from '../../../core/plugins/define-plugin.ts';
+import type { SandboxAvailability, SandboxExit, SandboxExtensionPoint, SandboxProcess, Workspace } from '../../../core/extension-points/sandbox.ts';
+import { InputError, UnavailableError } from '../../../core/errors.ts';
 import { isHostProcess, killHostProcess, spawnHostProcess } from '../shared/child.ts';
 import { PODMAN_RUN_FLAGS, detectRuntime, type DetectedRuntime } from './runtime.ts';
 

@@ -1,7 +1,7 @@
 // The Firecracker API over its unix socket (PUT with JSON bodies; 204 on success, a JSON
 // `fault_message` on error).
 import { request } from 'node:http';
-import { UnavailableError } from '../../../kernel/services/errors.ts';
+import { UnavailableError } from '../../../core/errors.ts';
 
 export function firecrackerPut(socketPath: string, path: string, body: unknown, timeoutMs = 10_000): Promise<void> {
   const payload = JSON.stringify(body);

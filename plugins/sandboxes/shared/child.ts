@@ -3,7 +3,7 @@
 // and optionally a JSON IPC channel for the step runner protocol. node:child_process directly:
 // execa 10 hides the ChildProcess `send`/`message` pair the runner protocol is built on.
 import { spawn, type ChildProcess } from 'node:child_process';
-import type { SandboxExit, SandboxProcess } from '../../../kernel/host/extension-points/sandbox.ts';
+import type { SandboxExit, SandboxProcess } from '../../../core/extension-points/sandbox.ts';
 
 export interface HostSpawn {
   argv: readonly string[];

@@ -4,8 +4,8 @@
 // Per-source settings live with the source (svc-admin source add generic); sources may also be
 // declared statically in this plugin's config slice.
 import { Type } from 'typebox';
-import { definePlugin } from '../../../kernel/host/define-plugin.ts';
-import type { GenericDelivery, GenericSourceExtensionPoint } from '../../../kernel/host/extension-points/generic-source.ts';
+import { definePlugin } from '../../../core/plugins/define-plugin.ts';
+import type { GenericDelivery, GenericSourceExtensionPoint } from '../../../core/extension-points/generic-source.ts';
 import type { NormalizedEvent } from '../../../schemas/event.ts';
 import { GenericSourceConfig, type GenericFieldLocation } from '../../../schemas/plugin.ts';
 

@@ -1,8 +1,8 @@
 // `filesystem` storage plugin: the default for a single machine (SVC_STORAGE_TYPE=filesystem).
 // Objects live under `root`; pre-signed URLs point at the orchestrator, which serves them through
 // `httpRoutes` (the kernel's HTTP factory registers it when the storage provides it).
-import { definePlugin } from '../../../kernel/host/define-plugin.ts';
-import type { StorageExtensionPoint } from '../../../kernel/host/extension-points/storage.ts';
+import { definePlugin } from '../../../core/plugins/define-plugin.ts';
+import type { StorageExtensionPoint } from '../../../core/extension-points/storage.ts';
 import { FilesystemStorageConfig } from './config.ts';
 import { storageRoutes } from './routes.ts';
 import { FilesystemStorage } from './storage.ts';

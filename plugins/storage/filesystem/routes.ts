@@ -3,8 +3,8 @@
 // Registered in its own encapsulated context: the raw-body parser below affects these routes only.
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isSvcError, messageOf } from '../../../kernel/services/errors.ts';
-import { StorageKeyError } from '../../../kernel/host/extension-points/storage-key.ts';
+import { isSvcError, messageOf } from '../../../core/errors.ts';
+import { StorageKeyError } from '../../../core/extension-points/storage-key.ts';
 import { storagePath, verifyStorageSignature, type PresignMethod } from './presign.ts';
 import { StorageTooLargeError, type FilesystemStorage } from './storage.ts';
 

@@ -7,7 +7,7 @@ import { copyFile, mkdir, open, readdir, rename, stat, unlink, type FileHandle }
 import { dirname, join, resolve, sep } from 'node:path';
 import { Readable } from 'node:stream';
 import type { Logger } from 'pino';
-import { ConflictError, InputError, NotFoundError, SvcError, messageOf } from '../../../kernel/services/errors.ts';
+import { ConflictError, InputError, NotFoundError, SvcError, messageOf } from '../../../core/errors.ts';
 import {
   DEFAULT_LIST_LIMIT,
   DEFAULT_PRESIGN_EXPIRY_SECONDS,
@@ -20,8 +20,8 @@ import {
   type PutOptions,
   type PutResult,
   type StorageExtensionPoint,
-} from '../../../kernel/host/extension-points/storage.ts';
-import { StorageKeyError, assertStorageKey, assertStoragePrefix } from '../../../kernel/host/extension-points/storage-key.ts';
+} from '../../../core/extension-points/storage.ts';
+import { StorageKeyError, assertStorageKey, assertStoragePrefix } from '../../../core/extension-points/storage-key.ts';
 import { presignedUrl } from './presign.ts';
 
 /** Temp files share the target's directory; keys may not use this prefix for any segment. */

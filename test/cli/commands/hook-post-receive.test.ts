@@ -10,7 +10,7 @@ import t, { type Test } from 'tap';
 import { hookGit } from '../../../cli/git-hook/git.ts';
 import { HOOK_MARKER, installPostReceiveHook } from '../../../cli/git-hook/install.ts';
 import { runPostReceive } from '../../../cli/git-hook/run-hook.ts';
-import { createPluginHost } from '../../../kernel/host/index.ts';
+import { createPluginHost } from '../../../core/plugins/index.ts';
 import { verifyHubSignature } from '../../../kernel/services/crypto/hmac.ts';
 import { gitProvider } from '../../../plugins/providers/git/index.ts';
 import { normalizeGithubPayload } from '../../../plugins/providers/shared/github-payload.ts';

@@ -3,8 +3,8 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { parseLock } from '../../../cli/compiler/lock-file.ts';
-import { DEFAULT_SVCIGNORE } from '../../../cli/compiler/hash/index.ts';
+import { parseLock } from '../../../workflow/lock/lock-file.ts';
+import { DEFAULT_SVCIGNORE } from '../../../workflow/hash/index.ts';
 import { runSvc, tempRepo, writeFiles } from '../../fixtures/workflow-trees/index.ts';
 
 t.setTimeout(240_000);

@@ -1,4 +1,4 @@
-// `svc preview`: events built from a real git checkout, matched by kernel/matching. In-process
+// `svc preview`: events built from a real git checkout, matched by workflow/matching. In-process
 // calls for the matrix of events, child processes for exit codes and output.
 import path from 'node:path';
 import t from 'tap';

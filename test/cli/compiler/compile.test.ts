@@ -5,7 +5,7 @@ import { readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 
 import path from 'node:path';
 import t from 'tap';
 import { breakingVersionNotice, compareLocks, compileWorkflows, describeDrift } from '../../../cli/compiler/compile.ts';
-import { parseLock } from '../../../cli/compiler/lock-file.ts';
+import { parseLock } from '../../../workflow/lock/lock-file.ts';
 import { LOCK_SCHEMA_VERSION } from '../../../schemas/lock.ts';
 import { SEVERAL_WORKFLOWS, tempRepo, workflowFile, writeFiles } from '../../fixtures/workflow-trees/index.ts';
 

@@ -1,7 +1,7 @@
 // The custody contract every custody plugin must pass.
 import { randomBytes, verify } from 'node:crypto';
 import { calculateJwkThumbprint } from 'jose';
-import type { CustodyExtensionPoint } from '../../../kernel/host/extension-points/custody.ts';
+import type { CustodyExtensionPoint } from '../../../core/extension-points/custody.ts';
 import type { Test } from '../../fixtures/db.ts';
 
 export async function custodyContract(t: Test, custody: CustodyExtensionPoint): Promise<void> {

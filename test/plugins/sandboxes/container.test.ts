@@ -3,7 +3,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import t from 'tap';
-import type { SandboxExtensionPoint } from '../../../kernel/host/extension-points/sandbox.ts';
+import type { SandboxExtensionPoint } from '../../../core/extension-points/sandbox.ts';
 import { createContainerSandbox } from '../../../plugins/sandboxes/container/index.ts';
 import { createProcessSandbox } from '../../../plugins/sandboxes/process/index.ts';
 import { findExecutable } from '../../../plugins/sandboxes/shared/which.ts';

@@ -4,7 +4,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import type { SandboxExtensionPoint, SandboxProcess } from '../../../kernel/host/extension-points/sandbox.ts';
+import type { SandboxExtensionPoint, SandboxProcess } from '../../../core/extension-points/sandbox.ts';
 import { createFirecrackerSandbox } from '../../../plugins/sandboxes/firecracker/index.ts';
 import { createProcessSandbox } from '../../../plugins/sandboxes/process/index.ts';
 import { dispatchOf, launchAgent } from '../../agent/fixtures/agent-harness.ts';

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import fastify from 'fastify';
 import t from 'tap';
-import { PluginHost } from '../../../kernel/host/host.ts';
+import { PluginHost } from '../../../core/plugins/host.ts';
 import { FilesystemStorage, filesystemStorage, storageRoutes, TEMP_PREFIX } from '../../../plugins/storage/filesystem/index.ts';
 import { HOSTILE_KEYS, runStorageContract } from '../../fixtures/storage-contract.ts';
 

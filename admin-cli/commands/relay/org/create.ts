@@ -1,7 +1,7 @@
 // `svc-admin relay org create <org_id>`: creates an org at the relay and prints its platform
 // token, the only time it can be read (the relay keeps its SHA-256).
 import { Args } from '@oclif/core';
-import { SvcCommand } from '../../../../cli/framework/base-command.ts';
+import { SvcCommand } from '../../../../core/cli/base-command.ts';
 import { provisionOrg, type ProvisionedOrg } from '../../../../kernel/relay/index.ts';
 import { databaseUrlFlag, withRelayDatabase } from '../relay-database.ts';
 

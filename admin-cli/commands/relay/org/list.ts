@@ -1,5 +1,5 @@
 // `svc-admin relay org list`: orgs known to the relay, with registered sources and buffered deliveries.
-import { SvcCommand } from '../../../../cli/framework/base-command.ts';
+import { SvcCommand } from '../../../../core/cli/base-command.ts';
 import { listOrgs, type OrgSummary } from '../../../../kernel/relay/index.ts';
 import { databaseUrlFlag, withRelayDatabase } from '../relay-database.ts';
 

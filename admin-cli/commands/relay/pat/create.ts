@@ -1,7 +1,7 @@
 // `svc-admin relay pat create <org_id> --user <name> [--name <label>] [--json]`: mints a personal
 // access token for the developer CLI (`svc login --token`), scoped to the org. Printed once.
 import { Args, Flags } from '@oclif/core';
-import { SvcCommand } from '../../../../cli/framework/base-command.ts';
+import { SvcCommand } from '../../../../core/cli/base-command.ts';
 import { createPat, type CreatedPat } from '../../../../kernel/relay/pats/index.ts';
 import { databaseUrlFlag, withRelayDatabase } from '../relay-database.ts';
 

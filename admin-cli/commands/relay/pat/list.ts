@@ -1,6 +1,6 @@
 // `svc-admin relay pat list [--org <org_id>] [--json]`: personal access tokens (never the tokens).
 import { Flags } from '@oclif/core';
-import { SvcCommand } from '../../../../cli/framework/base-command.ts';
+import { SvcCommand } from '../../../../core/cli/base-command.ts';
 import { listPats, type PatSummary } from '../../../../kernel/relay/pats/index.ts';
 import { databaseUrlFlag, withRelayDatabase } from '../relay-database.ts';
 

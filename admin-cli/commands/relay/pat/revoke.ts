@@ -1,6 +1,6 @@
 // `svc-admin relay pat revoke <id> [--json]`: the token stops working at once.
 import { Args } from '@oclif/core';
-import { SvcCommand } from '../../../../cli/framework/base-command.ts';
+import { SvcCommand } from '../../../../core/cli/base-command.ts';
 import { revokePat } from '../../../../kernel/relay/pats/index.ts';
 import { databaseUrlFlag, withRelayDatabase } from '../relay-database.ts';
 

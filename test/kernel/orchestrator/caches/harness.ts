@@ -9,7 +9,7 @@ import { startOrchestrator, type Orchestrator } from '../../../../kernel/orchest
 import { createCachesSubsystem, userCacheOptionsOf, type UserCacheOptions } from '../../../../kernel/orchestrator/caches/index.ts';
 import { createDispatchSubsystem } from '../../../../kernel/orchestrator/dispatch/index.ts';
 import { eventsSubsystem } from '../../../../kernel/orchestrator/events/index.ts';
-import type { StorageExtensionPoint } from '../../../../kernel/host/extension-points/storage.ts';
+import type { StorageExtensionPoint } from '../../../../core/extension-points/storage.ts';
 import { sql, type DatabasePool } from '../../../../kernel/services/db/index.ts';
 import { orchestratorPlugins } from '../../../../plugins/builtin.ts';
 import { testLogger, type Test } from '../../../fixtures/db.ts';

@@ -6,9 +6,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Type } from 'typebox';
-import { buildLock, serializeLock } from '../../../../cli/compiler/lock-file.ts';
-import { createPluginHost, definePlugin, type PluginHost, type SvcPlugin } from '../../../../kernel/host/index.ts';
-import type { HeaderExtraction, WebhookHeaders } from '../../../../kernel/host/extension-points/provider.ts';
+import { buildLock, serializeLock } from '../../../../workflow/lock/lock-file.ts';
+import { createPluginHost, definePlugin, type PluginHost, type SvcPlugin } from '../../../../core/plugins/index.ts';
+import type { HeaderExtraction, WebhookHeaders } from '../../../../core/extension-points/provider.ts';
 import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../../../../kernel/orchestrator/app.ts';
 import { notifyJobsQueued } from '../../../../kernel/orchestrator/dispatch/notify.ts';
 import { createIngest, type IngestDeps, type IngestPipeline } from '../../../../kernel/orchestrator/ingest/pipeline.ts';
@@ -21,7 +21,7 @@ import { normalizeGithubPayload } from '../../../../plugins/providers/shared/git
 import { genericSourcePlugin } from '../../../../plugins/sources/generic/index.ts';
 import { filesystemStorage } from '../../../../plugins/storage/filesystem/index.ts';
 import type { LockWorkflow } from '../../../../schemas/lock.ts';
-import type { StorageExtensionPoint } from '../../../../kernel/host/extension-points/storage.ts';
+import type { StorageExtensionPoint } from '../../../../core/extension-points/storage.ts';
 import type { TestDb, Test } from '../../../fixtures/db.ts';
 
 export const LOCK_PATH = '.svc/svc.lock.json';

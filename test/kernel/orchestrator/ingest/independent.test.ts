@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { startOrchestrator } from '../../../../kernel/orchestrator/app.ts';
-import { sourcePointerKey } from '../../../../kernel/orchestrator/ingest/caches.ts';
+import { sourcePointerKey } from '../../../../kernel/orchestrator/ingest/steps/caches.ts';
 import { ORCHESTRATOR_SUBSYSTEMS } from '../../../../kernel/orchestrator/subsystems.ts';
 import { hmacSha256Hex } from '../../../../kernel/services/crypto/hmac.ts';
 import { orchestratorPlugins } from '../../../../plugins/builtin.ts';

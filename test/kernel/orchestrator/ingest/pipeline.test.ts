@@ -4,7 +4,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import t from 'tap';
 import { LOCK_SCHEMA_VERSION } from '../../../../schemas/lock.ts';
-import { sourcePointerKey } from '../../../../kernel/orchestrator/ingest/caches.ts';
+import { sourcePointerKey } from '../../../../kernel/orchestrator/ingest/steps/caches.ts';
 import { rotateSourceSecret } from '../../../../kernel/orchestrator/sources/store.ts';
 import { sql } from '../../../../kernel/services/db/index.ts';
 import { eachDatabase } from '../../../fixtures/db.ts';

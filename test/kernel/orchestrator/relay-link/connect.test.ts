@@ -5,7 +5,7 @@ import net from 'node:net';
 import t from 'tap';
 import { eachDatabase } from '../../../fixtures/db.ts';
 import { sql } from '../../../../kernel/services/db/index.ts';
-import { InputError, UnavailableError } from '../../../../kernel/services/errors.ts';
+import { InputError, UnavailableError } from '../../../../core/errors.ts';
 import { ackForError, connectRelay } from '../../../../kernel/orchestrator/relay-link/index.ts';
 import { fakeOrchestrator, githubSource, newOrg, quietLogger, sendWebhook, sleep, startTestRelay, until } from '../../relay/harness.ts';
 

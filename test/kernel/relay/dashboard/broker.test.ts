@@ -1,6 +1,6 @@
 // The relay side of dashboard requests with orchestrators that misbehave, over real sockets: one
 // that never answers (504 after the timeout) and one that drops its socket mid-request (503 at
-// once, not after the timeout). Orchestrators are the real relay link without the runs-api.
+// once, not after the timeout). Orchestrators are the real relay link without the runs/api.
 import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import { createPat } from '../../../../kernel/relay/pats/index.ts';

@@ -13,7 +13,7 @@ import {
   getPath,
   loadConfig,
 } from '../../../../kernel/services/config/index.ts';
-import { InputError } from '../../../../kernel/services/errors.ts';
+import { InputError } from '../../../../core/errors.ts';
 
 const dir = await mkdtemp(path.join(os.tmpdir(), 'svc-config-'));
 t.teardown(() => rm(dir, { recursive: true, force: true }));

@@ -10,7 +10,7 @@ import {
   parseMasterKey,
   seal,
 } from '../../../../kernel/services/crypto/sealing.ts';
-import { InputError } from '../../../../kernel/services/errors.ts';
+import { InputError } from '../../../../core/errors.ts';
 
 const key = randomBytes(32);
 const other = randomBytes(32);

@@ -7,7 +7,7 @@ import t from 'tap';
 import { migrate, migrationLockKey, readMigrations } from '../../../../kernel/services/db/migrate.ts';
 import { sql, sqlTyped } from '../../../../kernel/services/db/pool.ts';
 import { Type } from 'typebox';
-import type { SvcError } from '../../../../kernel/services/errors.ts';
+import type { SvcError } from '../../../../core/errors.ts';
 import { eachDatabase, testLogger, type Test } from '../../../fixtures/db.ts';
 
 const CHILD = path.join(import.meta.dirname, '../../../fixtures/db-migrate-child.ts');

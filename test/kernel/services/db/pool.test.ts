@@ -1,6 +1,6 @@
 import t from 'tap';
 import { Type } from 'typebox';
-import { SvcError } from '../../../../kernel/services/errors.ts';
+import { SvcError } from '../../../../core/errors.ts';
 import { createDatabase, describeQuery, ensureDatabaseExists, sql, sqlTyped, typed } from '../../../../kernel/services/db/pool.ts';
 import { eachDatabase, testLogger } from '../../../fixtures/db.ts';
 

@@ -12,8 +12,8 @@ import {
   NotFoundError,
   SvcError,
   UnavailableError,
-} from '../../../../kernel/services/errors.ts';
-import { createLogger } from '../../../../kernel/services/logging.ts';
+} from '../../../../core/errors.ts';
+import { createLogger } from '../../../../core/logging.ts';
 import { createMetrics } from '../../../../kernel/services/metrics.ts';
 import { scrubUrl } from '../../../../kernel/services/http/server.ts';
 import { checkFor, createHttpServer, KEEP_ALIVE_TIMEOUT_MS, listen, type SvcHttpServer } from '../../../../kernel/services/http/index.ts';

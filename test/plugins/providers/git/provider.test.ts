@@ -8,8 +8,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { createPluginHost } from '../../../../kernel/host/index.ts';
-import type { ProviderSource, RepositoryRef, SourceProviderExtensionPoint } from '../../../../kernel/host/extension-points/provider.ts';
+import { createPluginHost } from '../../../../core/plugins/index.ts';
+import type { ProviderSource, RepositoryRef, SourceProviderExtensionPoint } from '../../../../core/extension-points/provider.ts';
 import { gitProvider, remoteUrlProblem } from '../../../../plugins/providers/git/index.ts';
 import { createGitRemote, git, ZERO_SHA, type Teardown } from '../../../fixtures/git-repos.ts';
 

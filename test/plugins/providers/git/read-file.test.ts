@@ -5,8 +5,8 @@ import { mkdtemp, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { createPluginHost } from '../../../../kernel/host/index.ts';
-import type { ProviderSource, RepositoryRef } from '../../../../kernel/host/extension-points/provider.ts';
+import { createPluginHost } from '../../../../core/plugins/index.ts';
+import type { ProviderSource, RepositoryRef } from '../../../../core/extension-points/provider.ts';
 import { gitProvider } from '../../../../plugins/providers/git/index.ts';
 import { createGitRemote, git } from '../../../fixtures/git-repos.ts';
 

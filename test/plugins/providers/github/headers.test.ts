@@ -1,6 +1,6 @@
 // Header extraction, routing key, signature input and normalization of the `github` provider.
 import t from 'tap';
-import { createPluginHost } from '../../../../kernel/host/index.ts';
+import { createPluginHost } from '../../../../core/plugins/index.ts';
 import { hmacSha256Hex, verifyHubSignature } from '../../../../kernel/services/crypto/hmac.ts';
 import { githubProvider } from '../../../../plugins/providers/github/index.ts';
 import { pushPayload, SHA_A } from '../../../fixtures/github-payloads.ts';

@@ -3,8 +3,8 @@
 // sha, changed files with pagination, checkout credentials, and every bad input refused.
 import { pino } from 'pino';
 import t from 'tap';
-import { createPluginHost, type SourceProviderExtensionPoint } from '../../../../kernel/host/index.ts';
-import type { ProviderSource, RepositoryRef } from '../../../../kernel/host/extension-points/provider.ts';
+import { createPluginHost, type SourceProviderExtensionPoint } from '../../../../core/plugins/index.ts';
+import type { ProviderSource, RepositoryRef } from '../../../../core/extension-points/provider.ts';
 import { GithubAppClient, githubProvider, githubSourceOf } from '../../../../plugins/providers/github/index.ts';
 import { generateAppKeyPair, startFakeGithub } from '../../../fixtures/fake-github.ts';
 

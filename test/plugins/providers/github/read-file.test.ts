@@ -2,8 +2,8 @@
 // through the contents API (raw), null for a missing path, an unknown sha or a directory, and
 // hostile paths refused before any request is made.
 import t from 'tap';
-import { createPluginHost } from '../../../../kernel/host/index.ts';
-import type { ProviderSource, RepositoryRef } from '../../../../kernel/host/extension-points/provider.ts';
+import { createPluginHost } from '../../../../core/plugins/index.ts';
+import type { ProviderSource, RepositoryRef } from '../../../../core/extension-points/provider.ts';
 import { githubProvider } from '../../../../plugins/providers/github/index.ts';
 import { generateAppKeyPair, startFakeGithub } from '../../../fixtures/fake-github.ts';
 

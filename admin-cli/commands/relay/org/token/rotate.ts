@@ -1,7 +1,7 @@
 // `svc-admin relay org token rotate <org_id>`: replaces an org's platform token; the old one
 // stops working for new connections at once.
 import { Args } from '@oclif/core';
-import { SvcCommand } from '../../../../../cli/framework/base-command.ts';
+import { SvcCommand } from '../../../../../core/cli/base-command.ts';
 import { rotateOrgToken, type ProvisionedOrg } from '../../../../../kernel/relay/index.ts';
 import { databaseUrlFlag, withRelayDatabase } from '../../relay-database.ts';
 

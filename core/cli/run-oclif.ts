@@ -1,0 +1,57 @@
+// Both CLIs (svc, svc-admin) live in one npm package, so each carries its own oclif settings
+// instead of the package.json "oclif" block, and names its command table explicitly.
+import { readFileSync } from 'node:fs';
+import { Config, flush, handle, run } from '@oclif/core';
+
+export interface CliDefinition {
+  bin: string;
+  description: string;
+  /** Path of the module exporting COMMANDS, relative to the package root, without extension. */
+  commandsModule: string;
+}
+
+function packageRoot(): string {
+  // core/cli/run-oclif.(ts|js) → two or three levels up (dist/ adds one).
+  const here = new URL('.', import.meta.url);
+  const up = import.meta.url.endsWith('.ts') ? '../../' : '../../../';
+  return new URL(up, here).pathname;
+}
+
+/**
+ * oclif settings of one CLI. Each CLI gets its own oclif root (the folder of its command table) so
+ * `svc` and `svc-admin` each find their own `oclif.manifest.json` there; the build writes those
+ * manifests into dist/ (scripts/oclif-manifest.ts), so compiled CLIs load only the invoked command.
+ */
+export async function loadCliConfig(def: CliDefinition): Promise<Config> {
+  const root = packageRoot();
+  const compiled = !import.meta.url.endsWith('.ts');
+  const pkg = JSON.parse(readFileSync(`${root}package.json`, 'utf8')) as Record<string, unknown>;
+  const slash = def.commandsModule.lastIndexOf('/');
+  const dir = def.commandsModule.slice(0, slash);
+  const file = def.commandsModule.slice(slash + 1);
+  return Config.load({
+    root: compiled ? `${root}dist/${dir}` : `${root}${dir}`,
+    pjson: {
+      ...pkg,
+      description: def.description,
+      oclif: {
+        bin: def.bin,
+        dirname: 'svc',
+        topicSeparator: ' ',
+        commands: { strategy: 'explicit', target: `./${file}.${compiled ? 'js' : 'ts'}`, identifier: 'COMMANDS' },
+      },
+    } as never,
+  });
+}
+
+export async function runCli(def: CliDefinition, argv: string[]): Promise<number> {
+  const config = await loadCliConfig(def);
+  try {
+    await run(argv, config);
+    await flush();
+    return typeof process.exitCode === 'number' ? process.exitCode : 0;
+  } catch (error) {
+    await handle(error as Error);
+    return typeof process.exitCode === 'number' ? process.exitCode : 1;
+  }
+}

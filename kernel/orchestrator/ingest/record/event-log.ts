@@ -1,0 +1,218 @@
+// Step 16, payload half, off the acknowledgement path. The record is the durable part of a
+// delivery; the gzipped body at `event-log/<org_id>/<delivery_id>.json.gz` is a convenience for
+// the dashboard. Writing it (mkdir, write, fsync, rename, fsync dir on filesystem storage; a PUT
+// on S3) before the ack cost more than the rest of a no-match delivery, and a filesystem put
+// with fsync tops out near 900/s on one disk. So the record is committed saying the payload is
+// omitted (`storage_failed`) with its intended `payload_key`; the object is written after the
+// ack, and confirmed writes flip the records to `payload_omitted = false` in batches. A write
+// that fails, a full backlog, or a crash before the write leaves the failure recorded (the
+// relay keeps nothing after the ack, so the body is then gone: recorded, never silently lost).
+import { gzipSync } from 'node:zlib';
+import type { Logger } from 'pino';
+import type { StorageExtensionPoint } from '../../../../core/extension-points/storage.ts';
+import { sql, type DatabasePool } from '../../../services/db/index.ts';
+import { messageOf } from '../../../../core/errors.ts';
+import { eventLogKey, type PayloadOutcome } from './delivery-record.ts';
+import type { IncomingDelivery } from '../types.ts';
+
+export interface EventLogWriterOptions {
+  storage: StorageExtensionPoint | undefined;
+  pool: DatabasePool;
+  logger: Logger;
+  maxPayloadBytes: number;
+  /** Object writes at once (the libuv pool has 4 threads; more only queues there). */
+  concurrency?: number;
+  /** Bodies held waiting for their write; past it a payload is recorded omitted. */
+  maxQueuedBytes?: number;
+  /** Longest a confirmation waits to be batched with others. */
+  flushMs?: number;
+  /**
+   * True while deliveries are being processed: writes then run one at a time so a burst's acks
+   * get the CPU first (the backlog absorbs the burst and drains when it ends).
+   */
+  busy?: () => boolean;
+}
+
+interface Pending {
+  orgId: string;
+  deliveryId: string;
+  key: string;
+  body: Buffer;
+}
+
+const CONFIRM_BATCH = 500;
+
+export class EventLogWriter {
+  readonly #storage: StorageExtensionPoint | undefined;
+  readonly #pool: DatabasePool;
+  readonly #logger: Logger;
+  readonly #maxPayloadBytes: number;
+  readonly #concurrency: number;
+  readonly #maxQueuedBytes: number;
+  readonly #flushMs: number;
+  readonly #busy: () => boolean;
+  #idleTimer: NodeJS.Timeout | undefined;
+  readonly #queue: Pending[] = [];
+  #queuedBytes = 0;
+  #reserved = 0;
+  #writing = 0;
+  #confirmed: Pending[] = [];
+  #failed: Pending[] = [];
+  #flushTimer: NodeJS.Timeout | undefined;
+  #flushing: Promise<void> | undefined;
+  #idle: Array<() => void> = [];
+  /** Objects written and confirmed, and writes that failed (tests, metrics). */
+  written = 0;
+  failures = 0;
+
+  constructor(options: EventLogWriterOptions) {
+    this.#storage = options.storage;
+    this.#pool = options.pool;
+    this.#logger = options.logger;
+    this.#maxPayloadBytes = options.maxPayloadBytes;
+    this.#concurrency = Math.max(1, options.concurrency ?? 4);
+    this.#maxQueuedBytes = options.maxQueuedBytes ?? 64 * 1024 * 1024;
+    this.#flushMs = options.flushMs ?? 20;
+    this.#busy = options.busy ?? (() => false);
+  }
+
+  /**
+   * What the record says about the payload before the ack. A payload that will be written holds
+   * a reservation in the backlog until `write` or `cancel`.
+   */
+  plan(delivery: IncomingDelivery): PayloadOutcome {
+    const bytes = delivery.body.length;
+    if (bytes > this.#maxPayloadBytes) {
+      return { key: null, bytes, omitted: true, reason: 'size_exceeded', detail: `${bytes} bytes is over eventLog.maxPayloadBytes ${this.#maxPayloadBytes}` };
+    }
+    if (this.#storage === undefined) return { key: null, bytes, omitted: true, reason: 'storage_failed', detail: 'no storage is configured' };
+    if (this.#queuedBytes + this.#reserved + bytes > this.#maxQueuedBytes) {
+      return { key: null, bytes, omitted: true, reason: 'storage_failed', detail: 'event-log write backlog is full' };
+    }
+    this.#reserved += bytes;
+    return { key: eventLogKey(delivery.orgId, delivery.deliveryId), bytes, omitted: true, reason: 'storage_failed', detail: 'pending' };
+  }
+
+  /** The record did not commit (duplicate, failure): drop the reservation. */
+  cancel(plan: PayloadOutcome): void {
+    if (plan.key !== null) this.#reserved = Math.max(0, this.#reserved - plan.bytes);
+  }
+
+  /** After the record committed: queue the object write. */
+  write(delivery: IncomingDelivery, plan: PayloadOutcome): void {
+    if (plan.key === null) return;
+    this.#reserved = Math.max(0, this.#reserved - plan.bytes);
+    this.#queue.push({ orgId: delivery.orgId, deliveryId: delivery.deliveryId, key: plan.key, body: delivery.body });
+    this.#queuedBytes += delivery.body.length;
+    this.#pump();
+  }
+
+  #pump(): void {
+    const limit = this.#busy() ? 1 : this.#concurrency;
+    if (limit < this.#concurrency && this.#queue.length > 0 && this.#idleTimer === undefined) {
+      // Re-check soon: when the burst ends, the full concurrency drains the backlog.
+      this.#idleTimer = setTimeout(() => {
+        this.#idleTimer = undefined;
+        this.#pump();
+      }, 50);
+      this.#idleTimer.unref();
+    }
+    while (this.#writing < limit && this.#queue.length > 0) {
+      const item = this.#queue.shift()!;
+      this.#writing += 1;
+      void this.#writeOne(item).finally(() => {
+        this.#writing -= 1;
+        this.#queuedBytes -= item.body.length;
+        this.#pump();
+        this.#checkIdle();
+      });
+    }
+  }
+
+  async #writeOne(item: Pending): Promise<void> {
+    try {
+      await this.#storage!.put(item.key, gzipSync(item.body), { contentType: 'application/gzip' });
+      this.#confirmed.push(item);
+    } catch (error) {
+      this.failures += 1;
+      this.#logger.warn({ err: error, orgId: item.orgId, deliveryId: item.deliveryId }, `event-log payload not stored: ${messageOf(error)}`);
+      this.#failed.push(item);
+    }
+    this.#scheduleFlush();
+  }
+
+  #scheduleFlush(): void {
+    if (this.#flushTimer !== undefined) return;
+    const due = this.#confirmed.length + this.#failed.length >= CONFIRM_BATCH ? 0 : this.#flushMs;
+    this.#flushTimer = setTimeout(() => {
+      this.#flushTimer = undefined;
+      void this.#flush();
+    }, due);
+  }
+
+  async #flush(): Promise<void> {
+    if (this.#flushing !== undefined) {
+      await this.#flushing;
+      if (this.#confirmed.length + this.#failed.length > 0) this.#scheduleFlush();
+      return;
+    }
+    const confirmed = this.#confirmed.splice(0, CONFIRM_BATCH);
+    const failed = this.#failed.splice(0, CONFIRM_BATCH);
+    this.#flushing = this.#apply(confirmed, failed).finally(() => {
+      this.#flushing = undefined;
+      if (this.#confirmed.length + this.#failed.length > 0) this.#scheduleFlush();
+      this.#checkIdle();
+    });
+    await this.#flushing;
+  }
+
+  async #apply(confirmed: Pending[], failed: Pending[]): Promise<void> {
+    try {
+      if (confirmed.length > 0) {
+        // Only a record still pointing at this object (a later replay may have re-planned it).
+        await this.#pool.query(sql.unsafe`
+          update webhook_deliveries d set payload_omitted = false, payload_omitted_reason = null
+          from unnest(${sql.array(confirmed.map((c) => c.orgId), 'text')}, ${sql.array(confirmed.map((c) => c.deliveryId), 'text')},
+            ${sql.array(confirmed.map((c) => c.key), 'text')}) as u(org_id, delivery_id, key)
+          where d.org_id = u.org_id and d.delivery_id = u.delivery_id and d.payload_key = u.key`);
+        this.written += confirmed.length;
+      }
+      if (failed.length > 0) {
+        await this.#pool.query(sql.unsafe`
+          update webhook_deliveries d set payload_key = null, payload_omitted = true, payload_omitted_reason = 'storage_failed'
+          from unnest(${sql.array(failed.map((c) => c.orgId), 'text')}, ${sql.array(failed.map((c) => c.deliveryId), 'text')},
+            ${sql.array(failed.map((c) => c.key), 'text')}) as u(org_id, delivery_id, key)
+          where d.org_id = u.org_id and d.delivery_id = u.delivery_id and d.payload_key = u.key and d.payload_omitted`);
+      }
+    } catch (error) {
+      // The records keep saying `storage_failed`: true of what the database knows.
+      this.#logger.warn({ err: error, confirmed: confirmed.length, failed: failed.length }, 'event-log confirmations not recorded');
+    }
+  }
+
+  get pending(): number {
+    return this.#queue.length + this.#writing + this.#confirmed.length + this.#failed.length + (this.#flushing ? 1 : 0);
+  }
+
+  #checkIdle(): void {
+    if (this.pending > 0 || this.#flushTimer !== undefined) return;
+    for (const resolve of this.#idle.splice(0)) resolve();
+  }
+
+  /** Resolves when every queued write is done and confirmed (tests; stop). Bounded by `timeoutMs`. */
+  async drain(timeoutMs = 10_000): Promise<boolean> {
+    if (this.#flushTimer !== undefined) {
+      clearTimeout(this.#flushTimer);
+      this.#flushTimer = undefined;
+      void this.#flush();
+    }
+    if (this.pending === 0) return true;
+    let timer: NodeJS.Timeout | undefined;
+    const done = await Promise.race([
+      new Promise<boolean>((resolve) => this.#idle.push(() => resolve(true))),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs))),
+    ]);
+    clearTimeout(timer);
+    return done;
+  }
+}

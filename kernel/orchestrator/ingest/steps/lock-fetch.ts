@@ -1,0 +1,67 @@
+// Step 9: the lock file at a commit, through the provider, LRU-cached by (source, repository,
+// sha) (`lockfileCache.max` / `ttlMs`). None is a normal outcome (no run, no error); a lock this
+// orchestrator cannot accept is `lockfile_corrupt` with the spec's message. Fetch failures are
+// not cached: the delivery is retried later.
+import { LRUCache } from 'lru-cache';
+import { parseLock } from '../../../../workflow/lock/lock-file.ts';
+import { checkLockAcceptance, type Lock } from '../../../../schemas/lock.ts';
+import type { ProviderSource, RepositoryRef, SourceProviderExtensionPoint } from '../../../../core/extension-points/provider.ts';
+import { messageOf } from '../../../../core/errors.ts';
+
+export const LOCK_PATH = '.svc/svc.lock.json';
+
+export type LockRead =
+  | { kind: 'none' }
+  | { kind: 'lock'; lock: Lock }
+  | { kind: 'corrupt'; reason: 'lock_too_old' | 'reader_too_old' | 'invalid'; message: string };
+
+/** Lock text → accepted lock, or the refusal. Acceptance is checked before the schema: an old lock has an old shape. */
+export function readLockText(bytes: Uint8Array): LockRead {
+  const text = Buffer.from(bytes).toString('utf8');
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    return { kind: 'corrupt', reason: 'invalid', message: `Lock file is not valid JSON (${messageOf(error)}). Recompile with \`svc compile\` and push again.` };
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    return { kind: 'corrupt', reason: 'invalid', message: 'Lock file is not a JSON object. Recompile with `svc compile` and push again.' };
+  }
+  const acceptance = checkLockAcceptance(raw as Record<string, unknown>);
+  if (!acceptance.accepted) return { kind: 'corrupt', reason: acceptance.reason, message: acceptance.message };
+  try {
+    return { kind: 'lock', lock: parseLock(text) };
+  } catch (error) {
+    return { kind: 'corrupt', reason: 'invalid', message: messageOf(error) };
+  }
+}
+
+export class LockCache {
+  readonly #cache: LRUCache<string, Promise<LockRead>>;
+  hits = 0;
+  misses = 0;
+
+  constructor(options: { max: number; ttlMs: number }) {
+    this.#cache = new LRUCache({ max: options.max, ttl: options.ttlMs });
+  }
+
+  fetch(provider: SourceProviderExtensionPoint, source: ProviderSource, repository: RepositoryRef, sha: string): Promise<LockRead> {
+    const key = `${source.id}\0${repository.id}\0${sha}`;
+    const hit = this.#cache.get(key);
+    if (hit) {
+      this.hits += 1;
+      return hit;
+    }
+    this.misses += 1;
+    const read = provider.fetchLockFile({ source, repository, sha }).then((bytes) => (bytes === null ? ({ kind: 'none' } as const) : readLockText(bytes)));
+    this.#cache.set(key, read);
+    read.catch(() => {
+      if (this.#cache.get(key) === read) this.#cache.delete(key);
+    });
+    return read;
+  }
+
+  clear(): void {
+    this.#cache.clear();
+  }
+}

@@ -1,0 +1,144 @@
+// Dashboard and CLI requests the relay forwards to this orchestrator (`run.rerun.request`,
+// `run.cancel.request`, `dashboard.payload`, `run.show.request`, `run.logs.request`), each
+// answered with exactly one response carrying the same `requestId`. Errors travel as
+// `{ code, message, status }` (status = the HTTP status the relay answers with); internal errors
+// are logged here and answered without their details.
+import type { CommonQueryMethods } from 'slonik';
+import type { Logger } from 'pino';
+import type { OrchestratorToRelay, RelayToOrchestrator, DashboardError } from '../../../../schemas/wire/relay.ts';
+import type { StorageExtensionPoint } from '../../../../core/extension-points/storage.ts';
+import type { SourceProviderExtensionPoint } from '../../../../core/extension-points/provider.ts';
+import type { DatabasePool } from '../../../services/db/index.ts';
+import { InputError, isSvcError } from '../../../../core/errors.ts';
+import { STATUS_BY_KIND } from '../../../services/http/index.ts';
+import type { OrchestratorContext } from '../../context.ts';
+import { cancelRun } from '../../dispatch/index.ts';
+import { notifyJobsQueued } from '../../dispatch/notify.ts';
+import type { CacheCheck } from '../../ingest/steps/caches.ts';
+import type { OpenedSource } from '../../sources/store.ts';
+import { readLogPage } from './logs.ts';
+import { readRunPayload } from './payload.ts';
+import { RERUN_COOLDOWN_CODE, rerunRun, type RerunDeps } from './rerun.ts';
+import { findRun, loadRunView } from './show.ts';
+
+/** A response must fit the relay's 4 MiB frame limit with room to spare. */
+export const MAX_RESPONSE_BYTES = 3.5 * 1024 * 1024;
+
+type DashboardRequest = Extract<RelayToOrchestrator, { type: 'run.rerun.request' | 'run.cancel.request' | 'dashboard.payload' | 'run.show.request' | 'run.logs.request' }>;
+type DashboardResponse = Extract<OrchestratorToRelay, { type: 'run.rerun.response' | 'run.cancel.response' | 'dashboard.payload.response' | 'run.show.response' | 'run.logs.response' }>;
+
+/** What re-run needs from the ingest pipeline (an IngestPipeline fits). */
+export interface IngestParts {
+  sources: { getById(id: string): Promise<OpenedSource | null> };
+  providers: { resolve(routingKey: string): SourceProviderExtensionPoint | undefined };
+  caches: { check(orgId: string, contentHash: string, lockfileHash: string | null): Promise<CacheCheck> };
+}
+
+export interface RunsApiDeps {
+  pool: DatabasePool;
+  logger: Logger;
+  storage(): StorageExtensionPoint | undefined;
+  rerun: Omit<RerunDeps, 'pool'>;
+  cancel(runId: string, cancelledBy: string): Promise<{ cancelledJobs: number }>;
+}
+
+const RESPONSE_TYPE = {
+  'run.rerun.request': 'run.rerun.response',
+  'run.cancel.request': 'run.cancel.response',
+  'dashboard.payload': 'dashboard.payload.response',
+  'run.show.request': 'run.show.response',
+  'run.logs.request': 'run.logs.response',
+} as const;
+
+export function isDashboardRequest(message: RelayToOrchestrator): message is DashboardRequest {
+  return message.type in RESPONSE_TYPE;
+}
+
+export function errorFor(error: unknown, logger: Logger, request: DashboardRequest): DashboardError {
+  if (isSvcError(error) && error.kind !== 'internal') {
+    if (error.code === RERUN_COOLDOWN_CODE) {
+      const retry = error.details?.['retryAfterSeconds'];
+      return { code: error.code, message: error.message, status: 429, ...(typeof retry === 'number' ? { retryAfterSeconds: retry } : {}) };
+    }
+    return { code: error.code, message: error.message.slice(0, 2000), status: STATUS_BY_KIND[error.kind] };
+  }
+  logger.error({ err: error, type: request.type, runId: request.runId }, 'dashboard request failed');
+  return { code: 'SVC_ERR_INTERNAL', message: `the orchestrator could not answer ${request.type} (request ${request.requestId}); see its log`, status: 500 };
+}
+
+function orgOf(request: DashboardRequest): string {
+  if (request.orgId === undefined) throw new InputError('SVC_ERR_RUNS_ORG_MISSING', `${request.type} must name the org (orgId); upgrade the relay`);
+  return request.orgId;
+}
+
+/** Answers one request; never rejects. */
+export async function answerDashboardRequest(deps: RunsApiDeps, request: DashboardRequest): Promise<DashboardResponse> {
+  const base = { requestId: request.requestId };
+  try {
+    const orgId = orgOf(request);
+    switch (request.type) {
+      case 'run.show.request':
+        return { type: 'run.show.response', ...base, run: await loadRunView(deps.pool, orgId, request.runId) };
+      case 'run.logs.request':
+        return { type: 'run.logs.response', ...base, page: await readLogPage(deps.pool, orgId, request.runId, request.after) };
+      case 'dashboard.payload':
+        return { type: 'dashboard.payload.response', ...base, payload: (await readRunPayload(deps.pool, deps.storage(), orgId, request.runId)).payload };
+      case 'run.rerun.request':
+        return { type: 'run.rerun.response', ...base, ...(await rerunRun({ ...deps.rerun, pool: deps.pool }, { orgId, runId: request.runId, triggeredBy: request.triggeredBy })) };
+      case 'run.cancel.request': {
+        // The org check first: cancelRun itself knows no orgs.
+        const run = await findRun(deps.pool, orgId, request.runId);
+        return { type: 'run.cancel.response', ...base, ...(await deps.cancel(run.id, request.cancelledBy)) };
+      }
+    }
+  } catch (error) {
+    return { type: RESPONSE_TYPE[request.type], ...base, error: errorFor(error, deps.logger, request) } as DashboardResponse;
+  }
+}
+
+/** The response as sent: one too large for a relay frame becomes a 413 error. */
+export function encodeResponse(response: DashboardResponse): DashboardResponse {
+  if (Buffer.byteLength(JSON.stringify(response)) <= MAX_RESPONSE_BYTES) return response;
+  return {
+    type: response.type,
+    requestId: response.requestId,
+    error: { code: 'SVC_ERR_RUNS_RESPONSE_TOO_LARGE', message: `the answer is larger than ${MAX_RESPONSE_BYTES} bytes and cannot be relayed; read it on the orchestrator`, status: 413 },
+  } as DashboardResponse;
+}
+
+function storageOf(ctx: OrchestratorContext): StorageExtensionPoint | undefined {
+  try {
+    return ctx.host.select('storage');
+  } catch {
+    return undefined;
+  }
+}
+
+export function runsApiDeps(ctx: OrchestratorContext, ingest: IngestParts): RunsApiDeps {
+  return {
+    pool: ctx.db,
+    logger: ctx.logger.child({ subsystem: 'runs/api' }),
+    storage: () => storageOf(ctx),
+    rerun: {
+      sourceById: (id) => ingest.sources.getById(id),
+      providerFor: (routingKey) => ingest.providers.resolve(routingKey),
+      checkCaches: (orgId, contentHash, lockfileHash) => ingest.caches.check(orgId, contentHash, lockfileHash),
+      notifyJobsQueued: (tx: CommonQueryMethods) => notifyJobsQueued(tx),
+    },
+    cancel: (runId, cancelledBy) => cancelRun(ctx, runId, cancelledBy),
+  };
+}
+
+/**
+ * The relay link's `onMessage`: answers dashboard requests through `send` (the link's send).
+ * Other message types are ignored here.
+ */
+export function relayMessageHandler(ctx: OrchestratorContext, ingest: IngestParts, send: (message: OrchestratorToRelay) => boolean): (message: RelayToOrchestrator) => void {
+  const deps = runsApiDeps(ctx, ingest);
+  return (message) => {
+    if (!isDashboardRequest(message)) return;
+    void answerDashboardRequest(deps, message).then((response) => {
+      if (!send(encodeResponse(response))) deps.logger.info({ type: response.type, requestId: response.requestId }, 'relay link down before the answer could be sent; the relay has timed the request out');
+    });
+  };
+}
