@@ -8,6 +8,7 @@ export type ErrorKind =
   | 'not_allowed'
   | 'not_found'
   | 'conflict'
+  | 'rate_limited'
   | 'unavailable'
   | 'internal';
 
@@ -44,6 +45,18 @@ export class NotFoundError extends SvcError {
 }
 export class ConflictError extends SvcError {
   override readonly kind = 'conflict';
+}
+/**
+ * Too many requests for a budget (per client, org, source or cooldown). `retryAfterSeconds` is
+ * required: every transport tells the caller when to come back (HTTP: 429 with Retry-After).
+ */
+export class RateLimitedError extends SvcError {
+  override readonly kind = 'rate_limited';
+  readonly retryAfterSeconds: number;
+  constructor(code: string, message: string, retryAfterSeconds: number, options: SvcErrorOptions = {}) {
+    super(code, message, { ...options, details: { ...options.details, retryAfterSeconds } });
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
 }
 export class UnavailableError extends SvcError {
   override readonly kind = 'unavailable';

@@ -11,6 +11,7 @@ export const STATUS_BY_KIND: Readonly<Record<ErrorKind, number>> = Object.freeze
   not_allowed: 403,
   not_found: 404,
   conflict: 409,
+  rate_limited: 429,
   unavailable: 503,
   internal: 500,
 });
