@@ -7,7 +7,6 @@ import type { Lock } from '../../../schemas/lock.ts';
 import type { AckResult } from '../../../schemas/wire/relay.ts';
 import type { RepositoryRef, SourceProviderExtensionPoint } from '../../../core/extension-points/provider.ts';
 import type { OpenedSource } from '../sources/store.ts';
-import type { ClaimOptions } from './record/delivery-record.ts';
 
 export const DELIVERY_STATUSES = [
   'matched',
@@ -122,4 +121,12 @@ export class IngestStop extends Error {
 /** Ends the pipeline early with a recorded status (no_lock_file, ignored_fork, …). */
 export function stop(status: DeliveryStatus, detail: string, result: AckResult = 'accepted', retryAfterSeconds?: number): never {
   throw new IngestStop(status, result, detail, retryAfterSeconds);
+}
+
+/** Who claims a delivery record, and (generic sources) for how long a finished one stays a duplicate. */
+export interface ClaimOptions {
+  sourceId: string;
+  nodeId: string;
+  /** Generic sources' idempotency window: a finished record older than this is processed again as a new generation. */
+  windowSeconds?: number;
 }

@@ -5,7 +5,9 @@
 import { Type } from 'typebox';
 import { sql, sqlTyped, type DatabasePool } from '../../../services/db/index.ts';
 import type { CommonQueryMethods } from 'slonik';
-import type { DeliveryState, DeliveryStatus, IncomingDelivery, StepEntry } from '../types.ts';
+import type { ClaimOptions, DeliveryState, DeliveryStatus, IncomingDelivery, StepEntry } from '../types.ts';
+
+export type { ClaimOptions };
 
 /** A row left `processing` longer than this by another node is taken over (that node died). */
 export const STALE_PROCESSING_SECONDS = 120;
@@ -50,13 +52,6 @@ const ClaimRow = Type.Object({ generation: Type.Number() });
 const StatusRow = Type.Object({ status: Type.String() });
 
 export type Claim = { claimed: true; generation: number } | { claimed: false; status: string };
-
-export interface ClaimOptions {
-  sourceId: string;
-  nodeId: string;
-  /** Generic sources' idempotency window: a finished record older than this is processed again as a new generation. */
-  windowSeconds?: number;
-}
 
 /** The ON CONFLICT condition under which this attempt owns the record (else it is a duplicate). */
 export function takeOver(windowSeconds: number | undefined) {
