@@ -2,15 +2,9 @@
 // operators, scripts and tests can match on it; `message` says what to do about it.
 // Subclasses are by meaning; each transport maps them to its own vocabulary in one place.
 
-export type ErrorKind =
-  | 'input'
-  | 'authentication'
-  | 'not_allowed'
-  | 'not_found'
-  | 'conflict'
-  | 'rate_limited'
-  | 'unavailable'
-  | 'internal';
+import type { ErrorKind } from './error-codes/catalogue.ts';
+
+export type { ErrorKind };
 
 export interface SvcErrorOptions {
   cause?: unknown;

@@ -1,0 +1,100 @@
+// Agent: jobs, build jobs, runner and sandboxes.
+// One entry per code: its kind (core/errors.ts) and a message template ({name} placeholders)
+// describing the condition. How to add a code: docs/conventions.md, "Error codes".
+import type { ErrorCatalogue } from './catalogue.ts';
+
+export const AGENT_ERROR_CODES = {
+  // AGENT
+  SVC_ERR_AGENT_API: { kind: 'internal', message: 'the runner API call failed: {reason}' },
+  SVC_ERR_AGENT_API_ARGS: { kind: 'input', message: '{api}: {issues}' },
+  SVC_ERR_AGENT_API_PATH: { kind: 'input', message: 'path {path} is outside the job workspace' },
+  SVC_ERR_AGENT_API_UNKNOWN: { kind: 'input', message: 'unknown runner api {api}' },
+  SVC_ERR_AGENT_API_UNSUPPORTED: { kind: 'unavailable', message: '{api} is not supported by this agent yet (no orchestrator message carries it)' },
+  SVC_ERR_AGENT_ARCHIVE_HOSTILE: { kind: 'input', message: 'refused archive entry {entry}: {why}; nothing was extracted' },
+  SVC_ERR_AGENT_CACHE_DIGEST: { kind: 'unavailable', message: 'cache entry {response} has digest {sha256}, expected {expected}; not restored' },
+  SVC_ERR_AGENT_CHECKOUT: { kind: 'internal', message: 'git {args} failed (exit {exitCode}): {output}' },
+  SVC_ERR_AGENT_CONTAINER_IMAGE: { kind: 'internal', message: 'the job asks for a container but names no image (container.image)' },
+  SVC_ERR_AGENT_CONTENT_HASH: { kind: 'internal', message: 'the workflow tree could not be hashed: {reason}' },
+  SVC_ERR_AGENT_DEPS_DIGEST: {
+    kind: 'internal',
+    message: 'dependency tarball hash mismatch after {depsAttempts} attempts (expected sha256 {expected}); the cached dependencies are corrupt or being replaced',
+  },
+  SVC_ERR_AGENT_DEPS_EXTRACT: { kind: 'internal', message: 'dependency tarball could not be extracted: {reason}' },
+  SVC_ERR_AGENT_DEPS_INSTALL: { kind: 'internal', message: 'inline dependency install (npm ci in .svc/) failed with exit code {exitCode}: {tail}' },
+  SVC_ERR_AGENT_DOWNLOAD: { kind: 'unavailable', message: 'download from {url} failed: {reason}' },
+  SVC_ERR_AGENT_ENV: { kind: 'input', message: '{name} {message}' },
+  SVC_ERR_AGENT_JOB_CANCELLED: { kind: 'internal', message: 'cancelled' },
+  SVC_ERR_AGENT_LOCK_NO_WORKFLOW: {
+    kind: 'internal',
+    message: 'Lock file is out of date: .svc/svc.lock.json in the job\'s tree has no workflow named {workflowName}; run `svc compile` and push again',
+  },
+  SVC_ERR_AGENT_LOCK_OUT_OF_DATE: {
+    kind: 'internal',
+    message: 'Lock file is out of date: workflow {workflow} hashes to {contentHash} but the lock file says {expected}',
+  },
+  SVC_ERR_AGENT_LOCK_SOURCE: { kind: 'internal', message: 'the workflow source {source} points outside the repository' },
+  SVC_ERR_AGENT_LOCK_UNREADABLE: {
+    kind: 'internal',
+    message: 'the job\'s tree has no readable .svc/svc.lock.json: {reason}; run `svc compile` and push again',
+  },
+  SVC_ERR_AGENT_PROTOCOL: { kind: 'internal', message: 'the orchestrator closed the connection with a protocol error (close {code}${reason ?' },
+  SVC_ERR_AGENT_REQUEST_TIMEOUT: { kind: 'unavailable', message: 'the orchestrator did not answer {type} within {requestTimeoutMs}s' },
+  SVC_ERR_AGENT_SANDBOX_MISSING: { kind: 'internal', message: 'the agent has no {sandbox} sandbox' },
+  SVC_ERR_AGENT_SANDBOX_UNAVAILABLE: { kind: 'unavailable', message: 'SVC_AGENT_SANDBOX={sandbox} {why}' },
+  SVC_ERR_AGENT_SOURCE_CACHE: {
+    kind: 'internal',
+    message: 'the agent\'s cached source tree for sha256 {digest} changed while it was copied (dropped from the cache); dispatch the job again',
+  },
+  SVC_ERR_AGENT_SOURCE_DIGEST: {
+    kind: 'internal',
+    message: 'the dispatch names a source tarball but no valid sha256 digest for it (got {digest}); refusing to run an unverified tree',
+  },
+  SVC_ERR_AGENT_SOURCE_DOWNLOAD: { kind: 'internal', message: 'source tarball download failed (hard failure, no rebuild from checkout): {reason}' },
+  SVC_ERR_AGENT_SOURCE_EXTRACT: { kind: 'internal', message: 'source tarball could not be extracted: {reason}' },
+  SVC_ERR_AGENT_STOPPED: { kind: 'internal', message: 'the agent stopped before it registered' },
+  SVC_ERR_AGENT_STOPPING: { kind: 'unavailable', message: 'the agent is stopping' },
+  SVC_ERR_AGENT_TOKEN_DESCRIPTION: { kind: 'input', message: 'a description is at most 500 characters' },
+  SVC_ERR_AGENT_TOKEN_ID: { kind: 'input', message: '"{id}" is not an agent token id (a UUID from "agent-token list")' },
+  SVC_ERR_AGENT_TOKEN_NOT_FOUND: { kind: 'not_found', message: 'no agent token has id {id}' },
+  SVC_ERR_AGENT_TOKEN_TTL: { kind: 'input', message: 'a token lifetime must be a positive whole number of milliseconds' },
+  SVC_ERR_AGENT_UNAUTHORIZED: {
+    kind: 'authentication',
+    message: 'the orchestrator refused the agent token (HTTP {status}); check SVC_AGENT_TOKEN: not retrying',
+  },
+  SVC_ERR_AGENT_UPLOAD: { kind: 'unavailable', message: 'upload to {url} failed: {reason}' },
+  // BUILD
+  SVC_ERR_BUILD_BUNDLE: { kind: 'input', message: 'the workflow directory could not be bundled: {reason}' },
+  SVC_ERR_BUILD_DEPS_TAR: { kind: 'internal', message: 'cannot pack node_modules: {reason}' },
+  SVC_ERR_BUILD_FAILED: { kind: 'internal', message: 'build failed: {reason}' },
+  SVC_ERR_BUILD_NO_LOCK: { kind: 'input', message: 'the tree has no .svc/svc.lock.json: run `svc compile` and commit it' },
+  SVC_ERR_BUILD_NO_PACKAGE_LOCK: { kind: 'internal', message: 'there is no .svc/package-lock.json to install from' },
+  SVC_ERR_BUILD_NPM_CI: { kind: 'internal', message: 'npm ci {how}: {tail}' },
+  SVC_ERR_BUILD_TOO_MANY_FILES: { kind: 'input', message: 'more than {maxBundleEntries} entries under {roots}; refusing to bundle' },
+  SVC_ERR_BUILD_UPLOAD: { kind: 'internal', message: '{what}: the orchestrator refused the upload ({code}: {message})' },
+  // RUNNER
+  SVC_ERR_RUNNER_API_ARGS: { kind: 'input', message: '{what}: {issues}' },
+  SVC_ERR_RUNNER_API_RESULT: { kind: 'internal', message: '{api}: the agent answered with an invalid result: {issues}' },
+  SVC_ERR_RUNNER_API_UNSUPPORTED: { kind: 'unavailable', message: 'ctx.artifacts.download is not available in a running job yet' },
+  SVC_ERR_RUNNER_CANCELLED: { kind: 'internal', message: '{api}: {reason}' },
+  SVC_ERR_RUNNER_CHECK_RESULT: { kind: 'input', message: 'check must return { drift: boolean, reason?: string }' },
+  SVC_ERR_RUNNER_DYNAMIC_JOB: { kind: 'input', message: 'job {jobName} is a dynamicJobs(...) generator; this runner runs only static jobs' },
+  SVC_ERR_RUNNER_GENERATOR: { kind: 'input', message: 'must be built with job(...)' },
+  SVC_ERR_RUNNER_JOB_NOT_FOUND: { kind: 'not_found', message: 'workflow {name} has no job {jobName} (jobs: {jobNames})' },
+  SVC_ERR_RUNNER_JOB_OUTPUTS_INVALID: { kind: 'input', message: 'the job outputs option must be a function' },
+  SVC_ERR_RUNNER_NOT_IN_STEP: { kind: 'input', message: 'ctx.setSecretOutput works only in a step body' },
+  SVC_ERR_RUNNER_OUTPUTS_INVALID: { kind: 'input', message: 'outputs do not match the step\'s outputs schema: {issues}{hint}' },
+  SVC_ERR_RUNNER_RULE_RESULT: { kind: 'input', message: '{what} failed: {reason}' },
+  SVC_ERR_RUNNER_WORKFLOW_LOAD: { kind: 'input', message: 'workflowFile must be an absolute path, got {file}' },
+  // SANDBOX
+  SVC_ERR_SANDBOX_ENV: { kind: 'input', message: 'environment name {key} is not valid' },
+  SVC_ERR_SANDBOX_FIRECRACKER_API: { kind: 'unavailable', message: 'firecracker PUT {path} failed (HTTP {statusCode}): {fault}' },
+  SVC_ERR_SANDBOX_FIRECRACKER_BOOT: { kind: 'unavailable', message: '{what} within {timeoutMs} ms' },
+  SVC_ERR_SANDBOX_FOREIGN_PROCESS: { kind: 'input', message: 'this process was not started by the container sandbox' },
+  SVC_ERR_SANDBOX_IMAGE: { kind: 'input', message: 'container image {image} is not a valid image reference' },
+  SVC_ERR_SANDBOX_IPC: {
+    kind: 'unavailable',
+    message: 'docker cannot hand the step runner its IPC channel (no --preserve-fds); install podman for container jobs',
+  },
+  SVC_ERR_SANDBOX_UNAVAILABLE: { kind: 'unavailable', message: 'container job cannot start: {r}' },
+  SVC_ERR_SANDBOX_WORKSPACE: { kind: 'input', message: 'the container sandbox needs the job source directory' },
+} as const satisfies ErrorCatalogue;

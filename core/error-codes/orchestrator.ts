@@ -1,0 +1,207 @@
+// Orchestrator: runs, dispatch, identity, secrets, sources, webhooks, caches, events, admin API.
+// One entry per code: its kind (core/errors.ts) and a message template ({name} placeholders)
+// describing the condition. How to add a code: docs/conventions.md, "Error codes".
+import type { ErrorCatalogue } from './catalogue.ts';
+
+export const ORCHESTRATOR_ERROR_CODES = {
+  // RUNS
+  SVC_ERR_RUNS_ID_INVALID: { kind: 'input', message: '"{runId}" is not a run id (a UUID, as "svc runs show" and the dashboard print it)' },
+  SVC_ERR_RUNS_LOG_CURSOR_INVALID: {
+    kind: 'input',
+    message: 'log cursor is not valid ({why}): pass back the cursor of the previous page, or none to start over',
+  },
+  SVC_ERR_RUNS_NOT_FOUND: { kind: 'not_found', message: 'no run {runId} in org {orgId}' },
+  SVC_ERR_RUNS_ORG_MISSING: { kind: 'input', message: '{type} must name the org (orgId); upgrade the relay' },
+  SVC_ERR_RUNS_PAYLOAD_MISSING: { kind: 'not_found', message: 'the payload object {payload_key} is missing from storage' },
+  SVC_ERR_RUNS_PAYLOAD_NONE: { kind: 'not_found', message: 'run {id} was not started by a webhook; it has no payload' },
+  SVC_ERR_RUNS_PAYLOAD_NO_STORAGE: { kind: 'unavailable', message: 'this orchestrator has no storage configured; the payload cannot be read' },
+  SVC_ERR_RUNS_PAYLOAD_OMITTED: { kind: 'not_found', message: 'the payload of delivery {delivery_id} was not kept: {why}' },
+  SVC_ERR_RUNS_PAYLOAD_UNREADABLE: { kind: 'unavailable', message: 'the payload of delivery {delivery_id} could not be read: {reason}' },
+  SVC_ERR_RUNS_RERUN_COOLDOWN: {
+    kind: 'conflict',
+    message: 'run {originalRunId} was re-run less than {rerunCooldownMs} s ago; retry in {seconds} s',
+  },
+  SVC_ERR_RUNS_RERUN_LOCK_FETCH: {
+    kind: 'unavailable',
+    message: 'the lock file of {workflow_repository} at {workflow_sha} could not be fetched: {reason}; retry later',
+  },
+  SVC_ERR_RUNS_RERUN_LOCK_REFUSED: { kind: 'conflict', message: 'the lock file of the run cannot be read: {reason}' },
+  SVC_ERR_RUNS_RERUN_NO_EVENT: { kind: 'conflict', message: 'run {id} has no stored event to re-run' },
+  SVC_ERR_RUNS_RERUN_NO_LOCK: { kind: 'conflict', message: '{workflow_repository} has no lock file at {workflow_sha} any more' },
+  SVC_ERR_RUNS_RERUN_NO_PROVIDER: { kind: 'unavailable', message: 'no provider serves routing key {routingKey} on this orchestrator' },
+  SVC_ERR_RUNS_RERUN_NO_SOURCE: {
+    kind: 'conflict',
+    message: 'run {id} came from no source (a remote test run?), so its lock file cannot be fetched again; start it the way it was started',
+  },
+  SVC_ERR_RUNS_RERUN_NO_WORKFLOW: { kind: 'conflict', message: 'the lock file at {workflow_sha} has no workflow "{workflow}"' },
+  SVC_ERR_RUNS_RERUN_SOURCE_GONE: { kind: 'conflict', message: 'source {sourceId} of run {id} was removed; the lock file cannot be fetched again' },
+  SVC_ERR_RUNS_RESPONSE_TOO_LARGE: {
+    kind: 'input',
+    message: 'the answer is larger than {maxBytes} bytes and cannot be relayed; read it on the orchestrator',
+  },
+  SVC_ERR_RUNS_TRIGGERED_BY: { kind: 'input', message: 'triggeredBy must name who asked for the re-run (1 to 200 characters)' },
+  // RUN
+  SVC_ERR_RUN_NOT_A_REPOSITORY: {
+    kind: 'input',
+    message: '{root} is not in a git work tree: a local run builds its event from git (branch, commit, changed files); run `git init` and commit',
+  },
+  SVC_ERR_RUN_NOT_FOUND: { kind: 'not_found', message: 'no run {runId}' },
+  // DISPATCH
+  SVC_ERR_DISPATCH_CANCELLED_BY: { kind: 'input', message: 'cancelledBy must name who cancelled (1 to 200 characters)' },
+  SVC_ERR_DISPATCH_ID_INVALID: { kind: 'input', message: '"{id}" is not a {kind} id (a UUID)' },
+  SVC_ERR_DISPATCH_JOB_NOT_FOUND: { kind: 'not_found', message: 'no job has id {jobId}' },
+  SVC_ERR_DISPATCH_LABEL_INVALID: { kind: 'input', message: 'label "{value}" is not valid: no spaces, "*" or leading "!"' },
+  SVC_ERR_DISPATCH_LABEL_RESERVED: {
+    kind: 'input',
+    message: 'label "{value}" is in the reserved "svc:" namespace; the orchestrator adds those itself',
+  },
+  SVC_ERR_DISPATCH_NOT_OWNER: { kind: 'not_allowed', message: 'agent {agentId} does not own job {jobId}' },
+  SVC_ERR_DISPATCH_RUN_NOT_FOUND: { kind: 'not_found', message: 'no run has id {runId}' },
+  SVC_ERR_DISPATCH_UNSUPPORTED: { kind: 'not_found', message: '{type} is not served by this orchestrator' },
+  // IDENTITY
+  SVC_ERR_IDENTITY_ARTIFACT: { kind: 'input', message: 'artifact.name must be 1 to 1000 printable characters' },
+  SVC_ERR_IDENTITY_ATTESTATION_ORPHAN: { kind: 'input', message: 'attestation {id} has no job row' },
+  SVC_ERR_IDENTITY_AUDIENCE: { kind: 'input', message: 'audience must be 1 to 1000 printable characters' },
+  SVC_ERR_IDENTITY_JWKS_INVALID: { kind: 'internal', message: '{issuer}/.well-known/jwks.json is not a JWKS of EC P-256 keys' },
+  SVC_ERR_IDENTITY_JWKS_UNREACHABLE: { kind: 'unavailable', message: 'could not read {issuer}/.well-known/jwks.json: {reason}' },
+  SVC_ERR_IDENTITY_JWK_INVALID: { kind: 'internal', message: 'public key {kid} is not an EC P-256 JWK: {issues}' },
+  SVC_ERR_IDENTITY_KEY_NOT_FOUND: { kind: 'not_found', message: 'no signing key has kid {kid}' },
+  SVC_ERR_IDENTITY_KEY_STATE: {
+    kind: 'conflict',
+    message: 'signing key {kid} is {status}; only a retiring key can be retired (rotate first: svc-admin signing-key rotate)',
+  },
+  SVC_ERR_IDENTITY_KID_INVALID: { kind: 'input', message: '"{kid}" is not a key id (letters, digits, - and _ only)' },
+  SVC_ERR_IDENTITY_NOT_OWNER: {
+    kind: 'not_allowed',
+    message: 'agent {agentId} does not run job {jobId}; only the agent running a job can mint its tokens',
+  },
+  SVC_ERR_IDENTITY_NO_MASTER_KEY: { kind: 'internal', message: 'no master key (SVC_SECRET_KEY) is configured to seal signing keys' },
+  SVC_ERR_IDENTITY_REVOKE_REASON: { kind: 'input', message: 'revoking a key needs a reason (--reason <text>)' },
+  SVC_ERR_IDENTITY_SIGNATURE_SHAPE: {
+    kind: 'internal',
+    message: 'the custody plugin returned a {signature}-byte signature; ES256 needs {es256SignatureBytes}',
+  },
+  // SECRETS
+  SVC_ERR_SECRETS_CONTEXT_EXISTS: { kind: 'conflict', message: 'context {name} already exists' },
+  SVC_ERR_SECRETS_CONTEXT_NAME: {
+    kind: 'input',
+    message: 'context name {name} is not valid: 1-100 letters, digits, ".", "_" or "-", starting with a letter or digit',
+  },
+  SVC_ERR_SECRETS_CONTEXT_NOT_FOUND: { kind: 'not_found', message: 'context {name} does not exist: create it with svc-admin context create {name}' },
+  SVC_ERR_SECRETS_DENIED: {
+    kind: 'not_allowed',
+    message: 'secret context "{name}" does not exist (declared by the job or its workflow); nothing was released',
+  },
+  SVC_ERR_SECRETS_KEY: { kind: 'input', message: 'secret key {key} is not valid: 1-128 letters, digits or "_", not starting with a digit' },
+  SVC_ERR_SECRETS_NO_MASTER_KEY: { kind: 'internal', message: 'no master key (SVC_SECRET_KEY) is configured' },
+  SVC_ERR_SECRETS_OPEN: {
+    kind: 'internal',
+    message: 'secret {context}:{key} opens with no configured master key: finish the key rotation (SVC_SECRET_KEY_OLD) and run svc-admin rotate-key',
+  },
+  SVC_ERR_SECRETS_RULE: { kind: 'input', message: 'at most {maxPatterns} {kind} patterns' },
+  SVC_ERR_SECRETS_VALUE: { kind: 'input', message: 'a secret value must not be empty' },
+  // SOURCE
+  SVC_ERR_SOURCE_CREDENTIALS_INVALID: { kind: 'input', message: 'credentials of source {id} are not an object' },
+  SVC_ERR_SOURCE_EXISTS: { kind: 'conflict', message: 'org "{orgId}" already has a source with routing key {routingKey}${sourceId ?' },
+  SVC_ERR_SOURCE_FORK_POLICY: { kind: 'input', message: 'fork policy "{value}" is not one of run, ignore (reject is stored as ignore)' },
+  SVC_ERR_SOURCE_ID_INVALID: { kind: 'input', message: 'source id "{sourceId}" is not valid: use 1-100 letters, digits, ".", "_" or "-"' },
+  SVC_ERR_SOURCE_KIND_INVALID: { kind: 'input', message: 'provider kind "{providerKind}" is not valid' },
+  SVC_ERR_SOURCE_NOT_FOUND: { kind: 'not_found', message: 'no source with id {id}; list them with "svc-admin source list"' },
+  SVC_ERR_SOURCE_NOT_ROTATING: { kind: 'input', message: 'source {id} has no rotation under way' },
+  SVC_ERR_SOURCE_ORG_INVALID: { kind: 'input', message: 'org id "{orgId}" is not valid: use 1-100 letters, digits, ".", "_" or "-"' },
+  SVC_ERR_SOURCE_ROTATING: {
+    kind: 'input',
+    message: 'source {id} is already rotating: finish it first with "svc-admin source rotate-secret {id} --finish"',
+  },
+  SVC_ERR_SOURCE_SECRET_WEAK: { kind: 'input', message: 'a webhook secret must have at least 16 characters' },
+  SVC_ERR_SOURCE_TARGET_REQUIRED: { kind: 'input', message: 'a {providerKind} source needs its target id (the app id of a GitHub App)' },
+  // WEBHOOK
+  SVC_ERR_WEBHOOK_RATE_LIMITED: { kind: 'rate_limited', message: 'source {sourceId} is over its rate limit of {rateLimitRpm} per minute' },
+  SVC_ERR_WEBHOOK_REJECTED_MISCONFIGURED: { kind: 'internal', message: 'the source is misconfigured' },
+  SVC_ERR_WEBHOOK_REJECTED_SIGNATURE: { kind: 'authentication', message: 'the webhook signature does not verify against the source secret' },
+  SVC_ERR_WEBHOOK_REJECTED_UNKNOWN_SOURCE: { kind: 'not_found', message: 'no such source' },
+  SVC_ERR_WEBHOOK_SHED_RETRY_LATER: { kind: 'rate_limited', message: 'the orchestrator is shedding load; retry later' },
+  SVC_ERR_WEBHOOK_TOO_LARGE: { kind: 'input', message: 'payload of {body} bytes is over this source\'s limit of {maxPayloadBytes}' },
+  SVC_ERR_WEBHOOK_UNKNOWN_ORG: { kind: 'not_found', message: 'no such org' },
+  SVC_ERR_WEBHOOK_UNKNOWN_PROVIDER: { kind: 'not_found', message: 'no such provider kind' },
+  // CACHE
+  SVC_ERR_CACHE_DEPS_HASH_MISMATCH: { kind: 'input', message: 'depsHash {depsHash} differs from the uploaded key {key}' },
+  SVC_ERR_CACHE_JOB_INACTIVE: { kind: 'not_allowed', message: 'job {jobId} is {status}, not running; requests for it are refused' },
+  SVC_ERR_CACHE_JOB_NOT_OWNED: {
+    kind: 'not_allowed',
+    message: 'job {jobId} is not dispatched to agent {agentId}; only the agent running a job may use its caches and events',
+  },
+  SVC_ERR_CACHE_JOB_UNKNOWN: { kind: 'not_found', message: 'job {jobId} does not exist' },
+  SVC_ERR_CACHE_KEY_INVALID: {
+    kind: 'input',
+    message: '{what} {value} is not a valid cache name: 1-200 characters of letters, digits and ._:+=- starting with a letter or digit',
+  },
+  SVC_ERR_CACHE_KEY_MISMATCH: { kind: 'input', message: 'save.complete names key {key} but the request was for {key}' },
+  SVC_ERR_CACHE_NOT_BUILD_JOB: {
+    kind: 'not_allowed',
+    message: 'job {jobId} is not a build job; only build jobs upload source and dependency caches',
+  },
+  SVC_ERR_CACHE_NOT_CONFIGURED: {
+    kind: 'unavailable',
+    message: 'no cache storage is configured on this orchestrator (SVC_STORAGE_TYPE); jobs install inline',
+  },
+  SVC_ERR_CACHE_NO_LOCKFILE: { kind: 'input', message: 'run of job {job_id} has no lockfileHash; there is no dependency cache to write' },
+  SVC_ERR_CACHE_OBJECT_MISSING: {
+    kind: 'not_found',
+    message: 'no uploaded object at {objectKey}; upload to the URL from cache.upload.response before cache.upload.complete',
+  },
+  SVC_ERR_CACHE_ORG_INVALID: { kind: 'input', message: 'org {org} is not a valid org id for cache keys' },
+  SVC_ERR_CACHE_PLATFORM_INVALID: { kind: 'input', message: 'platform-arch {value} is not of the form <os>-<arch>' },
+  SVC_ERR_CACHE_PLATFORM_UNKNOWN: {
+    kind: 'input',
+    message: 'the agent did not register an OS and architecture; dependency caches are per platform-arch',
+  },
+  SVC_ERR_CACHE_REQUEST_DUPLICATE: {
+    kind: 'conflict',
+    message: 'request id {requestId} was already used for a cache save of job {job_id}; use a new request id',
+  },
+  SVC_ERR_CACHE_SCOPE_INVALID: { kind: 'input', message: 'scope {scope} is not "shared" or "iso/<run id>"' },
+  SVC_ERR_CACHE_SIZE_MISMATCH: {
+    kind: 'input',
+    message: 'uploaded object is {size} bytes but save.complete says {sizeBytes}; the upload was discarded, save again',
+  },
+  SVC_ERR_CACHE_TOO_LARGE: {
+    kind: 'input',
+    message: 'cache entry of {size} bytes exceeds the org\'s user cache quota of {quotaBytes} bytes; it was not saved',
+  },
+  SVC_ERR_CACHE_UPLOAD_MISSING: {
+    kind: 'not_found',
+    message: 'nothing was uploaded for cache key {key}; upload to the URL from save.response first',
+  },
+  SVC_ERR_CACHE_UPLOAD_UNKNOWN: {
+    kind: 'not_found',
+    message: 'no pending cache save for request {requestId} of job {job_id} (never requested, already completed, or expired)',
+  },
+  // EVENT
+  SVC_ERR_EVENT_INVALID_PAYLOAD: { kind: 'input', message: '{providerEvent} payload must be a JSON object' },
+  SVC_ERR_EVENT_JOB_INACTIVE: { kind: 'not_allowed', message: 'job {jobId} is {status}, not running; requests for it are refused' },
+  SVC_ERR_EVENT_JOB_NOT_OWNED: {
+    kind: 'not_allowed',
+    message: 'job {jobId} is not dispatched to agent {agentId}; only the agent running a job may use its caches and events',
+  },
+  SVC_ERR_EVENT_JOB_UNKNOWN: { kind: 'not_found', message: 'job {jobId} does not exist' },
+  SVC_ERR_EVENT_NAME_INVALID: { kind: 'input', message: 'event name must not be empty' },
+  SVC_ERR_EVENT_NAME_RESERVED: { kind: 'input', message: 'event name "{name}" is reserved for events the orchestrator emits itself' },
+  SVC_ERR_EVENT_ORG_INVALID: { kind: 'input', message: 'an internal event needs an org' },
+  SVC_ERR_EVENT_PAYLOAD_INVALID: { kind: 'input', message: 'event payload must be JSON-serializable (no cycles or BigInt)' },
+  SVC_ERR_EVENT_PAYLOAD_TOO_LARGE: {
+    kind: 'input',
+    message: 'event payload is {bytes} bytes as JSON; the limit is {maxEventPayloadBytes} (store big data as an artifact and send a reference)',
+  },
+  SVC_ERR_EVENT_TARGET_INVALID: { kind: 'input', message: 'event target must be 1-{maxEventTargetLength} printable characters' },
+  // ADMIN
+  SVC_ERR_ADMIN_API: { kind: 'internal', message: 'the admin API answered {status} with an unexpected body' },
+  SVC_ERR_ADMIN_API_UNREACHABLE: { kind: 'unavailable', message: 'could not reach {origin}: {reason}' },
+  SVC_ERR_ADMIN_NOT_CONFIGURED: { kind: 'not_allowed', message: 'no admin token is configured on this orchestrator (SVC_BOOTSTRAP_ADMIN_TOKEN)' },
+  SVC_ERR_ADMIN_TOKEN_INVALID: { kind: 'authentication', message: 'the admin token is not valid' },
+  SVC_ERR_ADMIN_TOKEN_MISSING: { kind: 'authentication', message: 'this admin route needs "Authorization: Bearer <token>" with scope {scope}' },
+  SVC_ERR_ADMIN_UNAUTHORIZED: {
+    kind: 'authentication',
+    message: 'admin routes are off: set SVC_BOOTSTRAP_ADMIN_TOKEN (secrets.bootstrapAdminToken)',
+  },
+} as const satisfies ErrorCatalogue;

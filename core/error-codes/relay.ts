@@ -1,0 +1,59 @@
+// Relay: webhook ingress, orchestrator link, dashboard, orgs and tokens.
+// One entry per code: its kind (core/errors.ts) and a message template ({name} placeholders)
+// describing the condition. How to add a code: docs/conventions.md, "Error codes".
+import type { ErrorCatalogue } from './catalogue.ts';
+
+export const RELAY_ERROR_CODES = {
+  // RELAY
+  SVC_ERR_RELAY_AUTH_INVALID: {
+    kind: 'authentication',
+    message: 'the token is not valid (revoked, rotated or mistyped); ask an operator for a new one ("svc-admin relay pat create")',
+  },
+  SVC_ERR_RELAY_AUTH_MISSING: {
+    kind: 'authentication',
+    message: 'send a personal access token as "Authorization: Bearer <token>" (svc login --token <PAT>)',
+  },
+  SVC_ERR_RELAY_AUTH_WRONG_ORG: {
+    kind: 'not_allowed',
+    message: 'this token belongs to org {tokenOrg}, not {orgId}; use "svc org use {tokenOrg}" or a token of {orgId}',
+  },
+  SVC_ERR_RELAY_BAD_ANSWER: { kind: 'unavailable', message: 'the orchestrator answered without {what}' },
+  SVC_ERR_RELAY_BUFFER_FULL: { kind: 'unavailable', message: 'the relay\'s buffer for org "{orgId}" is full; retry later' },
+  SVC_ERR_RELAY_BUFFER_UNAVAILABLE: { kind: 'unavailable', message: 'the relay cannot store this delivery right now; retry later' },
+  SVC_ERR_RELAY_LINK_CLOSED: { kind: 'unavailable', message: 'the relay link is closed' },
+  SVC_ERR_RELAY_LINK_TIMEOUT: { kind: 'unavailable', message: 'not connected to the relay at {platformUrl} within {timeoutMs} ms' },
+  SVC_ERR_RELAY_NO_ORCHESTRATOR: {
+    kind: 'unavailable',
+    message: 'no orchestrator of org {orgId} is connected to the relay; start one (check its SVC_PLATFORM_URL and SVC_PLATFORM_TOKEN) and retry',
+  },
+  SVC_ERR_RELAY_ORCHESTRATOR_GONE: { kind: 'unavailable', message: 'the orchestrator {orchestratorId} disconnected before it answered; retry' },
+  SVC_ERR_RELAY_ORCHESTRATOR_TIMEOUT: {
+    kind: 'unavailable',
+    message: 'the orchestrator {orchestratorId} did not answer {type} within {timeoutMs} ms; retry shortly',
+  },
+  SVC_ERR_RELAY_ORG_EXISTS: { kind: 'conflict', message: 'org "{orgId}" already exists; use "relay org token rotate {orgId}" for a new token' },
+  SVC_ERR_RELAY_ORG_ID_INVALID: {
+    kind: 'input',
+    message: 'org id "{orgId}" is not valid: use 1-100 letters, digits, ".", "_" or "-", starting with a letter or digit',
+  },
+  SVC_ERR_RELAY_ORG_NOT_FOUND: { kind: 'not_found', message: 'org "{orgId}" does not exist; create it with "relay org create {orgId}"' },
+  SVC_ERR_RELAY_PAT_ID_INVALID: { kind: 'input', message: '"{id}" is not a token id (a UUID, as "relay pat list" prints it)' },
+  SVC_ERR_RELAY_PAT_NAME_INVALID: { kind: 'input', message: 'the token name must be at most 200 characters without control characters' },
+  SVC_ERR_RELAY_PAT_NOT_FOUND: { kind: 'not_found', message: 'no token {patId}; list them with "relay pat list"' },
+  SVC_ERR_RELAY_PAT_USER_INVALID: {
+    kind: 'input',
+    message: 'the user name must be 1-100 printable ASCII characters, not starting or ending with a space',
+  },
+  SVC_ERR_RELAY_QUERY_INVALID: { kind: 'input', message: 'unknown query parameter(s): {unknown}; only "after" is accepted' },
+  SVC_ERR_RELAY_RATE_LIMITED: { kind: 'rate_limited', message: 'too many webhooks from this client address, org or source; retry later' },
+  SVC_ERR_RELAY_RUN_ID_INVALID: { kind: 'input', message: '"{runId}" is not a run id (a UUID)' },
+  SVC_ERR_RELAY_SHED: { kind: 'rate_limited', message: 'the orchestrator is shedding load; retry later' },
+  SVC_ERR_RELAY_SIGNATURE_REJECTED: { kind: 'authentication', message: 'the webhook signature does not verify against the source secret' },
+  SVC_ERR_RELAY_SOURCE_MISCONFIGURED: { kind: 'internal', message: 'the source is misconfigured at the orchestrator' },
+  SVC_ERR_RELAY_STOPPING: { kind: 'unavailable', message: 'the relay is stopping; retry shortly' },
+  SVC_ERR_RELAY_TOKEN_INVALID: { kind: 'authentication', message: 'the platform token is not valid for any org (rotated or mistyped?)' },
+  SVC_ERR_RELAY_TOKEN_MISSING: { kind: 'authentication', message: 'send the org platform token as "Authorization: Bearer <token>"' },
+  SVC_ERR_RELAY_UNAVAILABLE: { kind: 'unavailable', message: 'the relay cannot check tokens right now; retry shortly' },
+  SVC_ERR_RELAY_UNKNOWN_ORG: { kind: 'not_found', message: 'org "{orgId}" has no registered source at this relay' },
+  SVC_ERR_RELAY_UNKNOWN_SOURCE: { kind: 'not_found', message: 'no source is registered for routing key "{routingKey}" in org "{orgId}"' },
+} as const satisfies ErrorCatalogue;
