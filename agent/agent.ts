@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { SandboxExtensionPoint } from '../core/extension-points/sandbox.ts';
 import { KERNEL_VERSION } from '../core/plugins/version.ts';
 import { SvcError, UnavailableError, messageOf } from '../core/errors.ts';
+import { receivedCode } from '../core/error-codes.ts';
 import type { AgentToOrchestrator, JobDispatch, OrchestratorToAgent } from '../schemas/wire/agent.ts';
 import { PROTOCOL_VERSION } from '../schemas/wire/relay.ts';
 import { AgentConnection } from './connection.ts';
@@ -240,7 +241,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         }
         pending.delete(requestId!);
         clearTimeout(waiter.timer);
-        if (message.type === 'protocol.error') waiter.reject(new SvcError(message.error.code, message.error.message));
+        if (message.type === 'protocol.error') waiter.reject(new SvcError(receivedCode(message.error.code), message.error.message));
         else waiter.resolve(message);
       }
     }

@@ -15,10 +15,13 @@ import {
   InputError,
   NotAllowedError,
   NotFoundError,
+  RateLimitedError,
   SvcError,
   UnavailableError,
   messageOf,
+  type ErrorCode,
 } from '../core/errors.ts';
+import { receivedCode } from '../core/error-codes.ts';
 
 export const PlatformConfigFile = Type.Object(
   {
@@ -120,13 +123,20 @@ export async function platformSettings(env: NodeJS.ProcessEnv = process.env): Pr
   return { platformUrl: checkPlatformUrl(platformUrl), org: checkOrg(org), token };
 }
 
-function errorFor(status: number, code: string, message: string): SvcError {
+function errorFor(status: number, code: ErrorCode, message: string, retryAfter: string | null): SvcError {
   if (status === 401) return new AuthenticationError(code, `${message} (run "svc login --token <PAT>" with a valid token)`);
   if (status === 403) return new NotAllowedError(code, message);
   if (status === 404) return new NotFoundError(code, message);
-  if (status === 409 || status === 429) return new ConflictError(code, message);
+  if (status === 429) return new RateLimitedError(code, message, retryAfterSeconds(retryAfter));
+  if (status === 409) return new ConflictError(code, message);
   if (status >= 500) return new UnavailableError(code, message);
   return new SvcError(code, message);
+}
+
+/** Seconds of a Retry-After header (delta-seconds; an HTTP date or nothing counts as 1). */
+function retryAfterSeconds(value: string | null): number {
+  const seconds = value === null ? Number.NaN : Number(value.trim());
+  return Number.isFinite(seconds) && seconds >= 1 ? Math.ceil(seconds) : 1;
 }
 
 export class PlatformClient {
@@ -162,9 +172,9 @@ export class PlatformClient {
     }
     if (!response.ok) {
       const e = (body as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
-      const code = typeof e?.code === 'string' ? e.code : `SVC_ERR_CLI_PLATFORM_HTTP_${response.status}`;
+      const code: ErrorCode = typeof e?.code === 'string' ? receivedCode(e.code) : `SVC_ERR_CLI_PLATFORM_HTTP_${response.status}`;
       const message = typeof e?.message === 'string' ? e.message : `the Platform answered ${response.status} ${response.statusText} for ${path}`;
-      throw errorFor(response.status, code, message);
+      throw errorFor(response.status, code, message, response.headers.get('retry-after'));
     }
     return body;
   }

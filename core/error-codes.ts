@@ -56,6 +56,14 @@ export function errorCodeEntry(code: string): ErrorCodeEntry | undefined {
   return undefined;
 }
 
+/**
+ * A code received from another svc process (a wire error, an HTTP error body). It was declared
+ * where it was thrown, possibly by another version, so it is carried on as it is, unchecked.
+ */
+export function receivedCode(code: string): ErrorCode {
+  return code as ErrorCode;
+}
+
 /** True when `code` is declared: narrows a code received from another process. */
 export function isErrorCode(code: string): code is ErrorCode {
   return errorCodeEntry(code) !== undefined;

@@ -3,8 +3,10 @@
 // Subclasses are by meaning; each transport maps them to its own vocabulary in one place.
 
 import type { ErrorKind } from './error-codes/catalogue.ts';
+import type { ErrorCode } from './error-codes.ts';
 
 export type { ErrorKind };
+export type { ErrorCode };
 
 export interface SvcErrorOptions {
   cause?: unknown;
@@ -13,11 +15,11 @@ export interface SvcErrorOptions {
 }
 
 export class SvcError extends Error {
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly kind: ErrorKind = 'internal';
   readonly details: Record<string, unknown> | undefined;
 
-  constructor(code: string, message: string, options: SvcErrorOptions = {}) {
+  constructor(code: ErrorCode, message: string, options: SvcErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.code = code;
@@ -47,7 +49,7 @@ export class ConflictError extends SvcError {
 export class RateLimitedError extends SvcError {
   override readonly kind = 'rate_limited';
   readonly retryAfterSeconds: number;
-  constructor(code: string, message: string, retryAfterSeconds: number, options: SvcErrorOptions = {}) {
+  constructor(code: ErrorCode, message: string, retryAfterSeconds: number, options: SvcErrorOptions = {}) {
     super(code, message, { ...options, details: { ...options.details, retryAfterSeconds } });
     this.retryAfterSeconds = retryAfterSeconds;
   }

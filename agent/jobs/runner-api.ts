@@ -7,6 +7,7 @@ import { isAbsolute, join, relative, resolve } from 'node:path';
 import * as tar from 'tar';
 import type { Static } from 'typebox';
 import { InputError, SvcError, UnavailableError, messageOf } from '../../core/errors.ts';
+import { receivedCode } from '../../core/error-codes.ts';
 import type { AgentToOrchestrator, OrchestratorToAgent } from '../../schemas/wire/agent.ts';
 import { RunnerApiShapes } from '../../schemas/wire/runner.ts';
 import { compileSchema, formatIssues } from '../../schemas/validate.ts';
@@ -35,7 +36,7 @@ export interface RunnerApiContext {
 
 function failed(response: OrchestratorToAgent): void {
   const error = (response as { error?: { code: string; message: string } }).error;
-  if (error !== undefined) throw new SvcError(error.code, error.message);
+  if (error !== undefined) throw new SvcError(receivedCode(error.code), error.message);
 }
 
 /** A path the workflow named, inside the workspace, as a workspace-relative path. */

@@ -3,6 +3,7 @@
 // `api.response` by id and their args/results validated against RunnerApiShapes.
 import type { Static } from 'typebox';
 import { InputError } from '../../core/errors.ts';
+import { receivedCode } from '../../core/error-codes.ts';
 import { compileMessageUnion, compileSchema, formatIssues, type SchemaCheck } from '../../schemas/validate.ts';
 import {
   AgentToRunnerMembers,
@@ -82,7 +83,7 @@ export class RunnerChannel {
         }
         this.#pending.delete(response.requestId);
         if (response.error !== undefined) {
-          pending.reject(new RunnerApiError(response.error.code, `${pending.api} failed: ${response.error.message}`));
+          pending.reject(new RunnerApiError(receivedCode(response.error.code), `${pending.api} failed: ${response.error.message}`));
           return;
         }
         const result = shapes[pending.api].result.validate(response.result);

@@ -204,4 +204,13 @@ export const ORCHESTRATOR_ERROR_CODES = {
     kind: 'authentication',
     message: 'admin routes are off: set SVC_BOOTSTRAP_ADMIN_TOKEN (secrets.bootstrapAdminToken)',
   },
+  // WIRING (subsystems by typed references, core/wiring)
+  SVC_ERR_WIRING_CYCLE: { kind: 'internal', message: 'dependency cycle: {path} ({because})' },
+  SVC_ERR_WIRING_NEED_MISSING: { kind: 'internal', message: "subsystem '{subsystem}' needs '{ref}', which no subsystem provides" },
+  SVC_ERR_WIRING_NOT_PROVIDED: { kind: 'internal', message: "subsystem '{subsystem}' declares it provides '{ref}' but its start did not return it" },
+  SVC_ERR_WIRING_NOT_STARTED: { kind: 'internal', message: "no started subsystem provides '{ref}'" },
+  SVC_ERR_WIRING_PROVIDED_TWICE: { kind: 'internal', message: "'{ref}' is provided by both subsystem '{first}' and subsystem '{second}'" },
+  SVC_ERR_WIRING_SUBSYSTEM_DUPLICATE: { kind: 'internal', message: "two subsystems are named '{subsystem}'" },
+  SVC_ERR_WIRING_UNDECLARED_NEED: { kind: 'internal', message: "subsystem '{subsystem}' asked for '{ref}' without declaring it" },
+  SVC_ERR_WIRING_UNDECLARED_PROVISION: { kind: 'internal', message: "subsystem '{subsystem}' returned '{ref}', which it does not declare in provides" },
 } as const satisfies ErrorCatalogue;

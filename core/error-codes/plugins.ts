@@ -5,6 +5,7 @@ import type { ErrorCatalogue } from './catalogue.ts';
 
 export const PLUGINS_ERROR_CODES = {
   // PLUGIN
+  SVC_ERR_PLUGIN_CONTRACT: { kind: 'internal', message: '{kind} "{id}" fails contract point "{point}": {reason}' },
   SVC_ERR_PLUGIN_AMBIGUOUS: { kind: 'conflict', message: 'several {kind} plugins are signed in ({entries}); configure which one serves' },
   SVC_ERR_PLUGIN_CLOSE: { kind: 'internal', message: 'some plugins failed to close: {failures}' },
   SVC_ERR_PLUGIN_HOST_CLOSED: { kind: 'unavailable', message: 'the plugin host is closed' },

@@ -65,6 +65,10 @@ export const WORKFLOW_ERROR_CODES = {
     kind: 'input',
     message: '{file} at {path}: uses secret context {context}, which the workflow does not declare in contexts (or a job context)',
   },
+  SVC_ERR_COMPILE_UNHONOURED_FEATURE: {
+    kind: 'input',
+    message: '{file} at {path}: uses what this version of svc cannot carry out, so no lock is written: {features}',
+  },
   SVC_ERR_COMPILE_UNKNOWN_NEED: {
     kind: 'input',
     message: '{file} at {path}: job {job} needs {need}, which is not a job of this workflow (jobs: {known})',

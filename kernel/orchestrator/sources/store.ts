@@ -6,7 +6,7 @@ import { Type, type Static } from 'typebox';
 import type { RelaySource } from '../../../schemas/wire/relay.ts';
 import { openWithAny, seal, type NamedKey } from '../../services/crypto/sealing.ts';
 import { notify, sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
-import { ConflictError, InputError, NotFoundError } from '../../../core/errors.ts';
+import { ConflictError, InputError, NotFoundError, type ErrorCode } from '../../../core/errors.ts';
 
 export type ForkPolicy = 'run' | 'ignore';
 
@@ -143,7 +143,7 @@ export function normalizeForkPolicy(value: string): ForkPolicy {
   throw new InputError('SVC_ERR_SOURCE_FORK_POLICY', `fork policy "${value}" is not one of run, ignore (reject is stored as ignore)`);
 }
 
-function check(condition: boolean, code: string, message: string): void {
+function check(condition: boolean, code: ErrorCode, message: string): void {
   if (!condition) throw new InputError(code, message);
 }
 

@@ -12,7 +12,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { MAX_LOG_CURSOR_LENGTH, type DashboardError } from '../../../schemas/wire/relay.ts';
 import { sql, type DatabasePool } from '../../services/db/index.ts';
-import { InputError, isSvcError } from '../../../core/errors.ts';
+import { InputError, RateLimitedError, isSvcError } from '../../../core/errors.ts';
+import { receivedCode } from '../../../core/error-codes.ts';
 import type { SvcHttpServer } from '../../services/http/index.ts';
 import { ORG_ID_PATTERN } from '../orgs.ts';
 import { authorize, identify, type Caller } from './auth.ts';
@@ -46,6 +47,8 @@ function send(reply: FastifyReply, status: number, body: unknown): FastifyReply 
 function failed(reply: FastifyReply, error: unknown): FastifyReply {
   if (error instanceof RelayedError) {
     const e = error.error;
+    // Too many requests (the re-run cooldown): the shared mapping answers 429 with Retry-After.
+    if (e.status === 429 && e.retryAfterSeconds !== undefined) throw new RateLimitedError(receivedCode(e.code), e.message, Math.max(1, e.retryAfterSeconds));
     if (e.retryAfterSeconds !== undefined) void reply.header('retry-after', String(Math.max(1, e.retryAfterSeconds)));
     const status = Number.isInteger(e.status) && e.status >= 400 && e.status <= 599 ? e.status : 502;
     return send(reply, status, { error: { code: e.code, message: e.message } });

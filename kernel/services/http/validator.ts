@@ -4,7 +4,7 @@ import type { FastifySchemaCompiler } from 'fastify';
 import type { TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 import { compileSchema, formatIssues, type SchemaCheck } from '../../../schemas/validate.ts';
-import { InputError } from '../../../core/errors.ts';
+import { InputError, type ErrorCode } from '../../../core/errors.ts';
 
 const compiled = new WeakMap<object, SchemaCheck<TSchema>>();
 
@@ -18,7 +18,7 @@ export function checkFor(schema: TSchema): SchemaCheck<TSchema> {
   return check;
 }
 
-const PARTS: Record<string, { code: string; name: string }> = {
+const PARTS: Record<string, { code: ErrorCode; name: string }> = {
   body: { code: 'SVC_ERR_HTTP_INVALID_BODY', name: 'body' },
   querystring: { code: 'SVC_ERR_HTTP_INVALID_QUERY', name: 'query string' },
   params: { code: 'SVC_ERR_HTTP_INVALID_PARAMS', name: 'path parameters' },

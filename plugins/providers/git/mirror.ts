@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { NotFoundError, SvcError, UnavailableError } from '../../../core/errors.ts';
+import { NotFoundError, SvcError, UnavailableError, type ErrorCode } from '../../../core/errors.ts';
 import { checkRepositoryPath, MAX_READ_FILE_BYTES } from '../github/repository-path.ts';
 import { firstLine, runGit } from './git-command.ts';
 import { checkSha, ZERO_SHA, type GitProviderConfig, type GitSource } from './settings.ts';
@@ -122,7 +122,7 @@ export class GitMirrors {
    * the blob id: a directory, symlink or submodule there is "no file", and the size is checked
    * before the bytes are read.
    */
-  async #readBlob(source: GitSource, shaInput: string, path: string, maxBytes: number, tooLargeCode: string): Promise<Uint8Array | null> {
+  async #readBlob(source: GitSource, shaInput: string, path: string, maxBytes: number, tooLargeCode: ErrorCode): Promise<Uint8Array | null> {
     const sha = checkSha(shaInput, 'sha');
     const dir = this.mirrorDir(source);
     return this.#exclusive(dir, async () => {

@@ -9,7 +9,7 @@ import type { OrchestratorToRelay, RelayToOrchestrator, DashboardError } from '.
 import type { StorageExtensionPoint } from '../../../../core/extension-points/storage.ts';
 import type { SourceProviderExtensionPoint } from '../../../../core/extension-points/provider.ts';
 import type { DatabasePool } from '../../../services/db/index.ts';
-import { InputError, isSvcError } from '../../../../core/errors.ts';
+import { InputError, RateLimitedError, isSvcError } from '../../../../core/errors.ts';
 import { STATUS_BY_KIND } from '../../../services/http/index.ts';
 import type { OrchestratorContext } from '../../context.ts';
 import { cancelRun } from '../../dispatch/index.ts';
@@ -18,7 +18,7 @@ import type { CacheCheck } from '../../ingest/steps/caches.ts';
 import type { OpenedSource } from '../../sources/store.ts';
 import { readLogPage } from './logs.ts';
 import { readRunPayload } from './payload.ts';
-import { RERUN_COOLDOWN_CODE, rerunRun, type RerunDeps } from './rerun.ts';
+import { rerunRun, type RerunDeps } from './rerun.ts';
 import { findRun, loadRunView } from './show.ts';
 
 /** A response must fit the relay's 4 MiB frame limit with room to spare. */
@@ -56,11 +56,8 @@ export function isDashboardRequest(message: RelayToOrchestrator): message is Das
 
 export function errorFor(error: unknown, logger: Logger, request: DashboardRequest): DashboardError {
   if (isSvcError(error) && error.kind !== 'internal') {
-    if (error.code === RERUN_COOLDOWN_CODE) {
-      const retry = error.details?.['retryAfterSeconds'];
-      return { code: error.code, message: error.message, status: 429, ...(typeof retry === 'number' ? { retryAfterSeconds: retry } : {}) };
-    }
-    return { code: error.code, message: error.message.slice(0, 2000), status: STATUS_BY_KIND[error.kind] };
+    const retry = error instanceof RateLimitedError ? { retryAfterSeconds: Math.min(3600, Math.ceil(error.retryAfterSeconds)) } : {};
+    return { code: error.code, message: error.message.slice(0, 2000), status: STATUS_BY_KIND[error.kind], ...retry };
   }
   logger.error({ err: error, type: request.type, runId: request.runId }, 'dashboard request failed');
   return { code: 'SVC_ERR_INTERNAL', message: `the orchestrator could not answer ${request.type} (request ${request.requestId}); see its log`, status: 500 };

@@ -10,7 +10,7 @@ import type { NormalizedEvent } from '../../../../schemas/event.ts';
 import type { LockWorkflow } from '../../../../schemas/lock.ts';
 import type { ProviderSource, RepositoryRef, SourceProviderExtensionPoint } from '../../../../core/extension-points/provider.ts';
 import { sql, sqlTyped, type DatabasePool } from '../../../services/db/index.ts';
-import { ConflictError, InputError, UnavailableError, messageOf } from '../../../../core/errors.ts';
+import { ConflictError, InputError, RateLimitedError, UnavailableError, messageOf } from '../../../../core/errors.ts';
 import type { CacheCheck } from '../../ingest/steps/caches.ts';
 import { readLockText } from '../../ingest/steps/lock-fetch.ts';
 import { createRun, type RunPlan } from '../create.ts';
@@ -19,15 +19,13 @@ import { checkRunId, runNotFound } from './show.ts';
 
 /** spec Limits: re-run cooldown per original run. */
 export const RERUN_COOLDOWN_MS = 5_000;
-export const RERUN_COOLDOWN_CODE = 'SVC_ERR_RUNS_RERUN_COOLDOWN';
+export const RERUN_COOLDOWN_CODE = 'SVC_ERR_RUNS_RERUN_COOLDOWN' as const;
 
-/** Inside the cooldown; the relay answers 429 with `Retry-After`. */
-export class RerunCooldownError extends ConflictError {
+/** Inside the cooldown: rate_limited, so every transport answers 429 with `Retry-After`. */
+export class RerunCooldownError extends RateLimitedError {
   constructor(originalRunId: string, retryAfterMs: number) {
     const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
-    super(RERUN_COOLDOWN_CODE, `run ${originalRunId} was re-run less than ${RERUN_COOLDOWN_MS / 1000} s ago; retry in ${seconds} s`, {
-      details: { retryAfterSeconds: seconds },
-    });
+    super(RERUN_COOLDOWN_CODE, `run ${originalRunId} was re-run less than ${RERUN_COOLDOWN_MS / 1000} s ago; retry in ${seconds} s`, seconds);
   }
 }
 

@@ -6,6 +6,7 @@ import t from 'tap';
 import { eachDatabase } from '../../../fixtures/db.ts';
 import { sql } from '../../../../kernel/services/db/index.ts';
 import { InputError, UnavailableError } from '../../../../core/errors.ts';
+import { testCode } from '../../../fixtures/error-codes.ts';
 import { ackForError, connectRelay } from '../../../../kernel/orchestrator/relay-link/index.ts';
 import { fakeOrchestrator, githubSource, newOrg, quietLogger, sendWebhook, sleep, startTestRelay, until } from '../../relay/harness.ts';
 
@@ -21,9 +22,9 @@ async function freePort(): Promise<number> {
 }
 
 t.test('error mapping', async (t) => {
-  t.same(ackForError(new UnavailableError('SVC_ERR_X', 'db down')), { result: 'shed_retry_later', retryAfterSeconds: 5, message: 'db down' });
+  t.same(ackForError(new UnavailableError(testCode('SVC_ERR_TEST_X'), 'db down')), { result: 'shed_retry_later', retryAfterSeconds: 5, message: 'db down' });
   t.same(ackForError(new Error('boom')), { result: 'shed_retry_later', retryAfterSeconds: 5, message: 'boom' });
-  t.same(ackForError(new InputError('SVC_ERR_Y', 'no secret')), { result: 'rejected_misconfigured', message: 'no secret' });
+  t.same(ackForError(new InputError(testCode('SVC_ERR_TEST_Y'), 'no secret')), { result: 'rejected_misconfigured', message: 'no secret' });
   t.equal(ackForError(new Error('x'.repeat(5000))).message?.length, 1000);
 });
 
@@ -36,7 +37,7 @@ await eachDatabase(t, async (t, db) => {
       onDelivery: (d) => {
         const c = JSON.parse(Buffer.from(d.bodyBase64, 'base64').toString()).case;
         if (c === 'unavailable') throw new UnavailableError('SVC_ERR_DB_UNAVAILABLE', 'database is down');
-        if (c === 'input') throw new InputError('SVC_ERR_SOURCE_CONFIG', 'source has no secret');
+        if (c === 'input') throw new InputError(testCode('SVC_ERR_TEST_SOURCE_CONFIG'), 'source has no secret');
         if (c === 'crash') throw new TypeError('undefined is not a function');
         if (c === 'bogus') return { result: 'maybe' as never };
         if (c === 'retry') return { result: 'shed_retry_later', retryAfterSeconds: 99_999, message: 'm'.repeat(3000) };

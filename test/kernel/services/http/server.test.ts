@@ -14,6 +14,7 @@ import {
   UnavailableError,
 } from '../../../../core/errors.ts';
 import { createLogger } from '../../../../core/logging.ts';
+import { testCode } from '../../../fixtures/error-codes.ts';
 import { createMetrics } from '../../../../kernel/services/metrics.ts';
 import { scrubUrl } from '../../../../kernel/services/http/server.ts';
 import { checkFor, createHttpServer, KEEP_ALIVE_TIMEOUT_MS, listen, type SvcHttpServer } from '../../../../kernel/services/http/index.ts';
@@ -49,13 +50,13 @@ function build(options: { bodyLimit?: number } = {}) {
     limit: request.query.limit ?? null,
   }));
   const errors: Record<string, () => unknown> = {
-    input: () => new InputError('SVC_ERR_TEST_INPUT', 'bad input here'),
-    authentication: () => new AuthenticationError('SVC_ERR_TEST_AUTH', 'who are you'),
-    not_allowed: () => new NotAllowedError('SVC_ERR_TEST_FORBIDDEN', 'not you'),
-    not_found: () => new NotFoundError('SVC_ERR_TEST_MISSING', 'no such run'),
-    conflict: () => new ConflictError('SVC_ERR_TEST_CONFLICT', 'already exists'),
-    unavailable: () => new UnavailableError('SVC_ERR_TEST_BUSY', 'try later', { details: { retryAfterSeconds: 4.2 } }),
-    internal: () => new SvcError('SVC_ERR_TEST_BROKEN', 'db password is hunter2'),
+    input: () => new InputError(testCode('SVC_ERR_TEST_INPUT'), 'bad input here'),
+    authentication: () => new AuthenticationError(testCode('SVC_ERR_TEST_AUTH'), 'who are you'),
+    not_allowed: () => new NotAllowedError(testCode('SVC_ERR_TEST_FORBIDDEN'), 'not you'),
+    not_found: () => new NotFoundError(testCode('SVC_ERR_TEST_MISSING'), 'no such run'),
+    conflict: () => new ConflictError(testCode('SVC_ERR_TEST_CONFLICT'), 'already exists'),
+    unavailable: () => new UnavailableError(testCode('SVC_ERR_TEST_BUSY'), 'try later', { details: { retryAfterSeconds: 4.2 } }),
+    internal: () => new SvcError(testCode('SVC_ERR_TEST_BROKEN'), 'db password is hunter2'),
     foreign: () => new Error('connection string postgres://u:hunter2@h/db failed'),
     thrown_string: () => 'hunter2',
   };
