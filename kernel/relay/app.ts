@@ -20,7 +20,6 @@ import { OrchestratorPool } from './orchestrator-pool.ts';
 import { relayMetrics } from './relay-metrics.ts';
 import { Replayer } from './replay.ts';
 import { NegativeCache, RoutingTable } from './routing-table.ts';
-import { TokenBuckets } from './token-buckets.ts';
 
 export const RELAY_MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 export const RELAY_MIGRATIONS_TABLE = 'relay_migrations';
@@ -157,7 +156,6 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Relay
       pool,
       buffer,
       dedup: new DedupWindow({ windowMs: options.dedupWindowMs ?? DEDUP_WINDOW_MS, pendingMs: totalBudgetMs + 60_000 }),
-      buckets: new TokenBuckets(),
       metrics: rm,
       logger,
       rateLimitPerOrgRpm: config.relay.rateLimitPerOrgRpm,

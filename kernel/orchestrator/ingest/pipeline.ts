@@ -43,7 +43,8 @@ export interface IngestDeps {
   host: PluginHost;
   /** Master keys that open sealed source secrets (current first). */
   masterKeys: readonly NamedKey[];
-  config: Pick<SvcConfig, 'lockfileCache' | 'eventLog'>;
+  /** `relay`: the webhook front door's rate limits in independent mode (defaults when absent). */
+  config: Pick<SvcConfig, 'lockfileCache' | 'eventLog'> & Partial<Pick<SvcConfig, 'relay'>>;
   nodeId: string;
   storage?: StorageExtensionPoint;
   notifyJobsQueued: NotifyJobsQueued;

@@ -115,7 +115,7 @@ await eachDatabase(t, async (t, db) => {
     const full = await sendWebhook(r.url, 'acme', { delivery: 'b3' });
     t.equal(full.status, 503);
     t.equal(full.headers.get('retry-after'), '5');
-    t.equal(full.json.error.code, 'SVC_ERR_RELAY_BUFFER_FULL');
+    t.equal(full.json.error.code, 'SVC_ERR_WEBHOOK_BUFFER_FULL');
     t.equal(await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_buffer where delivery_id = 'b3'`), 0);
     // Refused, so not a duplicate later: once there is room it is taken.
     const o = await fakeOrchestrator(t, r.url, token);

@@ -67,15 +67,15 @@ await eachDatabase(t, async (t, db) => {
 
     const sig = await send('sig');
     t.equal(sig.status, 401);
-    t.same(sig.json, { error: { code: 'SVC_ERR_RELAY_SIGNATURE_REJECTED', message: 'signature mismatch' } });
+    t.same(sig.json, { error: { code: 'SVC_ERR_WEBHOOK_SIGNATURE_REJECTED', message: 'signature mismatch' } });
     const misconf = await send('misconf');
     t.equal(misconf.status, 500);
-    t.equal(misconf.json.error.code, 'SVC_ERR_RELAY_SOURCE_MISCONFIGURED');
+    t.equal(misconf.json.error.code, 'SVC_ERR_WEBHOOK_SOURCE_MISCONFIGURED');
     t.equal(misconf.json.error.message, 'no secret configured');
     const shed = await send('shed');
     t.equal(shed.status, 429);
     t.equal(shed.headers.get('retry-after'), '42');
-    t.equal(shed.json.error.code, 'SVC_ERR_RELAY_SHED');
+    t.equal(shed.json.error.code, 'SVC_ERR_WEBHOOK_SHED');
     const shed2 = await send('shed2');
     t.equal(shed2.status, 429);
     t.equal(shed2.headers.get('retry-after'), '10', 'default retry hint');
@@ -85,7 +85,7 @@ await eachDatabase(t, async (t, db) => {
 
     const unknown = await send('unknown', '200');
     t.equal(unknown.status, 404);
-    t.equal(unknown.json.error.code, 'SVC_ERR_RELAY_UNKNOWN_SOURCE');
+    t.equal(unknown.json.error.code, 'SVC_ERR_WEBHOOK_UNKNOWN_SOURCE');
     const seen = o.received.length;
     const cached = await send('anything', '200');
     t.equal(cached.status, 404, 'negative cache answers');
@@ -105,10 +105,10 @@ await eachDatabase(t, async (t, db) => {
     const o = await fakeOrchestrator(t, r.url, token);
     const none = await sendWebhook(r.url, 'no-such-org');
     t.equal(none.status, 404);
-    t.equal(none.json.error.code, 'SVC_ERR_RELAY_UNKNOWN_ORG');
+    t.equal(none.json.error.code, 'SVC_ERR_WEBHOOK_UNKNOWN_ORG');
     const miss = await sendWebhook(r.url, 'acme', { target: '999' });
     t.equal(miss.status, 404);
-    t.equal(miss.json.error.code, 'SVC_ERR_RELAY_UNKNOWN_SOURCE');
+    t.equal(miss.json.error.code, 'SVC_ERR_WEBHOOK_UNKNOWN_SOURCE');
     const noTarget = await sendWebhook(r.url, 'acme', { target: '' });
     t.equal(noTarget.status, 404);
     const badKind = await sendWebhook(r.url, 'acme', { kind: 'GitHub!' });
@@ -158,7 +158,7 @@ await eachDatabase(t, async (t, db) => {
     t.equal(Buffer.from(o.received[0]!.bodyBase64, 'base64').length, MAX_WEBHOOK_BYTES);
     const over = await sendWebhook(r.url, 'acme', { body: Buffer.alloc(MAX_WEBHOOK_BYTES + 1, 0x61) });
     t.equal(over.status, 413);
-    t.equal(over.json.error.code, 'SVC_ERR_HTTP_BODY_TOO_LARGE');
+    t.equal(over.json.error.code, 'SVC_ERR_WEBHOOK_BODY_TOO_LARGE');
     // Chunked: no Content-Length, so the limit is enforced while streaming.
     const chunk = Buffer.alloc(1024 * 1024, 0x62);
     const status = await new Promise<number>((resolve, reject) => {
@@ -289,7 +289,7 @@ await eachDatabase(t, async (t, db) => {
     });
     t.equal(result.status, 429);
     t.ok(Number(result.retryAfter) >= 1, `Retry-After ${result.retryAfter}`);
-    t.equal(JSON.parse(result.body).error.code, 'SVC_ERR_RELAY_RATE_LIMITED');
+    t.equal(JSON.parse(result.body).error.code, 'SVC_ERR_WEBHOOK_RATE_LIMITED');
     t.ok(Date.now() - started < 2_000, 'answered without the body');
 
     const byIp = await startTestRelay(t, db.url, { env: { SVC_RELAY_RATE_LIMIT_PER_IP_RPM: '1' } });

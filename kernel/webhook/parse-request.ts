@@ -1,19 +1,24 @@
-// What the relay reads from an inbound webhook's headers: routing key, delivery id, event type,
-// and the headers it forwards. Both the spec's `X-Provider-*` names and GitHub's real names are
-// accepted (interfaces.md, "Provider kinds and webhook headers").
+// What the front door reads from an inbound webhook before and after its body: the path (org,
+// provider kind or generic source), the routing key, the declared length, the delivery id, the
+// event type and the headers passed on. Both the spec's `X-Provider-*` names and GitHub's real
+// names are accepted (interfaces.md, "Provider kinds and webhook headers").
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 
 export const MAX_WEBHOOK_BYTES = 25 * 1024 * 1024; // spec Limits: 413 above 25 MiB
+
+/** Org ids and generic source ids are plain path segments (as sources and orgs are created). */
+const ID_SEGMENT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+const PROVIDER_KIND = /^[a-z][a-z0-9-]{0,39}$/;
+const DELIVERY_ID = /^[\x21-\x7e]{1,200}$/;
 
 const TARGET_ID_HEADERS = ['x-provider-hook-installation-target-id', 'x-github-hook-installation-target-id'];
 const DELIVERY_HEADERS = ['x-provider-delivery', 'x-github-delivery'];
 /** Generic sources: where a sender commonly puts an idempotency key. */
 const GENERIC_DELIVERY_HEADERS = [...DELIVERY_HEADERS, 'x-delivery-id', 'idempotency-key'];
 const EVENT_HEADERS = ['x-provider-event', 'x-github-event'];
-const DELIVERY_ID = /^[\x21-\x7e]{1,200}$/;
 
-/** Connection-level headers: meaningful only between the provider and the relay. */
+/** Connection-level headers: meaningful only between the sender and the front door. */
 const HOP_BY_HOP = new Set([
   'host',
   'connection',
@@ -29,6 +34,24 @@ const HOP_BY_HOP = new Set([
   'proxy-connection',
 ]);
 
+/** Route parameters of `/webhook/:orgId/:providerKind` and `/webhook/:orgId/generic/:sourceId`. */
+export interface WebhookParams {
+  orgId: string;
+  providerKind?: string;
+  sourceId?: string;
+}
+
+export function isValidOrgId(orgId: string): boolean {
+  return ID_SEGMENT.test(orgId);
+}
+
+/** Whether the kind or source segment can name a source at all (else: unknown source, no lookup). */
+export function isValidSourcePath(params: WebhookParams): boolean {
+  if (params.sourceId !== undefined) return ID_SEGMENT.test(params.sourceId);
+  const kind = params.providerKind ?? '';
+  return kind !== 'generic' && PROVIDER_KIND.test(kind);
+}
+
 export function firstHeader(headers: IncomingHttpHeaders, names: readonly string[]): string | undefined {
   for (const name of names) {
     const raw = headers[name];
@@ -38,10 +61,16 @@ export function firstHeader(headers: IncomingHttpHeaders, names: readonly string
   return undefined;
 }
 
-/** `<provider_kind>:<target id>`, or `generic:<source_id>` for generic sources. */
+/** `<provider_kind>:<target id>`, or `generic:<source_id>` for generic sources (the key sources are stored under). */
 export function routingKeyOf(providerKind: string, sourceId: string | undefined, headers: IncomingHttpHeaders): string {
   if (sourceId !== undefined) return `generic:${sourceId}`;
   return `${providerKind}:${firstHeader(headers, TARGET_ID_HEADERS) ?? ''}`;
+}
+
+/** The declared Content-Length, or NaN when there is none (chunked): then the limit bites while streaming. */
+export function declaredLength(headers: IncomingHttpHeaders): number {
+  const raw = headers['content-length'];
+  return raw === undefined ? Number.NaN : Number(raw);
 }
 
 /** The provider's delivery id, or a fresh UUID when there is none usable (generic sources). */
@@ -58,7 +87,8 @@ export function eventTypeOf(headers: IncomingHttpHeaders): string | undefined {
 /** Lower-cased headers the orchestrator may need (signatures, event metadata, a generic source's own). */
 export function forwardedHeaders(headers: IncomingHttpHeaders): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) {
+  for (const name in headers) {
+    const value = headers[name];
     if (value === undefined || HOP_BY_HOP.has(name)) continue;
     out[name] = Array.isArray(value) ? value.join(', ') : value;
   }
