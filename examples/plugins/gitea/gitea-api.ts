@@ -3,16 +3,13 @@
 // when Gitea leaves a large file's content out), changed files from the compare API, and the
 // clone URL plus token an agent checks out with.
 import {
-  AuthenticationError,
-  InputError,
-  NotFoundError,
-  SvcError,
-  UnavailableError,
   messageOf,
+  pluginError,
   type CheckoutCredentials,
   type PluginContext,
   type ProviderSource,
   type RepositoryRef,
+  type SvcError,
 } from 'svc/plugin';
 import { checkRepositoryPath, checkSha, giteaSourceOf, ownerAndRepo, ZERO_SHA, type GiteaProviderConfig, type GiteaSource } from './settings.ts';
 
@@ -75,9 +72,9 @@ export class GiteaRepositoryApi {
     const what = `changed files of ${owner}/${repo} ${base}...${head}`;
     const path = newBranch ? `${repoPath(owner, repo)}/git/commits/${head}` : `${repoPath(owner, repo)}/compare/${base}...${head}`;
     const body = await this.#get(gitea, path, what, MAX_JSON_BYTES);
-    if (body === null) throw new NotFoundError('SVC_ERR_GITEA_NOT_FOUND', `${what}: Gitea knows no such commits (404)`);
+    if (body === null) throw pluginError('not_found', 'SVC_ERR_GITEA_NOT_FOUND', `${what}: Gitea knows no such commits (404)`);
     const answer = parseJson(body, what);
-    if (answer === null) throw new UnavailableError('SVC_ERR_GITEA_RESPONSE', `${what}: Gitea answered something other than a JSON object`);
+    if (answer === null) throw pluginError('unavailable', 'SVC_ERR_GITEA_RESPONSE', `${what}: Gitea answered something other than a JSON object`);
     return filesOf(answer, what);
   }
 
@@ -97,7 +94,7 @@ export class GiteaRepositoryApi {
         signal: AbortSignal.timeout(this.#config.requestTimeoutMs),
       });
     } catch (error) {
-      throw new UnavailableError('SVC_ERR_GITEA_UNAVAILABLE', `${what}: Gitea at ${gitea.baseUrl} could not be reached: ${messageOf(error)}`, { cause: error });
+      throw pluginError('unavailable', 'SVC_ERR_GITEA_UNAVAILABLE', `${what}: Gitea at ${gitea.baseUrl} could not be reached: ${messageOf(error)}`, { cause: error });
     }
     if (response.status === 404) {
       await response.body?.cancel();
@@ -118,7 +115,7 @@ function base64Limit(maxBytes: number): number {
 }
 
 function tooLarge(what: string, size: number, maxBytes: number): SvcError {
-  return new SvcError('SVC_ERR_GITEA_FILE_TOO_LARGE', `${what} is ${size} bytes, over the ${maxBytes}-byte limit`);
+  return pluginError('internal', 'SVC_ERR_GITEA_FILE_TOO_LARGE', `${what} is ${size} bytes, over the ${maxBytes}-byte limit`);
 }
 
 function parseJson(body: Buffer, what: string): Record<string, unknown> | null {
@@ -126,7 +123,7 @@ function parseJson(body: Buffer, what: string): Record<string, unknown> | null {
   try {
     value = JSON.parse(body.toString('utf8'));
   } catch (error) {
-    throw new UnavailableError('SVC_ERR_GITEA_RESPONSE', `${what}: Gitea's answer is not JSON: ${messageOf(error)}`, { cause: error });
+    throw pluginError('unavailable', 'SVC_ERR_GITEA_RESPONSE', `${what}: Gitea's answer is not JSON: ${messageOf(error)}`, { cause: error });
   }
   return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
 }
@@ -135,10 +132,10 @@ function parseJson(body: Buffer, what: string): Record<string, unknown> | null {
 async function statusError(response: Response, what: string): Promise<SvcError> {
   const detail = (await response.text().catch(() => '')).split('\n')[0]!.slice(0, 300);
   const status = response.status;
-  if (status === 401) return new AuthenticationError('SVC_ERR_GITEA_AUTH', `${what}: Gitea refused the source's token (401): ${detail}`);
-  if (status === 403) return new AuthenticationError('SVC_ERR_GITEA_FORBIDDEN', `${what}: the token may not read this repository (403): ${detail}`);
-  if (status < 500 && status !== 429) return new InputError('SVC_ERR_GITEA_REQUEST', `${what}: Gitea answered ${status}: ${detail}`, { details: { status } });
-  return new UnavailableError('SVC_ERR_GITEA_UNAVAILABLE', `${what}: Gitea answered ${status}: ${detail}`, { details: { status } });
+  if (status === 401) return pluginError('authentication', 'SVC_ERR_GITEA_AUTH', `${what}: Gitea refused the source's token (401): ${detail}`);
+  if (status === 403) return pluginError('authentication', 'SVC_ERR_GITEA_FORBIDDEN', `${what}: the token may not read this repository (403): ${detail}`);
+  if (status < 500 && status !== 429) return pluginError('internal', 'SVC_ERR_GITEA_REQUEST', `${what}: Gitea answered ${status}: ${detail}`, { details: { status } });
+  return pluginError('unavailable', 'SVC_ERR_GITEA_UNAVAILABLE', `${what}: Gitea answered ${status}: ${detail}`, { details: { status } });
 }
 
 /** The body, refusing (and cancelling) past `maxBytes` instead of buffering whatever comes. */
@@ -166,12 +163,12 @@ function filesOf(answer: Record<string, unknown>, what: string): string[] {
   const commits = Array.isArray(answer['commits']) ? answer['commits'] : [];
   const total = answer['total_commits'];
   if (typeof total === 'number' && total > commits.length && !Array.isArray(answer['files'])) {
-    throw new UnavailableError('SVC_ERR_GITEA_DIFF_TOO_LARGE', `${what}: Gitea listed ${commits.length} of ${total} commits; the file list would be incomplete`);
+    throw pluginError('unavailable', 'SVC_ERR_GITEA_DIFF_TOO_LARGE', `${what}: Gitea listed ${commits.length} of ${total} commits; the file list would be incomplete`);
   }
   const lists = Array.isArray(answer['files']) ? [answer['files']] : commits.length > 0 ? commits.map((c) => (c as { files?: unknown }).files) : [];
   const files = new Set<string>();
   for (const list of lists) {
-    if (!Array.isArray(list)) throw new UnavailableError('SVC_ERR_GITEA_RESPONSE', `${what}: a commit in Gitea's answer lists no files`);
+    if (!Array.isArray(list)) throw pluginError('unavailable', 'SVC_ERR_GITEA_RESPONSE', `${what}: a commit in Gitea's answer lists no files`);
     for (const entry of list) {
       const name = (entry as { filename?: unknown } | null)?.filename;
       if (typeof name === 'string') files.add(name);

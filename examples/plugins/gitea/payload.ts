@@ -2,7 +2,7 @@
 // built-in GitHub provider gives its events: branch or tag, event type and action, sender, head
 // commit, changed files when the payload lists them all, fork detection for pull requests.
 // Payloads come from outside: every field is read defensively and a wrong type reads as absent.
-import { InputError, type NormalizedEvent } from 'svc/plugin';
+import { pluginError, type NormalizedEvent } from 'svc/plugin';
 
 type Json = Record<string, unknown>;
 
@@ -122,7 +122,7 @@ function pullRequestEvent(body: Json, baseRepository: string | null): Partial<No
  */
 export function normalizeGiteaPayload(provider: string, providerEvent: string, payload: unknown): NormalizedEvent {
   const body = obj(payload);
-  if (!body) throw new InputError('SVC_ERR_GITEA_PAYLOAD', `${providerEvent} payload must be a JSON object`);
+  if (!body) throw pluginError('input', 'SVC_ERR_GITEA_PAYLOAD', `${providerEvent} payload must be a JSON object`);
   const repository = repositoryOf(body);
   const rawAction = str(body['action']);
   const action = rawAction === null ? null : (PR_ACTIONS[rawAction] ?? rawAction);

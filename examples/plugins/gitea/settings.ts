@@ -2,7 +2,7 @@
 // `plugins.config`), each source's settings (checked when an operator adds a source) and each
 // source's sealed credentials. Webhook secrets are not here: the kernel keeps them per source
 // and checks signatures itself.
-import { InputError, type ProviderSource, type RepositoryRef } from 'svc/plugin';
+import { pluginError, type ProviderSource, type RepositoryRef } from 'svc/plugin';
 import { compileSchema, formatIssues } from 'svc/schemas/validate';
 import { Type, type Static } from 'typebox';
 
@@ -47,15 +47,15 @@ const CONTROL = /[\x00-\x1f\x7f]/;
 export function giteaSourceOf(source: ProviderSource): GiteaSource {
   const result = settingsCheck.validate(source.settings);
   if (!result.ok) {
-    throw new InputError('SVC_ERR_GITEA_SOURCE_SETTINGS', `source ${source.id}: settings are invalid: ${formatIssues(result.issues)}`);
+    throw pluginError('input', 'SVC_ERR_GITEA_SOURCE_SETTINGS', `source ${source.id}: settings are invalid: ${formatIssues(result.issues)}`);
   }
   const token = source.credentials['token'];
   if (typeof token !== 'string' || token === '' || CONTROL.test(token) || /\s/.test(token)) {
-    throw new InputError('SVC_ERR_GITEA_SOURCE_CREDENTIALS', `source ${source.id}: credentials.token must be a Gitea access token (add it with --credential token=<token>)`);
+    throw pluginError('input', 'SVC_ERR_GITEA_SOURCE_CREDENTIALS', `source ${source.id}: credentials.token must be a Gitea access token (add it with --credential token=<token>)`);
   }
   const username = source.credentials['username'] ?? 'svc';
   if (!/^[^\s:\x00-\x1f\x7f]{1,256}$/.test(username)) {
-    throw new InputError('SVC_ERR_GITEA_SOURCE_CREDENTIALS', `source ${source.id}: credentials.username must be a name without spaces or ':'`);
+    throw pluginError('input', 'SVC_ERR_GITEA_SOURCE_CREDENTIALS', `source ${source.id}: credentials.username must be a name without spaces or ':'`);
   }
   const baseUrl = result.value.baseUrl.replace(/\/+$/, '');
   return { id: source.id, baseUrl, apiUrl: `${baseUrl}/api/v1`, token, username };
@@ -67,7 +67,7 @@ const NAME_PART = /^(?!\.{1,2}$)[A-Za-z0-9_.-]{1,100}$/;
 export function ownerAndRepo(repository: RepositoryRef): { owner: string; repo: string } {
   const parts = repository.fullName.split('/');
   if (parts.length !== 2 || !NAME_PART.test(parts[0]!) || !NAME_PART.test(parts[1]!)) {
-    throw new InputError('SVC_ERR_GITEA_REPOSITORY', `repository "${repository.fullName.slice(0, 200)}" is not an owner/name Gitea repository`);
+    throw pluginError('input', 'SVC_ERR_GITEA_REPOSITORY', `repository "${repository.fullName.slice(0, 200)}" is not an owner/name Gitea repository`);
   }
   return { owner: parts[0]!, repo: parts[1]! };
 }
@@ -78,7 +78,7 @@ export const ZERO_SHA = /^0+$/;
 /** A commit id as the API takes it (SHA-1, or SHA-256 for Gitea's sha256 repositories). */
 export function checkSha(value: unknown, what: string): string {
   if (typeof value !== 'string' || !SHA.test(value)) {
-    throw new InputError('SVC_ERR_GITEA_SHA', `${what} must be a lower-case hex commit id (40 or 64 characters)`);
+    throw pluginError('input', 'SVC_ERR_GITEA_SHA', `${what} must be a lower-case hex commit id (40 or 64 characters)`);
   }
   return value;
 }
@@ -89,7 +89,7 @@ export function checkSha(value: unknown, what: string): string {
  */
 export function checkRepositoryPath(path: unknown): string {
   const fail = (why: string): never => {
-    throw new InputError('SVC_ERR_GITEA_PATH_INVALID', `file path ${JSON.stringify(String(path).slice(0, 200))} is not a repository-relative path: ${why}`);
+    throw pluginError('input', 'SVC_ERR_GITEA_PATH_INVALID', `file path ${JSON.stringify(String(path).slice(0, 200))} is not a repository-relative path: ${why}`);
   };
   if (typeof path !== 'string' || path.length === 0) return fail('it is empty');
   if (path.length > 4096) return fail('it is longer than 4096 characters');
