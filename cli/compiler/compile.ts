@@ -9,7 +9,8 @@ import { InputError, messageOf } from '../../core/errors.ts';
 import { BREAKING_LOCK_VERSIONS, ORG_WIDE_APPROVAL_LOCK_VERSION, type Lock, type LockWorkflow } from '../../schemas/lock.ts';
 import { canonicalStringify } from '../../workflow/lock/canonical-json.ts';
 import { createTreeHasher, type HashWarning, lockfileHash, siblingsDigest } from '../../workflow/hash/index.ts';
-import { workflowToLockEntry } from '../../workflow/compile/lock-entry.ts';
+import { CompileErrorCode, CompileScope, workflowToLockEntry } from '../../workflow/compile/lock-entry.ts';
+import { describeUnhonoured, unhonouredFeatures } from '../../workflow/runtime-support.ts';
 import { buildLock, serializeLock } from '../../workflow/lock/lock-file.ts';
 import { loadWorkflows, type LoadedWorkflow, type WorkflowMode } from './load-workflows.ts';
 
@@ -208,8 +209,20 @@ async function entryFor(
     contentHash: hashed.contentHash,
     ...(hashed.resolvedHashFiles === undefined ? {} : { resolvedHashFiles: hashed.resolvedHashFiles }),
   });
+  refuseUnhonoured(entry, loaded.sourcePath);
   const files = [...hashed.files.map((f) => `${svcRel}/${f.path}`), ...(hashed.resolvedHashFiles ?? [])];
   return { entry, files, warnings: hashed.warnings };
+}
+
+/** A lock that asks for what the runtime would silently not do is never written. */
+function refuseUnhonoured(entry: LockWorkflow, sourcePath: string): void {
+  const unhonoured = unhonouredFeatures(entry);
+  if (unhonoured.length === 0) return;
+  new CompileScope(sourcePath, entry.name).fail(
+    CompileErrorCode.unhonouredFeature,
+    unhonoured[0]!.path,
+    `uses what this version of svc cannot carry out, so no lock is written: ${describeUnhonoured(unhonoured)}. Remove ${unhonoured.length === 1 ? 'it' : 'them'} until svc supports ${unhonoured.length === 1 ? 'it' : 'them'}`,
+  );
 }
 
 /** Compile the repository's workflows into a lock (and write it in `write` mode). */

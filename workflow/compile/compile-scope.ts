@@ -23,6 +23,7 @@ export const CompileErrorCode = {
   unknownNeed: 'SVC_ERR_COMPILE_UNKNOWN_NEED',
   needsCycle: 'SVC_ERR_COMPILE_NEEDS_CYCLE',
   undeclaredContext: 'SVC_ERR_COMPILE_UNDECLARED_CONTEXT',
+  unhonouredFeature: 'SVC_ERR_COMPILE_UNHONOURED_FEATURE',
 } as const;
 export type CompileErrorCode = (typeof CompileErrorCode)[keyof typeof CompileErrorCode];
 

@@ -31,6 +31,7 @@ import { normalizeDelivery } from './steps/normalize.ts';
 import { RegistrationCache, replaceRegistrations } from './steps/registrations.ts';
 import { repositoryOf } from './steps/repository.ts';
 import { checkRequirements } from './steps/requires.ts';
+import { describeUnhonoured, unhonouredRunFeatures } from '../../../workflow/runtime-support.ts';
 import { ProviderResolver } from './steps/resolve-provider.ts';
 import { resolveTrust, workflowsDiffer } from './steps/trust.ts';
 import { IngestStop, StepLog, stop, type DeliveryState, type IncomingDelivery, type IngestOutcome } from './types.ts';
@@ -385,6 +386,13 @@ export class IngestPipeline {
     // Step 13: requirements (and organization-wide credentials).
     const kept: Candidate[] = [];
     for (const candidate of summary.candidates) {
+      const unhonoured = unhonouredRunFeatures(candidate.workflow);
+      if (unhonoured.length > 0) {
+        // A lock compiled by an svc that allowed these: running it would silently ignore them.
+        steps.add('requires', 'dropped', `${candidate.workflow.name}: not run: ${describeUnhonoured(unhonoured)}`);
+        state.logger.warn({ workflow: candidate.workflow.name, unhonoured }, 'matched workflow not run: it uses features this version does not carry out');
+        continue;
+      }
       const result = await checkRequirements(candidate.requires, provider, providerSource, repository, event.sha);
       if (!result.ok) {
         steps.add('requires', 'dropped', `${candidate.workflow.name}: ${result.reason}`);

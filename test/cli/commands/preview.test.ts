@@ -37,7 +37,7 @@ t.test('every workflow is either matched (with jobs) or unmatched (with a reason
   t.same(names(push), { matched: ['ci', 'docs'], unmatched: ['deploy', 'nightly', 'review-gate'] });
   t.same(push.matched.find((m) => m.workflow === 'ci')?.jobs, ['lint', 'test']);
   t.match(push.unmatched.find((u) => u.workflow === 'deploy'), { verdict: 'no_match', reason: /branches fail: branch "feature\/login" matches none of \["release\/\*"\]/ });
-  t.match(push.unmatched.find((u) => u.workflow === 'nightly')?.reason, /no push trigger \(triggers: schedule\)/);
+  t.match(push.unmatched.find((u) => u.workflow === 'nightly')?.reason, /no push trigger \(triggers: dispatch\)/);
   for (const u of push.unmatched) t.ok(u.reason.length > 0, `${u.workflow} has a reason`);
   t.equal(push.matched.length + push.unmatched.length, ALL.length);
 
@@ -52,9 +52,9 @@ t.test('every workflow is either matched (with jobs) or unmatched (with a reason
 
   const tag = await previewEvent({ cwd: dir, event: 'tag:v2.0.0' });
   t.same(names(tag).matched, ['deploy']);
-  const schedule = await previewEvent({ cwd: dir, event: 'schedule' });
-  t.same(names(schedule).matched, ['nightly']);
-  t.match(schedule.matched[0]!.trigger, /schedule\(0 3 \* \* \* UTC\)/);
+  const dispatched = await previewEvent({ cwd: dir, event: 'dispatch' });
+  t.same(names(dispatched).matched, ['nightly']);
+  t.match(dispatched.matched[0]!.trigger, /dispatch/);
 });
 
 t.test('undecidable filters are reported as indeterminate', async (t) => {

@@ -5,7 +5,9 @@ import { readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 
 import path from 'node:path';
 import t from 'tap';
 import { breakingVersionNotice, compareLocks, compileWorkflows, describeDrift } from '../../../cli/compiler/compile.ts';
-import { parseLock } from '../../../workflow/lock/lock-file.ts';
+import { buildLock, parseLock, serializeLock } from '../../../workflow/lock/lock-file.ts';
+import { workflowToLockEntry } from '../../../workflow/compile/lock-entry.ts';
+import { job, push, step, workflow } from '../../../sdk/index.ts';
 import { LOCK_SCHEMA_VERSION } from '../../../schemas/lock.ts';
 import { SEVERAL_WORKFLOWS, tempRepo, workflowFile, writeFiles } from '../../fixtures/workflow-trees/index.ts';
 
@@ -111,6 +113,31 @@ const BAD: Record<string, { source: string; code: string; where: RegExp }> = {
     source: workflowFile('cron', "schedule('every day at noon')"),
     code: 'SVC_ERR_COMPILE_INVALID_CRON',
     where: /\.svc\/workflows\/bad\.ts.* at on/,
+  },
+  'schedule (not run by this version)': {
+    source: workflowFile('cron', "schedule('0 3 * * *')"),
+    code: 'SVC_ERR_COMPILE_UNHONOURED_FEATURE',
+    where: /\.svc\/workflows\/bad\.ts \(workflow "cron"\) at on\[0\]: .*schedule\(\) — this version has no scheduler/,
+  },
+  'completion trigger (not delivered by this version)': {
+    source: workflowFile('after', "[push(), workflowComplete({ workflows: ['ci'] })]", undefined, 'job, push, workflowComplete, step, workflow'),
+    code: 'SVC_ERR_COMPILE_UNHONOURED_FEATURE',
+    where: /at on\[1\]: .*workflowComplete\(\) — completion events are not delivered/,
+  },
+  'custom event trigger': {
+    source: workflowFile('listen', "event('deploy-requested')", undefined, 'job, event, step, workflow'),
+    code: 'SVC_ERR_COMPILE_UNHONOURED_FEATURE',
+    where: /event\(\) — internal events are stored but not delivered/,
+  },
+  'approval (never released by this version)': {
+    source: workflowFile('gate', 'push()', "a: job({ runsOn: 'linux', approval: { clauses: [{ users: ['boss'] }] }, steps: [step('s', async () => {})] }),"),
+    code: 'SVC_ERR_COMPILE_UNHONOURED_FEATURE',
+    where: /at jobs\.a\.approval: .*approval holds are not released/,
+  },
+  'concurrency (not enforced by this version)': {
+    source: "import { job, push, step, workflow } from 'svc/sdk';\nexport default workflow('conc', { on: push(), concurrency: { group: 'deploy' }, jobs: { a: job({ runsOn: 'linux', steps: [step('s', async () => {})] }) } });\n",
+    code: 'SVC_ERR_COMPILE_UNHONOURED_FEATURE',
+    where: /at concurrency: .*concurrency: concurrency — concurrency groups are not enforced/,
   },
   'syntax error': { source: "import { workflow } from 'svc/sdk';\nconst x = ;\n", code: 'SVC_ERR_COMPILE_IMPORT_FAILED', where: /^\.svc\/workflows\/bad\.ts:2:11: syntax error/ },
   'throw at import': {
@@ -223,18 +250,21 @@ t.test('a symlink with an absolute target is hashed and warned about', async (t)
 });
 
 t.test('breaking version notice: only when minReaderVersion rises to a breaking version', async (t) => {
-  const orgApproval = "import { job, push, step, workflow } from 'svc/sdk';\nexport default workflow('org', { on: push({ repositories: ['acme/*'] }), approval: { clauses: [{ users: ['boss'] }] }, jobs: { a: job({ runsOn: 'linux', steps: [step('s', async () => {})] }) } });\n";
+  // An org-wide workflow with approval raises minReaderVersion to 42; svc compile refuses
+  // approval for now (never released), so the raised lock is assembled from a lock entry here.
   const dir = tempRepo(t, SEVERAL_WORKFLOWS);
   const plain = await compileWorkflows({ repoRoot: dir });
   t.equal(plain.lock.minReaderVersion, 38);
   t.equal(plain.notice, undefined, 'a first lock at the oldest breaking version needs no notice');
-  writeFiles(dir, { '.svc/workflows/org.ts': orgApproval });
-  const raised = await compileWorkflows({ repoRoot: dir });
-  t.equal(raised.lock.minReaderVersion, 42);
-  t.match(raised.notice, /minReaderVersion 42, was 38.*organization-wide workflow declares approval.*upgrade/);
-  const again = await compileWorkflows({ repoRoot: dir });
-  t.equal(again.notice, undefined, 'no notice once the previous lock is at that version');
-  t.equal(breakingVersionNotice('{"workflows":[]}', raised.lock)?.includes('minReaderVersion 42)'), true, 'a pre-window lock (no minReaderVersion) gets the notice');
+  const orgWide = workflow('org', { on: push({ repositories: ['acme/*'] }), approval: { clauses: [{ users: ['boss'] }] }, jobs: { a: job({ runsOn: 'linux', steps: [step('s', async () => {})] }) } });
+  const entry = workflowToLockEntry(orgWide, { sourcePath: '.svc/workflows/org.ts', exportName: 'default', contentHash: 'a'.repeat(64) });
+  const raised = buildLock({ source: plain.lock.source, workflows: [...plain.lock.workflows, entry] });
+  t.equal(raised.minReaderVersion, 42);
+  t.match(breakingVersionNotice(plain.text, raised), /minReaderVersion 42, was 38.*organization-wide workflow declares approval.*upgrade/);
+  t.equal(breakingVersionNotice(serializeLock(raised), raised), undefined, 'no notice once the previous lock is at that version');
+  t.equal(breakingVersionNotice('{"workflows":[]}', raised)?.includes('minReaderVersion 42)'), true, 'a pre-window lock (no minReaderVersion) gets the notice');
+  writeFiles(dir, { '.svc/workflows/org.ts': "import { job, push, step, workflow } from 'svc/sdk';\nexport default workflow('org', { on: push({ repositories: ['acme/*'] }), approval: { clauses: [{ users: ['boss'] }] }, jobs: { a: job({ runsOn: 'linux', steps: [step('s', async () => {})] }) } });\n" });
+  await t.rejects(compileWorkflows({ repoRoot: dir }), { code: 'SVC_ERR_COMPILE_UNHONOURED_FEATURE' }, 'svc compile itself refuses the approval');
 });
 
 t.test('compareLocks on its own', async (t) => {

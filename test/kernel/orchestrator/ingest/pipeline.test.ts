@@ -263,6 +263,20 @@ await eachDatabase(t, async (t, db) => {
     t.equal((await h.pipeline.ingestDelivery(delivery(pushPayload({ after: sha, ref: 'refs/heads/x' }), { secret: secretNow }))).status, 'matched');
   });
 
+  await t.test('a lock asking for what this version does not carry out: the matched run is not created, the reason is recorded', async (t) => {
+    const sha = 'ab'.repeat(20);
+    h.forge.putLock(sha, [
+      { ...workflow('gated', [trig.push()]), approval: { clauses: [{ users: ['boss'], teams: [], roles: [], count: 1 }], when: 'always' } },
+      { ...workflow('grouped', [trig.push()]), concurrency: { hasGroup: true, cancelInProgress: false } },
+    ]);
+    const d = delivery(pushPayload({ after: sha, ref: 'refs/heads/gate' }), { secret: secretNow });
+    const o = await h.pipeline.ingestDelivery(d);
+    t.equal(o.status, 'no_match');
+    t.same(o.runIds, [], 'no run is created (none would ever be released or grouped)');
+    const dropped = (await deliveryRow(db, d.deliveryId))?.steps.filter((s) => s.outcome === 'dropped').map((s) => s.detail) ?? [];
+    t.match(dropped, [/^gated: not run: approval: approval — approval holds are not released/, /^grouped: not run: concurrency: concurrency — concurrency groups are not enforced/]);
+  });
+
   await t.test('organization-wide workflows: registered on a default-branch push, gated by both policy axes', async (t) => {
     const libSha = '4'.repeat(40);
     h.forge.putLock(libSha, [workflow('audit', [trig.push({ repositories: ['acme/*'] })])]);

@@ -1,0 +1,60 @@
+// What the lock can express but this version's runtime does not carry out yet. A CI that accepts a
+// schedule and never runs it, or holds a run for an approval nothing can give, fails silently —
+// the one failure a CI must never have. So every such feature is listed here, once, and refused
+// where it would otherwise be dropped: `svc compile` refuses to write a lock that uses one, and the
+// orchestrator drops a matched run whose (older) lock uses one, recording the reason on the
+// delivery. A feature leaves this table in the change that makes the runtime honour it.
+import type { LockTrigger, LockWorkflow } from '../schemas/lock.ts';
+
+export interface UnhonouredFeature {
+  /** Field path inside the workflow definition (`on[1]`, `jobs.deploy.approval`). */
+  path: string;
+  /** What the workflow asked for, as the author wrote it (`schedule()`, `approval`). */
+  feature: string;
+  /** Why nothing would happen, and what to do instead. */
+  reason: string;
+}
+
+const TRIGGER_REASONS: Partial<Record<LockTrigger['type'], { builder: string; reason: string }>> = {
+  schedule: { builder: 'schedule()', reason: 'this version has no scheduler, so the workflow would never start' },
+  event: { builder: 'event()', reason: 'internal events are stored but not delivered to workflows yet, so the workflow would never start' },
+  workflow_complete: { builder: 'workflowComplete()', reason: 'completion events are not delivered to workflows yet, so the workflow would never start' },
+  job_complete: { builder: 'jobComplete()', reason: 'completion events are not delivered to workflows yet, so the workflow would never start' },
+  lifecycle: { builder: 'lifecycle()', reason: 'lifecycle events are not delivered to workflows yet, so the workflow would never start' },
+  workflows_failed_batch: { builder: 'workflowsFailedBatch()', reason: 'failure batches are not delivered to workflows yet, so the workflow would never start' },
+};
+
+const APPROVAL_REASON = 'approval holds are not released by this version (no approve or reject path), so the run would wait forever';
+const CONCURRENCY_REASON = 'concurrency groups are not enforced by this version, so runs would overlap as if it were absent';
+
+/** Every feature of `workflow` the runtime would not carry out, in definition order. */
+export function unhonouredFeatures(workflow: Pick<LockWorkflow, 'triggers' | 'jobs' | 'approval' | 'concurrency'>): UnhonouredFeature[] {
+  const found: UnhonouredFeature[] = [];
+  workflow.triggers.forEach((trigger, index) => {
+    const known = TRIGGER_REASONS[trigger.type];
+    if (known !== undefined) found.push({ path: `on[${index}]`, feature: known.builder, reason: known.reason });
+  });
+  if (workflow.approval !== undefined) found.push({ path: 'approval', feature: 'approval', reason: APPROVAL_REASON });
+  if (workflow.concurrency !== undefined) found.push({ path: 'concurrency', feature: 'concurrency', reason: CONCURRENCY_REASON });
+  for (const job of workflow.jobs) {
+    if (job.approval !== undefined) found.push({ path: `jobs.${job.name}.approval`, feature: 'approval', reason: APPROVAL_REASON });
+    if (job.concurrency !== undefined) found.push({ path: `jobs.${job.name}.concurrency`, feature: 'concurrency', reason: CONCURRENCY_REASON });
+    for (const step of job.steps) {
+      if (step.approval !== undefined) found.push({ path: `jobs.${job.name}.steps.${step.name}.approval`, feature: 'approval', reason: APPROVAL_REASON });
+    }
+  }
+  return found;
+}
+
+/**
+ * The features that change how a run of `workflow` goes (not which events start it): a matched
+ * workflow with any of these is not run, since running it would ignore them.
+ */
+export function unhonouredRunFeatures(workflow: Pick<LockWorkflow, 'triggers' | 'jobs' | 'approval' | 'concurrency'>): UnhonouredFeature[] {
+  return unhonouredFeatures(workflow).filter((f) => !f.path.startsWith('on['));
+}
+
+/** One line per feature, for an error message or a recorded reason. */
+export function describeUnhonoured(features: readonly UnhonouredFeature[]): string {
+  return features.map((f) => `${f.path}: ${f.feature} — ${f.reason}`).join('; ');
+}
