@@ -3,7 +3,6 @@
 import { SvcError } from '../../core/errors.ts';
 
 export const RunnerErrorCode = {
-  badMessage: 'SVC_ERR_RUNNER_BAD_MESSAGE',
   workflowLoad: 'SVC_ERR_RUNNER_WORKFLOW_LOAD',
   jobNotFound: 'SVC_ERR_RUNNER_JOB_NOT_FOUND',
   dynamicJob: 'SVC_ERR_RUNNER_DYNAMIC_JOB',
@@ -11,15 +10,12 @@ export const RunnerErrorCode = {
   jobOutputs: 'SVC_ERR_RUNNER_JOB_OUTPUTS_INVALID',
   ruleResult: 'SVC_ERR_RUNNER_RULE_RESULT',
   checkResult: 'SVC_ERR_RUNNER_CHECK_RESULT',
-  hookInvalid: 'SVC_ERR_RUNNER_HOOK_INVALID',
   apiArgs: 'SVC_ERR_RUNNER_API_ARGS',
   apiResult: 'SVC_ERR_RUNNER_API_RESULT',
   apiUnsupported: 'SVC_ERR_RUNNER_API_UNSUPPORTED',
-  oidcDeferred: 'SVC_ERR_RUNNER_OIDC_DEFERRED',
   cancelled: 'SVC_ERR_RUNNER_CANCELLED',
   notInStep: 'SVC_ERR_RUNNER_NOT_IN_STEP',
   generator: 'SVC_ERR_RUNNER_GENERATOR',
-  role: 'SVC_ERR_RUNNER_ROLE',
 } as const;
 
 /** An `api.request` the agent answered with an error; `code` is the agent's. */

@@ -1,7 +1,7 @@
 // The one place where CLI errors become stderr text and exit codes (spec: 0 success,
 // 1 failure, 2 usage error).
 import { Command } from '@oclif/core';
-import { isSvcError, messageOf } from '../errors.ts';
+import { RateLimitedError, isSvcError, messageOf } from '../errors.ts';
 
 export const USAGE_ERROR_CODE = 'SVC_ERR_CLI_USAGE';
 
@@ -10,6 +10,14 @@ export function exitCodeFor(error: unknown): number {
   const oclifExit = (error as { oclif?: { exit?: number } } | null)?.oclif?.exit;
   if (typeof oclifExit === 'number') return oclifExit;
   return 1;
+}
+
+/** The stderr line for an error: `CODE: message`, and when to retry a rate-limited request. */
+export function errorText(error: unknown): string {
+  const prefix = isSvcError(error) ? `${error.code}: ` : '';
+  const message = messageOf(error);
+  const hint = error instanceof RateLimitedError && !/\bretry in\b/i.test(message) ? ` (retry in ${Math.ceil(error.retryAfterSeconds)} s)` : '';
+  return `${prefix}${message}${hint}`;
 }
 
 export abstract class SvcCommand extends Command {
@@ -21,8 +29,7 @@ export abstract class SvcCommand extends Command {
     if (!isSvcError(error) && (error as { oclif?: unknown }).oclif !== undefined) {
       return super.catch(error);
     }
-    const prefix = isSvcError(error) ? `${error.code}: ` : '';
-    process.stderr.write(`${prefix}${messageOf(error)}\n`);
+    process.stderr.write(`${errorText(error)}\n`);
     if (this.jsonEnabled()) {
       process.stdout.write(
         JSON.stringify({ error: { code: isSvcError(error) ? error.code : 'SVC_ERR_INTERNAL', message: messageOf(error) } }) + '\n',

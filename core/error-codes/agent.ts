@@ -40,7 +40,7 @@ export const AGENT_ERROR_CODES = {
   SVC_ERR_AGENT_PROTOCOL: { kind: 'internal', message: 'the orchestrator closed the connection with a protocol error (close {code}${reason ?' },
   SVC_ERR_AGENT_REQUEST_TIMEOUT: { kind: 'unavailable', message: 'the orchestrator did not answer {type} within {requestTimeoutMs}s' },
   SVC_ERR_AGENT_SANDBOX_MISSING: { kind: 'internal', message: 'the agent has no {sandbox} sandbox' },
-  SVC_ERR_AGENT_SANDBOX_UNAVAILABLE: { kind: 'unavailable', message: 'SVC_AGENT_SANDBOX={sandbox} {why}' },
+  SVC_ERR_AGENT_SANDBOX_UNAVAILABLE: { kind: 'unavailable', message: 'the {sandbox} sandbox is not available: {reason}' },
   SVC_ERR_AGENT_SOURCE_CACHE: {
     kind: 'internal',
     message: 'the agent\'s cached source tree for sha256 {digest} changed while it was copied (dropped from the cache); dispatch the job again',
@@ -95,6 +95,6 @@ export const AGENT_ERROR_CODES = {
     kind: 'unavailable',
     message: 'docker cannot hand the step runner its IPC channel (no --preserve-fds); install podman for container jobs',
   },
-  SVC_ERR_SANDBOX_UNAVAILABLE: { kind: 'unavailable', message: 'container job cannot start: {r}' },
+  SVC_ERR_SANDBOX_UNAVAILABLE: { kind: 'unavailable', message: 'the sandbox cannot start the job: {reason}' },
   SVC_ERR_SANDBOX_WORKSPACE: { kind: 'input', message: 'the container sandbox needs the job source directory' },
 } as const satisfies ErrorCatalogue;

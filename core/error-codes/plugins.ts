@@ -13,7 +13,7 @@ export const PLUGINS_ERROR_CODES = {
   SVC_ERR_PLUGIN_HOST_OPTIONS: { kind: 'internal', message: 'createTimeoutMs must be a positive integer, got {createTimeoutMs}' },
   SVC_ERR_PLUGIN_NOT_FOUND: { kind: 'not_found', message: 'no {kind} plugin "{id}" is signed in (${ids.length === 0 ?' },
   SVC_ERR_PLUGIN_SIGN_IN: { kind: 'internal', message: '{value} failed sign-in at phase "{phase}": {reason}' },
-  SVC_ERR_PLUGIN_UNDECLARED_DEPENDENCY: { kind: 'input', message: 'plugin "{id}" asked for ${id === undefined ? kind ' },
+  SVC_ERR_PLUGIN_UNDECLARED_DEPENDENCY: { kind: 'input', message: 'plugin "{id}" asked for {dependency} without declaring it in dependencies' },
   // CUSTODY
   SVC_ERR_CUSTODY_COMMAND: { kind: 'internal', message: 'signer command "{display} {verb}" {what}' },
   SVC_ERR_CUSTODY_COMMAND_CONFIG: { kind: 'internal', message: 'SVC_ORCHESTRATOR_SIGNER_COMMAND is empty' },
@@ -24,10 +24,12 @@ export const PLUGINS_ERROR_CODES = {
     kind: 'internal',
     message: 'set both SVC_ORCHESTRATOR_KMS_ACCESS_KEY_ID and SVC_ORCHESTRATOR_KMS_SECRET_ACCESS_KEY, or neither',
   },
-  SVC_ERR_CUSTODY_KMS_KEY_SPEC: { kind: 'internal', message: 'KMS key {keyArn} is {KeySpec}; ES256 needs an ECC_NIST_P256 key' },
+  SVC_ERR_CUSTODY_KMS_KEY_SPEC: { kind: 'internal', message: 'KMS key {keyArn} is {keySpec}; ES256 needs an ECC_NIST_P256 key' },
   SVC_ERR_CUSTODY_KMS_SIGNATURE: { kind: 'internal', message: 'KMS returned a signature that is not DER ECDSA: {why}' },
   SVC_ERR_CUSTODY_NOT_BOUND: { kind: 'internal', message: 'db custody has no key table yet (the identity subsystem binds it at start)' },
   SVC_ERR_CUSTODY_NO_ACTIVE_KEY: { kind: 'unavailable', message: 'no active signing key yet (svc-admin signing-key generate creates one)' },
+  // SCALER
+  SVC_ERR_SCALER_REQUEST_INVALID: { kind: 'input', message: 'scale-up request is invalid: {reason}' },
   // STORAGE
   SVC_ERR_STORAGE_BODY: { kind: 'input', message: 'storage body must be a Buffer, Uint8Array or Readable stream' },
   SVC_ERR_STORAGE_IO: { kind: 'internal', message: 'storage failed to serve the request' },

@@ -17,7 +17,7 @@ const agentApi = (request: ApiRequestMessage): unknown => {
   const args = request.args as Record<string, unknown>;
   switch (request.api) {
     case 'emit':
-      if (args['name'] === 'fails.here') throw { code: 'SVC_ERR_EVENTS_REFUSED', message: 'event refused' };
+      if (args['name'] === 'fails.here') throw { code: 'SVC_ERR_TEST_EVENTS_REFUSED', message: 'event refused' };
       return { deliveryId: 'delivery-1' };
     case 'oidc.token':
       return args['audience'] === 'deferred' ? { deferred: true, code: 'unavailable' } : { token: 'eyJhbGc.payload.sig', expiresIn: 600 };
@@ -57,7 +57,7 @@ t.test('emit, oidc, cache, artifacts and attest round-trip through the agent', a
   t.same(JSON.parse(out['uploaded']!), { name: 'dist', sizeBytes: 42 });
   t.same(JSON.parse(out['attested']!), { bundlePaths: ['dist/app.js.svc.json'], deferred: false });
   t.match(out['refused'], /^ctx\.cache\.save: key: .+; paths: /, 'bad args are refused in the runner with their paths');
-  t.equal(out['agentError'], 'SVC_ERR_EVENTS_REFUSED: emit failed: event refused', 'an agent error rejects with its code');
+  t.equal(out['agentError'], 'SVC_ERR_TEST_EVENTS_REFUSED: emit failed: event refused', 'an agent error rejects with its code');
   t.equal(out['password'], 'hunter2-secret', 'a secret output is an output like any other');
 });
 

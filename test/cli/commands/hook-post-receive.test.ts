@@ -225,12 +225,12 @@ t.test('transient failures are retried with the same delivery id', async (t) => 
 });
 
 t.test('a refused delivery is not retried and is reported clearly', async (t) => {
-  const hook = await receiver(t, () => ({ status: 401, body: { error: { code: 'SVC_ERR_INGEST_SIGNATURE', message: 'bad signature' } } }));
+  const hook = await receiver(t, () => ({ status: 401, body: { error: { code: 'SVC_ERR_TEST_INGEST_SIGNATURE', message: 'bad signature' } } }));
   const { head, run, warnings } = await bareWithConfig(t, hook.url);
   const report = await run(`${ZERO_SHA} ${head} refs/heads/main\n`);
   t.equal(hook.got.length, 1);
   t.equal(report.ok, false);
-  t.match(warnings[0], /svc: warning: push main was NOT delivered to .* \(401 SVC_ERR_INGEST_SIGNATURE: bad signature\); CI will not run for it\. to resend, run in .*: echo '0{40} [0-9a-f]{40} refs\/heads\/main' \| svc hook post-receive/);
+  t.match(warnings[0], /svc: warning: push main was NOT delivered to .* \(401 SVC_ERR_TEST_INGEST_SIGNATURE: bad signature\); CI will not run for it\. to resend, run in .*: echo '0{40} [0-9a-f]{40} refs\/heads\/main' \| svc hook post-receive/);
 });
 
 t.test('persistent server errors: three attempts, then a warning', async (t) => {

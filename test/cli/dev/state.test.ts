@@ -74,12 +74,12 @@ t.test('reporter: JSON lines, quiet progress off a TTY, spinner on a TTY', async
   const json = createReporter({ json: true, stdout: jsonOut, stderr: jsonErr });
   t.equal(await json.task('database', 'starting', async () => 42), 42);
   json.emit(run);
-  json.emit({ event: 'error', code: 'SVC_ERR_X', message: 'broken' });
+  json.emit({ event: 'error', code: 'SVC_ERR_TEST_X', message: 'broken' });
   const lines = jsonText().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
   t.match(lines[0], { event: 'progress', phase: 'database', status: 'done', message: 'starting' });
   t.same(lines[1], run);
-  t.same(lines[2], { event: 'error', code: 'SVC_ERR_X', message: 'broken' });
-  t.equal(jsonErrText(), 'SVC_ERR_X: broken\n', 'errors also on stderr as one line');
+  t.same(lines[2], { event: 'error', code: 'SVC_ERR_TEST_X', message: 'broken' });
+  t.equal(jsonErrText(), 'SVC_ERR_TEST_X: broken\n', 'errors also on stderr as one line');
 
   const plainOut = new PassThrough();
   const plainErr = new PassThrough();
