@@ -1,5 +1,5 @@
-// The orchestrator's start sequence: config → logger/metrics → master key → database and
-// migrations → plugin sign-in → HTTP → subsystems → listen. The kernel never names a concrete
+// The orchestrator's start sequence: subsystem graph check → config → logger/metrics → master key
+// → database and migrations → plugin sign-in → HTTP → subsystems (in graph order) → listen. The kernel never names a concrete
 // plugin: the composition root passes built-ins and their config slices in.
 import { createHmac } from 'node:crypto';
 import { createServer } from 'node:net';
@@ -15,6 +15,7 @@ import { migrate, resolveDatabase } from '../services/db/index.ts';
 import { createHttpServer, listen } from '../services/http/index.ts';
 import { createLogger } from '../../core/logging.ts';
 import { createMetrics } from '../services/metrics.ts';
+import { orderSubsystems, startSubsystems, type ServiceRef } from '../../core/wiring/index.ts';
 import type { OrchestratorContext, Subsystem } from './context.ts';
 import type { PluginEnvironment, PluginSelection } from '../../core/plugins/selection.ts';
 import { dataDirMasterKey } from './master-key-file.ts';
@@ -35,6 +36,10 @@ export interface StartOrchestratorOptions {
 export interface Orchestrator {
   readonly url: string;
   readonly ctx: OrchestratorContext;
+  /** Ids of the started subsystems, in start order. */
+  readonly subsystems: readonly string[];
+  /** A service a started subsystem provides (service-refs.ts); an SvcError naming the ref otherwise. */
+  get<T>(ref: ServiceRef<T>): T;
   stop(): Promise<void>;
 }
 
@@ -72,6 +77,8 @@ async function masterKeysFor(config: SvcConfig, dataDir: string, logger: Logger)
 }
 
 export async function startOrchestrator(options: StartOrchestratorOptions): Promise<Orchestrator> {
+  // A broken graph (missing need, ref provided twice, cycle) refuses before anything opens.
+  orderSubsystems(options.subsystems ?? []);
   const env = options.env ?? process.env;
   const cwd = options.cwd ?? process.cwd();
   const { config } = await loadConfig({ env, cwd });
@@ -132,7 +139,6 @@ export async function startOrchestrator(options: StartOrchestratorOptions): Prom
       masterKeys,
       nodeId,
       publicUrl: () => publicUrl,
-      onStop: (fn) => stops.push(fn),
     };
 
     // A storage that serves its own pre-signed URLs (filesystem) mounts them here.
@@ -141,14 +147,12 @@ export async function startOrchestrator(options: StartOrchestratorOptions): Prom
       if (storage.httpRoutes) await http.register(storage.httpRoutes);
     }
 
-    for (const subsystem of options.subsystems ?? []) {
-      await subsystem.start(ctx);
-      logger.debug({ subsystem: subsystem.name }, 'subsystem started');
-    }
+    const started = await startSubsystems(options.subsystems ?? [], ctx, logger);
+    stops.push(() => started.stop());
 
     const bound = await listen(http, { port, host: config.server.host });
-    logger.info({ url: publicUrl, bound: bound.url, nodeId }, 'orchestrator listening');
-    return { url: publicUrl, ctx, stop: stopAll };
+    logger.info({ url: publicUrl, bound: bound.url, nodeId, subsystems: started.order }, 'orchestrator listening');
+    return { url: publicUrl, ctx, subsystems: started.order, get: (ref) => started.get(ref), stop: stopAll };
   } catch (error) {
     await stopAll();
     throw error;

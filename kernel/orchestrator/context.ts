@@ -1,8 +1,10 @@
 // What every orchestrator subsystem is handed at start. Subsystems register their routes,
-// WebSocket handlers and background loops on it and add what must happen at stop.
+// WebSocket handlers and background loops on it; what they need from each other comes through
+// the typed deps (service-refs.ts), and what must happen at stop through `deps.onStop`.
 import type { Logger } from 'pino';
 import type { SvcConfig } from '../../schemas/config.ts';
 import type { PluginHost } from '../../core/plugins/index.ts';
+import type { Subsystem as WiredSubsystem } from '../../core/wiring/index.ts';
 import type { MasterKeys } from '../services/crypto/master-keys.ts';
 import type { DatabasePool } from '../services/db/index.ts';
 import type { SvcHttpServer } from '../services/http/index.ts';
@@ -22,12 +24,10 @@ export interface OrchestratorContext {
   readonly nodeId: string;
   /** `{base_url}`: where agents and developers reach this orchestrator. Known once listening. */
   publicUrl(): string;
-  /** Run at stop, in reverse order of registration. */
-  onStop(fn: () => Promise<void> | void): void;
 }
 
-/** A kernel subsystem (ingest, dispatch, identity, …): wired in order at start. */
-export interface Subsystem {
-  readonly name: string;
-  start(ctx: OrchestratorContext): Promise<void>;
-}
+/**
+ * A kernel subsystem (ingest, dispatch, identity, …): declares the services it provides and
+ * needs; the app starts subsystems in the order that graph gives (core/wiring).
+ */
+export type Subsystem = WiredSubsystem<OrchestratorContext>;

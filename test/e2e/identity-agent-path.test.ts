@@ -23,7 +23,7 @@ import { workflowToLockEntry } from '../../workflow/compile/lock-entry.ts';
 import { registerSdkResolution } from '../../workflow/sdk-resolution.ts';
 import { startOrchestrator } from '../../kernel/orchestrator/app.ts';
 import { createDispatchSubsystem } from '../../kernel/orchestrator/dispatch/index.ts';
-import { identityServiceOf } from '../../kernel/orchestrator/identity/index.ts';
+import { identityServiceRef } from '../../kernel/orchestrator/identity/index.ts';
 import { identitySubsystem } from '../../kernel/orchestrator/identity/subsystem.ts';
 import type { RunPlan } from '../../kernel/orchestrator/runs/create.ts';
 import { createSchedulingSubsystem } from '../../kernel/orchestrator/scheduling/index.ts';
@@ -196,7 +196,7 @@ async function startStack(t: Test, dbUrl: string, kind: string, custodyEnv: Reco
     await orch.stop();
     await rm(dataDir, { recursive: true, force: true });
   });
-  const service = identityServiceOf(orch.ctx);
+  const service = orch.get(identityServiceRef);
   if (service === undefined) throw new Error('identity service did not start');
   return { pool: orch.ctx.db, issuer: service.issuer };
 }

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import t from 'tap';
 import { startOrchestrator } from '../../kernel/orchestrator/app.ts';
-import { identityServiceOf } from '../../kernel/orchestrator/identity/index.ts';
+import { identityServiceRef } from '../../kernel/orchestrator/identity/index.ts';
 import { ORCHESTRATOR_SUBSYSTEMS } from '../../kernel/orchestrator/subsystems.ts';
 import { orchestratorPlugins } from '../../plugins/builtin.ts';
 import { eachDatabase } from '../fixtures/db.ts';
@@ -88,7 +88,7 @@ await eachDatabase(t, async (t, db) => {
     logger: silent,
   });
   t.teardown(() => orch.stop());
-  const service = identityServiceOf(orch.ctx);
+  const service = orch.get(identityServiceRef);
   if (!service) throw new Error('no identity service');
 
   const viaApi = await admin(['signing-key', 'list', '--json', '--url', issuer, '--token', 'admin-token-0123456789abcdef'], { SVC_SECRET_KEY: k2 });

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import t from 'tap';
 import { startOrchestrator, type Orchestrator } from '../../kernel/orchestrator/app.ts';
-import { identityServiceOf } from '../../kernel/orchestrator/identity/index.ts';
+import { identityServiceRef } from '../../kernel/orchestrator/identity/index.ts';
 import { ORCHESTRATOR_SUBSYSTEMS } from '../../kernel/orchestrator/subsystems.ts';
 import { orchestratorPlugins } from '../../plugins/builtin.ts';
 import { eachDatabase, inCi } from '../fixtures/db.ts';
@@ -89,7 +89,7 @@ await eachDatabase(t, async (t, db) => {
       const issuerFor = (port: string) => `http://127.0.0.1:${port}/tenant-a`;
       const orch = await boot(db.url, { ...env, SVC_SECRET_KEY: masterKey, SVC_ORCHESTRATOR_PROVENANCE_ISSUER: issuerFor('{port}') });
       t.teardown(() => orch.stop());
-      const service = identityServiceOf(orch.ctx);
+      const service = orch.get(identityServiceRef);
       if (!service) throw new Error('identity service missing');
       const issuer = service.issuer;
       t.match(issuer, /\/tenant-a$/);
@@ -124,7 +124,7 @@ await eachDatabase(t, async (t, db) => {
   await t.test('no issuer: identity routes are absent', async (t) => {
     const orch = await boot(db.url, { SVC_SECRET_KEY: masterKey });
     t.teardown(() => orch.stop());
-    t.equal(identityServiceOf(orch.ctx), undefined);
+    t.equal(orch.get(identityServiceRef), undefined);
     const response = await fetch(`${orch.url}/.well-known/openid-configuration`);
     t.equal(response.status, 404);
   });
@@ -147,7 +147,7 @@ await eachDatabase(t, async (t, db) => {
     const k2 = randomBytes(32).toString('base64');
     const issuer = { SVC_ORCHESTRATOR_PROVENANCE_ISSUER: 'http://127.0.0.1:{port}' };
     const healing = await boot(db.url, { ...issuer, SVC_SECRET_KEY: k2, SVC_SECRET_KEY_OLD: masterKey });
-    const svc = identityServiceOf(healing.ctx);
+    const svc = healing.get(identityServiceRef);
     const { jobId, agentId } = await insertRunJob(db.pool);
     const minted = await svc?.mintIdentityToken({ jobId, agentId, audience: 'a' });
     t.ok(minted && 'token' in minted, 'mints after healing');

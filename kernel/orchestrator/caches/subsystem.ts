@@ -1,9 +1,9 @@
 // The caches subsystem: answers the agent's cache messages through dispatch and runs the
-// sweepers (stale temporary uploads, TTL expiry). Starts after dispatch.
+// sweepers (stale temporary uploads, TTL expiry). Needs dispatch.
 import type { StorageExtensionPoint } from '../../../core/extension-points/storage.ts';
 import { isSvcError, messageOf } from '../../../core/errors.ts';
 import type { OrchestratorContext, Subsystem } from '../context.ts';
-import { getDispatchService } from '../dispatch/index.ts';
+import { dispatchServiceRef } from '../service-refs.ts';
 import { answerUploadRequest, completeUpload, type CacheDeps } from './build-cache.ts';
 import { sweepCaches } from './sweep.ts';
 import { answerRestore, answerSaveRequest, completeSave, type UserCacheOptions } from './user-cache.ts';
@@ -37,10 +37,10 @@ const errorBody = (error: unknown) => {
 
 export function createCachesSubsystem(tuning: CachesTuning = {}): Subsystem {
   return {
-    name: 'caches',
-    async start(ctx) {
-      const dispatch = getDispatchService(ctx);
-      if (dispatch === undefined) throw new Error('the caches subsystem starts after dispatch (kernel/orchestrator/subsystems.ts)');
+    id: 'caches',
+    needs: [dispatchServiceRef],
+    async start(ctx, deps) {
+      const dispatch = deps.get(dispatchServiceRef);
       const options = userCacheOptionsOf(ctx);
       const logger = options.logger;
       if (options.storage === undefined) logger.warn('no cache storage configured: no build caches, user cache saves are skipped');
@@ -90,7 +90,7 @@ export function createCachesSubsystem(tuning: CachesTuning = {}): Subsystem {
             });
         }, sweepMs);
         timer.unref();
-        ctx.onStop(() => clearInterval(timer));
+        deps.onStop(() => clearInterval(timer));
       }
     },
   };

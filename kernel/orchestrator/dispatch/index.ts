@@ -5,14 +5,17 @@
 //   notifyJobsQueued(tx)                       wake every dispatcher after making jobs `queued`
 //   cancelRun(ctx, runId, cancelledBy)         → { cancelledJobs }
 //   cancelJob(ctx, jobId, cancelledBy)         → { cancelledJobs }
-//   getDispatchService(ctx)                    this node's DispatchService (after start):
+//   dispatchServiceRef                         this node's DispatchService, provided to the
+//                                              subsystems that need it (deps.get) and to
+//                                              composition roots (orchestrator.get):
 //     .handle(type, handler)                   answer agent requests (oidc.token.request, cache.*, event.emit)
 //     .setSourceAuthResolver(fn)               checkout credentials for runs with a source
 //     .registry                                agents connected to this node
 //     .sendToAgent(agentId, message)           send to an agent connected here
 import type { OrchestratorContext, Subsystem } from '../context.ts';
 import type { StorageExtensionPoint } from '../../../core/extension-points/storage.ts';
-import { identityServiceOf } from '../identity/subsystem.ts';
+import { provide } from '../../../core/wiring/index.ts';
+import { dispatchServiceRef, identityServiceRef } from '../service-refs.ts';
 import { registerAgentEndpoint } from './endpoint.ts';
 import { DispatchService, type DispatchTuning } from './service.ts';
 
@@ -27,13 +30,7 @@ export { progressRun, TERMINAL_JOB_STATUSES } from './progression.ts';
 export { AGENT_CONNECT_PATH } from './endpoint.ts';
 export { createAgentToken, listAgentTokens, revokeAgentToken, checkAgentToken, hashAgentToken, AGENT_TOKEN_PREFIX } from './tokens.ts';
 export type { SourceAuthResolver, SourceAuthRequest } from './message.ts';
-
-const services = new WeakMap<OrchestratorContext, DispatchService>();
-
-/** This node's dispatch service; undefined before the dispatch subsystem started. */
-export function getDispatchService(ctx: OrchestratorContext): DispatchService | undefined {
-  return services.get(ctx);
-}
+export { dispatchServiceRef } from '../service-refs.ts';
 
 function storageOf(ctx: OrchestratorContext): StorageExtensionPoint | undefined {
   try {
@@ -46,8 +43,11 @@ function storageOf(ctx: OrchestratorContext): StorageExtensionPoint | undefined 
 /** A dispatch subsystem with non-default timings (tests, benchmarks). */
 export function createDispatchSubsystem(tuning: DispatchTuning = {}): Subsystem {
   return {
-    name: 'dispatch',
-    async start(ctx) {
+    id: 'dispatch',
+    provides: [dispatchServiceRef],
+    // Identity mints when it is started and provenance signing is on; otherwise the spec's deferral.
+    optionalNeeds: [identityServiceRef],
+    async start(ctx, deps) {
       const service = new DispatchService({
         ...tuning,
         pool: ctx.db,
@@ -60,17 +60,16 @@ export function createDispatchSubsystem(tuning: DispatchTuning = {}): Subsystem 
         storage: () => storageOf(ctx),
         masterKeys: ctx.masterKeys,
       });
-      // Identity mints when provenance signing is on; otherwise the spec's deferral. Looked up per
-      // request so subsystem order does not matter; a handler registered with handle() replaces this.
+      // A handler registered with handle() later replaces this one.
+      const identity = deps.getOptional(identityServiceRef);
       service.handle('oidc.token.request', async (agent, message) => {
-        const identity = identityServiceOf(ctx);
         if (identity === undefined) return { type: 'oidc.token.response', requestId: message.requestId, deferred: true, code: 'unavailable' };
         return identity.answerOidcTokenRequest(agent.agentId, message);
       });
       await registerAgentEndpoint(ctx, service);
       await service.start();
-      services.set(ctx, service);
-      ctx.onStop(() => service.stop());
+      deps.onStop(() => service.stop());
+      return [provide(dispatchServiceRef, service)];
     },
   };
 }

@@ -6,7 +6,7 @@ import type { DatabasePool } from '../../services/db/index.ts';
 import { isSvcError } from '../../../core/errors.ts';
 import { activeJobOf } from '../caches/job-access.ts';
 import type { OrchestratorContext, Subsystem } from '../context.ts';
-import { getDispatchService } from '../dispatch/index.ts';
+import { dispatchServiceRef } from '../service-refs.ts';
 import { emitInternalEvent } from './emit.ts';
 
 /** `event.emit` → `event.emit.response { requestId, deliveryId }`; refusals carry `error`. */
@@ -37,10 +37,10 @@ export async function answerEventEmit(
 }
 
 export const eventsSubsystem: Subsystem = {
-  name: 'events',
-  async start(ctx: OrchestratorContext): Promise<void> {
-    const dispatch = getDispatchService(ctx);
-    if (dispatch === undefined) throw new Error('the events subsystem starts after dispatch (kernel/orchestrator/subsystems.ts)');
+  id: 'events',
+  needs: [dispatchServiceRef],
+  async start(ctx: OrchestratorContext, deps): Promise<void> {
+    const dispatch = deps.get(dispatchServiceRef);
     const logger = ctx.logger.child({ subsystem: 'events' });
     dispatch.handle('event.emit', async (agent, message) => {
       const answer = await answerEventEmit(ctx.db, agent, message);

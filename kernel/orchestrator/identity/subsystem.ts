@@ -1,25 +1,22 @@
 // The identity subsystem at boot: self-heal sealed keys left under the previous master key (a key
 // neither master key opens stops the boot, naming the store), bind the custody plugin to the key
 // table, make sure a key exists, mount the issuer routes, and sweep deferred attestations.
+// Provides the identity service (undefined when provenance signing is off).
 import type { CustodyKind } from '../../../schemas/identity.ts';
 import { messageOf } from '../../../core/errors.ts';
-import type { OrchestratorContext, Subsystem } from '../context.ts';
+import { provide } from '../../../core/wiring/index.ts';
+import type { Subsystem } from '../context.ts';
+import { identityServiceRef } from '../service-refs.ts';
 import { createKeyVault, registerExternalKey, resealSigningKeys } from './key-store.ts';
 import { registerIdentityRoutes, registerSigningKeyAdminRoute } from './routes.ts';
 import { createIdentityService, type IdentityService } from './service.ts';
 
 export const FULFIL_SWEEP_MS = 30_000;
 
-const services = new WeakMap<OrchestratorContext, IdentityService>();
-
-/** The identity service of a started orchestrator; undefined when provenance signing is off. */
-export function identityServiceOf(ctx: OrchestratorContext): IdentityService | undefined {
-  return services.get(ctx);
-}
-
 export const identitySubsystem: Subsystem = {
-  name: 'identity',
-  async start(ctx) {
+  id: 'identity',
+  provides: [identityServiceRef],
+  async start(ctx, deps) {
     const logger = ctx.logger.child({ subsystem: 'identity' });
     const healed = await resealSigningKeys(ctx.db, ctx.masterKeys, 'heal');
     if (healed.resealed > 0) logger.warn({ resealed: healed.resealed }, 'signing keys sealed under the previous master key were re-sealed under the current one');
@@ -28,7 +25,7 @@ export const identitySubsystem: Subsystem = {
     const issuer = ctx.config.orchestrator.provenanceIssuer;
     if (!issuer) {
       logger.info('SVC_ORCHESTRATOR_PROVENANCE_ISSUER is not set: identity tokens and attestations are off');
-      return;
+      return [provide(identityServiceRef, undefined)];
     }
     const custodyKind = ctx.config.orchestrator.signerKind as CustodyKind;
     const custody = ctx.host.select('custody', custodyKind);
@@ -47,9 +44,8 @@ export const identitySubsystem: Subsystem = {
       }
     }
 
-    const service = createIdentityService({ pool: ctx.db, custody, custodyKind, issuer, orchestratorId: ctx.nodeId, logger });
+    const service: IdentityService = createIdentityService({ pool: ctx.db, custody, custodyKind, issuer, orchestratorId: ctx.nodeId, logger });
     await registerIdentityRoutes(ctx.http, service);
-    services.set(ctx, service);
 
     const timer = setInterval(() => {
       service.fulfilDeferredAttestations().then(
@@ -60,7 +56,8 @@ export const identitySubsystem: Subsystem = {
       );
     }, FULFIL_SWEEP_MS);
     timer.unref();
-    ctx.onStop(() => clearInterval(timer));
+    deps.onStop(() => clearInterval(timer));
     logger.info({ issuer: service.issuer, custody: custodyKind }, 'OIDC issuer ready');
+    return [provide(identityServiceRef, service)];
   },
 };

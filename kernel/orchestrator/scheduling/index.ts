@@ -32,8 +32,8 @@ export interface SchedulingTuning {
 export function createSchedulingSubsystem(tuning: SchedulingTuning = {}): Subsystem {
   const sweepMs = tuning.sweepMs ?? 5_000;
   return {
-    name: 'scheduling',
-    async start(ctx) {
+    id: 'scheduling',
+    async start(ctx, deps) {
       const logger = ctx.logger.child({ subsystem: 'scheduling' });
       let busy = false;
       let stopped = false;
@@ -50,7 +50,7 @@ export function createSchedulingSubsystem(tuning: SchedulingTuning = {}): Subsys
           });
       }, sweepMs);
       timer.unref();
-      ctx.onStop(async () => {
+      deps.onStop(async () => {
         stopped = true;
         clearInterval(timer);
         // Let a sweep in progress finish before the pool closes.

@@ -1,11 +1,12 @@
 // Checkout credentials for dispatched jobs: the run's source, opened with the master key, asks
 // its provider for short-lived credentials (a GitHub installation token, a git deploy token).
-// Registered on the dispatch service after it starts; without a source the dispatcher falls
+// Registered on the dispatch service (a declared need); without a source the dispatcher falls
 // back to the event's clone URL with no credential.
 import type { NormalizedEvent } from '../../../schemas/event.ts';
 import type { RepositoryRef } from '../../../core/extension-points/provider.ts';
 import type { OrchestratorContext, Subsystem } from '../context.ts';
-import { getDispatchService, type SourceAuthResolver } from '../dispatch/index.ts';
+import type { SourceAuthResolver } from '../dispatch/index.ts';
+import { dispatchServiceRef } from '../service-refs.ts';
 import { repositoryOf } from '../ingest/steps/repository.ts';
 import { getSourceRow, openSource } from './store.ts';
 
@@ -31,8 +32,9 @@ export function checkoutAuthResolver(ctx: OrchestratorContext): SourceAuthResolv
 }
 
 export const checkoutAuthSubsystem: Subsystem = {
-  name: 'checkout-auth',
-  async start(ctx) {
-    getDispatchService(ctx)?.setSourceAuthResolver(checkoutAuthResolver(ctx));
+  id: 'checkout-auth',
+  needs: [dispatchServiceRef],
+  async start(ctx, deps) {
+    deps.get(dispatchServiceRef).setSourceAuthResolver(checkoutAuthResolver(ctx));
   },
 };

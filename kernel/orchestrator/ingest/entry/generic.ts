@@ -19,14 +19,11 @@ import type { IngestPipeline } from '../pipeline.ts';
 import { stop, type DeliveryState, type IncomingDelivery, type IngestOutcome } from '../types.ts';
 
 const settingsCheck = compileSchema(GenericSourceConfig);
-const plugins = new WeakMap<PluginHost, GenericSourceExtensionPoint | null>();
 
+/** The signed-in generic-source plugin; looked up per delivery (a short list scan, no cache to keep per host). */
 export function genericPluginOf(host: PluginHost): GenericSourceExtensionPoint | null {
-  if (plugins.has(host)) return plugins.get(host)!;
   const summary = host.list().find((p) => p.kind === 'generic-source');
-  const plugin = summary === undefined ? null : host.get('generic-source', summary.id);
-  plugins.set(host, plugin);
-  return plugin;
+  return summary === undefined ? null : host.get('generic-source', summary.id);
 }
 
 export function checkGenericSettings(settings: unknown): { ok: true; settings: GenericSourceConfig } | { ok: false; reason: string } {

@@ -2,13 +2,13 @@
 // run detail, logs after a cursor, re-run, cancel, original payload.
 //
 // Public API:
-//   relayMessageHandler(ctx, ingestPipeline, send)   the relay link's onMessage
+//   relayRequestHandler(ctx, ingestPipeline)         → (message, send): the relay link's onMessage
 //   answerDashboardRequest(deps, request)            one request → its response (never rejects)
 //   loadRunView(pool, orgId, runId)                  run detail (RunView)
 //   readLogPage(pool, orgId, runId, after?)          log lines after a cursor (RunLogsPage)
 //   rerunRun(deps, { orgId, runId, triggeredBy })    → { newRunId } (RerunCooldownError inside 5 s)
 //   readRunPayload(pool, storage, orgId, runId)      → { payload }
-export { relayMessageHandler, answerDashboardRequest, runsApiDeps, encodeResponse, isDashboardRequest, MAX_RESPONSE_BYTES, type RunsApiDeps, type IngestParts } from './relay-handlers.ts';
+export { relayRequestHandler, answerDashboardRequest, runsApiDeps, encodeResponse, isDashboardRequest, MAX_RESPONSE_BYTES, type RunsApiDeps, type IngestParts, type RelayRequestHandler } from './relay-handlers.ts';
 export { loadRunView, findRun, checkRunId, TERMINAL_RUN_STATUSES } from './show.ts';
 export { readLogPage, decodeCursor, encodeCursor, LOG_PAGE_BYTES, type CursorEntry } from './logs.ts';
 export { rerunRun, RerunCooldownError, RERUN_COOLDOWN_MS, RERUN_COOLDOWN_CODE, type RerunDeps, type RerunRequest } from './rerun.ts';

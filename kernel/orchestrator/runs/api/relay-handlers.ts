@@ -126,16 +126,17 @@ export function runsApiDeps(ctx: OrchestratorContext, ingest: IngestParts): Runs
   };
 }
 
-/**
- * The relay link's `onMessage`: answers dashboard requests through `send` (the link's send).
- * Other message types are ignored here.
- */
-export function relayMessageHandler(ctx: OrchestratorContext, ingest: IngestParts, send: (message: OrchestratorToRelay) => boolean): (message: RelayToOrchestrator) => void {
+/** Answers one relayed message through `send` (the link's send); false when it is not a dashboard request. */
+export type RelayRequestHandler = (message: RelayToOrchestrator, send: (message: OrchestratorToRelay) => boolean) => boolean;
+
+/** What the relay link calls for each message; the runs subsystem provides it. */
+export function relayRequestHandler(ctx: OrchestratorContext, ingest: IngestParts): RelayRequestHandler {
   const deps = runsApiDeps(ctx, ingest);
-  return (message) => {
-    if (!isDashboardRequest(message)) return;
+  return (message, send) => {
+    if (!isDashboardRequest(message)) return false;
     void answerDashboardRequest(deps, message).then((response) => {
       if (!send(encodeResponse(response))) deps.logger.info({ type: response.type, requestId: response.requestId }, 'relay link down before the answer could be sent; the relay has timed the request out');
     });
+    return true;
   };
 }

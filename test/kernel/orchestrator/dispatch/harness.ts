@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startOrchestrator, type Orchestrator, type PluginEnvironment, type PluginSelection } from '../../../../kernel/orchestrator/app.ts';
-import { createDispatchSubsystem, getDispatchService, type DispatchService, type DispatchTuning } from '../../../../kernel/orchestrator/dispatch/index.ts';
+import { createDispatchSubsystem, dispatchServiceRef, type DispatchService, type DispatchTuning } from '../../../../kernel/orchestrator/dispatch/index.ts';
 import { testLogger, type Test } from '../../../fixtures/db.ts';
 
 export interface Node {
@@ -46,7 +46,6 @@ export async function startNode(
     await rm(dataDir, { recursive: true, force: true });
   };
   t.teardown(stop);
-  const service = getDispatchService(orch.ctx);
-  if (service === undefined) throw new Error('dispatch subsystem did not start');
+  const service = orch.get(dispatchServiceRef);
   return { orch, url: orch.url, service };
 }

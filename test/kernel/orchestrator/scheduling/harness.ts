@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startOrchestrator } from '../../../../kernel/orchestrator/app.ts';
-import { createDispatchSubsystem, getDispatchService, type DispatchService } from '../../../../kernel/orchestrator/dispatch/index.ts';
+import { createDispatchSubsystem, dispatchServiceRef, type DispatchService } from '../../../../kernel/orchestrator/dispatch/index.ts';
 import { notifyJobsQueued } from '../../../../kernel/orchestrator/dispatch/notify.ts';
 import { createRun, type CreatedRun, type RunPlan } from '../../../../kernel/orchestrator/runs/create.ts';
 import { createSchedulingSubsystem } from '../../../../kernel/orchestrator/scheduling/index.ts';
@@ -142,9 +142,7 @@ export async function startSchedulingNode(t: Test, dbUrl: string, sweepMs = 100)
     await orch.stop();
     await rm(dataDir, { recursive: true, force: true });
   });
-  const service = getDispatchService(orch.ctx);
-  if (service === undefined) throw new Error('dispatch subsystem did not start');
-  return { url: orch.url, service };
+  return { url: orch.url, service: orch.get(dispatchServiceRef) };
 }
 
 /** A TestAgent that answers each job.dispatch with `script(dispatch)` (a report, or null to hold it). */

@@ -1,0 +1,20 @@
+// The services orchestrator subsystems provide each other. Declared here, apart from the
+// subsystems, so a subsystem can name what it needs without importing the one that provides it;
+// the app orders subsystems from these declarations (core/wiring).
+import { createServiceRef } from '../../core/wiring/index.ts';
+import type { DispatchService } from './dispatch/service.ts';
+import type { IdentityService } from './identity/service.ts';
+import type { IngestPipeline } from './ingest/pipeline.ts';
+import type { RelayRequestHandler } from './runs/api/relay-handlers.ts';
+
+/** The OIDC issuer; undefined when provenance signing is off (no `provenanceIssuer`). Subsystem `identity`. */
+export const identityServiceRef = createServiceRef<IdentityService | undefined>('identity');
+
+/** This node's dispatcher: agent connections, queue, `handle()` for agent requests. Subsystem `dispatch`. */
+export const dispatchServiceRef = createServiceRef<DispatchService>('dispatch');
+
+/** The webhook ingest pipeline (sources, providers, caches, ingestDelivery). Subsystem `ingest`. */
+export const ingestPipelineRef = createServiceRef<IngestPipeline>('ingest-pipeline');
+
+/** Answers the dashboard and CLI requests the relay forwards (run show/logs, rerun, cancel, payload). Subsystem `runs`. */
+export const runsRelayHandlerRef = createServiceRef<RelayRequestHandler>('runs-relay-handler');
