@@ -12,28 +12,28 @@ export const ORCHESTRATOR_ERROR_CODES = {
   },
   SVC_ERR_RUNS_NOT_FOUND: { kind: 'not_found', message: 'no run {runId} in org {orgId}' },
   SVC_ERR_RUNS_ORG_MISSING: { kind: 'input', message: '{type} must name the org (orgId); upgrade the relay' },
-  SVC_ERR_RUNS_PAYLOAD_MISSING: { kind: 'not_found', message: 'the payload object {payload_key} is missing from storage' },
+  SVC_ERR_RUNS_PAYLOAD_MISSING: { kind: 'not_found', message: 'the payload object {payloadKey} is missing from storage' },
   SVC_ERR_RUNS_PAYLOAD_NONE: { kind: 'not_found', message: 'run {id} was not started by a webhook; it has no payload' },
   SVC_ERR_RUNS_PAYLOAD_NO_STORAGE: { kind: 'unavailable', message: 'this orchestrator has no storage configured; the payload cannot be read' },
-  SVC_ERR_RUNS_PAYLOAD_OMITTED: { kind: 'not_found', message: 'the payload of delivery {delivery_id} was not kept: {why}' },
-  SVC_ERR_RUNS_PAYLOAD_UNREADABLE: { kind: 'unavailable', message: 'the payload of delivery {delivery_id} could not be read: {reason}' },
+  SVC_ERR_RUNS_PAYLOAD_OMITTED: { kind: 'not_found', message: 'the payload of delivery {deliveryId} was not kept: {why}' },
+  SVC_ERR_RUNS_PAYLOAD_UNREADABLE: { kind: 'unavailable', message: 'the payload of delivery {deliveryId} could not be read: {reason}' },
   SVC_ERR_RUNS_RERUN_COOLDOWN: {
-    kind: 'conflict',
-    message: 'run {originalRunId} was re-run less than {rerunCooldownMs} s ago; retry in {seconds} s',
+    kind: 'rate_limited',
+    message: 'run {originalRunId} was re-run less than {cooldownSeconds} s ago; retry in {seconds} s',
   },
   SVC_ERR_RUNS_RERUN_LOCK_FETCH: {
     kind: 'unavailable',
-    message: 'the lock file of {workflow_repository} at {workflow_sha} could not be fetched: {reason}; retry later',
+    message: 'the lock file of {workflowRepository} at {workflowSha} could not be fetched: {reason}; retry later',
   },
   SVC_ERR_RUNS_RERUN_LOCK_REFUSED: { kind: 'conflict', message: 'the lock file of the run cannot be read: {reason}' },
   SVC_ERR_RUNS_RERUN_NO_EVENT: { kind: 'conflict', message: 'run {id} has no stored event to re-run' },
-  SVC_ERR_RUNS_RERUN_NO_LOCK: { kind: 'conflict', message: '{workflow_repository} has no lock file at {workflow_sha} any more' },
+  SVC_ERR_RUNS_RERUN_NO_LOCK: { kind: 'conflict', message: '{workflowRepository} has no lock file at {workflowSha} any more' },
   SVC_ERR_RUNS_RERUN_NO_PROVIDER: { kind: 'unavailable', message: 'no provider serves routing key {routingKey} on this orchestrator' },
   SVC_ERR_RUNS_RERUN_NO_SOURCE: {
     kind: 'conflict',
     message: 'run {id} came from no source (a remote test run?), so its lock file cannot be fetched again; start it the way it was started',
   },
-  SVC_ERR_RUNS_RERUN_NO_WORKFLOW: { kind: 'conflict', message: 'the lock file at {workflow_sha} has no workflow "{workflow}"' },
+  SVC_ERR_RUNS_RERUN_NO_WORKFLOW: { kind: 'conflict', message: 'the lock file at {workflowSha} has no workflow "{workflow}"' },
   SVC_ERR_RUNS_RERUN_SOURCE_GONE: { kind: 'conflict', message: 'source {sourceId} of run {id} was removed; the lock file cannot be fetched again' },
   SVC_ERR_RUNS_RESPONSE_TOO_LARGE: {
     kind: 'input',
@@ -116,6 +116,13 @@ export const ORCHESTRATOR_ERROR_CODES = {
   SVC_ERR_SOURCE_SECRET_WEAK: { kind: 'input', message: 'a webhook secret must have at least 16 characters' },
   SVC_ERR_SOURCE_TARGET_REQUIRED: { kind: 'input', message: 'a {providerKind} source needs its target id (the app id of a GitHub App)' },
   // WEBHOOK
+  SVC_ERR_WEBHOOK_BODY_TOO_LARGE: { kind: 'input', message: 'the webhook body of {bytes} bytes is larger than the limit of {limit} bytes' },
+  SVC_ERR_WEBHOOK_BUFFER_FULL: { kind: 'unavailable', message: "the relay's buffer for org {orgId} is full; retry later" },
+  SVC_ERR_WEBHOOK_BUFFER_UNAVAILABLE: { kind: 'unavailable', message: 'the relay cannot store this delivery right now; retry later' },
+  SVC_ERR_WEBHOOK_SHED: { kind: 'rate_limited', message: 'the orchestrator is shedding load; retry later' },
+  SVC_ERR_WEBHOOK_SIGNATURE_REJECTED: { kind: 'authentication', message: 'the webhook signature does not verify against the source secret' },
+  SVC_ERR_WEBHOOK_SOURCE_MISCONFIGURED: { kind: 'internal', message: 'the source is misconfigured at the orchestrator' },
+  SVC_ERR_WEBHOOK_UNKNOWN_SOURCE: { kind: 'not_found', message: 'no source is registered for routing key {routingKey} in org {orgId}' },
   SVC_ERR_WEBHOOK_RATE_LIMITED: { kind: 'rate_limited', message: 'source {sourceId} is over its rate limit of {rateLimitRpm} per minute' },
   SVC_ERR_WEBHOOK_REJECTED_MISCONFIGURED: { kind: 'internal', message: 'the source is misconfigured' },
   SVC_ERR_WEBHOOK_REJECTED_SIGNATURE: { kind: 'authentication', message: 'the webhook signature does not verify against the source secret' },
@@ -145,7 +152,7 @@ export const ORCHESTRATOR_ERROR_CODES = {
     kind: 'unavailable',
     message: 'no cache storage is configured on this orchestrator (SVC_STORAGE_TYPE); jobs install inline',
   },
-  SVC_ERR_CACHE_NO_LOCKFILE: { kind: 'input', message: 'run of job {job_id} has no lockfileHash; there is no dependency cache to write' },
+  SVC_ERR_CACHE_NO_LOCKFILE: { kind: 'input', message: 'run of job {jobId} has no lockfileHash; there is no dependency cache to write' },
   SVC_ERR_CACHE_OBJECT_MISSING: {
     kind: 'not_found',
     message: 'no uploaded object at {objectKey}; upload to the URL from cache.upload.response before cache.upload.complete',
@@ -158,7 +165,7 @@ export const ORCHESTRATOR_ERROR_CODES = {
   },
   SVC_ERR_CACHE_REQUEST_DUPLICATE: {
     kind: 'conflict',
-    message: 'request id {requestId} was already used for a cache save of job {job_id}; use a new request id',
+    message: 'request id {requestId} was already used for a cache save of job {jobId}; use a new request id',
   },
   SVC_ERR_CACHE_SCOPE_INVALID: { kind: 'input', message: 'scope {scope} is not "shared" or "iso/<run id>"' },
   SVC_ERR_CACHE_SIZE_MISMATCH: {
@@ -175,7 +182,7 @@ export const ORCHESTRATOR_ERROR_CODES = {
   },
   SVC_ERR_CACHE_UPLOAD_UNKNOWN: {
     kind: 'not_found',
-    message: 'no pending cache save for request {requestId} of job {job_id} (never requested, already completed, or expired)',
+    message: 'no pending cache save for request {requestId} of job {jobId} (never requested, already completed, or expired)',
   },
   // EVENT
   SVC_ERR_EVENT_INVALID_PAYLOAD: { kind: 'input', message: '{providerEvent} payload must be a JSON object' },
@@ -204,15 +211,6 @@ export const ORCHESTRATOR_ERROR_CODES = {
     kind: 'authentication',
     message: 'admin routes are off: set SVC_BOOTSTRAP_ADMIN_TOKEN (secrets.bootstrapAdminToken)',
   },
-  // WIRING (subsystems by typed references, core/wiring)
-  SVC_ERR_WIRING_CYCLE: { kind: 'internal', message: 'dependency cycle: {path} ({because})' },
-  SVC_ERR_WIRING_NEED_MISSING: { kind: 'internal', message: "subsystem '{subsystem}' needs '{ref}', which no subsystem provides" },
-  SVC_ERR_WIRING_NOT_PROVIDED: { kind: 'internal', message: "subsystem '{subsystem}' declares it provides '{ref}' but its start did not return it" },
-  SVC_ERR_WIRING_NOT_STARTED: { kind: 'internal', message: "no started subsystem provides '{ref}'" },
-  SVC_ERR_WIRING_PROVIDED_TWICE: { kind: 'internal', message: "'{ref}' is provided by both subsystem '{first}' and subsystem '{second}'" },
-  SVC_ERR_WIRING_SUBSYSTEM_DUPLICATE: { kind: 'internal', message: "two subsystems are named '{subsystem}'" },
-  SVC_ERR_WIRING_UNDECLARED_NEED: { kind: 'internal', message: "subsystem '{subsystem}' asked for '{ref}' without declaring it" },
-  SVC_ERR_WIRING_UNDECLARED_PROVISION: { kind: 'internal', message: "subsystem '{subsystem}' returned '{ref}', which it does not declare in provides" },
   // WIRING (subsystems by typed references, core/wiring)
   SVC_ERR_WIRING_CYCLE: { kind: 'internal', message: 'dependency cycle: {path} ({because})' },
   SVC_ERR_WIRING_NEED_MISSING: { kind: 'internal', message: "subsystem '{subsystem}' needs '{ref}', which no subsystem provides" },
