@@ -5,12 +5,31 @@ export const SVC_CLI: CliDefinition = {
   bin: 'svc',
   description: 'svc developer CLI: author, compile, preview and run CI workflows',
   commandsModule: 'cli/commands',
+  topics: {
+    hook: 'Git hooks: a pre-commit hook that keeps the lock compiled, and the post-receive hook a git server uses to send pushes',
+    org: 'Which org the Platform commands act on',
+    runs: 'Inspect runs through the Platform: details and logs',
+  },
 };
 
 export const SVC_ADMIN_CLI: CliDefinition = {
   bin: 'svc-admin',
   description: 'svc operator CLI: provision, inspect and maintain an installation',
   commandsModule: 'admin-cli/commands',
+  topics: {
+    'agent-token': 'Agent tokens: create, list and revoke the credentials agents connect with',
+    cache: 'Source, dependency and user caches: list and purge',
+    context: 'Secret contexts: create them and bind them to repositories or orgs',
+    plugin: 'Plugins: check that a module signs in without starting a server',
+    relay: 'The Platform relay: orgs, their tokens and personal access tokens',
+    'relay:org': 'Orgs at the relay and their platform tokens',
+    'relay:org:token': "An org's platform token",
+    'relay:pat': 'Personal access tokens for the developer CLI',
+    runs: 'Runs in the orchestrator database: list and show',
+    secret: 'Secrets of a context: set and list keys (values are never printed)',
+    'signing-key': 'Provenance signing keys: generate, list, rotate, retire, revoke, export the trust root',
+    source: 'Webhook sources: add, list, remove, rotate secrets',
+  },
 };
 
 export const CLI_DEFINITIONS: readonly CliDefinition[] = [SVC_CLI, SVC_ADMIN_CLI];

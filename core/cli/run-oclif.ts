@@ -8,6 +8,8 @@ export interface CliDefinition {
   description: string;
   /** Path of the module exporting COMMANDS, relative to the package root, without extension. */
   commandsModule: string;
+  /** Help text per topic (`runs`, `relay:org`); without it oclif shows a subcommand's text. */
+  topics: Record<string, string>;
 }
 
 function packageRoot(): string {
@@ -38,6 +40,7 @@ export async function loadCliConfig(def: CliDefinition): Promise<Config> {
         bin: def.bin,
         dirname: 'svc',
         topicSeparator: ' ',
+        topics: Object.fromEntries(Object.entries(def.topics).map(([name, description]) => [name, { description }])),
         commands: { strategy: 'explicit', target: `./${file}.${compiled ? 'js' : 'ts'}`, identifier: 'COMMANDS' },
       },
     } as never,
