@@ -3,6 +3,7 @@
 // (two secrets during rotation), push and pull-request payloads to the normalized event, and
 // repository reads through a stand-in for Gitea's API serving a real git repository.
 import { createHmac, randomUUID } from 'node:crypto';
+import { join } from 'node:path';
 import t from 'tap';
 import { createPluginHost } from '../../core/plugins/index.ts';
 import type { ProviderSource, RepositoryRef, SourceProviderExtensionPoint } from '../../core/extension-points/provider.ts';
@@ -14,6 +15,7 @@ import { startFakeGitea } from '../fixtures/fake-gitea.ts';
 import { GITEA_PLUGIN_PATH, linkSvcIntoExample } from '../fixtures/gitea-example.ts';
 import { giteaPullRequestPayload, giteaPushPayload } from '../fixtures/gitea-payloads.ts';
 import { createGitRemote } from '../fixtures/git-repos.ts';
+import { REPO_ROOT, runProgram } from '../fixtures/programs.ts';
 
 t.setTimeout(240_000);
 await linkSvcIntoExample();
@@ -43,6 +45,15 @@ t.test('signs in from its module path: the brand, manifest and config checks pas
   const bad = createPluginHost({ config: { 'provider:gitea': { requestTimeoutMs: 'soon' } } });
   const refused = await bad.signIn(GITEA_PLUGIN_PATH).catch((error: unknown) => error);
   t.match(refused, { phase: 'config', message: /requestTimeoutMs/ }, 'a bad config slice fails sign-in, naming the phase and the field');
+});
+
+t.test('svc-admin plugin verify passes every sign-in phase for the module path', async (t) => {
+  const out = await runProgram(join(REPO_ROOT, 'bin/svc-admin.ts'), ['plugin', 'verify', GITEA_PLUGIN_PATH, '--json'], { timeoutMs: 120_000 });
+  t.equal(out.code, 0, out.stderr);
+  const report = JSON.parse(out.stdout) as { ok: boolean; phases: Array<{ phase: string; status: string }> };
+  t.equal(report.ok, true);
+  t.same(report.phases.filter((p) => p.status === 'failed'), []);
+  t.ok(report.phases.some((p) => p.phase === 'create' && p.status === 'passed'));
 });
 
 t.test('headers: Gitea and Forgejo names; refusals name the header', async (t) => {
