@@ -42,6 +42,18 @@ const CUSTODY: Record<string, { plugin: SvcPlugin; slice: (env: PluginEnvironmen
   },
 };
 
+/** Source providers: every one signs in (a source names its kind). */
+const PROVIDERS: readonly SvcPlugin[] = [githubProvider as SvcPlugin, gitProvider as SvcPlugin];
+const GENERIC_SOURCES: readonly SvcPlugin[] = [genericSourcePlugin as SvcPlugin];
+
+/**
+ * Every built-in plugin the orchestrator can sign in, whatever config selects: the contract test
+ * enumerates this list, so a plugin added to the tables above is run through its kind's suite.
+ */
+export function orchestratorBuiltIns(): SvcPlugin[] {
+  return [...Object.values(STORAGE).map((s) => s.plugin), ...Object.values(CUSTODY).map((c) => c.plugin), ...GENERIC_SOURCES, ...PROVIDERS];
+}
+
 export function orchestratorPlugins(env: PluginEnvironment): PluginSelection {
   const builtIns: SvcPlugin[] = [];
   const config: Record<string, unknown> = {};
@@ -67,11 +79,11 @@ export function orchestratorPlugins(env: PluginEnvironment): PluginSelection {
   selection['custody'] = signerKind;
 
   // Generic webhook sources: settings live with each source, the plugin reads and normalizes.
-  builtIns.push(genericSourcePlugin as SvcPlugin);
+  builtIns.push(...GENERIC_SOURCES);
   config['generic-source:generic'] = {};
 
   // Source providers: every kind signs in (a source names its kind); git keeps its mirrors here.
-  builtIns.push(githubProvider as SvcPlugin, gitProvider as SvcPlugin);
+  builtIns.push(...PROVIDERS);
   config['provider:github'] = {};
   config['provider:git'] = { cacheDir: join(env.dataDir, 'git-cache') };
   return { builtIns, config, selection };

@@ -1,6 +1,7 @@
 // Scaler extension point: starts and stops ephemeral agents for queued work (spec "Internal
 // events": the scale-up event carries `mandatoryLabels`, the full gate the spawned agent
 // registers with).
+import { InputError } from '../errors.ts';
 import { createExtensionPointRef, type PluginInstance } from './ref.ts';
 
 export interface ScaleUpRequest {
@@ -46,3 +47,14 @@ export const scalerExtensionPoint = createExtensionPointRef<ScalerExtensionPoint
     capacity: 'function',
   },
 });
+
+/** Throws InputError (`SVC_ERR_SCALER_REQUEST_INVALID`) unless `request` asks for ≥ 1 agent with string labels. */
+export function assertScaleUpRequest(request: ScaleUpRequest): void {
+  const { count, mandatoryLabels } = request;
+  if (!Number.isInteger(count) || count < 1) {
+    throw new InputError('SVC_ERR_SCALER_REQUEST_INVALID', `scale-up request is invalid: count must be an integer of at least 1, got ${String(count)}`);
+  }
+  if (!Array.isArray(mandatoryLabels) || !mandatoryLabels.every((l) => typeof l === 'string' && l !== '')) {
+    throw new InputError('SVC_ERR_SCALER_REQUEST_INVALID', 'scale-up request is invalid: mandatoryLabels must be non-empty strings');
+  }
+}

@@ -18,6 +18,9 @@ export interface AgentPluginSelection {
   config: Record<string, unknown>;
 }
 
+/** Every built-in sandbox, whatever the agent's settings enable (the contract test enumerates this). */
+export const BUILT_IN_SANDBOXES: readonly SvcPlugin[] = [processSandbox as SvcPlugin, containerSandbox as SvcPlugin, firecrackerSandbox as SvcPlugin];
+
 export function agentPlugins(settings: AgentPluginSettings & { sandbox: string }, extra: readonly SvcPlugin[] = []): AgentPluginSelection {
   const builtIns: SvcPlugin[] = [processSandbox as SvcPlugin, containerSandbox as SvcPlugin];
   const config: Record<string, unknown> = {

@@ -1,10 +1,16 @@
 // The few assertions contract points need, with messages that read well after
 // `fails contract point "...": `. Deliberately tiny: no test framework in production code.
 import { isDeepStrictEqual } from 'node:util';
-import { SvcError, messageOf } from '../../errors.ts';
+import { errorCodeEntry } from '../../error-codes.ts';
+import { messageOf } from '../../errors.ts';
 
 export class ContractViolation extends Error {
   override name = 'ContractViolation';
+}
+
+/** Thrown by a point that cannot run on this host (the runner reports it as skipped, with the reason). */
+export class ContractSkip extends Error {
+  override name = 'ContractSkip';
 }
 
 export function expect(condition: unknown, message: string): asserts condition {
@@ -45,20 +51,33 @@ export interface ExpectedError {
   kind?: string;
 }
 
-/** An SvcError with a well-formed code (and the given code and kind). Returns it. */
-export function expectSvcError(error: unknown, expected: ExpectedError, what: string): SvcError {
-  if (!(error instanceof SvcError)) {
+/** What the contract reads of an SvcError (by shape: the plugin may use another copy of core/errors). */
+export interface CodedError extends Error {
+  code: string;
+  kind: string;
+}
+
+/**
+ * An SvcError with a well-formed code (and the given code and kind); a code the kernel's
+ * catalogue declares must carry its declared kind. Returns it.
+ */
+export function expectSvcError(error: unknown, expected: ExpectedError, what: string): CodedError {
+  const coded = error as Partial<CodedError> | null;
+  if (!(error instanceof Error) || typeof coded?.code !== 'string' || typeof coded.kind !== 'string') {
     throw new ContractViolation(`${what}: expected an SvcError (core/errors.ts), got ${error instanceof Error ? error.name : typeof error}: ${messageOf(error)}`);
   }
-  expect(CODE.test(error.code), `${what}: error code "${error.code}" is not of the form SVC_ERR_<AREA>_<WHAT>`);
-  if (expected.code !== undefined) expectEqual(error.code, expected.code, `${what}: error code`);
-  if (expected.kind !== undefined) expectEqual(error.kind, expected.kind, `${what}: error kind`);
-  expect(error.message.trim() !== '', `${what}: error message is empty`);
-  return error;
+  const svc = coded as CodedError;
+  expect(CODE.test(svc.code), `${what}: error code "${svc.code}" is not of the form SVC_ERR_<AREA>_<WHAT>`);
+  const declared = errorCodeEntry(svc.code);
+  if (declared !== undefined) expectEqual(svc.kind, declared.kind, `${what}: kind of ${svc.code} (declared in core/error-codes)`);
+  if (expected.code !== undefined) expectEqual(svc.code, expected.code, `${what}: error code`);
+  if (expected.kind !== undefined) expectEqual(svc.kind, expected.kind, `${what}: error kind`);
+  expect(svc.message.trim() !== '', `${what}: error message is empty`);
+  return svc;
 }
 
 /** `run` rejects (or throws) with an SvcError as expected. */
-export async function expectRejects(run: () => unknown, expected: ExpectedError, what: string): Promise<SvcError> {
+export async function expectRejects(run: () => unknown, expected: ExpectedError, what: string): Promise<CodedError> {
   let result: unknown;
   try {
     result = await run();

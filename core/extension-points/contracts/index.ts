@@ -71,11 +71,11 @@ export async function assertContract<K extends PluginKind>(
 }
 
 export { ContractError, contractFailureMessage, SIGN_IN_POINT, DEFAULT_POINT_TIMEOUT_MS } from './run.ts';
-export { ContractViolation, expect, expectEqual, expectFields, expectRejects, expectSvcError, eventually } from './check.ts';
+export { ContractSkip, ContractViolation, expect, expectEqual, expectFields, expectRejects, expectSvcError, eventually } from './check.ts';
 export type * from './types.ts';
 export { providerContract, type ProviderHarness };
 export { custodyContract, type CustodyHarness };
-export { genericSourceContract, type GenericSourceHarness };
+export { genericSourceContract, genericSampleSources, GENERIC_SIGNATURE_MODES, type GenericSourceHarness, type DeclaredGenericSource } from './generic-source.ts';
 export { sandboxContract, type SandboxHarness };
-export { scalerContract, type ScalerHarness };
-export { storageContract, type StorageHarness };
+export { scalerContract, type ScalerHarness, type ObservedAgent } from './scaler.ts';
+export { storageContract, HOSTILE_KEYS, HOSTILE_PREFIXES, type StorageHarness } from './storage.ts';

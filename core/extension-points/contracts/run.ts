@@ -11,6 +11,7 @@ import { SvcError, messageOf } from '../../errors.ts';
 import { isPlugin, type SvcPlugin } from '../../plugins/define-plugin.ts';
 import { PluginHost } from '../../plugins/host.ts';
 import type { ExtensionPointFor } from '../index.ts';
+import { ContractSkip } from './check.ts';
 import type {
   BaseHarness,
   ContractContext,
@@ -187,5 +188,6 @@ async function runPoint(
     }
   }
   if (failure === undefined) return { point, status: 'passed' };
+  if (failure instanceof ContractSkip) return { point, status: 'skipped', message: failure.message };
   return { point, status: 'failed', message: contractFailureMessage(kind, id, point, messageOf(failure)), error: failure };
 }
