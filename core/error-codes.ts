@@ -10,6 +10,7 @@ import { ORCHESTRATOR_ERROR_CODES } from './error-codes/orchestrator.ts';
 import { PLATFORM_ERROR_CODES } from './error-codes/platform.ts';
 import { PLUGINS_ERROR_CODES } from './error-codes/plugins.ts';
 import { RELAY_ERROR_CODES } from './error-codes/relay.ts';
+import { WEBHOOK_ERROR_CODES } from './error-codes/webhook.ts';
 import { WORKFLOW_ERROR_CODES } from './error-codes/workflow.ts';
 
 export type { ErrorCodeEntry, ErrorKind } from './error-codes/catalogue.ts';
@@ -20,6 +21,7 @@ export const ERROR_CODE_AREAS = {
   workflow: WORKFLOW_ERROR_CODES,
   orchestrator: ORCHESTRATOR_ERROR_CODES,
   relay: RELAY_ERROR_CODES,
+  webhook: WEBHOOK_ERROR_CODES,
   agent: AGENT_ERROR_CODES,
   plugins: PLUGINS_ERROR_CODES,
   cli: CLI_ERROR_CODES,
@@ -30,6 +32,7 @@ export const ERROR_CODES = {
   ...WORKFLOW_ERROR_CODES,
   ...ORCHESTRATOR_ERROR_CODES,
   ...RELAY_ERROR_CODES,
+  ...WEBHOOK_ERROR_CODES,
   ...AGENT_ERROR_CODES,
   ...PLUGINS_ERROR_CODES,
   ...CLI_ERROR_CODES,

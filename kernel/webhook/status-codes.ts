@@ -6,6 +6,7 @@
 // Webhook answers do not go through the kernel's error mapping (kernel/services/http): the spec's
 // table fixes statuses that kinds do not give (413, a 500 whose reason is shown to the sender),
 // and a flood of refusals must not pay for an Error and its stack per request.
+import type { ErrorCode } from '../../core/error-codes.ts';
 import type { AckResult } from '../../schemas/wire/relay.ts';
 
 /** spec Limits: "Buffered-delivery 503 retry hint". */
@@ -15,7 +16,8 @@ export interface WebhookRefusalRow {
   /** The condition, as the spec's table words it. */
   readonly condition: string;
   readonly status: number;
-  readonly code: string;
+  /** Declared in core/error-codes/webhook.ts. */
+  readonly code: ErrorCode;
   /** Said when the answer brings no message of its own. */
   readonly message: string;
   /** 'given': every answer of this row carries its own Retry-After; a number: always that one. */

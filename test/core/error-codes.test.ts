@@ -127,9 +127,8 @@ t.test('no code is declared twice, and the entries are well formed', async (t) =
     byWords.set(key, [...(byWords.get(key) ?? []), code]);
   }
   const variants = [...byWords.values()].filter((codes) => codes.length > 1).map((codes) => codes.sort().join(' ~ '));
-  // Both spellings are in use, so they are kept: the GitHub payload parser and event emission; the
-  // orchestrator's own webhook route (ack results) and the webhook front door.
-  const known = ['SVC_ERR_EVENT_INVALID_PAYLOAD ~ SVC_ERR_EVENT_PAYLOAD_INVALID', 'SVC_ERR_WEBHOOK_REJECTED_SIGNATURE ~ SVC_ERR_WEBHOOK_SIGNATURE_REJECTED'];
+  // Both spellings are in use, so they are kept: the GitHub payload parser and event emission.
+  const known = ['SVC_ERR_EVENT_INVALID_PAYLOAD ~ SVC_ERR_EVENT_PAYLOAD_INVALID'];
   t.same(variants.filter((v) => !known.includes(v)), [], 'no new spelling variants');
 });
 
@@ -215,18 +214,18 @@ t.test('rate_limited: 429 with Retry-After through the one HTTP mapping', async 
   const app = createHttpServer({ logger: createLogger({ level: 'silent', name: 'error-codes-test' }), metrics: createMetrics({ defaultMetrics: false }) });
   t.teardown(() => app.close());
   app.get('/limited', async () => {
-    throw new RateLimitedError('SVC_ERR_RELAY_RATE_LIMITED', 'too many webhooks for org "o"; retry later', 7);
+    throw new RateLimitedError('SVC_ERR_WEBHOOK_RATE_LIMITED', 'too many webhooks for org "o"; retry later', 7);
   });
   const response = await app.inject({ method: 'GET', url: '/limited' });
   t.equal(response.statusCode, 429);
   t.equal(response.headers['retry-after'], '7');
-  t.same(response.json(), { error: { code: 'SVC_ERR_RELAY_RATE_LIMITED', message: 'too many webhooks for org "o"; retry later' } });
+  t.same(response.json(), { error: { code: 'SVC_ERR_WEBHOOK_RATE_LIMITED', message: 'too many webhooks for org "o"; retry later' } });
 });
 
 t.test('rate_limited in the CLIs: exit 1 and when to retry', async (t) => {
-  const limited = new RateLimitedError('SVC_ERR_RELAY_RATE_LIMITED', 'too many requests', 4.5);
+  const limited = new RateLimitedError('SVC_ERR_WEBHOOK_RATE_LIMITED', 'too many requests', 4.5);
   t.equal(exitCodeFor(limited), 1);
-  t.equal(errorText(limited), 'SVC_ERR_RELAY_RATE_LIMITED: too many requests (retry in 5 s)');
+  t.equal(errorText(limited), 'SVC_ERR_WEBHOOK_RATE_LIMITED: too many requests (retry in 5 s)');
   const says = new RateLimitedError('SVC_ERR_RUNS_RERUN_COOLDOWN', 'run r was re-run less than 5 s ago; retry in 3 s', 3);
   t.equal(errorText(says), 'SVC_ERR_RUNS_RERUN_COOLDOWN: run r was re-run less than 5 s ago; retry in 3 s', 'no second hint');
   t.equal(errorText(new InputError('SVC_ERR_CLI_USAGE', 'bad flag')), 'SVC_ERR_CLI_USAGE: bad flag');
