@@ -1,6 +1,7 @@
 // The services orchestrator subsystems provide each other. Declared here, apart from the
 // subsystems, so a subsystem can name what it needs without importing the one that provides it;
-// the app orders subsystems from these declarations (core/wiring).
+// the app orders subsystems from these declarations (core/wiring). Import the refs from here: a
+// subsystem's index re-exporting them would close an import cycle through the types below.
 import { createServiceRef } from '../../core/wiring/index.ts';
 import type { DispatchService } from './dispatch/service.ts';
 import type { IdentityService } from './identity/service.ts';

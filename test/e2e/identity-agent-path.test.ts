@@ -23,7 +23,7 @@ import { workflowToLockEntry } from '../../workflow/compile/lock-entry.ts';
 import { registerSdkResolution } from '../../workflow/sdk-resolution.ts';
 import { startOrchestrator } from '../../kernel/orchestrator/app.ts';
 import { createDispatchSubsystem } from '../../kernel/orchestrator/dispatch/index.ts';
-import { identityServiceRef } from '../../kernel/orchestrator/identity/index.ts';
+import { identityServiceRef } from '../../kernel/orchestrator/service-refs.ts';
 import { identitySubsystem } from '../../kernel/orchestrator/identity/subsystem.ts';
 import type { RunPlan } from '../../kernel/orchestrator/runs/create.ts';
 import { createSchedulingSubsystem } from '../../kernel/orchestrator/scheduling/index.ts';

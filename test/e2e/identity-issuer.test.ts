@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import t from 'tap';
 import { startOrchestrator, type Orchestrator } from '../../kernel/orchestrator/app.ts';
-import { identityServiceRef } from '../../kernel/orchestrator/identity/index.ts';
+import { identityServiceRef } from '../../kernel/orchestrator/service-refs.ts';
 import { ORCHESTRATOR_SUBSYSTEMS } from '../../kernel/orchestrator/subsystems.ts';
 import { orchestratorPlugins } from '../../plugins/builtin.ts';
 import { eachDatabase, inCi } from '../fixtures/db.ts';

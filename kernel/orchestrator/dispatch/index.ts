@@ -5,7 +5,7 @@
 //   notifyJobsQueued(tx)                       wake every dispatcher after making jobs `queued`
 //   cancelRun(ctx, runId, cancelledBy)         → { cancelledJobs }
 //   cancelJob(ctx, jobId, cancelledBy)         → { cancelledJobs }
-//   dispatchServiceRef                         this node's DispatchService, provided to the
+//   dispatchServiceRef (../service-refs.ts)    this node's DispatchService, provided to the
 //                                              subsystems that need it (deps.get) and to
 //                                              composition roots (orchestrator.get):
 //     .handle(type, handler)                   answer agent requests (oidc.token.request, cache.*, event.emit)
@@ -30,7 +30,6 @@ export { progressRun, TERMINAL_JOB_STATUSES } from './progression.ts';
 export { AGENT_CONNECT_PATH } from './endpoint.ts';
 export { createAgentToken, listAgentTokens, revokeAgentToken, checkAgentToken, hashAgentToken, AGENT_TOKEN_PREFIX } from './tokens.ts';
 export type { SourceAuthResolver, SourceAuthRequest } from './message.ts';
-export { dispatchServiceRef } from '../service-refs.ts';
 
 function storageOf(ctx: OrchestratorContext): StorageExtensionPoint | undefined {
   try {

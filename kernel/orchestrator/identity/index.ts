@@ -1,6 +1,5 @@
 // Identity and provenance: the OIDC issuer, signing keys, attestations.
 export { identitySubsystem, FULFIL_SWEEP_MS } from './subsystem.ts';
-export { identityServiceRef } from '../service-refs.ts';
 export { createIdentityService, discoveryDocument, normalizeIssuer, type IdentityService, type IdentityServiceOptions } from './service.ts';
 export { Minter, checkAudience, KEY_WAIT_MS, TOKEN_LIFETIME_SECONDS, type MintRequest, type MintResult, type SignedToken } from './mint.ts';
 export { claimsFor, loadRunJob, subjectOf, type RunJobRow } from './claims.ts';

@@ -12,7 +12,7 @@ import type { DatabasePool } from '../../../services/db/index.ts';
 import { InputError, RateLimitedError, isSvcError } from '../../../../core/errors.ts';
 import { STATUS_BY_KIND } from '../../../services/http/index.ts';
 import type { OrchestratorContext } from '../../context.ts';
-import { cancelRun } from '../../dispatch/index.ts';
+import { cancelRun } from '../../dispatch/cancel.ts';
 import { notifyJobsQueued } from '../../dispatch/notify.ts';
 import type { CacheCheck } from '../../ingest/steps/caches.ts';
 import type { OpenedSource } from '../../sources/store.ts';

@@ -4,7 +4,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startOrchestrator, type Orchestrator, type PluginEnvironment, type PluginSelection } from '../../../../kernel/orchestrator/app.ts';
-import { createDispatchSubsystem, dispatchServiceRef, type DispatchService, type DispatchTuning } from '../../../../kernel/orchestrator/dispatch/index.ts';
+import { createDispatchSubsystem, type DispatchService, type DispatchTuning } from '../../../../kernel/orchestrator/dispatch/index.ts';
+import { dispatchServiceRef } from '../../../../kernel/orchestrator/service-refs.ts';
 import { testLogger, type Test } from '../../../fixtures/db.ts';
 
 export interface Node {
