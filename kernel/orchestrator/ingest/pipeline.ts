@@ -15,6 +15,7 @@ import type { DatabasePool } from '../../services/db/index.ts';
 import { messageOf } from '../../../core/errors.ts';
 import type { SvcMetrics } from '../../services/metrics.ts';
 import { SourceCache } from '../sources/cache.ts';
+import type { PipelineServices } from './pipeline-services.ts';
 import type { OpenedSource } from '../sources/store.ts';
 import { Admission, type AdmissionOptions } from './steps/admission.ts';
 import { parseApprovalCommand, recordApprovalCommand } from './steps/approval-commands.ts';
@@ -59,7 +60,7 @@ export interface IngestDeps {
 /** Delivery ids seen finished on this node (the in-memory half of dedup). */
 const MEMORY_DEDUP_MAX = 50_000;
 
-export class IngestPipeline {
+export class IngestPipeline implements PipelineServices {
   readonly deps: IngestDeps;
   readonly sources: SourceCache;
   readonly locks: LockCache;

@@ -15,7 +15,7 @@ import type { OpenedSource } from '../../sources/store.ts';
 import type { RunTarget } from '../steps/create-runs.ts';
 import { matchEvent } from '../steps/match.ts';
 import { checkEvent, parsePayload } from '../steps/normalize.ts';
-import type { IngestPipeline } from '../pipeline.ts';
+import type { PipelineServices } from '../pipeline-services.ts';
 import { stop, type DeliveryState, type IncomingDelivery, type IngestOutcome } from '../types.ts';
 
 const settingsCheck = compileSchema(GenericSourceConfig);
@@ -73,7 +73,7 @@ export function checkGenericSignature(settings: GenericSourceConfig, delivery: I
   return ipAllowed(delivery.clientIp, settings.signature.allow ?? []) ? null : `client address ${delivery.clientIp} is not in the allowlist`;
 }
 
-export async function processGeneric(pipeline: IngestPipeline, state: DeliveryState): Promise<IngestOutcome> {
+export async function processGeneric(pipeline: PipelineServices, state: DeliveryState): Promise<IngestOutcome> {
   const { steps } = state;
   let delivery = state.delivery;
   const lookup = await pipeline.sources.get(delivery.orgId, delivery.routingKey, { fresh: false });
