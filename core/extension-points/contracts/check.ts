@@ -19,6 +19,7 @@ export function expect(condition: unknown, message: string): asserts condition {
 
 export function show(value: unknown): string {
   if (value instanceof Uint8Array) return `<${value.length} bytes>`;
+  if (typeof (value as { pipe?: unknown } | null)?.pipe === 'function') return '<a stream>';
   try {
     const text = JSON.stringify(value);
     if (text === undefined) return String(value);

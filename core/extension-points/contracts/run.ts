@@ -97,7 +97,7 @@ export async function runSuite<K extends PluginKind, H extends BaseHarness<K>>(
 
 /** The plugin object behind a subject, or why it cannot be had (sign-in names the same failure). */
 async function loadSubject(subject: ContractSubject, baseDir: string | undefined): Promise<SvcPlugin | string> {
-  if (typeof subject !== 'string') return subject;
+  if (typeof subject !== 'string') return isPlugin(subject) ? subject : 'the object is not a plugin made by definePlugin() (brand Symbol.for("svc.plugin") missing)';
   const path = isAbsolute(subject) ? subject : resolvePath(baseDir ?? process.cwd(), subject);
   try {
     const exported = (await import(pathToFileURL(path).href)) as { default?: unknown };

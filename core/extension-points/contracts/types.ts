@@ -18,8 +18,11 @@ export interface ContractScope {
   readonly logger: Logger;
 }
 
-/** A plugin object (built-in or imported) or a module path, as config would name it. */
-export type ContractSubject = SvcPlugin | string;
+/**
+ * A plugin object (built-in or imported) or a module path, as config would name it. Objects are
+ * checked by the plugin brand at run time, so a plugin built against another copy of svc works.
+ */
+export type ContractSubject = SvcPlugin | string | { readonly id: string; readonly kind: PluginKind };
 
 export interface BaseHarness<K extends PluginKind> {
   /**
