@@ -17,6 +17,7 @@ const LAYERS = {
   bin: ['schemas', 'core', 'workflow', 'sdk', 'kernel', 'plugins', 'agent', 'cli', 'admin-cli'],
 };
 const ALL = Object.keys(LAYERS);
+
 // Not a dependency-cruiser option: read by the layer test (the config object is validated strictly).
 
 const layerRules = Object.entries(LAYERS).map(([layer, allowed]) => {
@@ -42,7 +43,9 @@ module.exports = {
     },
   ],
   options: {
-    // typescript 7 has no JS API for dependency-cruiser to use; swc parses the TypeScript.
+    // typescript 7 has no JS API for dependency-cruiser to use; swc parses the TypeScript
+    // (@swc/core pinned to a version whose every platform package the registry serves, so the
+    // lock file is complete and `npm ci` works). Type-only imports count: they couple layers too.
     parser: 'swc',
     tsPreCompilationDeps: true,
     doNotFollow: { path: 'node_modules' },
