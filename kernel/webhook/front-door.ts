@@ -132,7 +132,7 @@ export function webhookFrontDoor<S extends WebhookSourceLimits>(options: FrontDo
       onRefused?.('bodyTooLarge');
       return sendRefusal(reply, 'bodyTooLarge', `webhook body of ${body.length} bytes is larger than this source's limit of ${max} bytes`);
     }
-    const id = deliveryIdOf(request.headers as IncomingHttpHeaders, webhook.sourceId !== undefined);
+    const id = deliveryIdOf(request.headers as IncomingHttpHeaders, webhook.sourceId !== undefined, webhook.providerKind);
     webhook.body = body;
     webhook.deliveryId = id.deliveryId;
     webhook.deliveryIdFromProvider = id.fromProvider;

@@ -73,9 +73,19 @@ export function declaredLength(headers: IncomingHttpHeaders): number {
   return raw === undefined ? Number.NaN : Number(raw);
 }
 
+/**
+ * The forge's own `X-<Kind>-Delivery` header (`X-Gitea-Delivery` for kind `gitea`): forges follow
+ * GitHub's naming, so a provider plugin's deliveries keep their ids (dedup by id) without the front
+ * door knowing that plugin.
+ */
+function kindDeliveryHeader(providerKind: string | undefined): string | undefined {
+  return providerKind !== undefined && PROVIDER_KIND.test(providerKind) ? `x-${providerKind}-delivery` : undefined;
+}
+
 /** The provider's delivery id, or a fresh UUID when there is none usable (generic sources). */
-export function deliveryIdOf(headers: IncomingHttpHeaders, generic: boolean): { deliveryId: string; fromProvider: boolean } {
-  const given = firstHeader(headers, generic ? GENERIC_DELIVERY_HEADERS : DELIVERY_HEADERS);
+export function deliveryIdOf(headers: IncomingHttpHeaders, generic: boolean, providerKind?: string): { deliveryId: string; fromProvider: boolean } {
+  const own = generic ? undefined : kindDeliveryHeader(providerKind);
+  const given = firstHeader(headers, generic ? GENERIC_DELIVERY_HEADERS : DELIVERY_HEADERS) ?? (own === undefined ? undefined : firstHeader(headers, [own]));
   if (given !== undefined && DELIVERY_ID.test(given)) return { deliveryId: given, fromProvider: true };
   return { deliveryId: randomUUID(), fromProvider: false };
 }

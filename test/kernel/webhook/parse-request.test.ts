@@ -46,6 +46,11 @@ t.test('delivery ids: provider header, else a UUID; unusable values replaced', a
   t.same(deliveryIdOf({ 'x-provider-delivery': 'abc' }, false), { deliveryId: 'abc', fromProvider: true });
   t.same(deliveryIdOf({ 'x-github-delivery': 'gh' }, false), { deliveryId: 'gh', fromProvider: true });
   t.equal(deliveryIdOf({ 'idempotency-key': 'k' }, false).fromProvider, false, 'idempotency keys only for generic sources');
+  t.same(deliveryIdOf({ 'x-gitea-delivery': 'g-1' }, false, 'gitea'), { deliveryId: 'g-1', fromProvider: true }, "a forge's own X-<Kind>-Delivery (a provider plugin the front door does not know)");
+  t.equal(deliveryIdOf({ 'x-gitea-delivery': 'g-1' }, false, 'github').fromProvider, false, "another kind's header is not taken");
+  t.same(deliveryIdOf({ 'x-provider-delivery': 'p', 'x-gitea-delivery': 'g' }, false, 'gitea'), { deliveryId: 'p', fromProvider: true }, 'the spec header wins');
+  t.equal(deliveryIdOf({ 'x-gitea-delivery': 'g-1' }, true, 'gitea').fromProvider, false, 'not for generic sources');
+
   t.same(deliveryIdOf({ 'idempotency-key': 'k' }, true), { deliveryId: 'k', fromProvider: true });
   t.same(deliveryIdOf({ 'x-delivery-id': 'x' }, true), { deliveryId: 'x', fromProvider: true });
   for (const bad of ['', 'has space', 'x'.repeat(201), 'ünï']) {
