@@ -1,23 +1,11 @@
 // Run detail and run lists for the admin route and `svc-admin runs`.
 import { Type, type Static } from 'typebox';
 import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
+import { Nullable, RUN_IDENTITY_COLUMNS } from './run-record.ts';
 
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
 
 const RunRow = Type.Object({
-  id: Type.String(),
-  org_id: Type.String(),
-  delivery_id: Nullable(Type.String()),
-  source_id: Nullable(Type.String()),
-  provider: Type.String(),
-  repository: Type.String(),
-  workflow_repository: Type.String(),
-  workflow: Type.String(),
-  workflow_sha: Type.String(),
-  workflow_ref: Nullable(Type.String()),
-  sha: Type.String(),
-  ref: Nullable(Type.String()),
-  event_name: Type.String(),
+  ...RUN_IDENTITY_COLUMNS,
   trust_tier: Type.String(),
   is_fork: Type.String(),
   head_ref: Type.String(),

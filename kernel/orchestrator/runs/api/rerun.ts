@@ -16,6 +16,7 @@ import { readLockText } from '../../ingest/steps/lock-fetch.ts';
 import { createRun, type RunPlan } from '../create.ts';
 import type { OpenedSource } from '../../sources/store.ts';
 import { checkRunId, runNotFound } from './show.ts';
+import { Nullable, RUN_IDENTITY_COLUMNS } from '../run-record.ts';
 
 /** spec Limits: re-run cooldown per original run. */
 export const RERUN_COOLDOWN_MS = 5_000;
@@ -46,22 +47,9 @@ export interface RerunRequest {
   triggeredBy: string;
 }
 
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
 
 const OriginalRow = Type.Object({
-  id: Type.String(),
-  org_id: Type.String(),
-  delivery_id: Nullable(Type.String()),
-  source_id: Nullable(Type.String()),
-  provider: Type.String(),
-  repository: Type.String(),
-  workflow_repository: Type.String(),
-  workflow: Type.String(),
-  workflow_sha: Type.String(),
-  workflow_ref: Nullable(Type.String()),
-  sha: Type.String(),
-  ref: Nullable(Type.String()),
-  event_name: Type.String(),
+  ...RUN_IDENTITY_COLUMNS,
   subject_kind: Type.Union([Type.Literal('ref'), Type.Literal('pull_request')]),
   actor: Type.String(),
   trust_tier: Type.Union([Type.Literal('trusted'), Type.Literal('unknown'), Type.Literal('unresolved')]),

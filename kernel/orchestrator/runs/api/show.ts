@@ -5,11 +5,11 @@ import { Type, type Static } from 'typebox';
 import type { RunJobView, RunView } from '../../../../schemas/wire/relay.ts';
 import { sql, sqlTyped, type DatabasePool } from '../../../services/db/index.ts';
 import { InputError, NotFoundError } from '../../../../core/errors.ts';
+import { Nullable } from '../run-record.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const TERMINAL_RUN_STATUSES: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled', 'skipped']);
 
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
 const Time = Nullable(Type.Number());
 
 export function checkRunId(runId: string): string {
