@@ -2,7 +2,7 @@
 // Registration reports the in-flight jobs so a reconnect within the recovery window re-attaches
 // them; an ephemeral agent runs one job and ends.
 import { randomUUID } from 'node:crypto';
-import { chmod, mkdir, readdir, readFile, unlink, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { arch, platform } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,6 +19,7 @@ import { DispatchedJob, SANDBOX_WIRE_NAMES, runnerSpawnRequest, type SandboxChoi
 import { pathWithNode } from './jobs/restore.ts';
 import { WarmRunners } from './jobs/warm-runner.ts';
 import { TreeCache } from './jobs/tree-cache.ts';
+import { InFlightStore } from './jobs/in-flight.ts';
 
 /** Orchestrator request timeout (spec Limits: the agent's request timeout is 15 seconds). */
 export const REQUEST_TIMEOUT_MS = 15_000;
@@ -121,12 +122,13 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       : undefined;
 
   const jobs = new Map<string, DispatchedJob>();
-  // A static agent keeps each running job's dispatch under <workDir>/in-flight/ (0600: it holds
-  // the job's secrets) so that after a crash or SIGKILL the restarted agent, same id, reports
-  // them at registration (spec: recovering → dispatched, nothing re-dispatched) and runs them
-  // again from the start. The runner child dies with the old agent (IPC disconnect).
-  const inFlightDir = join(settings.workDir, 'in-flight');
-  const resumable = settings.ephemeral ? new Map<string, JobDispatch>() : await readInFlight(inFlightDir, logger);
+  // A static agent keeps each running job's dispatch under <workDir>/in-flight/, sealed under its
+  // token (jobs/in-flight.ts), so that after a crash or SIGKILL the restarted agent, same id,
+  // reports them at registration and runs them again from the start. The runner child dies with
+  // the old agent (IPC disconnect).
+  const inFlight = new InFlightStore(settings.workDir, options.agentId, settings.token);
+  if (!settings.ephemeral && !inFlight.sealed) logger.warn({ dir: inFlight.dir }, 'no agent token: in-flight job records (which hold released secrets) are kept unsealed, readable by this user only');
+  const resumable = settings.ephemeral ? new Map<string, JobDispatch>() : await inFlight.load(logger);
   const pending = new Map<string, { resolve: (m: OrchestratorToAgent) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
   let jobsTaken = 0;
   let endResolve!: (end: AgentEnd) => void;
@@ -197,12 +199,12 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       request,
     });
     jobs.set(dispatch.jobId, execution);
-    const saved = settings.ephemeral ? Promise.resolve() : saveInFlight(inFlightDir, dispatch).catch((error: unknown) => logger.warn({ err: messageOf(error), jobId: dispatch.jobId }, 'could not record the in-flight job'));
+    const saved = settings.ephemeral ? Promise.resolve() : inFlight.save(dispatch).catch((error: unknown) => logger.warn({ err: messageOf(error), jobId: dispatch.jobId }, 'could not record the in-flight job'));
     void execution.done.then(async () => {
       logger.info({ jobId: dispatch.jobId, status: execution.status }, 'job finished');
       jobs.delete(dispatch.jobId);
       await saved;
-      await unlink(join(inFlightDir, `${dispatch.jobId}.json`)).catch(() => undefined);
+      await inFlight.remove(dispatch.jobId);
       if (settings.ephemeral && !stopping) {
         await connection.flush();
         await stop();
@@ -286,32 +288,3 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   return { agentId: options.agentId, connection, sandboxes: runnable, jobs: () => jobs, ended, stop };
 }
 
-async function saveInFlight(dir: string, dispatch: JobDispatch): Promise<void> {
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  const file = join(dir, `${dispatch.jobId}.json`);
-  await writeFile(file, JSON.stringify(dispatch), { mode: 0o600 });
-  await chmod(file, 0o600);
-}
-
-/** Dispatches a previous process of this agent left behind; unreadable files are dropped. */
-async function readInFlight(dir: string, logger: Logger): Promise<Map<string, JobDispatch>> {
-  const found = new Map<string, JobDispatch>();
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch {
-    return found;
-  }
-  for (const name of names.filter((n) => n.endsWith('.json')).slice(0, 1000)) {
-    const file = join(dir, name);
-    try {
-      const dispatch = JSON.parse(await readFile(file, 'utf8')) as JobDispatch;
-      if (dispatch?.type !== 'job.dispatch' || `${dispatch.jobId}.json` !== name) throw new Error('not a job.dispatch for this file name');
-      found.set(dispatch.jobId, dispatch);
-    } catch (error) {
-      logger.warn({ file, err: messageOf(error) }, 'dropping an unreadable in-flight job record');
-      await unlink(file).catch(() => undefined);
-    }
-  }
-  return found;
-}
