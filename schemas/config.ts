@@ -123,6 +123,19 @@ export const SvcConfig = Type.Object(
       },
       strict,
     ),
+    /** Internal event delivery (docs/events.md): the circuit breaker and the retry back-off. */
+    events: Type.Object(
+      {
+        /** Deepest event chain allowed (event → run → event …); a deeper emit is refused. */
+        maxChainDepth: PositiveInt,
+        /** Events one org may store per minute on one node; more are refused. */
+        rateLimitPerOrgPerMinute: PositiveInt,
+        /** First retry delay of a failed delivery; doubles per attempt (full jitter) up to retryMaxMs. */
+        retryBaseMs: PositiveInt,
+        retryMaxMs: PositiveInt,
+      },
+      strict,
+    ),
     eventLog: Type.Object({ maxPayloadBytes: PositiveInt }, strict),
     cache: Type.Object(
       {

@@ -94,6 +94,11 @@ export const NormalizedEvent = Type.Object(
     installationId: Nullable(Type.String()),
     /** For custom, webhook and internal events: the event name triggers list. */
     customEventName: Nullable(Type.String()),
+    /**
+     * Internal events only: what the emitter sent (`ctx.emit` payload; `workflow_complete` and
+     * `job_complete` fields; `scheduledAt` of a schedule fire). Steps read it as `ctx.event.payload`.
+     */
+    payload: Type.Optional(Type.Unknown()),
   },
   { additionalProperties: false },
 );

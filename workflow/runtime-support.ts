@@ -15,14 +15,28 @@ export interface UnhonouredFeature {
   reason: string;
 }
 
-const TRIGGER_REASONS: Partial<Record<LockTrigger['type'], { builder: string; reason: string }>> = {
-  schedule: { builder: 'schedule()', reason: 'this version has no scheduler, so the workflow would never start' },
-  event: { builder: 'event()', reason: 'internal events are stored but not delivered to workflows yet, so the workflow would never start' },
-  workflow_complete: { builder: 'workflowComplete()', reason: 'completion events are not delivered to workflows yet, so the workflow would never start' },
-  job_complete: { builder: 'jobComplete()', reason: 'completion events are not delivered to workflows yet, so the workflow would never start' },
-  lifecycle: { builder: 'lifecycle()', reason: 'lifecycle events are not delivered to workflows yet, so the workflow would never start' },
-  workflows_failed_batch: { builder: 'workflowsFailedBatch()', reason: 'failure batches are not delivered to workflows yet, so the workflow would never start' },
-};
+/** Lifecycle events the orchestrator emits; the others exist in the SDK's vocabulary only. */
+const EMITTED_LIFECYCLE_EVENTS: ReadonlySet<string> = new Set(['registration.updated']);
+
+/** Why a trigger would never start its workflow on this runtime, or null when it would. */
+function unhonouredTrigger(trigger: LockTrigger): { builder: string; reason: string } | null {
+  if (trigger.type === 'schedule' && trigger.branch !== undefined) {
+    return {
+      builder: `schedule(..., { branch: '${trigger.branch}' })`,
+      reason: "schedules run the workflow registered from the default branch; a schedule on another branch is not carried out (drop `branch`)",
+    };
+  }
+  if (trigger.type === 'lifecycle') {
+    const never = trigger.events.filter((e) => !EMITTED_LIFECYCLE_EVENTS.has(e));
+    if (never.length > 0) {
+      return {
+        builder: `lifecycle({ events: [${never.map((e) => `'${e}'`).join(', ')}] })`,
+        reason: `this version emits only ${[...EMITTED_LIFECYCLE_EVENTS].join(', ')}; ${never.join(', ')} would never start the workflow`,
+      };
+    }
+  }
+  return null;
+}
 
 const APPROVAL_REASON = 'approval holds are not released by this version (no approve or reject path), so the run would wait forever';
 const CONCURRENCY_REASON = 'concurrency groups are not enforced by this version, so runs would overlap as if it were absent';
@@ -31,8 +45,8 @@ const CONCURRENCY_REASON = 'concurrency groups are not enforced by this version,
 export function unhonouredFeatures(workflow: Pick<LockWorkflow, 'triggers' | 'jobs' | 'approval' | 'concurrency'>): UnhonouredFeature[] {
   const found: UnhonouredFeature[] = [];
   workflow.triggers.forEach((trigger, index) => {
-    const known = TRIGGER_REASONS[trigger.type];
-    if (known !== undefined) found.push({ path: `on[${index}]`, feature: known.builder, reason: known.reason });
+    const known = unhonouredTrigger(trigger);
+    if (known !== null) found.push({ path: `on[${index}]`, feature: known.builder, reason: known.reason });
   });
   if (workflow.approval !== undefined) found.push({ path: 'approval', feature: 'approval', reason: APPROVAL_REASON });
   if (workflow.concurrency !== undefined) found.push({ path: 'concurrency', feature: 'concurrency', reason: CONCURRENCY_REASON });

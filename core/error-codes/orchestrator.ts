@@ -185,6 +185,26 @@ export const ORCHESTRATOR_ERROR_CODES = {
     message: 'event payload is {bytes} bytes as JSON; the limit is {maxEventPayloadBytes} (store big data as an artifact and send a reference)',
   },
   SVC_ERR_EVENT_TARGET_INVALID: { kind: 'input', message: 'event target must be 1-{maxEventTargetLength} printable characters' },
+  SVC_ERR_EVENT_CHAIN_TOO_DEEP: {
+    kind: 'not_allowed',
+    message: 'event "{name}" refused by the circuit breaker: it would be {depth} events deep, the limit is {maxChainDepth} (events.maxChainDepth)',
+  },
+  SVC_ERR_EVENT_RATE_LIMITED: {
+    kind: 'rate_limited',
+    message: 'event "{name}" refused by the circuit breaker: org {orgId} stored {count} events in the last minute, the limit is {limit}',
+  },
+  SVC_ERR_EVENT_DLQ_UNKNOWN: { kind: 'not_found', message: 'no event {id} in the dead-letter queue' },
+  SVC_ERR_EVENT_DLQ_ID_INVALID: { kind: 'input', message: 'event id {id} is not a UUID' },
+  // CLUSTER
+  SVC_ERR_CLUSTER_JOIN_REFUSED: {
+    kind: 'authentication',
+    message: 'this node\'s cluster.joinToken does not match the one the cluster was created with; set SVC_CLUSTER_JOIN_TOKEN to the cluster\'s token',
+  },
+  SVC_ERR_CLUSTER_JOIN_TOKEN_MISSING: {
+    kind: 'authentication',
+    message: 'this database belongs to a cluster with a join token; set SVC_CLUSTER_JOIN_TOKEN (cluster.joinToken) on this node to join it',
+  },
+  SVC_ERR_CLUSTER_NODE_ID_INVALID: { kind: 'input', message: 'node id {id} must be 1-200 printable characters' },
   // ADMIN
   SVC_ERR_ADMIN_API: { kind: 'internal', message: 'the admin API answered {status} with an unexpected body' },
   SVC_ERR_ADMIN_API_UNREACHABLE: { kind: 'unavailable', message: 'could not reach {origin}: {reason}' },

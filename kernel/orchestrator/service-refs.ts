@@ -3,6 +3,7 @@
 // the app orders subsystems from these declarations (core/wiring). Import the refs from here: a
 // subsystem's index re-exporting them would close an import cycle through the types below.
 import { createServiceRef } from '../../core/wiring/index.ts';
+import type { ClusterService } from './cluster/subsystem.ts';
 import type { DispatchService } from './dispatch/service.ts';
 import type { IdentityService } from './identity/service.ts';
 import type { IngestPipeline } from './ingest/pipeline.ts';
@@ -19,3 +20,6 @@ export const ingestPipelineRef = createServiceRef<IngestPipeline>('ingest-pipeli
 
 /** Answers the dashboard and CLI requests the relay forwards (run show/logs, rerun, cancel, payload). Subsystem `runs`. */
 export const runsRelayHandlerRef = createServiceRef<RelayRequestHandler>('runs-relay-handler');
+
+/** This node's place in the cluster: its id and whether it leads (schedules run on the leader only). Subsystem `cluster`. */
+export const clusterServiceRef = createServiceRef<ClusterService>('cluster');

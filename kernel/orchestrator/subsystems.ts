@@ -3,6 +3,7 @@
 // set: its order only breaks ties (subsystems free to start together start in this order).
 import type { Subsystem } from './context.ts';
 import { cachesSubsystem } from './caches/index.ts';
+import { clusterSubsystem } from './cluster/subsystem.ts';
 import { dispatchSubsystem } from './dispatch/index.ts';
 import { eventsSubsystem } from './events/index.ts';
 import { identitySubsystem } from './identity/subsystem.ts';
@@ -10,16 +11,22 @@ import { ingestSubsystem } from './ingest/subsystem.ts';
 import { relayLinkSubsystem } from './relay-link/subsystem.ts';
 import { runsSubsystem } from './runs/subsystem.ts';
 import { schedulingSubsystem } from './scheduling/index.ts';
+import { schedulesSubsystem } from './schedules/subsystem.ts';
 import { checkoutAuthSubsystem } from './sources/checkout-auth.ts';
 
 export const ORCHESTRATOR_SUBSYSTEMS: readonly Subsystem[] = [
+  // Membership and leader election first: schedules need to know who leads.
+  clusterSubsystem,
   identitySubsystem,
   ingestSubsystem,
   dispatchSubsystem,
   // Checkout credentials from each run's source provider.
   checkoutAuthSubsystem,
   cachesSubsystem,
+  // Internal events: event.emit, and the delivery loop that turns events into runs.
   eventsSubsystem,
+  // Cron schedules, fired by the cluster leader.
+  schedulesSubsystem,
   // Run deadlines: cancels runs past their workflow timeout.
   schedulingSubsystem,
   runsSubsystem,

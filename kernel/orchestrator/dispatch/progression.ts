@@ -10,6 +10,7 @@
 // Coalesced builds (spec Delivery guarantee 5, docs/ingest.md): jobs of other runs waiting on a
 // build key (`jobs.waits_for_build`, no `svc:build` in their needs) wait until the build job's
 // terminal fact is recorded, which releases them (completed) or skips them (otherwise).
+import { emitJobComplete, emitWorkflowComplete } from '../events/completion.ts';
 import type { CommonQueryMethods } from 'slonik';
 import { sql } from '../../services/db/index.ts';
 import { generatorEntryOf } from '../scheduling/names.ts';
@@ -47,7 +48,9 @@ export async function recordJobComplete(tx: CommonQueryMethods, runId: string, j
     INSERT INTO run_events (run_id, job_id, kind, status, payload)
     VALUES (${runId}, ${jobId}, 'job_complete', ${status}, ${sql.jsonb(payload as never)})
     ON CONFLICT DO NOTHING RETURNING 1 AS one`);
-  if (inserted !== null) await settleBuildWaiters(tx, runId, jobId, status);
+  if (inserted === null) return;
+  await settleBuildWaiters(tx, runId, jobId, status);
+  await emitJobComplete(tx, runId, jobId, status);
 }
 
 /**
@@ -215,10 +218,11 @@ export async function progressRun(tx: CommonQueryMethods, runId: string): Promis
     }
     await tx.query(sql.unsafe`
       UPDATE runs SET status = ${status}, reason = coalesce(${reason}, reason), finished_at = now(), updated_at = now() WHERE id = ${runId}`);
-    await tx.query(sql.unsafe`
+    const completed = await tx.maybeOne(sql.unsafe`
       INSERT INTO run_events (run_id, job_id, kind, status, payload)
       VALUES (${runId}, NULL, 'workflow_complete', ${status}, ${sql.jsonb({ jobs: states.map((j) => ({ id: j.id, name: j.name, status: j.status })) })})
-      ON CONFLICT DO NOTHING`);
+      ON CONFLICT DO NOTHING RETURNING 1 AS one`);
+    if (completed !== null) await emitWorkflowComplete(tx, runId, status);
     result.runFinished = status;
   }
   return result;

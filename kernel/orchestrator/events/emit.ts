@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { CommonQueryMethods } from 'slonik';
 import { notify, sql } from '../../services/db/index.ts';
 import { InputError } from '../../../core/errors.ts';
+import { checkChainDepth, type EventLimits } from './breaker.ts';
 
 /** Every stored event is announced here with `{ id, name, orgId }`; listeners read the row. */
 export const INTERNAL_EVENTS_CHANNEL = 'svc_internal_events';
@@ -79,8 +80,9 @@ export function checkEvent(input: InternalEventInput): { name: string; payloadJs
  * Stores an internal event and NOTIFYs `svc_internal_events` on `tx`. Call it inside
  * `pool.transaction(...)` so the event and the notification commit (or roll back) together.
  */
-export async function emitInternalEvent(tx: CommonQueryMethods, input: InternalEventInput): Promise<StoredEvent> {
+export async function emitInternalEvent(tx: CommonQueryMethods, input: InternalEventInput, limits?: Pick<EventLimits, 'maxChainDepth'>): Promise<StoredEvent> {
   const checked = checkEvent(input);
+  if (limits !== undefined) checkChainDepth(checked.name, Math.max(0, Math.trunc(input.chainDepth ?? 0)), limits);
   const id = randomUUID();
   await tx.query(sql.unsafe`
     INSERT INTO internal_events (id, name, payload, target, org_id, source, run_id, job_id, chain_depth)

@@ -6,6 +6,7 @@
 // bad matrix) fail the generator job itself: nothing is inserted and everything needing the
 // dynamic entry is skipped. A problem with one generated job inserts that job as `failed` with
 // the reason, so only what needs it is skipped; the other generated jobs run.
+import { emitJobComplete } from '../events/completion.ts';
 import { randomUUID } from 'node:crypto';
 import type { CommonQueryMethods } from 'slonik';
 import { LockJob, type LockWorkflow } from '../../../schemas/lock.ts';
@@ -84,6 +85,7 @@ async function insertJob(
       INSERT INTO run_events (run_id, job_id, kind, status, payload)
       VALUES (${job.runId}, ${id}, 'job_complete', 'failed', ${sql.jsonb({ reason: row.reason, generatedBy: row.generatedBy })})
       ON CONFLICT DO NOTHING`);
+    await emitJobComplete(tx, job.runId, id, 'failed');
   }
   return id;
 }

@@ -21,6 +21,8 @@ export function configDefaults(): SvcConfig {
       leaseDurationMs: 60_000, // spec: lease default 60 s
       maxDispatchAttempts: 5, // spec
     },
+    // Not shown by the spec: our choices.
+    events: { maxChainDepth: 10, rateLimitPerOrgPerMinute: 6000, retryBaseMs: 1000, retryMaxMs: 5 * 60_000 },
     eventLog: { maxPayloadBytes: 5 * 1024 * 1024 }, // spec: 5 MB
     cache: { ttlDays: 30 }, // spec
     agent: { maxReconnectDelayMs: 60_000 }, // spec

@@ -11,6 +11,8 @@ import type { NormalizedEvent } from '../../../../schemas/event.ts';
 import type { Lock, LockTrigger, LockWorkflow } from '../../../../schemas/lock.ts';
 import { webhookEventName, type Registration } from '../../../../workflow/matching/index.ts';
 import { notify, sql, sqlTyped, type DatabasePool } from '../../../services/db/index.ts';
+import { emitInternalEvent } from '../../events/emit.ts';
+import { syncSchedules } from '../../schedules/store.ts';
 
 export const INGEST_EVENTS_CHANNEL = 'svc_ingest_events';
 const INTERNAL_TYPES = new Set(['workflow_complete', 'job_complete', 'lifecycle', 'workflows_failed_batch']);
@@ -66,6 +68,10 @@ export async function replaceRegistrations(tx: CommonQueryMethods, input: Replac
   await tx.query(sql.unsafe`
     insert into ingest_events (id, org_id, name, payload) values (${id}, ${input.orgId}, 'registration.updated', ${sql.jsonb(payload as never)})`);
   await notify(tx, INGEST_EVENTS_CHANNEL, { id, orgId: input.orgId, name: 'registration.updated' });
+  // The same fact for workflows (`lifecycle({ events: ['registration.updated'] })`), and the
+  // repository's schedules follow its new lock, all in this transaction.
+  await emitInternalEvent(tx, { name: 'registration.updated', source: 'orchestrator', orgId: input.orgId, payload });
+  await syncSchedules(tx, input.orgId, input.repository, input.lock);
   return entries.length;
 }
 
@@ -139,6 +145,15 @@ export async function candidateRegistrations(pool: DatabasePool, orgId: string, 
   if (query === null) return [];
   const rows = await pool.any(sqlTyped(RegistrationRow)`select ${COLUMNS} from registrations where org_id = ${orgId} and ${query.where}`);
   return rows.map(fromRow);
+}
+
+/** The registration of one schedule trigger (a `__schedule_fire` names it); null once replaced. */
+export async function scheduleRegistration(pool: DatabasePool, orgId: string, repository: string, workflow: string, triggerIndex: number): Promise<RegistrationRecord | null> {
+  const row = await pool.maybeOne(sqlTyped(RegistrationRow)`
+    select ${COLUMNS} from registrations
+    where org_id = ${orgId} and lower(repository) = lower(${repository}) and workflow = ${workflow} and trigger_index = ${triggerIndex}
+      and trigger_type = 'schedule'`);
+  return row === null ? null : fromRow(row);
 }
 
 /**

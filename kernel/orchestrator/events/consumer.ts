@@ -1,0 +1,176 @@
+// Delivering one leased internal event: the registrations it matches each get their own run, in
+// ONE transaction with the event's `processed` mark. A run's delivery key is `event:<event id>`,
+// and runs are unique per (org, delivery key, workflow repository, workflow), so a redelivery
+// after a crash or an expired lease finds the runs it made and never creates a second one: the
+// idempotency key per (event, registration) the spec's at-least-once delivery needs.
+import type { Logger } from 'pino';
+import { Type, type Static } from 'typebox';
+import type { CommonQueryMethods } from 'slonik';
+import type { NormalizedEvent } from '../../../schemas/event.ts';
+import { buildRegistrationIndex, matchRegistrations, type InternalEventFields } from '../../../workflow/matching/index.ts';
+import { describeUnhonoured, unhonouredRunFeatures } from '../../../workflow/runtime-support.ts';
+import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
+import { createRun, type RunPlan } from '../runs/create.ts';
+import { candidateRegistrations, scheduleRegistration, type RegistrationRecord } from '../ingest/steps/registrations.ts';
+import { markProcessed, type LeasedEvent } from './delivery-store.ts';
+import { eventFor, SCHEDULE_FIRE_EVENT } from './normalize.ts';
+
+export interface ConsumerDeps {
+  pool: DatabasePool;
+  logger: Logger;
+  nodeId: string;
+  /** Source and dependency cache check (the ingest pipeline's): a miss makes the run wait for a build. */
+  checkCaches(orgId: string, contentHash: string, lockfileHash: string | null): Promise<{ buildKey: string | null }>;
+  notifyJobsQueued(tx: CommonQueryMethods): Promise<void>;
+}
+
+export interface DeliveryResult {
+  runIds: string[];
+  outcome: string;
+}
+
+/** The lease was lost while delivering (another node took the event over): nothing committed. */
+export class LeaseLost extends Error {}
+
+const EmitterRow = Type.Object({ repository: Type.String(), actor: Type.String(), workflow: Type.String() });
+const SourceRow = Type.Object({ provider_kind: Type.String() });
+const CountRow = Type.Object({ n: Type.Number() });
+
+interface Match {
+  registration: RegistrationRecord;
+}
+
+async function emitterOf(pool: DatabasePool, event: LeasedEvent): Promise<Static<typeof EmitterRow> | null> {
+  if (event.run_id === null) return null;
+  return pool.maybeOne(sqlTyped(EmitterRow)`SELECT repository, actor, workflow FROM runs WHERE id = ${event.run_id}`);
+}
+
+/** Failures of `workflows` (any when empty) in the window, since `registration`'s last batch run. */
+async function failuresFor(pool: DatabasePool, orgId: string, registration: RegistrationRecord): Promise<number> {
+  const trigger = registration.trigger;
+  if (trigger.type !== 'workflows_failed_batch') return 0;
+  const row = await pool.one(sqlTyped(CountRow)`
+    SELECT count(*)::int AS n FROM runs r
+    WHERE r.org_id = ${orgId} AND r.status = 'failed' AND r.finished_at > clock_timestamp() - ${trigger.windowSeconds} * interval '1 second'
+      AND (${trigger.workflows.length === 0} OR r.workflow = ANY(${sql.array([...trigger.workflows], 'text')}))
+      AND r.finished_at > coalesce((
+        SELECT max(b.created_at) FROM runs b
+        WHERE b.org_id = ${orgId} AND b.event_name = 'workflows_failed_batch' AND b.workflow = ${registration.workflow}
+          AND lower(b.workflow_repository) = lower(${registration.repository})), '-infinity'::timestamptz)`);
+  return row.n;
+}
+
+/** Registrations `event` matches, and why the others did not. */
+async function matchesFor(deps: ConsumerDeps, leased: LeasedEvent, event: NormalizedEvent, internal: InternalEventFields): Promise<{ matched: Match[]; notes: string[] }> {
+  const notes: string[] = [];
+  const matched: Match[] = [];
+  const evaluate = (registrations: RegistrationRecord[], fields: InternalEventFields, e: NormalizedEvent) => {
+    if (registrations.length === 0) return;
+    const result = matchRegistrations(buildRegistrationIndex(registrations), e, leased.org_id, { internal: fields });
+    for (const m of result.matched) matched.push({ registration: m.registration });
+    for (const u of result.unmatched) {
+      const reason = u.reasons.find((r) => r.verdict !== 'pass');
+      notes.push(`${u.registration.repository}:${u.registration.workflow}: ${u.verdict}, ${reason?.detail ?? 'no trigger matched'}`);
+    }
+  };
+  evaluate(await candidateRegistrations(deps.pool, leased.org_id, event), internal, event);
+  // A failed workflow also feeds the failure-batch triggers, each with its own count.
+  if (event.type === 'workflow_complete' && internal.status === 'failed') {
+    const batch: NormalizedEvent = { ...event, type: 'workflows_failed_batch' };
+    for (const registration of await candidateRegistrations(deps.pool, leased.org_id, batch)) {
+      const count = await failuresFor(deps.pool, leased.org_id, registration);
+      evaluate([registration], { ...internal, countFailures: () => count }, batch);
+    }
+  }
+  return { matched, notes };
+}
+
+/** The schedule's own registration (a fire names exactly one trigger). */
+async function scheduleMatch(deps: ConsumerDeps, leased: LeasedEvent): Promise<{ matched: Match[]; notes: string[] }> {
+  const p = (leased.payload ?? {}) as { repository?: string; workflow?: string; triggerIndex?: number };
+  const registration = await scheduleRegistration(deps.pool, leased.org_id, p.repository ?? '', p.workflow ?? '', p.triggerIndex ?? -1);
+  if (registration === null) return { matched: [], notes: [`${p.repository}:${p.workflow}: the schedule is no longer registered (replaced by a later default-branch push)`] };
+  return { matched: [{ registration }], notes: [] };
+}
+
+function planOf(leased: LeasedEvent, event: NormalizedEvent, registration: RegistrationRecord, provider: string, actor: string, buildKey: string | null): RunPlan {
+  return {
+    orgId: leased.org_id,
+    deliveryKey: `event:${leased.id}`,
+    sourceId: registration.sourceId,
+    provider,
+    repository: registration.repository,
+    workflowRepository: registration.repository,
+    workflowSourceId: registration.sourceId,
+    workflowCloneUrl: registration.cloneUrl,
+    workflow: registration.lockEntry,
+    workflowSha: registration.sha,
+    workflowRef: `refs/heads/${registration.branch}`,
+    sha: registration.sha,
+    ref: `refs/heads/${registration.branch}`,
+    eventName: event.eventName,
+    subjectKind: 'ref',
+    actor,
+    // Registrations come from default-branch pushes only: the workflow is the branch's own.
+    trustTier: 'trusted',
+    isFork: 'false',
+    headRef: '',
+    headRepository: '',
+    lockfileHash: registration.lockfileHash,
+    event: { ...event, repository: { fullName: registration.repository, owner: registration.repository.split('/')[0]!, name: registration.repository.split('/').slice(1).join('/'), id: registration.repositoryId, cloneUrl: registration.cloneUrl, defaultBranch: registration.branch }, ref: `refs/heads/${registration.branch}`, branch: registration.branch, sha: registration.sha },
+    changedFiles: null,
+    workflowModified: false,
+    buildKey,
+  };
+}
+
+/** Delivers `leased`; throws to have it retried (LeaseLost when another node owns it now). */
+export async function deliverEvent(deps: ConsumerDeps, leased: LeasedEvent): Promise<DeliveryResult> {
+  const emitter = await emitterOf(deps.pool, leased);
+  const { event, internal } = eventFor(leased, emitter?.repository ?? null);
+  const found = leased.name === SCHEDULE_FIRE_EVENT ? await scheduleMatch(deps, leased) : await matchesFor(deps, leased, event, internal);
+  const notes = [...found.notes];
+  const kept: Array<{ registration: RegistrationRecord; provider: string; buildKey: string | null }> = [];
+  const seen = new Set<string>();
+  for (const { registration } of found.matched) {
+    // One run per workflow even when several of its triggers matched.
+    const key = `${registration.repository.toLowerCase()}\0${registration.workflow}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    if (leased.target !== null && leased.target !== registration.workflow && leased.target.toLowerCase() !== registration.repository.toLowerCase()) {
+      notes.push(`${registration.repository}:${registration.workflow}: not the event's target ${leased.target}`);
+      continue;
+    }
+    const unhonoured = unhonouredRunFeatures(registration.lockEntry);
+    if (unhonoured.length > 0) {
+      notes.push(`${registration.repository}:${registration.workflow}: not run: ${describeUnhonoured(unhonoured)}`);
+      continue;
+    }
+    const source = await deps.pool.maybeOne(sqlTyped(SourceRow)`SELECT provider_kind FROM sources WHERE id = ${registration.sourceId}`);
+    if (source === null) {
+      notes.push(`${registration.repository}:${registration.workflow}: its source was removed`);
+      continue;
+    }
+    const caches = await deps.checkCaches(leased.org_id, registration.lockEntry.contentHash, registration.lockfileHash);
+    kept.push({ registration, provider: source.provider_kind, buildKey: caches.buildKey });
+  }
+  const actor = emitter?.actor ?? 'svc';
+  return deps.pool.transaction(async (tx) => {
+    const runIds: string[] = [];
+    const made: string[] = [];
+    let queued = false;
+    for (const k of kept) {
+      const created = await createRun(tx, planOf(leased, event, k.registration, k.provider, actor, k.buildKey));
+      if (created.created) {
+        await tx.query(sql.unsafe`UPDATE runs SET chain_depth = ${leased.chain_depth + 1}, triggering_event_id = ${leased.id} WHERE id = ${created.runId}`);
+      }
+      if (created.queuedJobs > 0) queued = true;
+      runIds.push(created.runId);
+      made.push(`${k.registration.repository}:${k.registration.workflow} → run ${created.runId}${created.created ? '' : ' (existing)'}`);
+    }
+    const outcome = [made.length > 0 ? `matched: ${made.join('; ')}` : 'no_match', ...notes].join('; ');
+    if (!(await markProcessed(tx, leased, deps.nodeId, runIds, outcome))) throw new LeaseLost(`event ${leased.id}: the lease moved to another node`);
+    if (queued) await deps.notifyJobsQueued(tx);
+    return { runIds, outcome };
+  });
+}
