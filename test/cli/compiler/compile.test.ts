@@ -114,20 +114,15 @@ const BAD: Record<string, { source: string; code: string; where: RegExp }> = {
     code: 'SVC_ERR_COMPILE_INVALID_CRON',
     where: /\.svc\/workflows\/bad\.ts.* at on/,
   },
-  'schedule (not run by this version)': {
-    source: workflowFile('cron', "schedule('0 3 * * *')"),
+  'schedule on another branch (not run by this version)': {
+    source: workflowFile('cron', "schedule('0 3 * * *', { branch: 'release' })"),
     code: 'SVC_ERR_COMPILE_UNHONOURED_FEATURE',
-    where: /\.svc\/workflows\/bad\.ts \(workflow "cron"\) at on\[0\]: .*schedule\(\) — this version has no scheduler/,
+    where: /\.svc\/workflows\/bad\.ts \(workflow "cron"\) at on\[0\]: .*schedule\(\.\.\., \{ branch: 'release' \}\) — schedules run the workflow registered from the default branch/,
   },
-  'completion trigger (not delivered by this version)': {
-    source: workflowFile('after', "[push(), workflowComplete({ workflows: ['ci'] })]", undefined, 'job, push, workflowComplete, step, workflow'),
+  'lifecycle event this version never emits': {
+    source: workflowFile('life', "lifecycle({ events: ['repository.created'] })", undefined, 'job, lifecycle, step, workflow'),
     code: 'SVC_ERR_COMPILE_UNHONOURED_FEATURE',
-    where: /at on\[1\]: .*workflowComplete\(\) — completion events are not delivered/,
-  },
-  'custom event trigger': {
-    source: workflowFile('listen', "event('deploy-requested')", undefined, 'job, event, step, workflow'),
-    code: 'SVC_ERR_COMPILE_UNHONOURED_FEATURE',
-    where: /event\(\) — internal events are stored but not delivered/,
+    where: /at on\[0\]: .*lifecycle\(\{ events: \['repository\.created'\] \}\) — this version emits only registration\.updated/,
   },
   'approval (never released by this version)': {
     source: workflowFile('gate', 'push()', "a: job({ runsOn: 'linux', approval: { clauses: [{ users: ['boss'] }] }, steps: [step('s', async () => {})] }),"),

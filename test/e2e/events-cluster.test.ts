@@ -1,0 +1,260 @@
+// Internal events and schedules end to end on a cluster, with REAL processes: svc-relay, THREE
+// svc-orchestrator nodes joined with one join token on one PostgreSQL, one svc-agent, two
+// repositories with their own git sources (test/fixtures/jobs-stack.ts).
+//
+// - A step in acme/app emits `deploy-requested`; the workflow in acme/lib triggered by that
+//   event runs exactly once and sees the payload. A `workflowComplete()` follow-up runs once
+//   after its upstream and sees its status and duration.
+// - An event chain that would recurse forever is stopped by the circuit breaker with a recorded
+//   reason (events.maxChainDepth).
+// - A schedule fires exactly once per due time across the three nodes, over several due times
+//   and a SIGKILL of the leader; counted in the database.
+// The cron expression is per minute (the compiler's five fields): the first firing is a real
+// minute boundary, the later due times are moved close (next_due_at) so the test need not wait
+// minutes for each; firing is the scheduler's own (leader only, claim + event in one transaction).
+import t from 'tap';
+import { sql } from '../../kernel/services/db/index.ts';
+import { eachDatabase } from '../fixtures/db.ts';
+import { startJobsStack, type JobsStack } from '../fixtures/jobs-stack.ts';
+import { until } from '../fixtures/runs.ts';
+
+t.setTimeout(900_000);
+
+const JOIN_TOKEN = 'e2e-cluster-join-token-5f3a9c';
+const ADMIN_TOKEN = 'e2e-admin-token-0123456789abcdef';
+
+const EMITTER = `import { job, push, workflow } from 'svc/sdk';
+export default workflow('emitter', {
+  on: push({ branches: ['main'] }),
+  jobs: {
+    announce: job({
+      runsOn: 'e2e',
+      steps: (s) => s.step('emit', async (ctx) => {
+        const sent = await ctx.emit('deploy-requested', { env: 'staging', sha: ctx.event.sha });
+        console.log('EMITTED ' + JSON.stringify(sent));
+        await ctx.emit('ping', { hop: 0 });
+      }),
+    }),
+  },
+});
+`;
+
+const DEPLOYER = `import { event, job, workflow } from 'svc/sdk';
+export default workflow('deployer', {
+  on: event('deploy-requested'),
+  jobs: {
+    deploy: job({
+      runsOn: 'e2e',
+      steps: (s) => s.step('show', async (ctx) => {
+        console.log('DEPLOY ' + ctx.event.eventName + ' ' + JSON.stringify(ctx.event.payload));
+      }),
+    }),
+  },
+});
+`;
+
+const FOLLOWUP = `import { job, workflow, workflowComplete } from 'svc/sdk';
+export default workflow('followup', {
+  on: workflowComplete({ workflows: ['emitter'] }),
+  jobs: {
+    report: job({
+      runsOn: 'e2e',
+      steps: (s) => s.step('report', async (ctx) => {
+        const p = ctx.event.payload as { workflow: string; status: string; duration: number };
+        console.log('FOLLOWUP ' + p.workflow + ' ' + p.status + ' ' + typeof p.duration);
+      }),
+    }),
+  },
+});
+`;
+
+// Re-emits what started it: without the breaker this would never end.
+const LOOP = `import { event, job, workflow } from 'svc/sdk';
+export default workflow('loop', {
+  on: event('ping'),
+  jobs: {
+    again: job({
+      runsOn: 'e2e',
+      steps: (s) => s.step('again', async (ctx) => {
+        const hop = (ctx.event.payload as { hop: number }).hop + 1;
+        await ctx.emit('ping', { hop });
+      }),
+    }),
+  },
+});
+`;
+
+// Its job asks for a label no agent has: the test counts runs, not their jobs.
+const NIGHTLY = `import { job, schedule, workflow } from 'svc/sdk';
+export default workflow('nightly', {
+  on: schedule('* * * * *'),
+  jobs: { sweep: job({ runsOn: 'nobody-serves-this', steps: (s) => s.step('sweep', async () => {}) }) },
+});
+`;
+
+interface RunRow {
+  id: string;
+  status: string;
+  event: { payload?: Record<string, unknown> };
+  chain_depth: number;
+}
+
+type Row = Record<string, unknown>;
+const one = async (stack: JobsStack, query: Parameters<JobsStack['pool']['one']>[0]): Promise<Row> => (await one(stack, query)) as Row;
+const maybeOne = async (stack: JobsStack, query: Parameters<JobsStack['pool']['one']>[0]): Promise<Row | null> => (await maybeOne(stack, query)) as Row | null;
+
+async function runsOf(stack: JobsStack, workflow: string): Promise<RunRow[]> {
+  return (await stack.pool.any(sql.unsafe`
+    SELECT id::text AS id, status, event, chain_depth FROM runs WHERE workflow = ${workflow} ORDER BY created_at`)) as unknown as RunRow[];
+}
+
+async function logOf(stack: JobsStack, runId: string): Promise<string> {
+  const rows = await stack.pool.any(sql.unsafe`
+    SELECT l.lines::text AS lines FROM job_logs l JOIN jobs j ON j.id = l.job_id WHERE j.run_id = ${runId} ORDER BY j.created_at, l.seq`);
+  return (rows as Row[]).map((r) => String(r['lines'])).join('\n');
+}
+
+async function leaderOf(stack: JobsStack): Promise<string | undefined> {
+  const row = await maybeOne(stack, sql.unsafe`SELECT node_id FROM cluster_nodes WHERE leader AND stopped_at IS NULL AND last_seen_at > now() - interval '3 seconds'`);
+  return row === null ? undefined : String(row['node_id']);
+}
+
+await eachDatabase(t, async (t, db) => {
+  const stack = await startJobsStack(t, db, {
+    repositories: ['acme/lib'],
+    orchestratorEnv: {
+      SVC_INSTANCE_ID: 'node-1',
+      SVC_CLUSTER_JOIN_TOKEN: JOIN_TOKEN,
+      SVC_CLUSTER_HEARTBEAT_MS: '500',
+      SVC_CLUSTER_LEASE_DURATION_MS: '5000',
+      SVC_EVENTS_MAX_CHAIN_DEPTH: '3',
+      SVC_TEST_CRON_TICK_MS: '300',
+      SVC_BOOTSTRAP_ADMIN_TOKEN: ADMIN_TOKEN,
+    },
+  });
+  // node-1 started first: it leads. The agent works through node-3, which the test never kills.
+  await until('node-1 to lead', () => leaderOf(stack).then((l) => (l === 'node-1' ? l : undefined)), 30_000, 100);
+  const node2 = await stack.startOrchestrator({ SVC_INSTANCE_ID: 'node-2' });
+  const node3 = await stack.startOrchestrator({ SVC_INSTANCE_ID: 'node-3' });
+  await stack.startAgentOn(node3.url);
+
+  await t.test('three nodes know each other; a node with the wrong join token is refused at start', async (t) => {
+    const bad = await stack.admin(['cluster', 'nodes', '--json']);
+    t.equal(bad.code, 0, bad.stderr);
+    const listed = JSON.parse(bad.stdout) as { nodes: Array<{ nodeId: string; alive: boolean; leader: boolean }> };
+    t.same(listed.nodes.filter((n) => n.alive).map((n) => n.nodeId).sort(), ['node-1', 'node-2', 'node-3'], 'svc-admin cluster nodes lists the three live nodes');
+    t.same(listed.nodes.filter((n) => n.leader).map((n) => n.nodeId), ['node-1'], 'one leader');
+    const viaRoute = await fetch(`${node2.url}/api/v1/admin/cluster/nodes`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    t.equal(viaRoute.status, 200);
+    t.same(((await viaRoute.json()) as typeof listed).nodes.filter((n) => n.alive).length, 3, 'the admin route on another node lists the same cluster');
+    await t.rejects(stack.startOrchestrator({ SVC_INSTANCE_ID: 'node-x', SVC_CLUSTER_JOIN_TOKEN: 'not-the-cluster-token-000' }), /SVC_ERR_CLUSTER_JOIN_REFUSED|join/i, 'refused');
+  });
+
+  await t.test('an emitted event runs the workflow it triggers once; a completion follow-up runs once', async (t) => {
+    const lib = stack.repositories['acme/lib']!;
+    await lib.pushWorkflow({ '.svc/workflows/deployer.ts': DEPLOYER, '.svc/workflows/followup.ts': FOLLOWUP, '.svc/workflows/loop.ts': LOOP, '.svc/workflows/nightly.ts': NIGHTLY });
+    await until('acme/lib registered', async () => {
+      const row = await maybeOne(stack, sql.unsafe`SELECT count(*)::int AS n FROM registrations WHERE repository = 'acme/lib'`);
+      return Number(row?.['n'] ?? 0) >= 4 ? true : undefined;
+    }, 60_000, 200);
+    const sha = await stack.pushWorkflow({ '.svc/workflows/emitter.ts': EMITTER });
+    const upstream = await stack.waitForRun(sha, 180_000);
+    t.equal(upstream.status, 'completed', upstream.reason ?? '');
+
+    const deployer = await until('the deployer run to end', async () => {
+      const runs = await runsOf(stack, 'deployer');
+      return runs.length > 0 && ['completed', 'failed'].includes(runs[0]!.status) ? runs : undefined;
+    }, 180_000, 250);
+    t.equal(deployer[0]!.status, 'completed');
+    t.equal(deployer[0]!.chain_depth, 1, 'one hop from the webhook run');
+    t.match(await logOf(stack, deployer[0]!.id), /DEPLOY event:deploy-requested \{\\?"env\\?":\\?"staging\\?"/, 'the step saw the event name and payload');
+
+    const followup = await until('the follow-up run to end', async () => {
+      const runs = await runsOf(stack, 'followup');
+      return runs.length > 0 && ['completed', 'failed'].includes(runs[0]!.status) ? runs : undefined;
+    }, 180_000, 250);
+    t.equal(followup[0]!.status, 'completed');
+    t.match(followup[0]!.event.payload, { workflow: 'emitter', status: 'success', runId: upstream.id });
+    t.type(followup[0]!.event.payload?.['duration'], 'number', 'with the upstream duration');
+    t.match(await logOf(stack, followup[0]!.id), /FOLLOWUP emitter success number/);
+
+    // Everything delivered; redeliveries (three nodes competing) made no second run.
+    await until('every event processed', async () => {
+      const row = await one(stack, sql.unsafe`SELECT count(*)::int AS n FROM internal_events WHERE processed_at IS NULL AND name IN ('deploy-requested', 'workflow_complete')`);
+      return Number(row['n']) === 0 ? true : undefined;
+    }, 60_000, 250);
+    t.equal((await runsOf(stack, 'deployer')).length, 1, 'exactly one deployer run');
+    t.equal((await runsOf(stack, 'followup')).length, 1, 'exactly one follow-up run');
+  });
+
+  await t.test('the circuit breaker stops an event chain that would never end', async (t) => {
+    const refusal = await until('a chain-depth refusal', async () => {
+      const row = await maybeOne(stack, sql.unsafe`SELECT name, reason, detail, chain_depth FROM internal_event_refusals WHERE name = 'ping' LIMIT 1`);
+      return row ?? undefined;
+    }, 240_000, 250);
+    t.match(refusal, { name: 'ping', reason: 'chain_depth', chain_depth: 4, detail: /circuit breaker.*limit is 3/ });
+    await until('the loop runs to end', async () => {
+      const runs = await runsOf(stack, 'loop');
+      return runs.length > 0 && runs.every((r) => ['completed', 'failed'].includes(r.status)) ? true : undefined;
+    }, 120_000, 250);
+    const loops = await runsOf(stack, 'loop');
+    t.same(loops.map((r) => r.chain_depth), [1, 2, 3, 4], 'one run per hop up to the limit, then nothing');
+    t.equal(loops.at(-1)!.status, 'failed', 'the run whose emit was refused failed, visibly');
+  });
+
+  await t.test('a schedule fires exactly once per due time across three nodes, through a leader SIGKILL', async (t) => {
+    const firings = async () =>
+      (await stack.pool.any(sql.unsafe`
+        SELECT e.payload->>'scheduledAt' AS at, count(*)::int AS events FROM internal_events e
+        WHERE e.name = '__schedule_fire' GROUP BY 1 ORDER BY 1`)) as unknown as Array<{ at: string; events: number }>;
+    // The first due time is a real minute boundary.
+    const first = await until('the first minute firing', async () => ((await firings()).length > 0 ? firings() : undefined), 90_000, 250);
+    t.equal(new Date(first[0]!.at).getUTCSeconds(), 0, 'scheduledAt is the minute boundary');
+    // Then four more due times, each a moment ahead, the third after the leader is killed.
+    const due = async (label: string) => {
+      const row = await one(stack, sql.unsafe`
+        UPDATE schedules SET next_due_at = date_trunc('milliseconds', now() + interval '700 milliseconds') WHERE workflow = 'nightly'
+        RETURNING to_char(next_due_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at`);
+      const at = String(row['at']);
+      await until(`the ${label} firing`, async () => ((await firings()).some((f) => f.at === at) ? true : undefined), 60_000, 100);
+      return at;
+    };
+    await due('second');
+    await due('third');
+    const leader = await leaderOf(stack);
+    t.equal(leader, 'node-1');
+    // SIGKILL: no clean stop, the lock goes with the dead session.
+    const killed = (await one(stack, sql.unsafe`SELECT pid FROM cluster_nodes WHERE node_id = 'node-1'`))['pid'];
+    process.kill(Number(killed), 'SIGKILL');
+    const next = await until('another node to lead', async () => {
+      const l = await leaderOf(stack);
+      return l !== undefined && l !== 'node-1' ? l : undefined;
+    }, 60_000, 100);
+    t.ok(['node-2', 'node-3'].includes(next), `leadership moved to ${next}`);
+    await due('fourth');
+    await due('fifth');
+    const all = await firings();
+    t.ok(all.length >= 5, `${all.length} due times fired`);
+    t.same(all.filter((f) => f.events !== 1), [], 'one event per due time');
+    await until('a run per firing', async () => {
+      const n = await one(stack, sql.unsafe`SELECT count(*)::int AS n FROM runs WHERE workflow = 'nightly'`);
+      return Number(n['n']) >= all.length ? true : undefined;
+    }, 60_000, 200);
+    const runs = (await stack.pool.any(sql.unsafe`
+      SELECT event->'payload'->>'scheduledAt' AS at, count(*)::int AS runs FROM runs WHERE workflow = 'nightly' GROUP BY 1`)) as unknown as Array<{ at: string; runs: number }>;
+    t.equal(runs.length, all.length, 'every firing became a run');
+    t.same(runs.filter((r) => r.runs !== 1), [], 'no due time has two runs');
+    t.same(
+      ((await stack.pool.any(sql.unsafe`SELECT event_name, chain_depth FROM runs WHERE workflow = 'nightly' LIMIT 1`)) as unknown as Array<Record<string, unknown>>)[0],
+      { event_name: 'schedule', chain_depth: 0 },
+      "a scheduled run's event_name is schedule",
+    );
+
+    // A default-branch push without the schedule drops it: nothing fires any more.
+    await stack.repositories['acme/lib']!.pushWorkflow({ '.svc/workflows/nightly.ts': null });
+    await until('the schedule to be dropped', async () => {
+      const row = await one(stack, sql.unsafe`SELECT count(*)::int AS n FROM schedules WHERE workflow = 'nightly'`);
+      return Number(row['n']) === 0 ? true : undefined;
+    }, 60_000, 200);
+  });
+});
