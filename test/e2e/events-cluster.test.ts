@@ -100,8 +100,8 @@ interface RunRow {
 }
 
 type Row = Record<string, unknown>;
-const one = async (stack: JobsStack, query: Parameters<JobsStack['pool']['one']>[0]): Promise<Row> => (await one(stack, query)) as Row;
-const maybeOne = async (stack: JobsStack, query: Parameters<JobsStack['pool']['one']>[0]): Promise<Row | null> => (await maybeOne(stack, query)) as Row | null;
+const one = async (stack: JobsStack, query: Parameters<JobsStack['pool']['one']>[0]): Promise<Row> => (await stack.pool.one(query)) as Row;
+const maybeOne = async (stack: JobsStack, query: Parameters<JobsStack['pool']['one']>[0]): Promise<Row | null> => (await stack.pool.maybeOne(query)) as Row | null;
 
 async function runsOf(stack: JobsStack, workflow: string): Promise<RunRow[]> {
   return (await stack.pool.any(sql.unsafe`
@@ -114,9 +114,10 @@ async function logOf(stack: JobsStack, runId: string): Promise<string> {
   return (rows as Row[]).map((r) => String(r['lines'])).join('\n');
 }
 
-async function leaderOf(stack: JobsStack): Promise<string | undefined> {
-  const row = await maybeOne(stack, sql.unsafe`SELECT node_id FROM cluster_nodes WHERE leader AND stopped_at IS NULL AND last_seen_at > now() - interval '3 seconds'`);
-  return row === null ? undefined : String(row['node_id']);
+/** Nodes marked leader that beat recently (a SIGKILLed leader's row keeps its mark until it goes stale). */
+async function leadersOf(stack: JobsStack): Promise<string[]> {
+  const rows = await stack.pool.any(sql.unsafe`SELECT node_id FROM cluster_nodes WHERE leader AND stopped_at IS NULL AND last_seen_at > now() - interval '3 seconds' ORDER BY node_id`);
+  return (rows as Row[]).map((r) => String(r['node_id']));
 }
 
 await eachDatabase(t, async (t, db) => {
@@ -128,12 +129,14 @@ await eachDatabase(t, async (t, db) => {
       SVC_CLUSTER_HEARTBEAT_MS: '500',
       SVC_CLUSTER_LEASE_DURATION_MS: '5000',
       SVC_EVENTS_MAX_CHAIN_DEPTH: '3',
+      SVC_EVENTS_RETRY_BASE_MS: '100',
+      SVC_EVENTS_RETRY_MAX_MS: '800',
       SVC_TEST_CRON_TICK_MS: '300',
       SVC_BOOTSTRAP_ADMIN_TOKEN: ADMIN_TOKEN,
     },
   });
   // node-1 started first: it leads. The agent works through node-3, which the test never kills.
-  await until('node-1 to lead', () => leaderOf(stack).then((l) => (l === 'node-1' ? l : undefined)), 30_000, 100);
+  await until('node-1 to lead', async () => ((await leadersOf(stack)).includes('node-1') ? true : undefined), 30_000, 100);
   const node2 = await stack.startOrchestrator({ SVC_INSTANCE_ID: 'node-2' });
   const node3 = await stack.startOrchestrator({ SVC_INSTANCE_ID: 'node-3' });
   await stack.startAgentOn(node3.url);
@@ -202,6 +205,36 @@ await eachDatabase(t, async (t, db) => {
     t.equal(loops.at(-1)!.status, 'failed', 'the run whose emit was refused failed, visibly');
   });
 
+  await t.test('a delivery that throws five times lands in the DLQ; event-dlq retry delivers it once it can succeed', async (t) => {
+    // The deployer's stored registration is damaged, so delivering to it throws.
+    const saved = await one(stack, sql.unsafe`SELECT lock_entry::text AS entry FROM registrations WHERE workflow = 'deployer'`);
+    await stack.pool.query(sql.unsafe`UPDATE registrations SET lock_entry = '{"damaged": true}'::jsonb WHERE workflow = 'deployer'`);
+    const sha = await stack.pushWorkflow({ 'README.md': 'second push\n' });
+    t.equal((await stack.waitForRun(sha, 180_000)).status, 'completed');
+    const dead = await until('the event in the DLQ', async () => {
+      const listed = await stack.admin(['event-dlq', 'list', '--json']);
+      if (listed.code !== 0) throw new Error(listed.stderr);
+      const events = (JSON.parse(listed.stdout) as { events: Array<{ id: string; name: string; attempts: number; dlqReason: string; lastError: string | null }> }).events;
+      return events.find((e) => e.name === 'deploy-requested');
+    }, 120_000, 500);
+    t.match(dead, { attempts: 5, dlqReason: 'exhausted_retries' }, 'five attempts, then exhausted_retries');
+    t.ok(dead.lastError, 'with the last error');
+    const human = await stack.admin(['event-dlq', 'list']);
+    t.match(human.stdout, /exhausted_retries/);
+    t.equal((await runsOf(stack, 'deployer')).length, 1, 'no run was made for it');
+
+    await stack.pool.query(sql.unsafe`UPDATE registrations SET lock_entry = ${String(saved['entry'])}::jsonb WHERE workflow = 'deployer'`);
+    const retried = await stack.admin(['event-dlq', 'retry', dead.id]);
+    t.equal(retried.code, 0, retried.stderr);
+    await until('the retried event to run the deployer', async () => ((await runsOf(stack, 'deployer')).length === 2 ? true : undefined), 120_000, 250);
+    await until('the event processed', async () => {
+      const row = await one(stack, sql.unsafe`SELECT processed_at IS NOT NULL AS done FROM internal_events WHERE id = ${dead.id}`);
+      return row['done'] === true ? true : undefined;
+    }, 60_000, 250);
+    t.equal((await runsOf(stack, 'deployer')).length, 2, 'delivered exactly once after the retry');
+    t.equal((await stack.admin(['event-dlq', 'count'])).stdout.trim(), '0', 'the DLQ is empty again');
+  });
+
   await t.test('a schedule fires exactly once per due time across three nodes, through a leader SIGKILL', async (t) => {
     const firings = async () =>
       (await stack.pool.any(sql.unsafe`
@@ -221,14 +254,13 @@ await eachDatabase(t, async (t, db) => {
     };
     await due('second');
     await due('third');
-    const leader = await leaderOf(stack);
-    t.equal(leader, 'node-1');
+    t.same(await leadersOf(stack), ['node-1'], 'node-1 leads');
     // SIGKILL: no clean stop, the lock goes with the dead session.
     const killed = (await one(stack, sql.unsafe`SELECT pid FROM cluster_nodes WHERE node_id = 'node-1'`))['pid'];
     process.kill(Number(killed), 'SIGKILL');
     const next = await until('another node to lead', async () => {
-      const l = await leaderOf(stack);
-      return l !== undefined && l !== 'node-1' ? l : undefined;
+      const l = (await leadersOf(stack)).filter((n) => n !== 'node-1');
+      return l.length === 1 ? l[0] : undefined;
     }, 60_000, 100);
     t.ok(['node-2', 'node-3'].includes(next), `leadership moved to ${next}`);
     await due('fourth');
