@@ -48,6 +48,9 @@ export interface RunPlan {
   buildKey: string | null;
   /** Id for the run when it is created (the caller may have recorded it already); default a new UUID. */
   runId?: string;
+  /** Internal-event runs: the starting event and its depth + 1 (docs/events.md, circuit breaker). */
+  chainDepth?: number;
+  triggeringEventId?: string;
 }
 
 export interface CreatedRun {
@@ -82,13 +85,13 @@ export async function createRun(tx: CommonQueryMethods, plan: RunPlan): Promise<
   const inserted = await tx.maybeOne(sqlTyped(IdRow)`
     insert into runs (id, org_id, delivery_id, source_id, provider, repository, workflow_repository, workflow, workflow_sha, workflow_ref,
       sha, ref, event_name, subject_kind, actor, trust_tier, is_fork, head_ref, head_repository, status, content_hash, lockfile_hash,
-      lock_entry, event, changed_files, deadline_at, workflow_source_id, workflow_clone_url, workflow_modified)
+      lock_entry, event, changed_files, deadline_at, workflow_source_id, workflow_clone_url, workflow_modified, chain_depth, triggering_event_id)
     values (${runId}, ${plan.orgId}, ${plan.deliveryKey}, ${plan.sourceId}, ${plan.provider}, ${plan.repository}, ${plan.workflowRepository},
       ${plan.workflow.name}, ${plan.workflowSha}, ${plan.workflowRef}, ${plan.sha}, ${plan.ref}, ${plan.eventName}, ${plan.subjectKind},
       ${plan.actor}, ${plan.trustTier}, ${plan.isFork}, ${plan.headRef}, ${plan.headRepository}, ${status}, ${plan.workflow.contentHash},
       ${plan.lockfileHash}, ${sql.jsonb(plan.workflow as never)}, ${sql.jsonb(plan.event as never)},
       ${plan.changedFiles === null ? null : sql.jsonb(plan.changedFiles)}, ${deadline}, ${plan.workflowSourceId}, ${plan.workflowCloneUrl},
-      ${plan.workflowModified})
+      ${plan.workflowModified}, ${plan.chainDepth ?? 0}, ${plan.triggeringEventId ?? null})
     on conflict (org_id, delivery_id, workflow_repository, workflow) where delivery_id is not null and parent_run_id is null do nothing
     returning id, status`);
   if (inserted === null) {
