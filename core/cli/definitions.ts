@@ -19,7 +19,9 @@ export const SVC_ADMIN_CLI: CliDefinition = {
   topics: {
     'agent-token': 'Agent tokens: create, list and revoke the credentials agents connect with',
     cache: 'Source, dependency and user caches: list and purge',
+    cluster: 'The orchestrator nodes sharing the database: which are alive and which leads',
     context: 'Secret contexts: create them and bind them to repositories or orgs',
+    'event-dlq': 'The dead-letter queue of internal events: list, count, retry, discard',
     plugin: 'Plugins: check that a module signs in without starting a server',
     relay: 'The Platform relay: orgs, their tokens and personal access tokens',
     'relay:org': 'Orgs at the relay and their platform tokens',
