@@ -3,7 +3,7 @@
 // the app orders subsystems from these declarations (core/wiring). Import the refs from here: a
 // subsystem's index re-exporting them would close an import cycle through the types below.
 import { createServiceRef } from '../../core/wiring/index.ts';
-import type { ClusterService } from './cluster/subsystem.ts';
+import type { ClusterService } from './cluster/service.ts';
 import type { DispatchService } from './dispatch/service.ts';
 import type { IdentityService } from './identity/service.ts';
 import type { IngestPipeline } from './ingest/pipeline.ts';

@@ -9,14 +9,10 @@ import type { Subsystem } from '../context.ts';
 import { checkAdminBearer } from '../runs/routes.ts';
 import { clusterServiceRef } from '../service-refs.ts';
 import { LeaderElection } from './leader.ts';
+import type { ClusterService } from './service.ts';
 import { heartbeat, joinCluster, leaveCluster, listClusterNodes } from './membership.ts';
 
-export interface ClusterService {
-  readonly nodeId: string;
-  isLeader(): boolean;
-  /** Called on every change of leadership; returns an unsubscribe. */
-  onLeaderChange(handler: (leader: boolean) => void): () => void;
-}
+export type { ClusterService };
 
 /** A node is shown alive while its last beat is younger than three beats (at least 3 s). */
 export const aliveWindowMs = (heartbeatMs: number) => Math.max(3_000, heartbeatMs * 3);
