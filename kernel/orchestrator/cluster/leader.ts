@@ -2,12 +2,16 @@
 // leads. PostgreSQL releases the lock when that connection ends, so a leader that dies (SIGKILL,
 // lost network) stops leading as soon as the server notices, and the next node to try takes it.
 // A connection error drops leadership at once, before anything else can assume it is still held.
-import { createHash } from 'node:crypto';
+//
+// Advisory locks are per PostgreSQL server, while a cluster is the orchestrators sharing one
+// database: the lock key is derived from the database name, so two clusters whose databases live
+// on the same server (or two test databases) each have their own leader.
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { messageOf } from '../../../core/errors.ts';
 
-export const LEADER_LOCK_KEY = createHash('sha256').update('svc-cluster:leader').digest().readBigInt64BE(0);
+/** The 64-bit advisory lock key of the leader, as SQL: derived from the session's database. */
+export const LEADER_LOCK_KEY_SQL = "('x' || substr(md5('svc-cluster:leader:' || current_database()), 1, 16))::bit(64)::bigint";
 
 export interface LeaderOptions {
   url: string;
@@ -84,7 +88,7 @@ export class LeaderElection {
         await client.query('SELECT 1');
         return;
       }
-      const result = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS locked', [LEADER_LOCK_KEY.toString()]);
+      const result = await client.query<{ locked: boolean }>(`SELECT pg_try_advisory_lock(${LEADER_LOCK_KEY_SQL}) AS locked`);
       if (result.rows[0]?.locked === true) this.#set(true);
     } catch (error) {
       const client = this.#client;

@@ -38,6 +38,8 @@ const CountRow = Type.Object({ n: Type.Number() });
 
 interface Match {
   registration: RegistrationRecord;
+  /** The event as the registration matched it (a failure batch is its own event name on the run). */
+  event: NormalizedEvent;
 }
 
 async function emitterOf(pool: DatabasePool, event: LeasedEvent): Promise<Static<typeof EmitterRow> | null> {
@@ -67,7 +69,7 @@ async function matchesFor(deps: ConsumerDeps, leased: LeasedEvent, event: Normal
   const evaluate = (registrations: RegistrationRecord[], fields: InternalEventFields, e: NormalizedEvent) => {
     if (registrations.length === 0) return;
     const result = matchRegistrations(buildRegistrationIndex(registrations), e, leased.org_id, { internal: fields });
-    for (const m of result.matched) matched.push({ registration: m.registration });
+    for (const m of result.matched) matched.push({ registration: m.registration, event: e });
     for (const u of result.unmatched) {
       const reason = u.reasons.find((r) => r.verdict !== 'pass');
       notes.push(`${u.registration.repository}:${u.registration.workflow}: ${u.verdict}, ${reason?.detail ?? 'no trigger matched'}`);
@@ -76,7 +78,8 @@ async function matchesFor(deps: ConsumerDeps, leased: LeasedEvent, event: Normal
   evaluate(await candidateRegistrations(deps.pool, leased.org_id, event), internal, event);
   // A failed workflow also feeds the failure-batch triggers, each with its own count.
   if (event.type === 'workflow_complete' && internal.status === 'failed') {
-    const batch: NormalizedEvent = { ...event, type: 'workflows_failed_batch' };
+    // Its runs carry event_name `workflows_failed_batch`: failuresFor counts from the last of them.
+    const batch: NormalizedEvent = { ...event, type: 'workflows_failed_batch', eventName: 'workflows_failed_batch' };
     for (const registration of await candidateRegistrations(deps.pool, leased.org_id, batch)) {
       const count = await failuresFor(deps.pool, leased.org_id, registration);
       evaluate([registration], { ...internal, countFailures: () => count }, batch);
@@ -86,11 +89,11 @@ async function matchesFor(deps: ConsumerDeps, leased: LeasedEvent, event: Normal
 }
 
 /** The schedule's own registration (a fire names exactly one trigger). */
-async function scheduleMatch(deps: ConsumerDeps, leased: LeasedEvent): Promise<{ matched: Match[]; notes: string[] }> {
+async function scheduleMatch(deps: ConsumerDeps, leased: LeasedEvent, event: NormalizedEvent): Promise<{ matched: Match[]; notes: string[] }> {
   const p = (leased.payload ?? {}) as { repository?: string; workflow?: string; triggerIndex?: number };
   const registration = await scheduleRegistration(deps.pool, leased.org_id, p.repository ?? '', p.workflow ?? '', p.triggerIndex ?? -1);
   if (registration === null) return { matched: [], notes: [`${p.repository}:${p.workflow}: the schedule is no longer registered (replaced by a later default-branch push)`] };
-  return { matched: [{ registration }], notes: [] };
+  return { matched: [{ registration, event }], notes: [] };
 }
 
 function planOf(leased: LeasedEvent, event: NormalizedEvent, registration: RegistrationRecord, provider: string, actor: string, buildKey: string | null): RunPlan {
@@ -128,11 +131,11 @@ function planOf(leased: LeasedEvent, event: NormalizedEvent, registration: Regis
 export async function deliverEvent(deps: ConsumerDeps, leased: LeasedEvent): Promise<DeliveryResult> {
   const emitter = await emitterOf(deps.pool, leased);
   const { event, internal } = eventFor(leased, emitter?.repository ?? null);
-  const found = leased.name === SCHEDULE_FIRE_EVENT ? await scheduleMatch(deps, leased) : await matchesFor(deps, leased, event, internal);
+  const found = leased.name === SCHEDULE_FIRE_EVENT ? await scheduleMatch(deps, leased, event) : await matchesFor(deps, leased, event, internal);
   const notes = [...found.notes];
-  const kept: Array<{ registration: RegistrationRecord; provider: string; buildKey: string | null }> = [];
+  const kept: Array<{ registration: RegistrationRecord; event: NormalizedEvent; provider: string; buildKey: string | null }> = [];
   const seen = new Set<string>();
-  for (const { registration } of found.matched) {
+  for (const { registration, event: matchedEvent } of found.matched) {
     // One run per workflow even when several of its triggers matched.
     const key = `${registration.repository.toLowerCase()}\0${registration.workflow}`;
     if (seen.has(key)) continue;
@@ -152,17 +155,20 @@ export async function deliverEvent(deps: ConsumerDeps, leased: LeasedEvent): Pro
       continue;
     }
     const caches = await deps.checkCaches(leased.org_id, registration.lockEntry.contentHash, registration.lockfileHash);
-    kept.push({ registration, provider: source.provider_kind, buildKey: caches.buildKey });
+    kept.push({ registration, event: matchedEvent, provider: source.provider_kind, buildKey: caches.buildKey });
   }
   const actor = emitter?.actor ?? 'svc';
+  // A run an event started is one deeper than the event; a schedule starts a chain (depth 0), as
+  // a webhook does (breaker.ts).
+  const depth = leased.name === SCHEDULE_FIRE_EVENT ? 0 : leased.chain_depth + 1;
   return deps.pool.transaction(async (tx) => {
     const runIds: string[] = [];
     const made: string[] = [];
     let queued = false;
     for (const k of kept) {
-      const created = await createRun(tx, planOf(leased, event, k.registration, k.provider, actor, k.buildKey));
+      const created = await createRun(tx, planOf(leased, k.event, k.registration, k.provider, actor, k.buildKey));
       if (created.created) {
-        await tx.query(sql.unsafe`UPDATE runs SET chain_depth = ${leased.chain_depth + 1}, triggering_event_id = ${leased.id} WHERE id = ${created.runId}`);
+        await tx.query(sql.unsafe`UPDATE runs SET chain_depth = ${depth}, triggering_event_id = ${leased.id} WHERE id = ${created.runId}`);
       }
       if (created.queuedJobs > 0) queued = true;
       runIds.push(created.runId);

@@ -7,6 +7,7 @@
 //   leased   → pending    fail(): next_attempt_at = now + backoff (full jitter), lease cleared
 //   leased   → DLQ        fail() with attempts at maxDispatchAttempts: dlq_reason exhausted_retries
 //   leased   → pending    expireLeases(): lease older than leaseDurationMs (its node died)
+//   leased   → DLQ        expireLeases() with attempts at maxDispatchAttempts: exhausted_retries
 import { Type, type Static } from 'typebox';
 import type { CommonQueryMethods } from 'slonik';
 import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
@@ -86,22 +87,33 @@ export async function failDelivery(
   return toDlq ? 'dlq' : 'retry';
 }
 
-const Expired = Type.Object({ id: Type.String(), name: Type.String(), org_id: Type.String(), lease_node: Type.Union([Type.String(), Type.Null()]) });
+const Expired = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  org_id: Type.String(),
+  lease_node: Type.Union([Type.String(), Type.Null()]),
+  dlq: Type.Boolean(),
+});
 
 /**
  * Releases leases older than their `lease_until` (the node holding them stopped before finishing):
- * the events become pending again, and the caller re-publishes their notification.
+ * the events become pending again, and the caller re-publishes their notification. An event whose
+ * lease expired on its last attempt (`attempts` at `maxAttempts`) goes to the DLQ instead
+ * (`dlq: true`): an event that kills the node delivering it would otherwise be redelivered, and
+ * kill a node, forever.
  */
-export async function expireLeases(pool: DatabasePool): Promise<ReadonlyArray<Static<typeof Expired>>> {
+export async function expireLeases(pool: DatabasePool, maxAttempts: number | null = null): Promise<ReadonlyArray<Static<typeof Expired>>> {
+  const last = maxAttempts === null ? sql.fragment`false` : sql.fragment`expired.attempts >= ${maxAttempts}`;
   return pool.any(sqlTyped(Expired)`
     WITH expired AS (
-      SELECT id, lease_node FROM internal_events
+      SELECT id, lease_node, attempts FROM internal_events
       WHERE processed_at IS NULL AND dlq_reason IS NULL AND lease_until < clock_timestamp()
       FOR UPDATE SKIP LOCKED)
     UPDATE internal_events e SET lease_until = NULL, last_error = 'lease expired on node ' || coalesce(expired.lease_node, '?'),
-      lease_node = NULL, next_attempt_at = clock_timestamp()
+      lease_node = NULL, next_attempt_at = clock_timestamp(),
+      dlq_reason = CASE WHEN ${last} THEN 'exhausted_retries' END, dlq_at = CASE WHEN ${last} THEN clock_timestamp() END
     FROM expired WHERE e.id = expired.id
-    RETURNING e.id::text AS id, e.name, e.org_id, expired.lease_node`);
+    RETURNING e.id::text AS id, e.name, e.org_id, expired.lease_node, (e.dlq_reason IS NOT NULL) AS dlq`);
 }
 
 const Pending = Type.Object({ pending: Type.Number(), due_in_ms: Type.Union([Type.Number(), Type.Null()]) });

@@ -101,12 +101,20 @@ export class EventWorker {
   /** Releases dead nodes' leases (re-publishing them) and refreshes the DLQ gauge. */
   async sweep(): Promise<void> {
     try {
-      const expired = await expireLeases(this.#o.pool);
+      const expired = await expireLeases(this.#o.pool, this.#o.maxDispatchAttempts);
       if (expired.length > 0) {
         this.#m.leaseExpirations.inc(expired.length);
-        this.#o.logger.warn({ events: expired.map((e) => e.id), nodes: [...new Set(expired.map((e) => e.lease_node))] }, 'event leases expired; events released for redelivery');
-        for (const e of expired) await notify(this.#o.pool, INTERNAL_EVENTS_CHANNEL, { id: e.id, name: e.name, orgId: e.org_id });
-        this.wake();
+        const released = expired.filter((e) => !e.dlq);
+        const dead = expired.filter((e) => e.dlq);
+        if (dead.length > 0) {
+          this.#m.dlq.inc(dead.length);
+          this.#o.logger.error({ events: dead.map((e) => e.id), nodes: [...new Set(dead.map((e) => e.lease_node))] }, 'event leases expired on their last attempt; events moved to the dead-letter queue (exhausted_retries)');
+        }
+        if (released.length > 0) {
+          this.#o.logger.warn({ events: released.map((e) => e.id), nodes: [...new Set(released.map((e) => e.lease_node))] }, 'event leases expired; events released for redelivery');
+          for (const e of released) await notify(this.#o.pool, INTERNAL_EVENTS_CHANNEL, { id: e.id, name: e.name, orgId: e.org_id });
+          this.wake();
+        }
       }
       const dlq = await this.#o.pool.one(sqlTyped(DlqCount)`SELECT count(*)::int AS n FROM internal_events WHERE dlq_reason IS NOT NULL`);
       this.#m.dlqSize.set(dlq.n);

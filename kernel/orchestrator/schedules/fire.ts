@@ -3,6 +3,7 @@
 // time not after now. The claim (moving `next_due_at` on) and the `__schedule_fire` event insert
 // share one transaction, and the claim is guarded by the due time it read, so a firing is never
 // made twice even if two nodes briefly both believe they lead.
+import { Cron } from 'croner';
 import { Type } from 'typebox';
 import type { DatabasePool } from '../../services/db/index.ts';
 import { sql, sqlTyped } from '../../services/db/index.ts';
@@ -25,21 +26,36 @@ export interface Firing {
   scheduleId: string;
   eventId: string;
   scheduledAt: string;
-  /** Due times skipped because they were missed (fired as one). */
+  /** Due times skipped because they were missed (fired as one); counted up to MISSED_COUNT_LIMIT. */
   missed: number;
 }
 
-/** The latest due time ≤ now, counting how many came before it since `from` (bounded walk). */
+/** Missed due times are counted up to this many (the count is for the log; the firing is one). */
+export const MISSED_COUNT_LIMIT = 1_000;
+
+/**
+ * The latest due time ≤ now (`from` itself when none came after it), and how many due times
+ * after `from` it stands for. croner finds the latest one directly: walking due time by due time
+ * from `from` took seconds for a minutely schedule missed for a month (inside the claim's
+ * transaction) and, past its bound, fired an old due time instead of the latest.
+ */
 function latestDue(cron: string, timezone: string, from: Date, now: Date): { at: Date; skipped: number } {
-  let at = from;
-  let skipped = 0;
-  for (let i = 0; i < 100_000; i += 1) {
-    const next = nextDue(cron, timezone, at);
-    if (!('at' in next) || next.at.getTime() > now.getTime()) break;
-    at = next.at;
-    skipped += 1;
+  let job: Cron;
+  try {
+    job = new Cron(cron, { timezone, paused: true });
+  } catch {
+    return { at: from, skipped: 0 };
   }
-  return { at, skipped };
+  try {
+    // previousRuns is strictly before its reference: one millisecond later makes it "≤ now".
+    const latest = job.previousRuns(1, new Date(now.getTime() + 1))[0];
+    if (latest === undefined || latest.getTime() <= from.getTime()) return { at: from, skipped: 0 };
+    let skipped = 0;
+    for (let at = job.nextRun(from); at !== null && at.getTime() <= latest.getTime() && skipped < MISSED_COUNT_LIMIT; at = job.nextRun(at)) skipped += 1;
+    return { at: latest, skipped };
+  } finally {
+    job.stop();
+  }
 }
 
 /** Fires every due schedule; returns the firings made. */

@@ -1,5 +1,5 @@
 // A real orchestrator (startOrchestrator, built-in plugins, filesystem storage) with the
-// dispatch, caches and events subsystems, plus helpers that speak the cache messages the way
+// dispatch, caches, ingest and events subsystems, plus helpers that speak the cache messages the way
 // the agent does: request, PUT to the pre-signed URL, complete.
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -9,6 +9,7 @@ import { startOrchestrator, type Orchestrator } from '../../../../kernel/orchest
 import { createCachesSubsystem, userCacheOptionsOf, type UserCacheOptions } from '../../../../kernel/orchestrator/caches/index.ts';
 import { createDispatchSubsystem } from '../../../../kernel/orchestrator/dispatch/index.ts';
 import { eventsSubsystem } from '../../../../kernel/orchestrator/events/index.ts';
+import { ingestSubsystem } from '../../../../kernel/orchestrator/ingest/subsystem.ts';
 import type { StorageExtensionPoint } from '../../../../core/extension-points/storage.ts';
 import { sql, type DatabasePool } from '../../../../kernel/services/db/index.ts';
 import { orchestratorPlugins } from '../../../../plugins/builtin.ts';
@@ -39,7 +40,8 @@ export async function startCacheNode(t: Test, dbUrl: string, env: Record<string,
     cwd: dataDir,
     logger: testLogger,
     plugins: orchestratorPlugins,
-    subsystems: [createDispatchSubsystem({ tickMs: 150, heartbeatMs: 1_000, registerTimeoutMs: 3_000 }), createCachesSubsystem({ sweepMs: 0 }), eventsSubsystem],
+    // The events subsystem's delivery loop creates runs with the ingest pipeline's cache check.
+    subsystems: [createDispatchSubsystem({ tickMs: 150, heartbeatMs: 1_000, registerTimeoutMs: 3_000 }), createCachesSubsystem({ sweepMs: 0 }), ingestSubsystem, eventsSubsystem],
   });
   t.teardown(async () => {
     await orch.stop();
