@@ -133,6 +133,8 @@ await eachDatabase(t, async (t, db) => {
       SVC_EVENTS_RETRY_MAX_MS: '800',
       SVC_TEST_CRON_TICK_MS: '300',
       SVC_BOOTSTRAP_ADMIN_TOKEN: ADMIN_TOKEN,
+      // One issuer for the cluster: every node mints with, and serves, the same keys.
+      SVC_ORCHESTRATOR_PROVENANCE_ISSUER: 'https://ci.example.test/oidc',
     },
   });
   // node-1 started first: it leads. The agent works through node-3, which the test never kills.
@@ -150,6 +152,13 @@ await eachDatabase(t, async (t, db) => {
     const viaRoute = await fetch(`${node2.url}/api/v1/admin/cluster/nodes`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     t.equal(viaRoute.status, 200);
     t.same(((await viaRoute.json()) as typeof listed).nodes.filter((n) => n.alive).length, 3, 'the admin route on another node lists the same cluster');
+    const jwks = await Promise.all([stack.orchUrl, node2.url, node3.url].map(async (url) => {
+      const res = await fetch(`${url}/oidc/.well-known/jwks.json`);
+      t.equal(res.status, 200, `${url} serves the JWKS`);
+      return JSON.stringify(await res.json());
+    }));
+    t.ok(jwks[0]!.includes('"kid"'), 'with a key');
+    t.same(new Set(jwks).size, 1, 'every node serves the same JWKS');
     await t.rejects(stack.startOrchestrator({ SVC_INSTANCE_ID: 'node-x', SVC_CLUSTER_JOIN_TOKEN: 'not-the-cluster-token-000' }), /SVC_ERR_CLUSTER_JOIN_REFUSED|join/i, 'refused');
   });
 

@@ -3,6 +3,7 @@
 // and runs are unique per (org, delivery key, workflow repository, workflow), so a redelivery
 // after a crash or an expired lease finds the runs it made and never creates a second one: the
 // idempotency key per (event, registration) the spec's at-least-once delivery needs.
+import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { Type, type Static } from 'typebox';
 import type { CommonQueryMethods } from 'slonik';
@@ -11,7 +12,7 @@ import { buildRegistrationIndex, matchRegistrations, type InternalEventFields } 
 import { describeUnhonoured, unhonouredRunFeatures } from '../../../workflow/runtime-support.ts';
 import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
 import { createRun, type RunPlan } from '../runs/create.ts';
-import { candidateRegistrations, scheduleRegistration, type RegistrationRecord } from '../ingest/steps/registrations.ts';
+import { candidateRegistrations, scheduleRegistration, type RegistrationCache, type RegistrationRecord } from '../ingest/steps/registrations.ts';
 import { markProcessed, type LeasedEvent } from './delivery-store.ts';
 import { eventFor, SCHEDULE_FIRE_EVENT } from './normalize.ts';
 
@@ -22,6 +23,26 @@ export interface ConsumerDeps {
   /** Source and dependency cache check (the ingest pipeline's): a miss makes the run wait for a build. */
   checkCaches(orgId: string, contentHash: string, lockfileHash: string | null): Promise<{ buildKey: string | null }>;
   notifyJobsQueued(tx: CommonQueryMethods): Promise<void>;
+  /** Cached candidate reads (the ingest pipeline's, cleared on every registration change); the table otherwise. */
+  registrations?: RegistrationCache;
+  /** Cached provider kinds of sources; default: read per delivery. */
+  providerKinds?: ProviderKinds;
+}
+
+/**
+ * Provider kind per source id, cached briefly: a source's kind never changes, and a removed
+ * source's registrations go with it (cascade), so a stale entry can only name a kind correctly.
+ */
+export class ProviderKinds {
+  readonly #cache = new LRUCache<string, string>({ max: 5_000, ttl: 60_000 });
+
+  async of(pool: DatabasePool, sourceId: string): Promise<string | null> {
+    const hit = this.#cache.get(sourceId);
+    if (hit !== undefined) return hit;
+    const row = await pool.maybeOne(sqlTyped(SourceRow)`SELECT provider_kind FROM sources WHERE id = ${sourceId}`);
+    if (row !== null) this.#cache.set(sourceId, row.provider_kind);
+    return row?.provider_kind ?? null;
+  }
 }
 
 export interface DeliveryResult {
@@ -62,6 +83,10 @@ async function failuresFor(pool: DatabasePool, orgId: string, registration: Regi
   return row.n;
 }
 
+function candidatesOf(deps: ConsumerDeps, orgId: string, event: NormalizedEvent): Promise<RegistrationRecord[]> {
+  return deps.registrations !== undefined ? deps.registrations.candidates(deps.pool, orgId, event) : candidateRegistrations(deps.pool, orgId, event);
+}
+
 /** Registrations `event` matches, and why the others did not. */
 async function matchesFor(deps: ConsumerDeps, leased: LeasedEvent, event: NormalizedEvent, internal: InternalEventFields): Promise<{ matched: Match[]; notes: string[] }> {
   const notes: string[] = [];
@@ -75,12 +100,12 @@ async function matchesFor(deps: ConsumerDeps, leased: LeasedEvent, event: Normal
       notes.push(`${u.registration.repository}:${u.registration.workflow}: ${u.verdict}, ${reason?.detail ?? 'no trigger matched'}`);
     }
   };
-  evaluate(await candidateRegistrations(deps.pool, leased.org_id, event), internal, event);
+  evaluate(await candidatesOf(deps, leased.org_id, event), internal, event);
   // A failed workflow also feeds the failure-batch triggers, each with its own count.
   if (event.type === 'workflow_complete' && internal.status === 'failed') {
     // Its runs carry event_name `workflows_failed_batch`: failuresFor counts from the last of them.
     const batch: NormalizedEvent = { ...event, type: 'workflows_failed_batch', eventName: 'workflows_failed_batch' };
-    for (const registration of await candidateRegistrations(deps.pool, leased.org_id, batch)) {
+    for (const registration of await candidatesOf(deps, leased.org_id, batch)) {
       const count = await failuresFor(deps.pool, leased.org_id, registration);
       evaluate([registration], { ...internal, countFailures: () => count }, batch);
     }
@@ -127,13 +152,22 @@ function planOf(leased: LeasedEvent, event: NormalizedEvent, registration: Regis
   };
 }
 
-/** Delivers `leased`; throws to have it retried (LeaseLost when another node owns it now). */
-export async function deliverEvent(deps: ConsumerDeps, leased: LeasedEvent): Promise<DeliveryResult> {
+/** What one event's delivery will write: read and matched, not yet committed. */
+export interface PreparedDelivery {
+  leased: LeasedEvent;
+  kept: Array<{ registration: RegistrationRecord; event: NormalizedEvent; provider: string; buildKey: string | null }>;
+  notes: string[];
+  actor: string;
+  depth: number;
+}
+
+/** Reads and matches `leased` (no writes); throws to have it retried. */
+export async function prepareDelivery(deps: ConsumerDeps, leased: LeasedEvent): Promise<PreparedDelivery> {
   const emitter = await emitterOf(deps.pool, leased);
   const { event, internal } = eventFor(leased, emitter?.repository ?? null);
   const found = leased.name === SCHEDULE_FIRE_EVENT ? await scheduleMatch(deps, leased, event) : await matchesFor(deps, leased, event, internal);
   const notes = [...found.notes];
-  const kept: Array<{ registration: RegistrationRecord; event: NormalizedEvent; provider: string; buildKey: string | null }> = [];
+  const kept: PreparedDelivery['kept'] = [];
   const seen = new Set<string>();
   for (const { registration, event: matchedEvent } of found.matched) {
     // One run per workflow even when several of its triggers matched.
@@ -149,34 +183,116 @@ export async function deliverEvent(deps: ConsumerDeps, leased: LeasedEvent): Pro
       notes.push(`${registration.repository}:${registration.workflow}: not run: ${describeUnhonoured(unhonoured)}`);
       continue;
     }
-    const source = await deps.pool.maybeOne(sqlTyped(SourceRow)`SELECT provider_kind FROM sources WHERE id = ${registration.sourceId}`);
-    if (source === null) {
+    const provider = await (deps.providerKinds ?? new ProviderKinds()).of(deps.pool, registration.sourceId);
+    if (provider === null) {
       notes.push(`${registration.repository}:${registration.workflow}: its source was removed`);
       continue;
     }
     const caches = await deps.checkCaches(leased.org_id, registration.lockEntry.contentHash, registration.lockfileHash);
-    kept.push({ registration, event: matchedEvent, provider: source.provider_kind, buildKey: caches.buildKey });
+    kept.push({ registration, event: matchedEvent, provider, buildKey: caches.buildKey });
   }
-  const actor = emitter?.actor ?? 'svc';
   // A run an event started is one deeper than the event; a schedule starts a chain (depth 0), as
   // a webhook does (breaker.ts).
   const depth = leased.name === SCHEDULE_FIRE_EVENT ? 0 : leased.chain_depth + 1;
+  return { leased, kept, notes, actor: emitter?.actor ?? 'svc', depth };
+}
+
+/** One event's runs, on `tx`, and the outcome line recorded on the event. */
+async function writeRuns(tx: CommonQueryMethods, p: PreparedDelivery): Promise<DeliveryResult & { queued: boolean }> {
+  const runIds: string[] = [];
+  const made: string[] = [];
+  let queued = false;
+  for (const k of p.kept) {
+    const created = await createRun(tx, { ...planOf(p.leased, k.event, k.registration, k.provider, p.actor, k.buildKey), chainDepth: p.depth, triggeringEventId: p.leased.id });
+    if (created.queuedJobs > 0) queued = true;
+    runIds.push(created.runId);
+    made.push(`${k.registration.repository}:${k.registration.workflow} → run ${created.runId}${created.created ? '' : ' (existing)'}`);
+  }
+  const outcome = [made.length > 0 ? `matched: ${made.join('; ')}` : 'no_match', ...p.notes].join('; ');
+  return { runIds, outcome, queued };
+}
+
+export type BatchOutcome = { ok: true; result: DeliveryResult } | { ok: false; error: unknown };
+
+const Held = Type.Object({ id: Type.String() });
+
+/**
+ * The chunk in ONE transaction (one commit for many events): lock the events whose lease is still
+ * this node's (the rest are reported lost), create every run, then mark them all processed in one
+ * statement. Any error rolls the chunk back; the caller then delivers its events one by one.
+ */
+async function commitChunk(deps: ConsumerDeps, prepared: readonly PreparedDelivery[]): Promise<BatchOutcome[]> {
   return deps.pool.transaction(async (tx) => {
-    const runIds: string[] = [];
-    const made: string[] = [];
+    const held = new Set(
+      (
+        await tx.any(sqlTyped(Held)`
+          SELECT e.id::text AS id FROM internal_events e
+          JOIN unnest(${sql.array(prepared.map((p) => p.leased.id), 'uuid')}, ${sql.array(prepared.map((p) => p.leased.claimed_at), 'timestamptz')}) AS l(id, claimed_at)
+            ON e.id = l.id AND e.claimed_at = l.claimed_at
+          WHERE e.lease_node = ${deps.nodeId} AND e.processed_at IS NULL
+          FOR UPDATE OF e`)
+      ).map((r) => r.id),
+    );
+    const out: BatchOutcome[] = [];
+    const marks: Array<{ id: string; outcome: string; runIds: string[] }> = [];
     let queued = false;
-    for (const k of kept) {
-      const created = await createRun(tx, planOf(leased, k.event, k.registration, k.provider, actor, k.buildKey));
-      if (created.created) {
-        await tx.query(sql.unsafe`UPDATE runs SET chain_depth = ${depth}, triggering_event_id = ${leased.id} WHERE id = ${created.runId}`);
+    for (const p of prepared) {
+      if (!held.has(p.leased.id)) {
+        out.push({ ok: false, error: new LeaseLost(`event ${p.leased.id}: the lease moved to another node`) });
+        continue;
       }
-      if (created.queuedJobs > 0) queued = true;
-      runIds.push(created.runId);
-      made.push(`${k.registration.repository}:${k.registration.workflow} → run ${created.runId}${created.created ? '' : ' (existing)'}`);
+      const written = await writeRuns(tx, p);
+      queued ||= written.queued;
+      marks.push({ id: p.leased.id, outcome: written.outcome, runIds: written.runIds });
+      out.push({ ok: true, result: { runIds: written.runIds, outcome: written.outcome } });
     }
-    const outcome = [made.length > 0 ? `matched: ${made.join('; ')}` : 'no_match', ...notes].join('; ');
-    if (!(await markProcessed(tx, leased, deps.nodeId, runIds, outcome))) throw new LeaseLost(`event ${leased.id}: the lease moved to another node`);
+    if (marks.length > 0) {
+      await tx.query(sql.unsafe`
+        UPDATE internal_events e
+        SET processed_at = clock_timestamp(), delivered_at = clock_timestamp(), lease_until = NULL, last_error = NULL,
+            outcome = left(m.outcome, 4000), run_ids = ARRAY(SELECT jsonb_array_elements_text(m.run_ids)::uuid)
+        FROM jsonb_to_recordset(${sql.jsonb(marks.map((m) => ({ id: m.id, outcome: m.outcome, run_ids: m.runIds })))}) AS m(id uuid, outcome text, run_ids jsonb)
+        WHERE e.id = m.id`);
+    }
     if (queued) await deps.notifyJobsQueued(tx);
-    return { runIds, outcome };
+    return out;
   });
+}
+
+/**
+ * Commits several prepared deliveries with one commit; when the chunk fails as a whole (one
+ * event's runs hit an error), each is retried alone so one bad event cannot hold the others back.
+ * Results are in input order.
+ */
+export async function commitDeliveries(deps: ConsumerDeps, prepared: readonly PreparedDelivery[]): Promise<BatchOutcome[]> {
+  if (prepared.length > 1) {
+    try {
+      return await commitChunk(deps, prepared);
+    } catch {
+      // Fall through: one at a time, each with its own outcome.
+    }
+  }
+  const out: BatchOutcome[] = [];
+  for (const p of prepared) {
+    try {
+      const result = await deps.pool.transaction(async (tx) => {
+        const written = await writeRuns(tx, p);
+        if (!(await markProcessed(tx, p.leased, deps.nodeId, written.runIds, written.outcome))) throw new LeaseLost(`event ${p.leased.id}: the lease moved to another node`);
+        if (written.queued) await deps.notifyJobsQueued(tx);
+        return { runIds: written.runIds, outcome: written.outcome };
+      });
+      out.push({ ok: true, result });
+    } catch (error) {
+      out.push({ ok: false, error });
+    }
+  }
+  return out;
+}
+
+/** Delivers `leased` on its own; throws to have it retried (LeaseLost when another node owns it now). */
+export async function deliverEvent(deps: ConsumerDeps, leased: LeasedEvent): Promise<DeliveryResult> {
+  const prepared = await prepareDelivery(deps, leased);
+  const [outcome] = await commitDeliveries(deps, [prepared]);
+  if (!outcome!.ok) throw outcome!.error;
+  return outcome!.result;
 }

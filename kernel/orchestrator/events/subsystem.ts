@@ -9,9 +9,9 @@ import { activeJobOf } from '../caches/job-access.ts';
 import type { OrchestratorContext, Subsystem } from '../context.ts';
 import { notifyJobsQueued } from '../dispatch/notify.ts';
 import { dispatchServiceRef, ingestPipelineRef } from '../service-refs.ts';
-import { OrgEventRate, recordRefusal, type EventLimits, type RefusalReason } from './breaker.ts';
+import { checkChainDepth, OrgEventRate, recordRefusal, type EventLimits, type RefusalReason } from './breaker.ts';
 import { configureCompletionLimits } from './completion.ts';
-import { deliverEvent } from './consumer.ts';
+import { commitDeliveries, deliverEvent, prepareDelivery, ProviderKinds, type ConsumerDeps, type PreparedDelivery } from './consumer.ts';
 import { dlqRoutes } from './routes.ts';
 import { emitInternalEvent, INTERNAL_EVENTS_CHANNEL } from './emit.ts';
 import { EventWorker } from './worker.ts';
@@ -38,7 +38,11 @@ export async function answerEventEmit(
       const job = await activeJobOf(tx, agent.agentId, message.jobId, { lock: true, area: 'EVENT' });
       const run = await tx.one(sqlTyped(DepthRow)`SELECT chain_depth FROM runs WHERE id = ${job.run_id}`);
       try {
-        guard?.rate.take(job.org_id, message.eventName);
+        // Depth first: an event the breaker refuses for depth takes no slot of the org's rate.
+        if (guard !== undefined) {
+          checkChainDepth(message.eventName, run.chain_depth, guard.limits);
+          guard.rate.take(job.org_id, message.eventName);
+        }
         return await emitInternalEvent(
           tx,
           { name: message.eventName, payload: message.payload, orgId: job.org_id, target: message.target ?? null, source: 'step', runId: job.run_id, jobId: job.job_id, chainDepth: run.chain_depth },
@@ -77,6 +81,15 @@ export const eventsSubsystem: Subsystem = {
       return answer;
     });
 
+    const consumer: ConsumerDeps = {
+      pool: ctx.db,
+      logger,
+      nodeId: ctx.nodeId,
+      checkCaches: (org, hash, lockfile) => pipeline.caches.check(org, hash, lockfile),
+      notifyJobsQueued,
+      registrations: pipeline.registrations,
+      providerKinds: new ProviderKinds(),
+    };
     const worker = new EventWorker({
       pool: ctx.db,
       logger,
@@ -86,8 +99,11 @@ export const eventsSubsystem: Subsystem = {
       maxDispatchAttempts: cluster.maxDispatchAttempts,
       retryBaseMs: events.retryBaseMs,
       retryMaxMs: events.retryMaxMs,
-      deliver: (event) =>
-        deliverEvent({ pool: ctx.db, logger, nodeId: ctx.nodeId, checkCaches: (org, hash, lockfile) => pipeline.caches.check(org, hash, lockfile), notifyJobsQueued }, event),
+      deliver: (event) => deliverEvent(consumer, event),
+      batch: {
+        prepare: (event) => prepareDelivery(consumer, event),
+        commit: (prepared) => commitDeliveries(consumer, prepared as PreparedDelivery[]),
+      },
     });
     const listener = await createListener({ url: ctx.databaseUrl, logger });
     await listener.listen(INTERNAL_EVENTS_CHANNEL, () => worker.wake());

@@ -10,7 +10,7 @@ import type { SvcMetrics } from '../../services/metrics.ts';
 import { Type } from 'typebox';
 import { expireLeases, failDelivery, leaseEvents, retryDelayMs, type LeasedEvent } from './delivery-store.ts';
 import { INTERNAL_EVENTS_CHANNEL } from './emit.ts';
-import { LeaseLost, type DeliveryResult } from './consumer.ts';
+import { LeaseLost, type BatchOutcome, type DeliveryResult } from './consumer.ts';
 
 export interface WorkerOptions {
   pool: DatabasePool;
@@ -22,11 +22,21 @@ export interface WorkerOptions {
   retryBaseMs: number;
   retryMaxMs: number;
   deliver(event: LeasedEvent): Promise<DeliveryResult>;
+  /** When set, deliveries are prepared one by one and committed in chunks (used instead of `deliver`). */
+  batch?: BatchDelivery<unknown>;
   /** Events leased per round (default 64) and delivered at once (default 8). */
   batchSize?: number;
   concurrency?: number;
   /** Poll interval when no notification arrives (default 2000 ms). */
   pollMs?: number;
+}
+
+/** Prepared deliveries per commit (one transaction, a savepoint each). */
+const COMMIT_CHUNK = 32;
+
+export interface BatchDelivery<P> {
+  prepare(event: LeasedEvent): Promise<P>;
+  commit(prepared: readonly P[]): Promise<BatchOutcome[]>;
 }
 
 export interface EventMetrics {
@@ -155,42 +165,80 @@ export class EventWorker {
   }
 
   async #deliverAll(events: readonly LeasedEvent[]): Promise<void> {
-    let next = 0;
-    const lane = async (): Promise<void> => {
-      while (next < events.length) {
-        const event = events[next++]!;
-        await this.#deliverOne(event);
+    if (this.#o.batch !== undefined) return this.#deliverBatched(events, this.#o.batch);
+    await this.#lanes(events, async (event) => {
+      try {
+        this.#succeeded(event, await this.#o.deliver(event));
+      } catch (error) {
+        await this.#failed(event, error);
       }
-    };
-    await Promise.all(Array.from({ length: Math.min(this.#concurrency, events.length) }, lane));
+    });
   }
 
-  async #deliverOne(event: LeasedEvent): Promise<void> {
-    const log = this.#o.logger;
-    try {
-      const result = await this.#o.deliver(event);
-      this.#m.delivered.inc();
-      this.#m.latency.observe(Math.max(0, (Date.now() - event.created_ms) / 1000));
-      log.debug({ eventId: event.id, name: event.name, runs: result.runIds }, 'internal event delivered');
-    } catch (error) {
-      if (error instanceof LeaseLost) {
-        log.info({ eventId: event.id }, 'event lease lost while delivering; the node holding it now delivers it');
+  async #lanes<T>(items: readonly T[], work: (item: T) => Promise<void>): Promise<void> {
+    let next = 0;
+    const lane = async (): Promise<void> => {
+      while (next < items.length) await work(items[next++]!);
+    };
+    await Promise.all(Array.from({ length: Math.min(this.#concurrency, items.length) }, lane));
+  }
+
+  /**
+   * Reads and matches with bounded concurrency, then commits the prepared deliveries in chunks,
+   * one transaction each: a busy node pays one commit per chunk instead of one per event.
+   */
+  async #deliverBatched(events: readonly LeasedEvent[], batch: BatchDelivery<unknown>): Promise<void> {
+    const prepared: Array<{ event: LeasedEvent; prepared: unknown }> = [];
+    await this.#lanes(events, async (event) => {
+      try {
+        prepared.push({ event, prepared: await batch.prepare(event) });
+      } catch (error) {
+        await this.#failed(event, error);
+      }
+    });
+    const chunks: Array<typeof prepared> = [];
+    for (let i = 0; i < prepared.length; i += COMMIT_CHUNK) chunks.push(prepared.slice(i, i + COMMIT_CHUNK));
+    await this.#lanes(chunks, async (chunk) => {
+      let outcomes: BatchOutcome[];
+      try {
+        outcomes = await batch.commit(chunk.map((c) => c.prepared));
+      } catch (error) {
+        for (const c of chunk) await this.#failed(c.event, error);
         return;
       }
-      const delayMs = retryDelayMs(event.attempts, this.#o.retryBaseMs, this.#o.retryMaxMs);
-      const result = await failDelivery(this.#o.pool, event, this.#o.nodeId, messageOf(error), { maxAttempts: this.#o.maxDispatchAttempts, delayMs }).catch((e: unknown) => {
-        log.warn({ err: messageOf(e), eventId: event.id }, 'could not record a failed event delivery; its lease will expire');
-        return 'lost' as const;
-      });
-      if (result === 'dlq') {
-        this.#m.dlq.inc();
-        log.error({ eventId: event.id, name: event.name, attempts: event.attempts, err: messageOf(error) }, 'internal event moved to the dead-letter queue (exhausted_retries)');
-      } else if (result === 'retry') {
-        this.#m.retried.inc();
-        log.warn({ eventId: event.id, name: event.name, attempts: event.attempts, retryInMs: delayMs, err: messageOf(error) }, 'internal event delivery failed; retrying');
-        // The retry is due later: a timer wakes the loop then, poll or no poll.
-        setTimeout(() => this.wake(), delayMs + 5).unref();
+      for (const [i, outcome] of outcomes.entries()) {
+        const event = chunk[i]!.event;
+        if (outcome.ok) this.#succeeded(event, outcome.result);
+        else await this.#failed(event, outcome.error);
       }
+    });
+  }
+
+  #succeeded(event: LeasedEvent, result: DeliveryResult): void {
+    this.#m.delivered.inc();
+    this.#m.latency.observe(Math.max(0, (Date.now() - event.created_ms) / 1000));
+    this.#o.logger.debug({ eventId: event.id, name: event.name, runs: result.runIds }, 'internal event delivered');
+  }
+
+  async #failed(event: LeasedEvent, error: unknown): Promise<void> {
+    const log = this.#o.logger;
+    if (error instanceof LeaseLost) {
+      log.info({ eventId: event.id }, 'event lease lost while delivering; the node holding it now delivers it');
+      return;
+    }
+    const delayMs = retryDelayMs(event.attempts, this.#o.retryBaseMs, this.#o.retryMaxMs);
+    const result = await failDelivery(this.#o.pool, event, this.#o.nodeId, messageOf(error), { maxAttempts: this.#o.maxDispatchAttempts, delayMs }).catch((e: unknown) => {
+      log.warn({ err: messageOf(e), eventId: event.id }, 'could not record a failed event delivery; its lease will expire');
+      return 'lost' as const;
+    });
+    if (result === 'dlq') {
+      this.#m.dlq.inc();
+      log.error({ eventId: event.id, name: event.name, attempts: event.attempts, err: messageOf(error) }, 'internal event moved to the dead-letter queue (exhausted_retries)');
+    } else if (result === 'retry') {
+      this.#m.retried.inc();
+      log.warn({ eventId: event.id, name: event.name, attempts: event.attempts, retryInMs: delayMs, err: messageOf(error) }, 'internal event delivery failed; retrying');
+      // The retry is due later: a timer wakes the loop then, poll or no poll.
+      setTimeout(() => this.wake(), delayMs + 5).unref();
     }
   }
 }

@@ -8,7 +8,7 @@ import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../.
 import { notifyJobsQueued } from '../../../../kernel/orchestrator/dispatch/notify.ts';
 import { checkChainDepth, OrgEventRate } from '../../../../kernel/orchestrator/events/breaker.ts';
 import { configureCompletionLimits, emitWorkflowComplete } from '../../../../kernel/orchestrator/events/completion.ts';
-import { deliverEvent, LeaseLost, type ConsumerDeps } from '../../../../kernel/orchestrator/events/consumer.ts';
+import { commitDeliveries, deliverEvent, LeaseLost, prepareDelivery, type ConsumerDeps } from '../../../../kernel/orchestrator/events/consumer.ts';
 import { expireLeases, leaseEvents, type LeasedEvent } from '../../../../kernel/orchestrator/events/delivery-store.ts';
 import { emitInternalEvent, type InternalEventInput } from '../../../../kernel/orchestrator/events/emit.ts';
 import { replaceRegistrations } from '../../../../kernel/orchestrator/ingest/steps/registrations.ts';
@@ -134,6 +134,35 @@ t.test('deliverEvent: one run per matching registration, idempotent per event', 
       const done = await deliverEvent({ ...deps, nodeId: 'node-b' }, fresh);
       t.equal(done.runIds.length, 2);
       t.equal((await runsOf(db.pool, id)).length, 2);
+    });
+
+    await t.test('a chunk commits together; a lost lease or a failing event is reported alone', async (t) => {
+      const ids = [await emit(db.pool, { name: 'deploy-requested', payload: { n: 1 } }), await emit(db.pool, { name: 'deploy-requested', payload: { n: 2 } }), await emit(db.pool, { name: 'deploy-requested', payload: { n: 3 } })];
+      const leased = await leaseEvents(db.pool, 'node-a', 60_000, 1_000);
+      const mine = ids.map((id) => leased.find((e) => e.id === id)!);
+      // The second lost its lease to node-b meanwhile.
+      await db.pool.query(sql.unsafe`UPDATE internal_events SET lease_node = 'node-b' WHERE id = ${ids[1]!}`);
+      const prepared = await Promise.all(mine.map((e) => prepareDelivery(deps, e)));
+      const outcomes = await commitDeliveries(deps, prepared);
+      t.same(outcomes.map((o) => o.ok), [true, false, true]);
+      t.ok(!outcomes[1]!.ok && outcomes[1]!.error instanceof LeaseLost, 'the lost one is reported as such');
+      t.equal((await runsOf(db.pool, ids[0]!)).length, 2);
+      t.equal((await runsOf(db.pool, ids[1]!)).length, 0, 'no runs for the lost one');
+      t.equal((await runsOf(db.pool, ids[2]!)).length, 2);
+      t.match(await eventRow(db.pool, ids[2]!), { processed: true, outcome: /^matched: / });
+
+      // One event whose runs cannot be written: the chunk falls back to one at a time.
+      const more = [await emit(db.pool, { name: 'deploy-requested', payload: {} }), await emit(db.pool, { name: 'deploy-requested', payload: {} })];
+      const again = await leaseEvents(db.pool, 'node-a', 60_000, 1_000);
+      const [good, bad] = more.map((id) => again.find((e) => e.id === id)!);
+      const preparedGood = await prepareDelivery(deps, good!);
+      const preparedBad = await prepareDelivery(deps, bad!);
+      // A plan whose job cannot be inserted (a runsOn that is not a list).
+      const broken = { ...preparedBad, kept: preparedBad.kept.map((k) => ({ ...k, registration: { ...k.registration, lockEntry: { ...k.registration.lockEntry, jobs: [{ ...k.registration.lockEntry.jobs[0]!, runsOn: 7 as never }] } } })) };
+      const mixed = await commitDeliveries(deps, [preparedGood, broken]);
+      t.same(mixed.map((o) => o.ok), [true, false], 'the good event commits, the broken one fails alone');
+      t.equal((await runsOf(db.pool, more[0]!)).length, 2);
+      t.equal((await runsOf(db.pool, more[1]!)).length, 0);
     });
 
     await t.test('a target naming one workflow skips the others', async (t) => {
