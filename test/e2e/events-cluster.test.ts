@@ -298,4 +298,40 @@ await eachDatabase(t, async (t, db) => {
       return Number(row['n']) === 0 ? true : undefined;
     }, 60_000, 200);
   });
+  await t.test('a node SIGKILLed while holding a lease: another node delivers the event after the lease expires, once', async (t) => {
+    // Hold inserts into runs, so whichever node leases the event blocks inside its delivery.
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((r) => (locked = r));
+    const holder = stack.pool.connect((c) =>
+      c.transaction(async (tx) => {
+        await tx.query(sql.unsafe`LOCK TABLE runs IN SHARE ROW EXCLUSIVE MODE`);
+        locked();
+        await released;
+      }),
+    );
+    await isLocked;
+    const id = String((await one(stack, sql.unsafe`SELECT gen_random_uuid()::text AS id`))['id']);
+    await stack.pool.transaction(async (tx) => {
+      await tx.query(sql.unsafe`INSERT INTO internal_events (id, name, payload, org_id, source) VALUES (${id}, 'deploy-requested', '{"env":"lease"}'::jsonb, 'acme', 'step')`);
+      await tx.query(sql.unsafe`SELECT pg_notify('svc_internal_events', ${JSON.stringify({ id, name: 'deploy-requested', orgId: 'acme' })})`);
+    });
+    const holderNode = await until('a node to lease the event', async () => {
+      const row = await one(stack, sql.unsafe`SELECT lease_node FROM internal_events WHERE id = ${id}`);
+      return row['lease_node'] === null ? undefined : String(row['lease_node']);
+    }, 60_000, 50);
+    const pid = Number((await one(stack, sql.unsafe`SELECT pid FROM cluster_nodes WHERE node_id = ${holderNode}`))['pid']);
+    process.kill(pid, 'SIGKILL');
+    release();
+    await holder;
+    const delivered = await until('the event delivered by another node', async () => {
+      const row = await one(stack, sql.unsafe`SELECT processed_at IS NOT NULL AS done, lease_node, attempts FROM internal_events WHERE id = ${id}`);
+      return row['done'] === true ? row : undefined;
+    }, 120_000, 250);
+    t.not(delivered['lease_node'], holderNode, `delivered by ${String(delivered['lease_node'])}, not by the killed ${holderNode}`);
+    t.equal(delivered['attempts'], 2, 'the second attempt, after the lease expired');
+    const runs = await one(stack, sql.unsafe`SELECT count(*)::int AS n FROM runs WHERE triggering_event_id = ${id}`);
+    t.equal(runs['n'], 1, 'exactly one run');
+  });
 });

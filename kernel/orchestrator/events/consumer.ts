@@ -83,8 +83,12 @@ async function failuresFor(pool: DatabasePool, orgId: string, registration: Regi
   return row.n;
 }
 
-function candidatesOf(deps: ConsumerDeps, orgId: string, event: NormalizedEvent): Promise<RegistrationRecord[]> {
-  return deps.registrations !== undefined ? deps.registrations.candidates(deps.pool, orgId, event) : candidateRegistrations(deps.pool, orgId, event);
+/**
+ * Candidates from the cache, unless an earlier attempt failed (perhaps on a registration an
+ * operator has since repaired, then retried from the DLQ): that delivery reads the table.
+ */
+function candidatesOf(deps: ConsumerDeps, leased: LeasedEvent, event: NormalizedEvent): Promise<RegistrationRecord[]> {
+  return deps.registrations !== undefined && !leased.failed_before ? deps.registrations.candidates(deps.pool, leased.org_id, event) : candidateRegistrations(deps.pool, leased.org_id, event);
 }
 
 /** Registrations `event` matches, and why the others did not. */
@@ -100,12 +104,12 @@ async function matchesFor(deps: ConsumerDeps, leased: LeasedEvent, event: Normal
       notes.push(`${u.registration.repository}:${u.registration.workflow}: ${u.verdict}, ${reason?.detail ?? 'no trigger matched'}`);
     }
   };
-  evaluate(await candidatesOf(deps, leased.org_id, event), internal, event);
+  evaluate(await candidatesOf(deps, leased, event), internal, event);
   // A failed workflow also feeds the failure-batch triggers, each with its own count.
   if (event.type === 'workflow_complete' && internal.status === 'failed') {
     // Its runs carry event_name `workflows_failed_batch`: failuresFor counts from the last of them.
     const batch: NormalizedEvent = { ...event, type: 'workflows_failed_batch', eventName: 'workflows_failed_batch' };
-    for (const registration of await candidatesOf(deps, leased.org_id, batch)) {
+    for (const registration of await candidatesOf(deps, leased, batch)) {
       const count = await failuresFor(deps.pool, leased.org_id, registration);
       evaluate([registration], { ...internal, countFailures: () => count }, batch);
     }

@@ -25,6 +25,8 @@ export const LeasedEvent = Type.Object({
   attempts: Type.Number(),
   claimed_at: Type.String(),
   created_ms: Type.Number(),
+  /** An earlier attempt failed (or its lease expired): the consumer then reads uncached state. */
+  failed_before: Type.Boolean(),
 });
 export type LeasedEvent = Static<typeof LeasedEvent>;
 
@@ -41,7 +43,8 @@ export async function leaseEvents(pool: DatabasePool, nodeId: string, leaseMs: n
       LIMIT ${limit}
       FOR UPDATE SKIP LOCKED)
     RETURNING e.id::text AS id, e.name, e.payload, e.target, e.org_id, e.source, e.run_id::text AS run_id, e.job_id::text AS job_id,
-      e.chain_depth, e.attempts, e.claimed_at::text AS claimed_at, (extract(epoch FROM e.created_at) * 1000)::float8 AS created_ms`);
+      e.chain_depth, e.attempts, e.claimed_at::text AS claimed_at, (extract(epoch FROM e.created_at) * 1000)::float8 AS created_ms,
+      e.last_error IS NOT NULL AS failed_before`);
 }
 
 /**
