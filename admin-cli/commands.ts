@@ -21,6 +21,8 @@ export const COMMANDS = await loadCommands(import.meta.url, {
   'context:create': './commands/context/create',
   'context:bind': './commands/context/bind',
   'context:list': './commands/context/list',
+  'deliveries:list': './commands/deliveries/list',
+  'deliveries:show': './commands/deliveries/show',
   'event-dlq:list': './commands/event-dlq/list',
   'event-dlq:count': './commands/event-dlq/count',
   'event-dlq:retry': './commands/event-dlq/retry',

@@ -21,6 +21,7 @@ export const SVC_ADMIN_CLI: CliDefinition = {
     cache: 'Source, dependency and user caches: list and purge',
     cluster: 'The orchestrator nodes sharing the database: which are alive and which leads',
     context: 'Secret contexts: create them and bind them to repositories or orgs',
+    deliveries: 'The webhook event log: delivery records, their outcomes and pipeline steps',
     'event-dlq': 'The dead-letter queue of internal events: list, count, retry, discard',
     plugin: 'Plugins: check that a module signs in without starting a server',
     relay: 'The Platform relay: orgs, their tokens and personal access tokens',

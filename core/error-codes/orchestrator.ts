@@ -195,6 +195,9 @@ export const ORCHESTRATOR_ERROR_CODES = {
   },
   SVC_ERR_EVENT_DLQ_UNKNOWN: { kind: 'not_found', message: 'no event {id} in the dead-letter queue' },
   SVC_ERR_EVENT_DLQ_ID_INVALID: { kind: 'input', message: 'event id {id} is not a UUID' },
+  // DELIVERY (the webhook event log as operators read it)
+  SVC_ERR_DELIVERY_FILTER_INVALID: { kind: 'input', message: '{filter} "{value}" is not valid: {why}' },
+  SVC_ERR_DELIVERY_NOT_FOUND: { kind: 'not_found', message: 'no delivery {deliveryId} in org {orgId}' },
   // CLUSTER
   SVC_ERR_CLUSTER_JOIN_REFUSED: {
     kind: 'authentication',

@@ -1,5 +1,5 @@
-// Operator admin routes for the cluster and internal events (docs/events.md), shared by the
-// orchestrator's routes and `svc-admin`'s `--json` output.
+// Operator admin routes for the cluster and internal events (docs/events.md) and the webhook
+// event log (docs/ingest.md), shared by the orchestrator's routes and `svc-admin`'s `--json` output.
 import { Type, type Static } from 'typebox';
 
 const strict = { additionalProperties: false } as const;
@@ -74,3 +74,83 @@ export const DlqDiscardBody = Type.Object(
   },
   strict,
 );
+
+/** One pipeline step of a webhook delivery, in the order the steps ran (docs/ingest.md). */
+export const DeliveryStep = Type.Object(
+  {
+    step: Type.String(),
+    outcome: Type.String(),
+    detail: Type.Optional(Type.String()),
+  },
+  strict,
+);
+export type DeliveryStep = Static<typeof DeliveryStep>;
+
+const deliveryFields = {
+  orgId: Type.String(),
+  deliveryId: Type.String(),
+  sourceId: Nullable(Type.String()),
+  routingKey: Type.String(),
+  providerKind: Type.String(),
+  status: Type.String(),
+  shedReason: Nullable(Type.String()),
+  message: Nullable(Type.String()),
+  eventType: Nullable(Type.String()),
+  action: Nullable(Type.String()),
+  eventName: Nullable(Type.String()),
+  repository: Nullable(Type.String()),
+  ref: Nullable(Type.String()),
+  sha: Nullable(Type.String()),
+  sender: Nullable(Type.String()),
+  trustTier: Nullable(Type.String()),
+  workflowModified: Type.Boolean(),
+  runIds: Type.Array(Type.String()),
+  /** Where the gzipped payload is (or was to be) stored; the payload itself is never in a record. */
+  payloadKey: Nullable(Type.String()),
+  payloadBytes: Nullable(Type.Number()),
+  payloadOmitted: Type.Boolean(),
+  payloadOmittedReason: Nullable(Type.String()),
+  duplicates: Type.Number(),
+  generation: Type.Number(),
+  attempts: Type.Number(),
+  nodeId: Nullable(Type.String()),
+  receivedAt: Type.String(),
+  createdAt: Type.String(),
+  updatedAt: Type.String(),
+};
+
+/** A webhook delivery record as listed (`GET /api/v1/admin/deliveries`): every field but the steps. */
+export const DeliverySummary = Type.Object(deliveryFields, strict);
+export type DeliverySummary = Static<typeof DeliverySummary>;
+
+/** One webhook delivery record with its pipeline steps (`GET /api/v1/admin/deliveries/:orgId/:deliveryId`). */
+export const DeliveryRecord = Type.Object({ ...deliveryFields, steps: Type.Array(DeliveryStep) }, strict);
+export type DeliveryRecord = Static<typeof DeliveryRecord>;
+
+/**
+ * `GET /api/v1/admin/deliveries`: `status` one of the record's statuses, `since`/`until` an ISO
+ * timestamp or a duration back from now (`30m`, `1h`, `7d`); checked by the query (clear codes).
+ */
+export const DeliveriesQuery = Type.Object(
+  {
+    org: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    source: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    status: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    since: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    until: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    repository: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+  },
+  strict,
+);
+
+export const DeliveryParams = Type.Object(
+  {
+    orgId: Type.String({ minLength: 1, maxLength: 200 }),
+    deliveryId: Type.String({ minLength: 1, maxLength: 1000 }),
+  },
+  strict,
+);
+
+/** `GET /api/v1/admin/deliveries/:orgId/:deliveryId` takes no query parameters. */
+export const DeliveryRecordQuery = Type.Object({}, strict);

@@ -10,6 +10,7 @@ import { watchSources } from '../sources/cache.ts';
 import { createListener } from '../../services/db/index.ts';
 import { INGEST_EVENTS_CHANNEL } from './steps/registrations.ts';
 import { releaseInterrupted } from './record/delivery-record.ts';
+import { deliveryRoutes } from './record/routes.ts';
 import { webhookRoutes } from './entry/http-route.ts';
 import { createIngest } from './pipeline.ts';
 import { createIngestPool } from './pool.ts';
@@ -57,6 +58,8 @@ export const ingestSubsystem: Subsystem = {
       if (!(await pipeline.eventLog.drain(5000))) logger.warn({ pending: pipeline.eventLog.pending }, 'event-log payloads left unwritten at stop (recorded storage_failed)');
       await pool.end();
     });
+    // The event log for operators (`svc-admin deliveries`), on every node.
+    await ctx.http.register(deliveryRoutes({ pool: ctx.db, adminToken: ctx.config.secrets.bootstrapAdminToken }));
     const released = await releaseInterrupted(ctx.db, ctx.nodeId);
     if (released > 0) logger.warn({ released }, 'deliveries interrupted by the last stop are replayable again');
 
