@@ -197,6 +197,12 @@ await eachDatabase(t, async (t, db) => {
     }, 60_000, 250);
     t.equal((await runsOf(stack, 'deployer')).length, 1, 'exactly one deployer run');
     t.equal((await runsOf(stack, 'followup')).length, 1, 'exactly one follow-up run');
+
+    // The pushes' delivery records, through the admin route of any node.
+    const log = await fetch(`${node2.url}/api/v1/admin/deliveries?org=acme&status=matched`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    t.equal(log.status, 200);
+    const listed = ((await log.json()) as { deliveries: Array<{ repository: string | null }> }).deliveries;
+    t.ok(listed.some((d) => d.repository === 'acme/app'), 'the event log lists the push that matched');
   });
 
   await t.test('the circuit breaker stops an event chain that would never end', async (t) => {
