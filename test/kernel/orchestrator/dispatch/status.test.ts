@@ -32,7 +32,8 @@ t.test('status, steps, logs, context, outputs to needs, run completion', async (
     agent.sendRaw({ type: 'log.chunk', jobId: build, seq: 1, lines });
     agent.sendRaw({ type: 'step.status', jobId: build, index: 0, name: 'compile', status: 'completed', at: new Date().toISOString() });
     await waitStatus(db.pool, build, 'running');
-    await until('steps', async () => (((await db.pool.oneFirst(sql.unsafe`SELECT status FROM job_steps WHERE job_id = ${build} AND index = 0`)) as string) === 'completed' ? true : undefined));
+    // The step row may not exist yet when the first check runs: maybeOneFirst, not oneFirst.
+    await until('steps', async () => (((await db.pool.maybeOneFirst(sql.unsafe`SELECT status FROM job_steps WHERE job_id = ${build} AND index = 0`)) as string | null) === 'completed' ? true : undefined));
     const logs = (await db.pool.any(sql.unsafe`SELECT seq, lines FROM job_logs WHERE job_id = ${build} ORDER BY seq`)) as readonly { seq: number; lines: Array<{ text: string }> }[];
     t.same(logs.map((l) => [l.seq, l.lines[0]!.text]), [[0, 'hello'], [1, 'hello']], 'log chunks stored once per seq');
     t.same((await jobRow(db.pool, build)).context, { nodeVersion: 'v24.1.0', os: 'linux', arch: 'x64', sandbox: 'bare-metal' });
