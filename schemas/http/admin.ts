@@ -64,16 +64,7 @@ export const DlqRetryBody = Type.Object(
 );
 
 /** `POST /api/v1/admin/events/dlq/discard`: as retry, with the operator's reason (kept on the event). */
-export const DlqDiscardBody = Type.Object(
-  {
-    ids: Type.Optional(Type.Array(Uuid, { maxItems: 1000 })),
-    all: Type.Optional(Type.Boolean()),
-    org: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    reason: Type.String({ minLength: 1, maxLength: 1000 }),
-  },
-  strict,
-);
+export const DlqDiscardBody = Type.Object({ ...DlqRetryBody.properties, reason: Type.String({ minLength: 1, maxLength: 1000 }) }, strict);
 
 /** One pipeline step of a webhook delivery, in the order the steps ran (docs/ingest.md). */
 export const DeliveryStep = Type.Object(

@@ -118,13 +118,3 @@ export async function expireLeases(pool: DatabasePool, maxAttempts: number | nul
     FROM expired WHERE e.id = expired.id
     RETURNING e.id::text AS id, e.name, e.org_id, expired.lease_node, (e.dlq_reason IS NOT NULL) AS dlq`);
 }
-
-const Pending = Type.Object({ pending: Type.Number(), due_in_ms: Type.Union([Type.Number(), Type.Null()]) });
-
-/** How many events wait, and how soon the next one is due (null: none waiting). */
-export async function pendingSummary(pool: DatabasePool): Promise<Static<typeof Pending>> {
-  return pool.one(sqlTyped(Pending)`
-    SELECT count(*)::int AS pending,
-      (extract(epoch FROM (min(next_attempt_at) - clock_timestamp())) * 1000)::float8 AS due_in_ms
-    FROM internal_events WHERE processed_at IS NULL AND dlq_reason IS NULL AND lease_until IS NULL`);
-}
