@@ -4,7 +4,7 @@
 // step runner's IPC and output travel as frames on that connection. The workspace goes in as a
 // tarball drive; files the job writes stay in the VM (caches are saved from the host copy).
 import { access, mkdtemp, rm } from 'node:fs/promises';
-import { createServer, type Server, type Socket } from 'node:net';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -50,6 +50,18 @@ async function exists(path: string): Promise<boolean> {
   );
 }
 
+/** True once something accepts connections on the unix socket (the file appears at bind, before listen). */
+function accepting(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(path);
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
 async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
@@ -93,7 +105,7 @@ export function createFirecrackerSandbox(config: FirecrackerSandboxConfig): Sand
         throw error;
       };
       try {
-        await waitFor(() => exists(apiSock), config.bootTimeoutMs, 'the firecracker API socket did not appear');
+        await waitFor(() => accepting(apiSock), config.bootTimeoutMs, 'the firecracker API socket did not accept connections');
         await firecrackerPut(apiSock, '/machine-config', { vcpu_count: config.vcpus, mem_size_mib: config.memMib });
         await firecrackerPut(apiSock, '/boot-source', { kernel_image_path: config.kernelImage, boot_args: `${config.bootArgs} svc.port=${config.vsockPort}` });
         await firecrackerPut(apiSock, '/drives/rootfs', { drive_id: 'rootfs', path_on_host: config.rootfs, is_root_device: true, is_read_only: true });
