@@ -44,6 +44,10 @@ export const RELAY_ERROR_CODES = {
   },
   SVC_ERR_RELAY_QUERY_INVALID: { kind: 'input', message: 'unknown query parameter(s): {unknown}; only "after" is accepted' },
   SVC_ERR_RELAY_RUN_ID_INVALID: { kind: 'input', message: '"{runId}" is not a run id (a UUID)' },
+  SVC_ERR_RELAY_RUN_LIST_CURSOR_INVALID: {
+    kind: 'input',
+    message: '"before" must be the "nextBefore" of the previous page (<time>,<run id>) or an ISO time such as 2026-01-31T12:00:00Z; got "{before}"',
+  },
   SVC_ERR_RELAY_STOPPING: { kind: 'unavailable', message: 'the relay is stopping; retry shortly' },
   SVC_ERR_RELAY_TOKEN_INVALID: { kind: 'authentication', message: 'the platform token is not valid for any org (rotated or mistyped?)' },
   SVC_ERR_RELAY_TOKEN_MISSING: { kind: 'authentication', message: 'send the org platform token as "Authorization: Bearer <token>"' },

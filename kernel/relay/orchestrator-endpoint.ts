@@ -235,9 +235,12 @@ export class OrchestratorEndpoint {
         }
         return;
       case 'execution.status':
-        return recordRunStatus(this.#options.db, orgId, message);
       case 'job.status.forward':
-        return recordJobStatus(this.#options.db, orgId, message);
+        // The connection's token decides the org; a message naming another one is a bug upstream.
+        if (message.orgId !== undefined && message.orgId !== orgId) {
+          return this.#refuse(state, 'org', `${message.type} of run ${message.runId} names org ${message.orgId}, but this connection serves ${orgId}`, log);
+        }
+        return message.type === 'execution.status' ? recordRunStatus(this.#options.db, orgId, message) : recordJobStatus(this.#options.db, orgId, message);
       default:
         // Responses to dashboard requests: the relay does not issue those yet.
         log.debug({ type: message.type }, 'orchestrator message with no waiting request');

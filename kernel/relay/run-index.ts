@@ -1,37 +1,163 @@
-// A minimal run index fed by `execution.status` and `job.status.forward`, for the dashboard. The
-// orchestrator's own records are authoritative; an older update never overwrites a newer one.
-import { sql, type DatabasePool } from '../services/db/index.ts';
+// The relay's run index (docs/run-index.md), fed by `execution.status` and `job.status.forward`
+// from the orchestrators of each org and read by `GET /v1/orgs/:orgId/runs` (`svc runs list`)
+// without asking an orchestrator. The orchestrator's records are authoritative: an update older
+// than the stored one never overwrites it (resends after a reconnect are harmless).
+// `last_rerun_at` and `cancelled_by` are what the Platform tracks (spec "Other records"): the
+// dashboard routes set them at once, the orchestrator's records confirm them.
+import { Type } from 'typebox';
+import type { RunStatus, RunSummary } from '../../schemas/http/run-index.ts';
+import type { ExecutionStatus, JobStatusForward } from '../../schemas/wire/relay.ts';
+import { sql, sqlTyped, type DatabasePool } from '../services/db/index.ts';
 
-export interface RunStatusUpdate {
-  runId: string;
-  workflow: string;
-  repository: string;
-  status: string;
-  updatedAt: string;
-}
+export type RunStatusUpdate = Omit<ExecutionStatus, 'type'>;
+export type JobStatusUpdate = Omit<JobStatusForward, 'type'>;
 
-export interface JobStatusUpdate {
-  runId: string;
-  jobId: string;
-  job: string;
-  status: string;
-  updatedAt: string;
-}
+const orNull = <T>(value: T | undefined): T | null => (value === undefined ? null : value);
 
 export async function recordRunStatus(pool: DatabasePool, orgId: string, u: RunStatusUpdate): Promise<void> {
-  await pool.query(sql.unsafe`
-    insert into relay_runs (org_id, run_id, workflow, repository, status, updated_at)
-    values (${orgId}, ${u.runId}, ${u.workflow}, ${u.repository}, ${u.status}, ${u.updatedAt}::timestamptz)
-    on conflict (org_id, run_id) do update set
-      workflow = excluded.workflow, repository = excluded.repository, status = excluded.status, updated_at = excluded.updated_at
-    where relay_runs.updated_at <= excluded.updated_at`);
+  const createdAt = u.createdAt;
+  if (createdAt === undefined) {
+    // An older orchestrator: status only; first seen stands in for the creation time.
+    await pool.query(sql.unsafe`
+      insert into relay_runs (org_id, run_id, workflow, repository, status, updated_at, created_at)
+      values (${orgId}, ${u.runId}, ${u.workflow}, ${u.repository}, ${u.status}, ${u.updatedAt}::timestamptz, ${u.updatedAt}::timestamptz)
+      on conflict (org_id, run_id) do update set
+        workflow = excluded.workflow, repository = excluded.repository, status = excluded.status, updated_at = excluded.updated_at
+      where relay_runs.updated_at <= excluded.updated_at`);
+    return;
+  }
+  await pool.transaction(async (tx) => {
+    await tx.query(sql.unsafe`
+      insert into relay_runs (org_id, run_id, workflow, repository, status, updated_at, reason, event_name, ref, sha, actor,
+                              created_at, started_at, finished_at, parent_run_id, original_run_id, triggered_by, cancelled_by)
+      values (${orgId}, ${u.runId}, ${u.workflow}, ${u.repository}, ${u.status}, ${u.updatedAt}::timestamptz, ${orNull(u.reason)},
+              ${orNull(u.eventName)}, ${orNull(u.ref)}, ${orNull(u.sha)}, ${orNull(u.actor)}, ${createdAt}::timestamptz,
+              ${orNull(u.startedAt)}::timestamptz, ${orNull(u.finishedAt)}::timestamptz, ${orNull(u.parentRunId)}, ${orNull(u.originalRunId)},
+              ${orNull(u.triggeredBy)}, ${orNull(u.cancelledBy)})
+      on conflict (org_id, run_id) do update set
+        workflow = excluded.workflow, repository = excluded.repository, status = excluded.status, updated_at = excluded.updated_at,
+        reason = excluded.reason, event_name = excluded.event_name, ref = excluded.ref, sha = excluded.sha, actor = excluded.actor,
+        created_at = excluded.created_at, started_at = excluded.started_at, finished_at = excluded.finished_at,
+        parent_run_id = excluded.parent_run_id, original_run_id = excluded.original_run_id, triggered_by = excluded.triggered_by,
+        -- The orchestrator's record wins; until it names someone, the dashboard's entry stays.
+        cancelled_by = coalesce(excluded.cancelled_by, relay_runs.cancelled_by)
+      where relay_runs.updated_at <= excluded.updated_at`);
+    // A re-run (whichever way it was started) is the parent's latest re-run; greatest() skips a null.
+    if (u.parentRunId !== undefined && u.parentRunId !== null) {
+      await tx.query(sql.unsafe`
+        update relay_runs set last_rerun_at = greatest(last_rerun_at, ${createdAt}::timestamptz)
+        where org_id = ${orgId} and run_id = ${u.parentRunId} and last_rerun_at is distinct from greatest(last_rerun_at, ${createdAt}::timestamptz)`);
+    }
+  });
 }
 
 export async function recordJobStatus(pool: DatabasePool, orgId: string, u: JobStatusUpdate): Promise<void> {
+  if (u.kind === undefined) {
+    await pool.query(sql.unsafe`
+      insert into relay_jobs (org_id, run_id, job_id, job, status, updated_at)
+      values (${orgId}, ${u.runId}, ${u.jobId}, ${u.job}, ${u.status}, ${u.updatedAt}::timestamptz)
+      on conflict (org_id, job_id) do update set
+        run_id = excluded.run_id, job = excluded.job, status = excluded.status, updated_at = excluded.updated_at
+      where relay_jobs.updated_at <= excluded.updated_at`);
+    return;
+  }
   await pool.query(sql.unsafe`
-    insert into relay_jobs (org_id, run_id, job_id, job, status, updated_at)
-    values (${orgId}, ${u.runId}, ${u.jobId}, ${u.job}, ${u.status}, ${u.updatedAt}::timestamptz)
+    insert into relay_jobs (org_id, run_id, job_id, job, status, updated_at, kind, reason, started_at, finished_at)
+    values (${orgId}, ${u.runId}, ${u.jobId}, ${u.job}, ${u.status}, ${u.updatedAt}::timestamptz, ${u.kind}, ${orNull(u.reason)},
+            ${orNull(u.startedAt)}::timestamptz, ${orNull(u.finishedAt)}::timestamptz)
     on conflict (org_id, job_id) do update set
-      run_id = excluded.run_id, job = excluded.job, status = excluded.status, updated_at = excluded.updated_at
+      run_id = excluded.run_id, job = excluded.job, status = excluded.status, updated_at = excluded.updated_at,
+      kind = excluded.kind, reason = excluded.reason, started_at = excluded.started_at, finished_at = excluded.finished_at
     where relay_jobs.updated_at <= excluded.updated_at`);
+}
+
+/** Where a page starts: strictly before this creation time (and, at that time, before this run id). */
+export interface RunListCursor {
+  createdAt: Date;
+  runId?: string;
+}
+
+export interface RunListFilter {
+  limit: number;
+  status?: RunStatus;
+  repository?: string;
+  before?: RunListCursor;
+}
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
+const RunRow = Type.Object({
+  run_id: Type.String(),
+  org_id: Type.String(),
+  status: Type.String(),
+  reason: Nullable(Type.String()),
+  workflow: Type.String(),
+  repository: Type.String(),
+  ref: Nullable(Type.String()),
+  sha: Nullable(Type.String()),
+  event_name: Nullable(Type.String()),
+  actor: Nullable(Type.String()),
+  created_at: Type.Number(),
+  started_at: Nullable(Type.Number()),
+  finished_at: Nullable(Type.Number()),
+  updated_at: Type.Number(),
+  parent_run_id: Nullable(Type.String()),
+  original_run_id: Nullable(Type.String()),
+  triggered_by: Nullable(Type.String()),
+  cancelled_by: Nullable(Type.String()),
+  last_rerun_at: Nullable(Type.Number()),
+});
+const JobCountRow = Type.Object({ run_id: Type.String(), status: Type.String(), n: Type.Number() });
+
+const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+/** The cursor of the page after one ending with `last`. */
+export function cursorAfter(last: Pick<RunSummary, 'createdAt' | 'runId'>): string {
+  return `${last.createdAt},${last.runId}`;
+}
+
+/** An org's runs from the index, newest first (created, then run id), with job counts by status. */
+export async function listIndexedRuns(pool: DatabasePool, orgId: string, filter: RunListFilter): Promise<RunSummary[]> {
+  const where = [sql.fragment`org_id = ${orgId}`];
+  if (filter.status !== undefined) where.push(sql.fragment`status = ${filter.status}`);
+  if (filter.repository !== undefined) where.push(sql.fragment`repository = ${filter.repository}`);
+  const before = filter.before;
+  if (before !== undefined) {
+    const at = before.createdAt.toISOString();
+    where.push(before.runId === undefined ? sql.fragment`created_at < ${at}::timestamptz` : sql.fragment`(created_at, run_id) < (${at}::timestamptz, ${before.runId})`);
+  }
+  const rows = await pool.any(sqlTyped(RunRow)`
+    select run_id, org_id, status, reason, workflow, repository, ref, sha, event_name, actor, created_at, started_at, finished_at,
+      updated_at, parent_run_id, original_run_id, triggered_by, cancelled_by, last_rerun_at
+    from relay_runs where ${sql.join(where, sql.fragment` and `)}
+    order by created_at desc, run_id desc limit ${filter.limit}`);
+  const counts = new Map<string, Record<string, number>>();
+  if (rows.length > 0) {
+    const byStatus = await pool.any(sqlTyped(JobCountRow)`
+      select run_id, status, count(*)::int as n from relay_jobs
+      where org_id = ${orgId} and run_id = any(${sql.array(rows.map((r) => r.run_id), 'text')})
+      group by run_id, status order by run_id, status`);
+    for (const c of byStatus) (counts.get(c.run_id) ?? counts.set(c.run_id, {}).get(c.run_id)!)[c.status] = c.n;
+  }
+  return rows.map((r) => ({
+    runId: r.run_id,
+    orgId: r.org_id,
+    status: r.status,
+    reason: r.reason,
+    workflow: r.workflow,
+    repository: r.repository,
+    ref: r.ref,
+    sha: r.sha,
+    eventName: r.event_name,
+    actor: r.actor,
+    createdAt: new Date(r.created_at).toISOString(),
+    startedAt: iso(r.started_at),
+    finishedAt: iso(r.finished_at),
+    updatedAt: new Date(r.updated_at).toISOString(),
+    parentRunId: r.parent_run_id,
+    originalRunId: r.original_run_id,
+    triggeredBy: r.triggered_by,
+    cancelledBy: r.cancelled_by,
+    lastRerunAt: iso(r.last_rerun_at),
+    jobs: counts.get(r.run_id) ?? {},
+  }));
 }

@@ -154,6 +154,8 @@ export const DashboardPayloadResponse = Type.Object(
 );
 
 const NullableString = Type.Union([Type.String(), Type.Null()]);
+/** A status reason in `execution.status` / `job.status.forward` is cut to this many characters. */
+export const MAX_STATUS_REASON_LENGTH = 2000;
 const NullableTime = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
 
 /** One step of a job as `svc runs show` prints it. */
@@ -262,6 +264,15 @@ export const RunLogsRequest = Type.Object(
 );
 export const RunLogsResponse = Type.Object({ type: Type.Literal('run.logs.response'), requestId: Id, page: Type.Optional(RunLogsPage), error: Type.Optional(DashboardError) }, Strict);
 
+/**
+ * Run and job metadata for the relay's run index (docs/run-index.md). The orchestrator's records
+ * are authoritative: a message carries the run's or job's current record, and the relay keeps the
+ * one with the newest `updatedAt` (an older or resent message changes nothing). Fields after
+ * `updatedAt` were added in the same protocol version and are optional, so a message of an older
+ * orchestrator still passes; a current orchestrator always sends all of them. `orgId`, when
+ * present, must be the org of the connection's platform token (the relay refuses the frame
+ * otherwise).
+ */
 export const ExecutionStatus = Type.Object(
   {
     type: Type.Literal('execution.status'),
@@ -270,20 +281,44 @@ export const ExecutionStatus = Type.Object(
     repository: Type.String(),
     status: Type.String(),
     updatedAt: Type.String({ format: 'date-time' }),
+    orgId: Type.Optional(Id),
+    reason: Type.Optional(Type.Union([Type.String({ maxLength: MAX_STATUS_REASON_LENGTH }), Type.Null()])),
+    eventName: Type.Optional(Type.String()),
+    ref: Type.Optional(NullableString),
+    sha: Type.Optional(Type.String()),
+    actor: Type.Optional(Type.String()),
+    createdAt: Type.Optional(Type.String({ format: 'date-time' })),
+    startedAt: Type.Optional(NullableTime),
+    finishedAt: Type.Optional(NullableTime),
+    /** Run lineage (spec "Other records"): the run re-run, the root ancestor, who re-ran it. */
+    parentRunId: Type.Optional(Type.Union([Id, Type.Null()])),
+    originalRunId: Type.Optional(Type.Union([Id, Type.Null()])),
+    triggeredBy: Type.Optional(NullableString),
+    cancelledBy: Type.Optional(NullableString),
   },
   Strict,
 );
+export type ExecutionStatus = Static<typeof ExecutionStatus>;
+
 export const JobStatusForward = Type.Object(
   {
     type: Type.Literal('job.status.forward'),
     runId: Id,
     jobId: Id,
+    /** The job's display name (matrix values included). */
     job: Type.String(),
     status: Type.String(),
     updatedAt: Type.String({ format: 'date-time' }),
+    orgId: Type.Optional(Id),
+    /** `job`, `build`, `hooks`, … (the orchestrator's job kinds). */
+    kind: Type.Optional(Type.String()),
+    reason: Type.Optional(Type.Union([Type.String({ maxLength: MAX_STATUS_REASON_LENGTH }), Type.Null()])),
+    startedAt: Type.Optional(NullableTime),
+    finishedAt: Type.Optional(NullableTime),
   },
   Strict,
 );
+export type JobStatusForward = Static<typeof JobStatusForward>;
 
 /** Messages the orchestrator sends to the relay. */
 export const OrchestratorToRelayMembers = [

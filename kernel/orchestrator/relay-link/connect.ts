@@ -46,6 +46,10 @@ export interface ConnectRelayOptions {
   logger: Logger;
   /** Other relay messages (dashboard requests: run.rerun.request, …). */
   onMessage?: (message: RelayToOrchestrator) => void;
+  /** At every `relay.welcome` (first connect and each reconnect), once the link counts as connected. */
+  onWelcome?: (welcome: { orgId: string }) => void;
+  /** When a connected link drops (messages sent shortly before may be lost). */
+  onDisconnected?: () => void;
   minReconnectDelayMs?: number;
   maxReconnectDelayMs?: number;
   /** No ping from the relay for this long: the socket is considered dead and redialled. */
@@ -57,6 +61,8 @@ export interface ConnectRelayOptions {
 export interface RelayLink {
   /** True between `relay.welcome` and the socket closing. */
   readonly connected: boolean;
+  /** The org the relay serves this link for (its platform token's), from the last welcome. */
+  readonly orgId: string | undefined;
   registerSource(source: RelaySource): void;
   deregisterSource(routingKey: string): void;
   /** Sends a message now if connected (status forwards); false when not connected. */
@@ -110,6 +116,7 @@ export function connectRelay(options: ConnectRelayOptions): RelayLink {
 
   let socket: WebSocket | undefined;
   let connected = false;
+  let orgId: string | undefined;
   let closed = false;
   let attempt = 0;
   let reconnectTimer: NodeJS.Timeout | undefined;
@@ -205,6 +212,12 @@ export function connectRelay(options: ConnectRelayOptions): RelayLink {
         const ready = waiters;
         waiters = [];
         for (const w of ready) w.resolve();
+        orgId = message.orgId;
+        try {
+          options.onWelcome?.({ orgId: message.orgId });
+        } catch (error) {
+          log.error({ err: error }, 'welcome handler failed');
+        }
         return;
       }
       case 'webhook.deliver':
@@ -255,6 +268,13 @@ export function connectRelay(options: ConnectRelayOptions): RelayLink {
       } else if (wasConnected) {
         log.warn({ code, reason: reason.toString() }, 'relay link closed; redialling');
       }
+      if (wasConnected) {
+        try {
+          options.onDisconnected?.();
+        } catch (error) {
+          log.error({ err: error }, 'disconnect handler failed');
+        }
+      }
       scheduleReconnect();
     });
   }
@@ -264,6 +284,9 @@ export function connectRelay(options: ConnectRelayOptions): RelayLink {
   return {
     get connected() {
       return connected;
+    },
+    get orgId() {
+      return orgId;
     },
     registerSource(source) {
       registered.set(source.routingKey, source);

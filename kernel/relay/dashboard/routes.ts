@@ -5,6 +5,8 @@
 //   GET  /orgs/:orgId/runs/:runId/payload        → 200 { payload }
 //   GET  /v1/orgs/:orgId/runs/:runId             → 200 { run }            (svc runs show)
 //   GET  /v1/orgs/:orgId/runs/:runId/logs?after= → 200 RunLogsPage        (svc runs logs)
+//   GET  /v1/orgs/:orgId/runs?limit=&status=&…   → 200 RunList            (svc runs list; from the
+//                                                  relay's run index, no orchestrator asked: run-list.ts)
 //   GET  /v1/whoami                              → 200 { orgId, kind, user? } (svc login)
 // Order of checks: token (401), org (403), path and query (400), an orchestrator (503), its
 // answer (its status; 504 when it does not answer in time).
@@ -18,6 +20,7 @@ import type { SvcHttpServer } from '../../services/http/index.ts';
 import { ORG_ID_PATTERN } from '../orgs.ts';
 import { authorize, identify, type Caller } from './auth.ts';
 import type { DashboardBroker } from './broker.ts';
+import { registerRunListRoute } from './run-list.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -140,6 +143,8 @@ export function registerDashboardRoutes(app: SvcHttpServer, options: DashboardRo
       return failed(reply, error);
     }
   });
+
+  registerRunListRoute(app, db);
 
   app.get('/v1/whoami', async (request, reply) => {
     const caller = await identify(db, request);
