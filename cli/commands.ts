@@ -14,6 +14,7 @@ export const COMMANDS = await loadCommands(import.meta.url, {
   'org:use': './commands/org/use',
   'preview': './commands/preview',
   'run': './commands/run',
+  'runs:list': './commands/runs/list',
   'runs:logs': './commands/runs/logs',
   'runs:show': './commands/runs/show',
   'types': './commands/types',

@@ -8,6 +8,7 @@ import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Type, type Static } from 'typebox';
 import { RunLogsPage, RunView } from '../schemas/wire/relay.ts';
+import { RunList, type RunStatus } from '../schemas/http/run-index.ts';
 import { compileSchema, formatIssues } from '../schemas/validate.ts';
 import {
   AuthenticationError,
@@ -37,6 +38,7 @@ export type PlatformConfigFile = Static<typeof PlatformConfigFile>;
 const checkConfig = compileSchema(PlatformConfigFile);
 const checkShow = compileSchema(Type.Object({ run: RunView }));
 const checkPage = compileSchema(RunLogsPage);
+const checkRunList = compileSchema(RunList);
 const checkWhoami = compileSchema(Type.Object({ orgId: Type.String(), kind: Type.String(), user: Type.Optional(Type.String()) }));
 
 export const ORG_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
@@ -195,6 +197,17 @@ export class PlatformClient {
 
   async showRun(runId: string): Promise<RunView> {
     return this.#checked(checkShow, await this.#get(this.#runPath(runId)), 'run detail').run;
+  }
+
+  /** Recent runs of the org from the relay's run index (no orchestrator needed). */
+  async listRuns(filter: { limit?: number; status?: RunStatus; repository?: string; before?: string } = {}): Promise<RunList> {
+    const query = new URLSearchParams();
+    if (filter.limit !== undefined) query.set('limit', String(filter.limit));
+    if (filter.status !== undefined) query.set('status', filter.status);
+    if (filter.repository !== undefined) query.set('repository', filter.repository);
+    if (filter.before !== undefined) query.set('before', filter.before);
+    const qs = query.toString();
+    return this.#checked(checkRunList, await this.#get(`/v1/orgs/${encodeURIComponent(this.org)}/runs${qs === '' ? '' : `?${qs}`}`), 'run list');
   }
 
   async runLogs(runId: string, after?: string): Promise<RunLogsPage> {
