@@ -10,7 +10,7 @@ import type { Static } from 'typebox';
 import type { SandboxAvailability, SandboxExtensionPoint, SandboxProcess, SpawnRequest, Workspace } from '../../core/extension-points/sandbox.ts';
 import { messageOf } from '../../core/errors.ts';
 import type { AgentToOrchestrator, JobDispatch, JobRunStatus, StepResult } from '../../schemas/wire/agent.ts';
-import { RunnerToAgentMembers, type AgentToRunner, type RunnerResult } from '../../schemas/wire/runner.ts';
+import { RunnerToAgentMembers, type AgentToRunner, type ConcurrencyGroups, type RunnerResult } from '../../schemas/wire/runner.ts';
 import { compileMessageUnion, formatIssues } from '../../schemas/validate.ts';
 import { SecretSet, MIN_MASKED_LENGTH } from '../logs/masker.ts';
 import { LogPipeline } from '../logs/pipeline.ts';
@@ -81,8 +81,15 @@ export function runnerSpawnRequest(env: Pick<JobEnvironment, 'runnerPath' | 'rea
 }
 
 type JobStepResult = Static<typeof StepResult>;
-/** How the job ended; `skipped`/`generated` are forwarded for scheduling pseudo-jobs. */
-type Terminal = { status: Exclude<JobRunStatus, 'running'>; reason?: string; outputs?: Record<string, unknown>; skipped?: boolean; generated?: Static<typeof RunnerResult>['generated'] };
+/** How the job ended; `skipped`/`generated`/`concurrencyGroups` are forwarded for scheduling pseudo-jobs. */
+type Terminal = {
+  status: Exclude<JobRunStatus, 'running'>;
+  reason?: string;
+  outputs?: Record<string, unknown>;
+  skipped?: boolean;
+  generated?: Static<typeof RunnerResult>['generated'];
+  concurrencyGroups?: ConcurrencyGroups;
+};
 
 function safeName(jobId: string): string {
   return jobId.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 120) || 'job';
@@ -299,6 +306,7 @@ export class DispatchedJob {
       ...(terminal.outputs === undefined ? {} : { outputs: terminal.outputs }),
       ...(terminal.skipped === true ? { skipped: true as const } : {}),
       ...(terminal.generated === undefined ? {} : { generated: terminal.generated }),
+      ...(terminal.concurrencyGroups === undefined ? {} : { concurrencyGroups: terminal.concurrencyGroups }),
     });
   }
 
@@ -477,8 +485,9 @@ export class DispatchedJob {
     if (result !== undefined) {
       const reason = result.reason;
       const generated = result.generated === undefined ? {} : { generated: result.generated };
+      const groups = result.concurrencyGroups === undefined ? {} : { concurrencyGroups: result.concurrencyGroups };
       if (result.status === 'skipped') return { status: 'completed', reason: reason === undefined ? 'skipped' : `skipped: ${reason}`, outputs: result.outputs, skipped: true };
-      return { status: result.status, ...(reason === undefined ? {} : { reason }), outputs: result.outputs, ...generated };
+      return { status: result.status, ...(reason === undefined ? {} : { reason }), outputs: result.outputs, ...generated, ...groups };
     }
     if (this.#cancel !== undefined) return { status: 'cancelled', reason: `cancelled: ${this.#cancel.reason}` };
     const how = exit.signal !== null ? `signal ${exit.signal}` : `exit code ${String(exit.code)}`;

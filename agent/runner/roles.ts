@@ -1,5 +1,6 @@
 // Scheduling pseudo-jobs in the runner (docs/scheduling.md), selected by `runner.start.role`:
-// - `filter`: the workflow filter, then the workflow rules; `skipped` when one says no.
+// - `filter`: the workflow filter, then the workflow rules; `skipped` when one says no; else the
+//   concurrency group keys (concurrency-groups.ts), reported in `runner.result.concurrencyGroups`.
 // - `hooks`: the workflow hooks for `workflowOutcome` (onSuccess/onFailure/onCancel, then cleanup),
 //   with `ctx.outcome` set and every job's outputs behind `ctx.jobOutputs`.
 // - `generate`: a dynamicJobs generator (→ lock job entries, described with the compiler's own
@@ -18,6 +19,7 @@ import { resolveDefinitionRef } from '../../sdk/resolve-ref.ts';
 import type { Workflow } from '../../sdk/workflow.ts';
 import type { GeneratedJobs, GeneratorRef, RunnerResult, RunnerStart } from '../../schemas/wire/runner.ts';
 import { Activity, allActivities, guard } from './activity.ts';
+import { evaluateConcurrencyGroups } from './concurrency-groups.ts';
 import { RunnerErrorCode } from './errors.ts';
 import { HookLevel, runHook } from './hooks.ts';
 import type { RunnerChannel } from './ipc.ts';
@@ -107,7 +109,7 @@ export class FilterExecution extends RoleExecution {
     this.current = undefined;
     this.runtime.sink.flush('(setup)');
     if (outcome.kind === 'ok') {
-      if (outcome.value === undefined) return result('completed');
+      if (outcome.value === undefined) return this.#groups();
       this.runtime.sink.line('(setup)', 'system', `the workflow does not run: ${outcome.value}`);
       return result('skipped', outcome.value);
     }
@@ -115,6 +117,32 @@ export class FilterExecution extends RoleExecution {
     const why = whyOf(outcome);
     this.runtime.sink.line('(setup)', 'stderr', why);
     return result('failed', why);
+  }
+
+  /** The workflow runs: evaluate the concurrency group keys before its jobs dispatch. */
+  async #groups(): Promise<ResultMessage> {
+    const { start } = this.runtime;
+    const evaluated = await evaluateConcurrencyGroups(this.workflow, {
+      label: '(setup)',
+      context: (activity) => ruleContext(this.runtime, activity),
+      timeoutMs: Math.min(start.hookTimeoutMs, start.jobTimeoutMs ?? Number.POSITIVE_INFINITY),
+      track: (activity) => {
+        this.current = activity;
+        // A cancel that arrived between two group functions stops the next one at once.
+        if (activity !== undefined && this.cancelled !== undefined) activity.abort(new Error(this.cancelled));
+      },
+    });
+    this.runtime.sink.flush('(setup)');
+    if (evaluated.kind === 'aborted') return result('cancelled', this.cancelled ?? 'cancelled');
+    if (evaluated.kind === 'failed') {
+      this.runtime.sink.line('(setup)', 'stderr', evaluated.reason);
+      return result('failed', evaluated.reason);
+    }
+    if (this.cancelled !== undefined) return result('cancelled', this.cancelled);
+    const groups = evaluated.groups;
+    if (groups === undefined) return result('completed');
+    this.runtime.sink.line('(setup)', 'system', `concurrency groups: ${JSON.stringify(groups).slice(0, 2000)}`);
+    return { ...result('completed'), concurrencyGroups: groups };
   }
 }
 

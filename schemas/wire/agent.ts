@@ -5,7 +5,7 @@
 // Where the spec names a cache field `type` (`{ type: 'source' | 'dep', key }`) the message
 // carries it as `cacheType`, because `type` is the message discriminator.
 import { Type, type Static } from 'typebox';
-import { GeneratedJobs, GeneratorRef, JobRole, WorkflowOutcome } from './runner.ts';
+import { ConcurrencyGroups, GeneratedJobs, GeneratorRef, JobRole, WorkflowOutcome } from './runner.ts';
 
 const Strict = { additionalProperties: false } as const;
 const Id = Type.String({ minLength: 1, maxLength: 200 });
@@ -138,6 +138,8 @@ export const JobStatus = Type.Object(
     skipped: Type.Optional(Type.Literal(true)),
     /** With `completed` on a generator pseudo-job: what the generator produced. */
     generated: Type.Optional(GeneratedJobs),
+    /** With `completed` on `svc:filter`: the run's evaluated concurrency group keys (workflow, jobs by name). */
+    concurrencyGroups: Type.Optional(ConcurrencyGroups),
   },
   Strict,
 );

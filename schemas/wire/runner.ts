@@ -77,6 +77,27 @@ export const GeneratedJobs = Type.Object(
 );
 export type GeneratedJobs = Static<typeof GeneratedJobs>;
 
+/** A concurrency group key as the filter pseudo-job evaluated it (trimmed). */
+export const GroupKey = Type.String({ minLength: 1, maxLength: 200 });
+
+const GroupJobName = Type.String({ minLength: 1, maxLength: 100 });
+
+/**
+ * Role `filter`: the evaluated concurrency group keys of the workflow and of its static jobs, by
+ * job name. Only declared groups appear (a workflow or job without `group` gets the
+ * orchestrator's default key); present only when at least one key was evaluated.
+ */
+export const ConcurrencyGroups = Type.Object(
+  {
+    workflow: Type.Optional(GroupKey),
+    // TypeBox turns a string key schema into `patternProperties: { '^.*$' }` and drops its
+    // length bounds; `propertyNames` is what enforces them.
+    jobs: Type.Optional(Type.Record(GroupJobName, GroupKey, { propertyNames: GroupJobName })),
+  },
+  Strict,
+);
+export type ConcurrencyGroups = Static<typeof ConcurrencyGroups>;
+
 export const RunnerStart = Type.Object(
   {
     type: Type.Literal('runner.start'),
@@ -231,6 +252,8 @@ export const RunnerResult = Type.Object(
     ),
     /** Role `generate`: what the generator produced. */
     generated: Type.Optional(GeneratedJobs),
+    /** Role `filter`, with `completed`: the evaluated concurrency group keys. */
+    concurrencyGroups: Type.Optional(ConcurrencyGroups),
   },
   Strict,
 );
