@@ -38,8 +38,8 @@ function unhonouredTrigger(trigger: LockTrigger): { builder: string; reason: str
   return null;
 }
 
-const APPROVAL_REASON = 'approval holds are not released by this version (no approve or reject path), so the run would wait forever';
-const CONCURRENCY_REASON = 'concurrency groups are not enforced by this version, so runs would overlap as if it were absent';
+const STEP_APPROVAL_REASON =
+  'step-level approval holds are not carried out by this version (the agent cannot pause a running job for a decision); put the approval on the job instead';
 
 /** Every feature of `workflow` the runtime would not carry out, in definition order. */
 export function unhonouredFeatures(workflow: Pick<LockWorkflow, 'triggers' | 'jobs' | 'approval' | 'concurrency'>): UnhonouredFeature[] {
@@ -48,13 +48,9 @@ export function unhonouredFeatures(workflow: Pick<LockWorkflow, 'triggers' | 'jo
     const known = unhonouredTrigger(trigger);
     if (known !== null) found.push({ path: `on[${index}]`, feature: known.builder, reason: known.reason });
   });
-  if (workflow.approval !== undefined) found.push({ path: 'approval', feature: 'approval', reason: APPROVAL_REASON });
-  if (workflow.concurrency !== undefined) found.push({ path: 'concurrency', feature: 'concurrency', reason: CONCURRENCY_REASON });
   for (const job of workflow.jobs) {
-    if (job.approval !== undefined) found.push({ path: `jobs.${job.name}.approval`, feature: 'approval', reason: APPROVAL_REASON });
-    if (job.concurrency !== undefined) found.push({ path: `jobs.${job.name}.concurrency`, feature: 'concurrency', reason: CONCURRENCY_REASON });
     for (const step of job.steps) {
-      if (step.approval !== undefined) found.push({ path: `jobs.${job.name}.steps.${step.name}.approval`, feature: 'approval', reason: APPROVAL_REASON });
+      if (step.approval !== undefined) found.push({ path: `jobs.${job.name}.steps.${step.name}.approval`, feature: 'approval', reason: STEP_APPROVAL_REASON });
     }
   }
   return found;

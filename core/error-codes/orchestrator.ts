@@ -4,6 +4,9 @@
 import type { ErrorCatalogue } from './catalogue.ts';
 
 export const ORCHESTRATOR_ERROR_CODES = {
+  // APPROVAL (run control: holds, votes)
+  SVC_ERR_APPROVAL_ACTOR_INVALID: { kind: 'input', message: 'an approval decision must name who decided (1 to 200 characters)' },
+  SVC_ERR_APPROVAL_COMMENT_TOO_LONG: { kind: 'input', message: 'an approval comment is at most 2000 characters' },
   // RUNS
   SVC_ERR_RUNS_ID_INVALID: { kind: 'input', message: '"{runId}" is not a run id (a UUID, as "svc runs show" and the dashboard print it)' },
   SVC_ERR_RUNS_LOG_CURSOR_INVALID: {
@@ -195,6 +198,18 @@ export const ORCHESTRATOR_ERROR_CODES = {
   },
   SVC_ERR_EVENT_DLQ_UNKNOWN: { kind: 'not_found', message: 'no event {id} in the dead-letter queue' },
   SVC_ERR_EVENT_DLQ_ID_INVALID: { kind: 'input', message: 'event id {id} is not a UUID' },
+  // FORGE_STATUS (run status reported back to the forge: check runs, run-status webhooks)
+  SVC_ERR_FORGE_STATUS_FILTER_INVALID: { kind: 'input', message: '{filter} "{value}" is not valid: {why}' },
+  SVC_ERR_FORGE_STATUS_ID_INVALID: { kind: 'input', message: '"{id}" is not a forge status delivery id (a UUID, as "svc-admin forge-status list" prints it)' },
+  SVC_ERR_FORGE_STATUS_NOT_FOUND: { kind: 'not_found', message: 'no forge status delivery {id}' },
+  SVC_ERR_FORGE_STATUS_NO_WEBHOOK: { kind: 'not_found', message: 'source {id} has no run-status webhook' },
+  SVC_ERR_FORGE_STATUS_SECRET_REQUIRED: {
+    kind: 'input',
+    message: 'a run-status webhook needs a signing secret of at least {minLength} characters: pass --secret, --secret-file or --generate-secret',
+  },
+  SVC_ERR_FORGE_STATUS_URL_INVALID: { kind: 'input', message: 'run-status webhook URL "{url}" is not valid: {why}' },
+  SVC_ERR_FORGE_STATUS_WEBHOOK_HTTP: { kind: 'unavailable', message: 'the run-status webhook {url} answered HTTP {status}' },
+  SVC_ERR_FORGE_STATUS_WEBHOOK_UNREACHABLE: { kind: 'unavailable', message: 'the run-status webhook {url} could not be reached: {reason}' },
   // DELIVERY (the webhook event log as operators read it)
   SVC_ERR_DELIVERY_FILTER_INVALID: { kind: 'input', message: '{filter} "{value}" is not valid: {why}' },
   SVC_ERR_DELIVERY_NOT_FOUND: { kind: 'not_found', message: 'no delivery {deliveryId} in org {orgId}' },

@@ -9,6 +9,7 @@ import { eventsSubsystem } from './events/index.ts';
 import { identitySubsystem } from './identity/subsystem.ts';
 import { ingestSubsystem } from './ingest/subsystem.ts';
 import { relayLinkSubsystem } from './relay-link/subsystem.ts';
+import { runControlSubsystem } from './run-control/subsystem.ts';
 import { runsSubsystem } from './runs/subsystem.ts';
 import { schedulingSubsystem } from './scheduling/index.ts';
 import { schedulesSubsystem } from './schedules/subsystem.ts';
@@ -29,6 +30,8 @@ export const ORCHESTRATOR_SUBSYSTEMS: readonly Subsystem[] = [
   schedulesSubsystem,
   // Run deadlines: cancels runs past their workflow timeout.
   schedulingSubsystem,
+  // Approval holds, concurrency groups, the gates a ready job passes before it is queued.
+  runControlSubsystem,
   runsSubsystem,
   // Linked mode only: relayed deliveries to ingest, relayed dashboard requests to runs.
   relayLinkSubsystem,

@@ -24,5 +24,8 @@ export function describeContext(c: SecretContext): string {
     `  branches:              ${list(c.branches, '(any)')}`,
     `  minimum trust:         ${c.minTrust}`,
     `  allowLocalExecution:   ${c.allowLocalExecution}`,
+    `  required reviewers:    ${list(c.requiredReviewers, '(none)')}`,
+    `  wait timer:            ${c.waitTimerSeconds === 0 ? '(none)' : `${c.waitTimerSeconds} s`}`,
+    `  concurrency limit:     ${c.concurrencyLimit === null ? '(none)' : c.concurrencyLimit}`,
   ].join('\n');
 }

@@ -39,8 +39,14 @@ async function cancelWhere(tx: CommonQueryMethods, runId: string, filter: Return
   const now = (await tx.any(sql.unsafe`
     UPDATE jobs SET status = 'cancelled', reason = ${reason}, cancelled_by = ${cancelledBy}, cancel_requested_at = now(),
            finished_at = now(), recovery_deadline = NULL, updated_at = now()
-    WHERE run_id = ${runId} AND ${filter} AND status IN ('waiting', 'queued', 'recovering') RETURNING id::text AS id`)) as readonly { id: string }[];
+    WHERE run_id = ${runId} AND ${filter} AND status IN ('waiting', 'held', 'queued', 'recovering') RETURNING id::text AS id`)) as readonly { id: string }[];
   for (const row of now) await recordJobComplete(tx, runId, row.id, 'cancelled', { reason });
+  // Their approval holds end with them: a later approval finds nothing pending and starts nothing.
+  if (now.length > 0) {
+    await tx.query(sql.unsafe`
+      UPDATE approval_holds SET status = 'cancelled', outcome = ${`cancelled: ${reason}`}, decided_by = ${cancelledBy}, decided_at = now()
+      WHERE job_id = ANY(${sql.array(now.map((r) => r.id), 'uuid')}) AND status = 'pending'`);
+  }
   const held = (await tx.any(sql.unsafe`
     UPDATE jobs SET cancel_requested_at = coalesce(cancel_requested_at, now()), cancelled_by = coalesce(cancelled_by, ${cancelledBy}), updated_at = now()
     WHERE run_id = ${runId} AND ${filter} AND status IN ('dispatched', 'running') AND agent_id IS NOT NULL
@@ -76,6 +82,10 @@ export async function cancelRunTx(tx: CommonQueryMethods, runId: string, cancell
   await tx.query(sql.unsafe`
     UPDATE runs SET cancelled_by = coalesce(cancelled_by, ${cancelledBy}), reason = coalesce(${options.reason ?? null}, reason), updated_at = now()
     WHERE id = ${runId}`);
+  // Cancelling a run that awaits approval rejects its hold (spec "Lock acceptance").
+  await tx.query(sql.unsafe`
+    UPDATE approval_holds SET status = 'cancelled', outcome = ${`cancelled: ${options.reason ?? `Cancelled by ${cancelledBy}`}`}, decided_by = ${cancelledBy}, decided_at = now()
+    WHERE run_id = ${runId} AND job_id IS NULL AND status = 'pending'`);
   const keepHooks = force
     ? sql.fragment`TRUE`
     : sql.fragment`(kind <> 'hooks' OR NOT EXISTS (SELECT 1 FROM jobs o WHERE o.run_id = ${runId} AND o.kind <> 'hooks' AND o.attempts > 0))`;
@@ -91,14 +101,14 @@ export async function cancelRunIn(pool: DatabasePool, runId: string, cancelledBy
   return pool.transaction((tx) => cancelRunTx(tx, runId, cancelledBy, options));
 }
 
-export async function cancelJobIn(pool: DatabasePool, jobId: string, cancelledBy: string, options: { force?: boolean } = {}): Promise<CancelResult> {
+export async function cancelJobIn(pool: DatabasePool, jobId: string, cancelledBy: string, options: { force?: boolean; reason?: string } = {}): Promise<CancelResult> {
   checkId('job', jobId);
   checkBy(cancelledBy);
   return pool.transaction(async (tx) => {
     const job = (await tx.maybeOne(sql.unsafe`SELECT run_id::text AS run_id FROM jobs WHERE id = ${jobId}`)) as { run_id: string } | null;
     if (job === null) throw new NotFoundError('SVC_ERR_DISPATCH_JOB_NOT_FOUND', `no job has id ${jobId}`);
     await lockRun(tx, job.run_id);
-    const cancelledJobs = await cancelWhere(tx, job.run_id, sql.fragment`id = ${jobId}`, cancelledBy, options.force ?? false);
+    const cancelledJobs = await cancelWhere(tx, job.run_id, sql.fragment`id = ${jobId}`, cancelledBy, options.force ?? false, options.reason);
     await progressRun(tx, job.run_id);
     return { cancelledJobs };
   });

@@ -12,9 +12,9 @@
 // terminal fact is recorded, which releases them (completed) or skips them (otherwise).
 import { emitJobComplete, emitWorkflowComplete } from '../events/completion.ts';
 import type { CommonQueryMethods } from 'slonik';
-import { sql } from '../../services/db/index.ts';
+import { notify, sql } from '../../services/db/index.ts';
 import { generatorEntryOf } from '../scheduling/names.ts';
-import { notifyJobsQueued } from './notify.ts';
+import { notifyJobsQueued, RUN_CONTROL_CHANNEL } from './notify.ts';
 
 export const TERMINAL_JOB_STATUSES = ['completed', 'failed', 'cancelled', 'skipped'] as const;
 const TERMINAL = new Set<string>(TERMINAL_JOB_STATUSES);
@@ -24,6 +24,8 @@ interface JobState {
   id: string;
   name: string;
   kind?: string;
+  gated?: boolean;
+  ready_at?: unknown;
   generated_by?: string | null;
   status: string;
   needs: readonly string[];
@@ -128,12 +130,27 @@ export function runOutcome(jobs: readonly JobState[], cancelRequested: boolean):
 }
 
 /** Takes the run's progression lock; call before locking any of its jobs (one lock order everywhere). */
-export async function lockRunForProgress(tx: CommonQueryMethods, runId: string): Promise<{ status: string; cancelled_by: string | null; reason: string | null } | null> {
-  return (await tx.maybeOne(sql.unsafe`SELECT status, cancelled_by, reason FROM runs WHERE id = ${runId} FOR NO KEY UPDATE`)) as {
+export async function lockRunForProgress(
+  tx: CommonQueryMethods,
+  runId: string,
+): Promise<{ status: string; cancelled_by: string | null; reason: string | null; concurrency_state: string | null } | null> {
+  return (await tx.maybeOne(sql.unsafe`SELECT status, cancelled_by, reason, concurrency_state FROM runs WHERE id = ${runId} FOR NO KEY UPDATE`)) as {
     status: string;
     cancelled_by: string | null;
     reason: string | null;
+    concurrency_state: string | null;
   } | null;
+}
+
+/**
+ * Where a job whose needs are met goes (docs/run-control.md): nowhere while its run is held or
+ * waits for a concurrency slot (the filter, which computes the group key, aside); to the
+ * run-control gates when it is gated; else `queued`.
+ */
+function readyTarget(run: { status: string; concurrency_state: string | null }, job: JobState): 'stay' | 'gate' | 'queue' {
+  if (run.status === 'held') return 'stay';
+  if (run.concurrency_state === 'waiting' && job.kind !== 'filter') return 'stay';
+  return job.gated === true ? 'gate' : 'queue';
 }
 
 /**
@@ -152,7 +169,7 @@ export async function progressRun(tx: CommonQueryMethods, runId: string): Promis
   const run = await lockRunForProgress(tx, runId);
   if (run === null) return result;
   const jobs = (await tx.any(sql.unsafe`
-    SELECT id::text AS id, name, kind, generated_by, status, needs, reason, waits_for_build FROM jobs WHERE run_id = ${runId} ORDER BY created_at, id`)) as readonly JobState[];
+    SELECT id::text AS id, name, kind, generated_by, status, needs, reason, waits_for_build, gated, ready_at FROM jobs WHERE run_id = ${runId} ORDER BY created_at, id`)) as readonly JobState[];
   const states = jobs.map((j) => ({ ...j }));
   const byName = new Map<string, JobState[]>();
   const add = (name: string, job: JobState) => {
@@ -167,6 +184,7 @@ export async function progressRun(tx: CommonQueryMethods, runId: string): Promis
     const entry = job.kind === 'generate' ? generatorEntryOf(job.name) : undefined;
     if (entry !== undefined) add(entry, job);
   }
+  const toGate: string[] = [];
   // A skip can unblock no one but can skip further dependents: iterate to a fixed point.
   for (let changed = true, rounds = 0; changed && rounds <= states.length; rounds += 1) {
     changed = false;
@@ -179,6 +197,9 @@ export async function progressRun(tx: CommonQueryMethods, runId: string): Promis
         result.skipped.push(job.id);
         changed = true;
       } else if (v.kind === 'ready') {
+        const target = readyTarget(run, job);
+        if (target === 'gate' && job.ready_at == null && !toGate.includes(job.id)) toGate.push(job.id);
+        if (target !== 'queue') continue;
         job.status = 'queued';
         result.queued.push(job.id);
         changed = true;
@@ -196,6 +217,11 @@ export async function progressRun(tx: CommonQueryMethods, runId: string): Promis
       UPDATE jobs SET status = 'queued', queued_at = now(), updated_at = now()
       WHERE id = ANY(${sql.array(result.queued, 'uuid')}) AND status = 'waiting'`);
     await notifyJobsQueued(tx);
+  }
+  if (toGate.length > 0) {
+    await tx.query(sql.unsafe`
+      UPDATE jobs SET ready_at = now(), updated_at = now() WHERE id = ANY(${sql.array(toGate, 'uuid')}) AND status = 'waiting' AND ready_at IS NULL`);
+    await notify(tx, RUN_CONTROL_CHANNEL, '');
   }
   if (!TERMINAL_RUN.has(run.status) && states.every((j) => TERMINAL.has(j.status))) {
     const work = states.filter((j) => j.kind !== 'hooks');

@@ -49,11 +49,15 @@ export async function applyJobStatus(pool: DatabasePool, agentId: string, messag
     const terminal = TERMINAL.has(message.status);
     const startedAt = ts(message.startedAt);
     const finishedAt = ts(message.finishedAt);
+    // Pseudo-jobs (filter verdict, generator output) may end differently than reported.
+    const final = terminal
+      ? await applySchedulingReport(tx, { id: message.jobId, runId: job.run_id, orgId: job.org_id, name: job.name, kind: job.kind }, message)
+      : { status: message.status as string, reason: message.reason };
     await tx.query(sql.unsafe`
-      UPDATE jobs SET status = ${message.status},
+      UPDATE jobs SET status = ${final.status},
         started_at = coalesce(started_at, ${startedAt}, now()),
         finished_at = ${terminal ? sql.fragment`coalesce(${finishedAt}, now())` : sql.fragment`NULL`},
-        reason = ${message.reason ?? null},
+        reason = ${final.reason ?? null},
         outputs = ${message.outputs === undefined ? sql.fragment`outputs` : sql.jsonb(message.outputs as never)},
         recovery_deadline = NULL, updated_at = now()
       WHERE id = ${message.jobId}`);
@@ -65,8 +69,6 @@ export async function applyJobStatus(pool: DatabasePool, agentId: string, messag
           started_at = coalesce(excluded.started_at, job_steps.started_at), finished_at = coalesce(excluded.finished_at, job_steps.finished_at)`);
     }
     if (!terminal) return { terminal: false, duplicate: false, progression: null };
-    // Pseudo-jobs (filter verdict, generator output) may end differently than reported.
-    const final = await applySchedulingReport(tx, { id: message.jobId, runId: job.run_id, orgId: job.org_id, name: job.name, kind: job.kind }, message);
     await recordJobComplete(tx, job.run_id, message.jobId, final.status, { reason: final.reason ?? null, agentId });
     return { terminal: true, duplicate: false, progression: await progressRun(tx, job.run_id) };
   });

@@ -19,6 +19,7 @@ import type { PipelineServices } from './pipeline-services.ts';
 import type { OpenedSource } from '../sources/store.ts';
 import { Admission, type AdmissionOptions } from './steps/admission.ts';
 import { parseApprovalCommand, recordApprovalCommand } from './steps/approval-commands.ts';
+import { applyCommentCommand } from '../run-control/comments.ts';
 import { CacheChecker } from './steps/caches.ts';
 import { changedFilesFor } from './steps/changed-files.ts';
 import { countDuplicate, recordRejected, recordRetry, recordShed, type ClaimOptions } from './record/delivery-record.ts';
@@ -303,8 +304,9 @@ export class IngestPipeline implements PipelineServices {
     // Step 7: approval commands.
     const command = parseApprovalCommand(event);
     if (command !== null) {
-      await recordApprovalCommand(pool, delivery.orgId, delivery.deliveryId, source.id, event, command, normalized.payload);
-      stop('approval_command', `/svc ${command.command} by ${event.comment?.author ?? event.sender.login}`);
+      const recorded = await recordApprovalCommand(pool, delivery.orgId, delivery.deliveryId, source.id, event, command, normalized.payload);
+      const outcome = recorded.fresh ? await applyCommentCommand(pool, recorded.command) : 'already processed (a redelivery of the same comment)';
+      stop('approval_command', `/svc ${command.command} by ${recorded.command.author}: ${outcome}`);
     }
     steps.add('approval-commands', 'none');
 

@@ -12,6 +12,8 @@ import { sql, sqlTyped } from '../../services/db/index.ts';
 import { FILTER_JOB_NAME, HOOKS_JOB_NAME, generatorJobName } from '../scheduling/names.ts';
 import { schedulingPlanOf } from '../scheduling/plan.ts';
 import { expandMatrix, type MatrixValue } from '../../../workflow/matrix.ts';
+import { approvalApplies, ensureHold, notifyRunControl } from '../run-control/approvals.ts';
+import { defaultJobGroup, defaultRunGroup, isGated } from '../run-control/gates-plan.ts';
 
 export { expandMatrix };
 
@@ -79,19 +81,26 @@ const JobIdRow = Type.Object({ id: Type.String(), status: Type.String() });
 
 export async function createRun(tx: CommonQueryMethods, plan: RunPlan): Promise<CreatedRun> {
   const runId = plan.runId ?? randomUUID();
-  const held = plan.workflow.approval !== undefined;
+  const approval = plan.workflow.approval;
+  const held = approval !== undefined && approvalApplies(approval, { trustTier: plan.trustTier, isFork: plan.isFork });
   const status = held ? 'held' : 'queued';
+  // Concurrency (docs/run-control.md): the run waits for the run-control worker to admit it; a
+  // key workflow code computes arrives with the filter pseudo-job's report.
+  const conc = plan.workflow.concurrency;
+  const group = conc === undefined || conc.hasGroup ? null : defaultRunGroup(plan.workflowRepository, plan.workflow.name);
   const deadline = plan.workflow.timeout === undefined ? null : new Date(Date.now() + plan.workflow.timeout).toISOString();
   const inserted = await tx.maybeOne(sqlTyped(IdRow)`
     insert into runs (id, org_id, delivery_id, source_id, provider, repository, workflow_repository, workflow, workflow_sha, workflow_ref,
       sha, ref, event_name, subject_kind, actor, trust_tier, is_fork, head_ref, head_repository, status, content_hash, lockfile_hash,
-      lock_entry, event, changed_files, deadline_at, workflow_source_id, workflow_clone_url, workflow_modified, chain_depth, triggering_event_id)
+      lock_entry, event, changed_files, deadline_at, workflow_source_id, workflow_clone_url, workflow_modified, chain_depth, triggering_event_id,
+      concurrency_group, concurrency_state, concurrency_max, concurrency_cancel)
     values (${runId}, ${plan.orgId}, ${plan.deliveryKey}, ${plan.sourceId}, ${plan.provider}, ${plan.repository}, ${plan.workflowRepository},
       ${plan.workflow.name}, ${plan.workflowSha}, ${plan.workflowRef}, ${plan.sha}, ${plan.ref}, ${plan.eventName}, ${plan.subjectKind},
       ${plan.actor}, ${plan.trustTier}, ${plan.isFork}, ${plan.headRef}, ${plan.headRepository}, ${status}, ${plan.workflow.contentHash},
       ${plan.lockfileHash}, ${sql.jsonb(plan.workflow as never)}, ${sql.jsonb(plan.event as never)},
       ${plan.changedFiles === null ? null : sql.jsonb(plan.changedFiles)}, ${deadline}, ${plan.workflowSourceId}, ${plan.workflowCloneUrl},
-      ${plan.workflowModified}, ${plan.chainDepth ?? 0}, ${plan.triggeringEventId ?? null})
+      ${plan.workflowModified}, ${plan.chainDepth ?? 0}, ${plan.triggeringEventId ?? null},
+      ${group}, ${conc === undefined ? null : 'waiting'}, ${conc === undefined ? null : (conc.max ?? 1)}, ${conc?.cancelInProgress ?? false})
     on conflict (org_id, delivery_id, workflow_repository, workflow) where delivery_id is not null and parent_run_id is null do nothing
     returning id, status`);
   if (inserted === null) {
@@ -102,24 +111,40 @@ export async function createRun(tx: CommonQueryMethods, plan: RunPlan): Promise<
     return { runId: existing.id, created: false, status: existing.status, jobIds: jobs.map((j) => j.id), queuedJobs: 0, ownsBuild: false };
   }
 
+  if (held) {
+    await ensureHold(tx, {
+      orgId: plan.orgId,
+      runId,
+      jobId: null,
+      level: 'workflow',
+      clauses: approval.clauses,
+      ...(approval.reason !== undefined ? { reason: approval.reason } : {}),
+      ...(approval.timeoutSeconds !== undefined ? { timeoutSeconds: approval.timeoutSeconds } : {}),
+    });
+  }
+  if (conc !== undefined) await notifyRunControl(tx);
+
   let ownsBuild = false;
   if (plan.buildKey !== null) {
     const runsOn = plan.workflow.jobs[0]?.runsOn ?? [];
+    // A held run builds only once approved (a build runs install scripts), and privately: other
+    // runs must not wait on a build a rejection would cancel.
     const build = await tx.maybeOne(sqlTyped(JobIdRow)`
       insert into jobs (id, run_id, org_id, name, display_name, kind, runs_on, status, build_key, queued_at)
       values (${randomUUID()}, ${runId}, ${plan.orgId}, ${BUILD_JOB_NAME}, ${`build ${plan.workflow.contentHash.slice(0, 12)}`}, 'build',
-        ${sql.array(runsOn, 'text')}, 'queued', ${plan.buildKey}, now())
+        ${sql.array(runsOn, 'text')}, ${held ? 'waiting' : 'queued'}, ${held ? null : plan.buildKey}, ${held ? null : sql.fragment`now()`})
       on conflict (org_id, build_key) where kind = 'build' and status in ('waiting', 'queued', 'dispatched', 'running', 'recovering') do nothing
       returning id::text as id, status`);
     ownsBuild = build !== null;
   }
 
   const jobIds: string[] = [];
-  let queuedJobs = ownsBuild ? 1 : 0;
+  let queuedJobs = ownsBuild && !held ? 1 : 0;
   // Scheduling pseudo-jobs (docs/scheduling.md): they run from a checkout, never wait for a build.
   const scheduling = schedulingPlanOf(plan.workflow);
   const pseudo = async (name: string, displayName: string, kind: string, needs: string[], runsOn: readonly string[]): Promise<void> => {
-    const queued = !held && needs.length === 0;
+    // The filter runs before a concurrency group admits the run: it computes the group's key.
+    const queued = !held && needs.length === 0 && (kind === 'filter' || conc === undefined);
     const id = randomUUID();
     await tx.query(sql.unsafe`
       insert into jobs (id, run_id, org_id, name, display_name, kind, needs, runs_on, status, queued_at)
@@ -137,14 +162,18 @@ export async function createRun(tx: CommonQueryMethods, plan: RunPlan): Promise<
       continue;
     }
     const needs = [...job.needs, ...afterFilter, ...(ownsBuild ? [BUILD_JOB_NAME] : [])];
-    const queued = !held && needs.length === 0 && plan.buildKey === null;
+    // Gated jobs (approval, concurrency, secret contexts) and jobs of a run in a concurrency
+    // group reach `queued` through progression and the run-control worker, never at creation.
+    const gated = isGated(plan.workflow, job);
+    const queued = !held && conc === undefined && !gated && needs.length === 0 && plan.buildKey === null;
+    const jobGroup = job.concurrency === undefined || job.concurrency.hasGroup ? null : defaultJobGroup(plan.workflowRepository, plan.workflow.name, job.name);
     for (const instance of instancesOf(job)) {
       const id = randomUUID();
       await tx.query(sql.unsafe`
-        insert into jobs (id, run_id, org_id, name, display_name, kind, matrix, needs, runs_on, status, waits_for_build, queued_at)
+        insert into jobs (id, run_id, org_id, name, display_name, kind, matrix, needs, runs_on, status, waits_for_build, queued_at, gated, concurrency_group)
         values (${id}, ${runId}, ${plan.orgId}, ${job.name}, ${instance.displayName}, 'job',
           ${instance.matrix === null ? null : sql.jsonb(instance.matrix)}, ${sql.array(needs, 'text')}, ${sql.array(job.runsOn, 'text')},
-          ${queued ? 'queued' : 'waiting'}, ${plan.buildKey}, ${queued ? sql.fragment`now()` : null})`);
+          ${queued ? 'queued' : 'waiting'}, ${plan.buildKey}, ${queued ? sql.fragment`now()` : null}, ${gated}, ${jobGroup})`);
       jobIds.push(id);
       if (queued) queuedJobs += 1;
     }

@@ -16,6 +16,7 @@ import { sql } from '../../services/db/index.ts';
 import { BUILD_JOB_NAME, expandMatrix } from '../runs/create.ts';
 import { generatorEntryOf, isInternalJobName, JOB_NAME_PATTERN } from './names.ts';
 import { generatorOf } from './plan.ts';
+import { defaultJobGroup, isGated } from '../run-control/gates-plan.ts';
 
 const checkLockJob = compileSchema(LockJob);
 const MATRIX_AXIS = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
@@ -72,14 +73,19 @@ async function insertJob(
   tx: CommonQueryMethods,
   job: GeneratorJobRef,
   row: { name: string; matrix: Record<string, MatrixValue> | null; needs: string[]; runsOn: string[]; status: 'waiting' | 'failed'; reason: string | null; generatedBy: string | null; definition: LockJob | null },
+  run: { workflow: LockWorkflow; workflowRepository: string; entry?: LockJob },
 ): Promise<string> {
   const id = randomUUID();
+  // Run-control gates apply to generated jobs as to lock jobs (docs/run-control.md).
+  const def = row.definition ?? run.entry ?? null;
+  const gated = row.status === 'waiting' && def !== null && isGated(run.workflow, def);
+  const group = def?.concurrency === undefined ? null : defaultJobGroup(run.workflowRepository, run.workflow.name, row.name);
   await tx.query(sql.unsafe`
-    INSERT INTO jobs (id, run_id, org_id, name, display_name, kind, matrix, needs, runs_on, status, reason, generated_by, definition, finished_at)
+    INSERT INTO jobs (id, run_id, org_id, name, display_name, kind, matrix, needs, runs_on, status, reason, generated_by, definition, finished_at, gated, concurrency_group)
     VALUES (${id}, ${job.runId}, ${job.orgId}, ${row.name}, ${displayName(row.name, row.matrix)}, 'job',
             ${row.matrix === null ? null : sql.jsonb(row.matrix)}, ${sql.array(row.needs, 'text')}, ${sql.array(row.runsOn, 'text')},
             ${row.status}, ${row.reason}, ${row.generatedBy}, ${row.definition === null ? null : sql.jsonb(row.definition as never)},
-            ${row.status === 'failed' ? sql.fragment`now()` : null})`);
+            ${row.status === 'failed' ? sql.fragment`now()` : null}, ${gated}, ${group})`);
   if (row.status === 'failed') {
     await tx.query(sql.unsafe`
       INSERT INTO run_events (run_id, job_id, kind, status, payload)
@@ -120,8 +126,9 @@ function cycleMembers(entries: ReadonlyMap<string, LockJob>): Map<string, string
 export async function insertGenerated(tx: CommonQueryMethods, job: GeneratorJobRef, generated: GeneratedJobs | undefined): Promise<GeneratedOutcome> {
   const outcome: GeneratedOutcome = { inserted: 0, rejected: [] };
   const entryName = generatorEntryOf(job.name);
-  const run = (await tx.one(sql.unsafe`SELECT lock_entry FROM runs WHERE id = ${job.runId}`)) as { lock_entry: LockWorkflow };
+  const run = (await tx.one(sql.unsafe`SELECT lock_entry, workflow_repository FROM runs WHERE id = ${job.runId}`)) as { lock_entry: LockWorkflow; workflow_repository: string };
   const workflow = run.lock_entry;
+  const where = { workflow, workflowRepository: run.workflow_repository };
   const entry = entryName === undefined ? undefined : workflow.jobs.find((j) => j.name === entryName);
   const spec = entry === undefined ? undefined : generatorOf(entry);
   if (entry === undefined || spec === undefined || entryName === undefined) return { ...outcome, failure: `the run's lock has no dynamic job ${JSON.stringify(entryName ?? job.name)}` };
@@ -133,7 +140,7 @@ export async function insertGenerated(tx: CommonQueryMethods, job: GeneratorJobR
     const axes = checkAxes(generated?.matrix);
     if (typeof axes === 'string') return { ...outcome, failure: `dynamic matrix of ${entryName}: ${axes}` };
     for (const matrix of expandMatrix(axes)) {
-      await insertJob(tx, job, { name: entryName, matrix, needs: withBuild(entry.needs), runsOn: [...entry.runsOn], status: 'waiting', reason: null, generatedBy: null, definition: null });
+      await insertJob(tx, job, { name: entryName, matrix, needs: withBuild(entry.needs), runsOn: [...entry.runsOn], status: 'waiting', reason: null, generatedBy: null, definition: null }, { ...where, entry });
       outcome.inserted += 1;
     }
     return outcome;
@@ -170,14 +177,14 @@ export async function insertGenerated(tx: CommonQueryMethods, job: GeneratorJobR
     const why = errors.get(item.name);
     if (why !== undefined) {
       const reason = `generated job ${JSON.stringify(item.name)} (from ${entryName}) cannot run: ${why}`;
-      await insertJob(tx, job, { name: item.name, matrix: null, needs: [], runsOn: [], status: 'failed', reason, generatedBy: entryName, definition: null });
+      await insertJob(tx, job, { name: item.name, matrix: null, needs: [], runsOn: [], status: 'failed', reason, generatedBy: entryName, definition: null }, where);
       outcome.rejected.push({ name: item.name, reason });
       continue;
     }
     const def = valid.get(item.name)!;
     const combos = def.matrix?.type === 'static' ? expandMatrix(def.matrix.axes) : [null];
     for (const matrix of combos) {
-      await insertJob(tx, job, { name: item.name, matrix, needs: withBuild(def.needs), runsOn: [...def.runsOn], status: 'waiting', reason: null, generatedBy: entryName, definition: def });
+      await insertJob(tx, job, { name: item.name, matrix, needs: withBuild(def.needs), runsOn: [...def.runsOn], status: 'waiting', reason: null, generatedBy: entryName, definition: def }, where);
       outcome.inserted += 1;
     }
   }
@@ -192,6 +199,7 @@ export function checkGenerated(name: string, value: unknown, ctx: { entryName: s
   if (def.name !== name) return `its definition is named ${JSON.stringify(def.name)}`;
   if (def.dynamic === true) return 'a generated job cannot generate jobs itself';
   if (def.matrix?.type === 'dynamic') return 'a generated job cannot have a dynamic matrix';
+  if (def.concurrency?.hasGroup === true) return 'a generated job cannot compute its concurrency group key (drop `group`: it then shares the default group of its name)';
   if (def.matrix?.type === 'static') {
     const axes = checkAxes(def.matrix.axes);
     if (typeof axes === 'string') return axes;

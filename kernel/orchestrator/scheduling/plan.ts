@@ -1,5 +1,6 @@
 // What a run needs besides its lock jobs, decided from the lock's workflow entry at run
-// creation: a filter pseudo-job when the workflow has a filter or rules, a hooks pseudo-job when
+// creation: a filter pseudo-job when the workflow has a filter or rules, or a concurrency group
+// key that workflow code computes (the filter role evaluates it on the agent), a hooks pseudo-job when
 // it has workflow hooks, and a generator job for each dynamic entry (dynamic jobs or a dynamic
 // matrix) in place of that entry's job rows.
 import type { LockJob, LockWorkflow } from '../../../schemas/lock.ts';
@@ -30,6 +31,11 @@ export function generatorOf(job: LockJob): GeneratorSpec | undefined {
   return undefined;
 }
 
+/** True when a group key of the workflow or one of its jobs comes from workflow code. */
+export function needsGroupKeys(workflow: Pick<LockWorkflow, 'concurrency' | 'jobs'>): boolean {
+  return workflow.concurrency?.hasGroup === true || workflow.jobs.some((j) => j.concurrency?.hasGroup === true);
+}
+
 export function schedulingPlanOf(workflow: LockWorkflow): SchedulingPlan {
   const generators = new Map<string, GeneratorSpec>();
   for (const job of workflow.jobs) {
@@ -37,7 +43,7 @@ export function schedulingPlanOf(workflow: LockWorkflow): SchedulingPlan {
     if (generator !== undefined) generators.set(job.name, generator);
   }
   return {
-    filter: workflow.hasFilter === true || (workflow.rules?.length ?? 0) > 0,
+    filter: workflow.hasFilter === true || (workflow.rules?.length ?? 0) > 0 || needsGroupKeys(workflow),
     hooks: workflow.hasOnSuccess === true || workflow.hasOnFailure === true || workflow.hasOnCancel === true || workflow.hasCleanup === true,
     generators,
     pseudoRunsOn: [...(workflow.jobs[0]?.runsOn ?? [])],

@@ -3,6 +3,7 @@
 //
 // Public API:
 //   createContext(pool, input) / getContext / listContexts / bindContext(pool, name, { repositories, orgs })
+//   protectContext(pool, name, { requiredReviewers, waitTimerSeconds, concurrencyLimit }) (run-control gates enforce them)
 //   setSecret(pool, masterKey, context, key, value) → { replaced }; listSecretKeys(pool, context)
 //   resealSecrets(pool, masterKeys, 'all' | 'heal') → { total, resealed }
 //   releaseJobSecrets(pool, masterKeys, input, logger) → flat secrets | undefined; throws SecretContextDeniedError
@@ -12,6 +13,7 @@ export {
   getContext,
   listContexts,
   bindContext,
+  protectContext,
   setSecret,
   listSecretKeys,
   resealSecrets,
@@ -25,6 +27,7 @@ export {
   type SecretContext,
   type CreateContextInput,
   type BindInput,
+  type ProtectionInput,
   type SecretKeyInfo,
   type MinTrust,
 } from './store.ts';

@@ -59,13 +59,19 @@ export function flattenSecrets(byContext: Record<string, Record<string, string>>
   return out;
 }
 
+async function reviewerApproved(pool: DatabasePool, jobId: string, context: string): Promise<boolean> {
+  const row = await pool.maybeOne(sql.unsafe`
+    SELECT 1 FROM approval_holds WHERE job_id = ${jobId} AND level = 'context' AND context = ${context} AND status = 'approved'`);
+  return row !== null;
+}
+
 /** Undefined when the job declares no context (nothing to add to jobConfig). */
 export async function releaseJobSecrets(pool: DatabasePool, masterKeys: MasterKeys | undefined, input: JobSecretsInput, logger: Logger): Promise<Record<string, string> | undefined> {
   if (input.kind === 'build') return undefined;
   const declared = declaredContexts(input.lockEntry, input.lockJob);
   if (declared.length === 0) return undefined;
   const rows = await pool.any(sqlTyped(ContextRow)`
-    SELECT name, branches, repositories, orgs, min_trust, allow_local_execution, created_at, updated_at
+    SELECT name, branches, repositories, orgs, min_trust, allow_local_execution, required_reviewers, wait_timer_seconds, concurrency_limit, created_at, updated_at
     FROM secret_contexts WHERE name = ANY(${sql.array(declared, 'text')})`);
   const byName = new Map(rows.map((r) => [r.name, contextOf(r)]));
   const run: RunFacts = { orgId: input.orgId, repository: input.repository, ref: input.ref, trustTier: input.trustTier, isTestRun: input.isTestRun };
@@ -76,6 +82,11 @@ export async function releaseJobSecrets(pool: DatabasePool, masterKeys: MasterKe
       throw new SecretContextDeniedError('SVC_ERR_SECRETS_DENIED', `secret context "${name}" does not exist (declared by the job or its workflow); nothing was released`, { details: { context: name, rule: 'exists' } });
     }
     const verdict = checkContextRules(context, run);
+    if (verdict.ok && context.requiredReviewers.length > 0 && !(await reviewerApproved(pool, input.jobId, name))) {
+      // The run-control gates hold the job until a reviewer approves; a job here without that
+      // approval reached dispatch some other way, and gets nothing.
+      throw new SecretContextDeniedError('SVC_ERR_SECRETS_DENIED', `secret context "${name}" refused by rule requiredReviewers: no required reviewer (${context.requiredReviewers.join(', ')}) approved this job; nothing was released`, { details: { context: name, rule: 'requiredReviewers' } });
+    }
     if (verdict.ok) {
       released.push(name);
       continue;

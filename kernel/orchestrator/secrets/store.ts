@@ -25,6 +25,9 @@ export const ContextRow = Type.Object({
   orgs: Type.Array(Type.String()),
   min_trust: Type.Union([Type.Literal('trusted'), Type.Literal('any')]),
   allow_local_execution: Type.Boolean(),
+  required_reviewers: Type.Array(Type.String()),
+  wait_timer_seconds: Type.Integer(),
+  concurrency_limit: Type.Union([Type.Integer(), Type.Null()]),
   created_at: Type.Number(),
   updated_at: Type.Number(),
 });
@@ -38,6 +41,12 @@ export interface SecretContext {
   orgs: string[];
   minTrust: MinTrust;
   allowLocalExecution: boolean;
+  /** One of these must approve a job before the context's secrets are released (empty: none). */
+  requiredReviewers: string[];
+  /** Seconds a job using the context waits after it is ready (0: none). */
+  waitTimerSeconds: number;
+  /** Jobs using the context queued or running at once (null: no limit). */
+  concurrencyLimit: number | null;
   /** False when no repository pattern and no org is bound: the context releases nothing. */
   bound: boolean;
   createdAt: string;
@@ -52,6 +61,9 @@ export function contextOf(row: ContextRow): SecretContext {
     orgs: row.orgs,
     minTrust: row.min_trust,
     allowLocalExecution: row.allow_local_execution,
+    requiredReviewers: row.required_reviewers,
+    waitTimerSeconds: row.wait_timer_seconds,
+    concurrencyLimit: row.concurrency_limit,
     bound: row.repositories.length > 0 || row.orgs.length > 0,
     createdAt: new Date(row.created_at).toISOString(),
     updatedAt: new Date(row.updated_at).toISOString(),
@@ -108,9 +120,38 @@ export interface CreateContextInput {
   orgs?: readonly string[];
   minTrust?: MinTrust;
   allowLocalExecution?: boolean;
+  requiredReviewers?: readonly string[];
+  waitTimerSeconds?: number;
+  concurrencyLimit?: number | null;
 }
 
-const SELECT = sql.fragment`SELECT name, branches, repositories, orgs, min_trust, allow_local_execution, created_at, updated_at FROM secret_contexts`;
+const REVIEWER_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}$/;
+/** GitHub's limit for an environment wait timer: 30 days. */
+export const MAX_WAIT_TIMER_SECONDS = 30 * 86_400;
+
+function checkReviewers(reviewers: readonly string[]): string[] {
+  if (reviewers.length > MAX_PATTERNS) throw new InputError('SVC_ERR_SECRETS_RULE', `at most ${MAX_PATTERNS} required reviewers`);
+  for (const r of reviewers) {
+    if (!REVIEWER_PATTERN.test(r)) throw new InputError('SVC_ERR_SECRETS_RULE', `required reviewer ${JSON.stringify(r.slice(0, 120))} is not a valid login (letters, digits, "_", ".", "@", "-")`);
+  }
+  return [...new Set(reviewers)].sort();
+}
+
+function checkWaitTimer(seconds: number): number {
+  if (!Number.isInteger(seconds) || seconds < 0 || seconds > MAX_WAIT_TIMER_SECONDS) {
+    throw new InputError('SVC_ERR_SECRETS_RULE', `wait timer must be a whole number of seconds from 0 to ${MAX_WAIT_TIMER_SECONDS} (30 days)`);
+  }
+  return seconds;
+}
+
+function checkConcurrencyLimit(limit: number | null): number | null {
+  if (limit !== null && (!Number.isInteger(limit) || limit < 1 || limit > 10_000)) {
+    throw new InputError('SVC_ERR_SECRETS_RULE', 'concurrency limit must be a whole number from 1 to 10000 (or none)');
+  }
+  return limit;
+}
+
+const SELECT = sql.fragment`SELECT name, branches, repositories, orgs, min_trust, allow_local_execution, required_reviewers, wait_timer_seconds, concurrency_limit, created_at, updated_at FROM secret_contexts`;
 
 export async function createContext(pool: DatabasePool, input: CreateContextInput): Promise<SecretContext> {
   checkContextName(input.name);
@@ -118,11 +159,15 @@ export async function createContext(pool: DatabasePool, input: CreateContextInpu
   const repositories = checkPatterns('repository', input.repositories ?? []);
   const orgs = checkOrgs(input.orgs ?? []);
   const minTrust = checkMinTrust(input.minTrust ?? 'trusted');
+  const reviewers = checkReviewers(input.requiredReviewers ?? []);
+  const waitTimer = checkWaitTimer(input.waitTimerSeconds ?? 0);
+  const limit = checkConcurrencyLimit(input.concurrencyLimit ?? null);
   const row = await pool.maybeOne(sqlTyped(ContextRow)`
-    INSERT INTO secret_contexts (name, branches, repositories, orgs, min_trust, allow_local_execution)
-    VALUES (${input.name}, ${sql.array(branches, 'text')}, ${sql.array(repositories, 'text')}, ${sql.array(orgs, 'text')}, ${minTrust}, ${input.allowLocalExecution ?? false})
+    INSERT INTO secret_contexts (name, branches, repositories, orgs, min_trust, allow_local_execution, required_reviewers, wait_timer_seconds, concurrency_limit)
+    VALUES (${input.name}, ${sql.array(branches, 'text')}, ${sql.array(repositories, 'text')}, ${sql.array(orgs, 'text')}, ${minTrust}, ${input.allowLocalExecution ?? false},
+            ${sql.array(reviewers, 'text')}, ${waitTimer}, ${limit})
     ON CONFLICT (name) DO NOTHING
-    RETURNING name, branches, repositories, orgs, min_trust, allow_local_execution, created_at, updated_at`);
+    RETURNING name, branches, repositories, orgs, min_trust, allow_local_execution, required_reviewers, wait_timer_seconds, concurrency_limit, created_at, updated_at`);
   if (row === null) throw new ConflictError('SVC_ERR_SECRETS_CONTEXT_EXISTS', `context ${input.name} already exists`);
   return contextOf(row);
 }
@@ -156,7 +201,35 @@ export async function bindContext(pool: DatabasePool, name: string, input: BindI
       orgs = (SELECT coalesce(array_agg(DISTINCT o ORDER BY o), '{}') FROM unnest(orgs || ${sql.array(orgs, 'text')}) o),
       updated_at = now()
     WHERE name = ${name}
-    RETURNING name, branches, repositories, orgs, min_trust, allow_local_execution, created_at, updated_at`);
+    RETURNING name, branches, repositories, orgs, min_trust, allow_local_execution, required_reviewers, wait_timer_seconds, concurrency_limit, created_at, updated_at`);
+  if (row === null) throw new NotFoundError('SVC_ERR_SECRETS_CONTEXT_NOT_FOUND', `context ${name} does not exist: create it with svc-admin context create ${name}`);
+  return contextOf(row);
+}
+
+export interface ProtectionInput {
+  requiredReviewers?: readonly string[];
+  waitTimerSeconds?: number;
+  /** null removes the limit. */
+  concurrencyLimit?: number | null;
+}
+
+/** Sets the protection rules given (the others keep their value). */
+export async function protectContext(pool: DatabasePool, name: string, input: ProtectionInput): Promise<SecretContext> {
+  checkContextName(name);
+  if (input.requiredReviewers === undefined && input.waitTimerSeconds === undefined && input.concurrencyLimit === undefined) {
+    throw new InputError('SVC_ERR_SECRETS_RULE', 'name at least one protection rule to set (required reviewers, wait timer, concurrency limit)');
+  }
+  const reviewers = input.requiredReviewers === undefined ? null : checkReviewers(input.requiredReviewers);
+  const waitTimer = input.waitTimerSeconds === undefined ? null : checkWaitTimer(input.waitTimerSeconds);
+  const limit = input.concurrencyLimit === undefined ? undefined : checkConcurrencyLimit(input.concurrencyLimit);
+  const row = await pool.maybeOne(sqlTyped(ContextRow)`
+    UPDATE secret_contexts SET
+      required_reviewers = coalesce(${reviewers === null ? null : sql.array(reviewers, 'text')}::text[], required_reviewers),
+      wait_timer_seconds = coalesce(${waitTimer}::int, wait_timer_seconds),
+      concurrency_limit = ${limit === undefined ? sql.fragment`concurrency_limit` : limit},
+      updated_at = now()
+    WHERE name = ${name}
+    RETURNING name, branches, repositories, orgs, min_trust, allow_local_execution, required_reviewers, wait_timer_seconds, concurrency_limit, created_at, updated_at`);
   if (row === null) throw new NotFoundError('SVC_ERR_SECRETS_CONTEXT_NOT_FOUND', `context ${name} does not exist: create it with svc-admin context create ${name}`);
   return contextOf(row);
 }

@@ -1,8 +1,10 @@
 // Step 7: `/svc approve` and `/svc reject` in pull-request comments are commands, not events:
-// recorded here before matching (hold mechanics act on the table), and never matched.
+// recorded here before matching, applied to the pull request's held runs by run-control
+// (run-control/comments.ts), and never matched. A redelivered comment is recorded once.
 import { randomUUID } from 'node:crypto';
 import type { NormalizedEvent } from '../../../../schemas/event.ts';
 import { sql, type DatabasePool } from '../../../services/db/index.ts';
+import type { CommentCommand } from '../../run-control/comments.ts';
 
 export interface ApprovalCommand {
   command: 'approve' | 'reject';
@@ -36,10 +38,20 @@ export async function recordApprovalCommand(
   event: NormalizedEvent,
   command: ApprovalCommand,
   payload: unknown,
-): Promise<void> {
-  await pool.query(sql.unsafe`
+): Promise<{ fresh: boolean; command: CommentCommand }> {
+  const recorded: CommentCommand = {
+    orgId,
+    deliveryId,
+    repository: event.repository?.fullName ?? '',
+    pullRequest: pullRequestNumberOf(event, payload),
+    author: event.comment?.author ?? event.sender.login,
+    command: command.command,
+    argument: command.argument,
+  };
+  const row = await pool.maybeOne(sql.unsafe`
     insert into approval_commands (id, org_id, delivery_id, source_id, repository, pull_request, command, argument, author)
-    values (${randomUUID()}, ${orgId}, ${deliveryId}, ${sourceId}, ${event.repository?.fullName ?? ''},
-      ${pullRequestNumberOf(event, payload)}, ${command.command}, ${command.argument}, ${event.comment?.author ?? event.sender.login})
-    on conflict (org_id, delivery_id) do nothing`);
+    values (${randomUUID()}, ${orgId}, ${deliveryId}, ${sourceId}, ${recorded.repository},
+      ${recorded.pullRequest}, ${command.command}, ${command.argument}, ${recorded.author})
+    on conflict (org_id, delivery_id) do nothing returning id`);
+  return { fresh: row !== null, command: recorded };
 }

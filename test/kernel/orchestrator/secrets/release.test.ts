@@ -25,7 +25,7 @@ const KEY_TEXT = 'a'.repeat(64);
 const silent = pino({ level: 'silent' });
 
 function ctx(over: Partial<SecretContext> = {}): SecretContext {
-  return { name: 'deploy', branches: [], repositories: ['acme/*'], orgs: [], minTrust: 'trusted', allowLocalExecution: false, bound: true, createdAt: '', updatedAt: '', ...over };
+  return { name: 'deploy', branches: [], repositories: ['acme/*'], orgs: [], minTrust: 'trusted', allowLocalExecution: false, requiredReviewers: [], waitTimerSeconds: 0, concurrencyLimit: null, bound: true, createdAt: '', updatedAt: '', ...over };
 }
 const RUN = { orgId: 'org-1', repository: 'acme/widgets', ref: 'refs/heads/main', trustTier: 'trusted', isTestRun: false };
 

@@ -1,0 +1,36 @@
+// The run-control subsystem: starts this node's worker (holds, concurrency admission, job gates)
+// and listens for what wakes it. Approval decisions arrive through the ingest pipeline (comment
+// commands), the relay (dashboard and `svc approve`) and svc-admin, all via approvals.decideRun.
+import { createListener } from '../../services/db/index.ts';
+import type { Subsystem } from '../context.ts';
+import { RUN_CONTROL_CHANNEL } from '../dispatch/notify.ts';
+import { RunControlWorker } from './worker.ts';
+
+/** The status feed's channel (migration 0600): a run or job that changes may free a slot. */
+const STATUS_FEED_CHANNEL = 'svc_run_status';
+
+export interface RunControlTuning {
+  /** Periodic pass; default 1000 ms (wait timers and hold expiry are exact to about this). */
+  tickMs?: number;
+}
+
+export function createRunControlSubsystem(tuning: RunControlTuning = {}): Subsystem {
+  return {
+    id: 'run-control',
+    async start(ctx, deps) {
+      const logger = ctx.logger.child({ subsystem: 'run-control' });
+      const worker = new RunControlWorker({ pool: ctx.db, logger, tickMs: tuning.tickMs ?? 1_000 });
+      const listener = await createListener({ url: ctx.databaseUrl, logger });
+      await listener.listen(RUN_CONTROL_CHANNEL, () => worker.wake());
+      await listener.listen(STATUS_FEED_CHANNEL, () => worker.wake());
+      listener.onGap(() => worker.wake());
+      worker.start();
+      deps.onStop(async () => {
+        await listener.close();
+        await worker.stop();
+      });
+    },
+  };
+}
+
+export const runControlSubsystem: Subsystem = createRunControlSubsystem();
