@@ -147,6 +147,55 @@ export const RunCancelResponse = Type.Object(
   { type: Type.Literal('run.cancel.response'), requestId: Id, cancelledJobs: Type.Optional(Type.Integer({ minimum: 0 })), error: Type.Optional(DashboardError) },
   Strict,
 );
+/** Longest comment an approval decision carries (the orchestrator refuses more). */
+export const MAX_APPROVAL_COMMENT_LENGTH = 2000;
+
+/** What one decision did to one approval hold (docs/cli.md, "svc approve"). */
+export const ApprovalHoldDecision = Type.Object(
+  {
+    /** Null when the run had no hold at all. */
+    holdId: Type.Union([Id, Type.Null()]),
+    level: Type.Union([Type.Literal('workflow'), Type.Literal('job'), Type.Literal('step'), Type.Literal('context'), Type.Null()]),
+    job: Type.Union([Type.String(), Type.Null()]),
+    context: Type.Union([Type.String(), Type.Null()]),
+    /** The hold's status after the decision (`pending`, `approved`, `rejected`, …; `none`). */
+    status: Type.String(),
+    /** False: the decision was kept but changed nothing, for `ignoredReason`. */
+    counted: Type.Boolean(),
+    ignoredReason: Type.Optional(Type.String()),
+  },
+  Strict,
+);
+export type ApprovalHoldDecision = Static<typeof ApprovalHoldDecision>;
+
+/** The answer to an approve or reject: the run's status after it, each hold, one sentence. */
+export const ApprovalResult = Type.Object(
+  { runId: Id, runStatus: Type.String(), decisions: Type.Array(ApprovalHoldDecision), message: Type.String() },
+  Strict,
+);
+export type ApprovalResult = Static<typeof ApprovalResult>;
+
+/** `svc approve|reject` and the dashboard's buttons: `actor` is the relay's authenticated caller. */
+export const RunApproveRequest = Type.Object(
+  {
+    type: Type.Literal('run.approve.request'),
+    requestId: Id,
+    orgId: Id,
+    runId: Id,
+    actor: Type.String({ minLength: 1, maxLength: 200 }),
+    decision: Type.Union([Type.Literal('approve'), Type.Literal('reject')]),
+    via: Type.Union([Type.Literal('cli'), Type.Literal('dashboard')]),
+    comment: Type.Optional(Type.String({ maxLength: MAX_APPROVAL_COMMENT_LENGTH })),
+    /** Decide only the holds of this job (by name). */
+    job: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  },
+  Strict,
+);
+export type RunApproveRequest = Static<typeof RunApproveRequest>;
+export const RunApproveResponse = Type.Object(
+  { type: Type.Literal('run.approve.response'), requestId: Id, result: Type.Optional(ApprovalResult), error: Type.Optional(DashboardError) },
+  Strict,
+);
 export const DashboardPayload = Type.Object({ type: Type.Literal('dashboard.payload'), requestId: Id, runId: Id, orgId: Type.Optional(Id) }, Strict);
 export const DashboardPayloadResponse = Type.Object(
   { type: Type.Literal('dashboard.payload.response'), requestId: Id, payload: Type.Optional(Type.Unknown()), error: Type.Optional(DashboardError) },
@@ -329,6 +378,7 @@ export const OrchestratorToRelayMembers = [
   SourceSecrets,
   RunRerunResponse,
   RunCancelResponse,
+  RunApproveResponse,
   DashboardPayloadResponse,
   RunShowResponse,
   RunLogsResponse,
@@ -339,6 +389,6 @@ export const OrchestratorToRelay = Type.Union([...OrchestratorToRelayMembers]);
 export type OrchestratorToRelay = Static<typeof OrchestratorToRelay>;
 
 /** Messages the relay sends to an orchestrator. */
-export const RelayToOrchestratorMembers = [RelayWelcome, WebhookDeliver, RunRerunRequest, RunCancelRequest, DashboardPayload, RunShowRequest, RunLogsRequest] as const;
+export const RelayToOrchestratorMembers = [RelayWelcome, WebhookDeliver, RunRerunRequest, RunCancelRequest, RunApproveRequest, DashboardPayload, RunShowRequest, RunLogsRequest] as const;
 export const RelayToOrchestrator = Type.Union([...RelayToOrchestratorMembers]);
 export type RelayToOrchestrator = Static<typeof RelayToOrchestrator>;

@@ -23,6 +23,7 @@ export type Outgoing<T extends BrokerRequest> = T extends unknown ? Omit<T, 'req
 const RESPONSE_OF: Record<BrokerRequest['type'], BrokerResponse['type']> = {
   'run.rerun.request': 'run.rerun.response',
   'run.cancel.request': 'run.cancel.response',
+  'run.approve.request': 'run.approve.response',
   'dashboard.payload': 'dashboard.payload.response',
   'run.show.request': 'run.show.response',
   'run.logs.request': 'run.logs.response',

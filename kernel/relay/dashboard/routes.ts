@@ -2,6 +2,8 @@
 // to a connected orchestrator of the org over its WebSocket:
 //   POST /orgs/:orgId/runs/:runId/rerun          → 200 { newRunId }; 429 inside the cooldown
 //   POST /orgs/:orgId/runs/:runId/cancel         → 200 { cancelledJobs }
+//   POST /orgs/:orgId/runs/:runId/approve|reject → 200 ApprovalResult      (dashboard; body { comment?, job? })
+//   POST /v1/orgs/:orgId/runs/:runId/approve|reject → 200 ApprovalResult   (svc approve|reject)
 //   GET  /orgs/:orgId/runs/:runId/payload        → 200 { payload }
 //   GET  /v1/orgs/:orgId/runs/:runId             → 200 { run }            (svc runs show)
 //   GET  /v1/orgs/:orgId/runs/:runId/logs?after= → 200 RunLogsPage        (svc runs logs)
@@ -13,6 +15,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { MAX_LOG_CURSOR_LENGTH, type DashboardError } from '../../../schemas/wire/relay.ts';
+import { ApprovalDecisionBody } from '../../../schemas/http/approvals.ts';
+import { compileSchema, formatIssues } from '../../../schemas/validate.ts';
 import { sql, type DatabasePool } from '../../services/db/index.ts';
 import { InputError, RateLimitedError, isSvcError } from '../../../core/errors.ts';
 import { receivedCode } from '../../../core/error-codes.ts';
@@ -75,6 +79,15 @@ async function checked(db: DatabasePool, request: FastifyRequest): Promise<{ cal
   return { caller, orgId, runId: runId.toLowerCase() };
 }
 
+const checkDecisionBody = compileSchema(ApprovalDecisionBody);
+
+/** The body of an approve or reject, checked after the token and the path (no body: `{}`). */
+function decisionBody(body: unknown): ApprovalDecisionBody {
+  const result = checkDecisionBody.validate(body ?? {});
+  if (!result.ok) throw new InputError('SVC_ERR_HTTP_INVALID_BODY', `invalid request body: ${formatIssues(result.issues)} (send { "comment"?: text of at most 2000 characters, "job"?: a job name })`);
+  return result.value;
+}
+
 export function registerDashboardRoutes(app: SvcHttpServer, options: DashboardRoutesOptions): void {
   const { db, broker, logger } = options;
 
@@ -104,6 +117,28 @@ export function registerDashboardRoutes(app: SvcHttpServer, options: DashboardRo
       return failed(reply, error);
     }
   });
+
+  // Approve or reject a held run (spec "Authentication" 9): the caller decides, as the dashboard's
+  // user (`via: dashboard`) or through `svc approve|reject` (`/v1`, `via: cli`). A decision the
+  // hold does not count (the caller is not an approver, nothing is pending) is still 200: the
+  // result says why.
+  for (const decision of ['approve', 'reject'] as const) {
+    for (const [prefix, via] of [['', 'dashboard'], ['/v1', 'cli']] as const) {
+      app.post(`${prefix}/orgs/:orgId/runs/:runId/${decision}`, async (request, reply) => {
+        try {
+          const { caller, orgId, runId } = await checked(db, request);
+          const body = decisionBody(request.body);
+          const response = unwrap(await broker.request(orgId, { type: 'run.approve.request', orgId, runId, actor: caller.actor, decision, via, ...body }));
+          if (response.result === undefined) throw new RelayedError({ code: 'SVC_ERR_RELAY_BAD_ANSWER', message: 'the orchestrator answered without a result', status: 502 });
+          const counted = response.result.decisions.filter((d) => d.counted).length;
+          logger.info({ orgId, runId, decision, via, by: caller.actor, counted, runStatus: response.result.runStatus }, 'run approval decision');
+          return send(reply, 200, response.result);
+        } catch (error) {
+          return failed(reply, error);
+        }
+      });
+    }
+  }
 
   app.get('/orgs/:orgId/runs/:runId/payload', async (request, reply) => {
     try {

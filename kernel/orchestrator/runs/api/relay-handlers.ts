@@ -1,5 +1,6 @@
 // Dashboard and CLI requests the relay forwards to this orchestrator (`run.rerun.request`,
-// `run.cancel.request`, `dashboard.payload`, `run.show.request`, `run.logs.request`), each
+// `run.cancel.request`, `run.approve.request`, `dashboard.payload`, `run.show.request`,
+// `run.logs.request`), each
 // answered with exactly one response carrying the same `requestId`. Errors travel as
 // `{ code, message, status }` (status = the HTTP status the relay answers with); internal errors
 // are logged here and answered without their details.
@@ -13,6 +14,7 @@ import { InputError, RateLimitedError, isSvcError } from '../../../../core/error
 import { STATUS_BY_KIND } from '../../../services/http/index.ts';
 import type { OrchestratorContext } from '../../context.ts';
 import { cancelRun } from '../../dispatch/cancel.ts';
+import { decideRun } from '../../run-control/approvals.ts';
 import { notifyJobsQueued } from '../../dispatch/notify.ts';
 import type { CacheCheck } from '../../ingest/steps/caches.ts';
 import type { OpenedSource } from '../../sources/store.ts';
@@ -24,8 +26,11 @@ import { findRun, loadRunView } from './show.ts';
 /** A response must fit the relay's 4 MiB frame limit with room to spare. */
 export const MAX_RESPONSE_BYTES = 3.5 * 1024 * 1024;
 
-type DashboardRequest = Extract<RelayToOrchestrator, { type: 'run.rerun.request' | 'run.cancel.request' | 'dashboard.payload' | 'run.show.request' | 'run.logs.request' }>;
-type DashboardResponse = Extract<OrchestratorToRelay, { type: 'run.rerun.response' | 'run.cancel.response' | 'dashboard.payload.response' | 'run.show.response' | 'run.logs.response' }>;
+type DashboardRequest = Extract<RelayToOrchestrator, { type: 'run.rerun.request' | 'run.cancel.request' | 'run.approve.request' | 'dashboard.payload' | 'run.show.request' | 'run.logs.request' }>;
+type DashboardResponse = Extract<
+  OrchestratorToRelay,
+  { type: 'run.rerun.response' | 'run.cancel.response' | 'run.approve.response' | 'dashboard.payload.response' | 'run.show.response' | 'run.logs.response' }
+>;
 
 /** What re-run needs from the ingest pipeline (an IngestPipeline fits). */
 export interface IngestParts {
@@ -45,6 +50,7 @@ export interface RunsApiDeps {
 const RESPONSE_TYPE = {
   'run.rerun.request': 'run.rerun.response',
   'run.cancel.request': 'run.cancel.response',
+  'run.approve.request': 'run.approve.response',
   'dashboard.payload': 'dashboard.payload.response',
   'run.show.request': 'run.show.response',
   'run.logs.request': 'run.logs.response',
@@ -86,6 +92,13 @@ export async function answerDashboardRequest(deps: RunsApiDeps, request: Dashboa
         // The org check first: cancelRun itself knows no orgs.
         const run = await findRun(deps.pool, orgId, request.runId);
         return { type: 'run.cancel.response', ...base, ...(await deps.cancel(run.id, request.cancelledBy)) };
+      }
+      case 'run.approve.request': {
+        // decideRun checks the org itself (a run of another org is SVC_ERR_RUNS_NOT_FOUND). A
+        // decision the hold's clauses do not allow is a result with `counted: false`, not an error.
+        const { runId, actor, decision, via, comment, job } = request;
+        const result = await decideRun(deps.pool, { orgId, runId, actor, decision, via, ...(comment !== undefined ? { comment } : {}), ...(job !== undefined ? { job } : {}) });
+        return { type: 'run.approve.response', ...base, result };
       }
     }
   } catch (error) {
