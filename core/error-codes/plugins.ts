@@ -70,6 +70,9 @@ export const PLUGINS_ERROR_CODES = {
   },
   // GITHUB
   SVC_ERR_GITHUB_AUTH: { kind: 'authentication', message: '{what}: GitHub refused the App credentials (401): {detail}' },
+  SVC_ERR_GITHUB_CHECK_RUN_FAILED: { kind: 'unavailable', message: '{what}: GitHub answered {status}: {detail}' },
+  SVC_ERR_GITHUB_CHECK_RUN_REFUSED: { kind: 'input', message: '{what}: GitHub refused the request ({status}): {detail}' },
+  SVC_ERR_GITHUB_CHECK_RUN_RESPONSE: { kind: 'unavailable', message: 'GitHub returned no check run id for {owner}/{repo}' },
   SVC_ERR_GITHUB_DIFF_TOO_LARGE: {
     kind: 'unavailable',
     message: 'the diff of {owner}/{repo} {base}...{head} has more than {maxPages} pages of files',

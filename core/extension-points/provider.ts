@@ -69,6 +69,53 @@ export interface ProviderSource {
   credentials: Readonly<Record<string, string>>;
 }
 
+/** What a forge is told about a run: waiting, running, or finished with a conclusion. */
+export type RunReportState = 'queued' | 'in_progress' | 'completed';
+/** How a finished run ended, in the vocabulary forges share (GitHub check-run conclusions). */
+export type RunReportConclusion = 'success' | 'failure' | 'cancelled' | 'skipped' | 'timed_out' | 'neutral';
+
+/** One run status change to report to the forge the run came from (`reportRunStatus`). */
+export interface RunStatusReport {
+  source: ProviderSource;
+  /** The run's repository, with the installation id the event carried when it had one. */
+  repository: RepositoryRef;
+  run: {
+    id: string;
+    orgId: string;
+    /** Workflow name (a GitHub check run's name). */
+    workflow: string;
+    /** The run's commit; not a 40-hex sha for runs that are not on a commit (then skip). */
+    sha: string;
+    ref: string | null;
+    eventName: string;
+    /** The run status that changed (`held`, `queued`, `running`, `completed`, `failed`, …). */
+    status: string;
+    reason: string | null;
+    createdAt: string;
+    startedAt: string | null;
+    finishedAt: string | null;
+    /** Where a person sees the run (the configured run page). */
+    url: string;
+  };
+  state: RunReportState;
+  /** Set exactly when `state` is `completed`. */
+  conclusion: RunReportConclusion | null;
+  /** One line (`ci: failed`), and Markdown with the reason, the link and the jobs. */
+  title: string;
+  summary: string;
+  /**
+   * What the last successful report of this run to this source returned (`externalId`), so a
+   * later change updates the same forge object; null for the first report of the run.
+   */
+  externalId: string | null;
+}
+
+export type RunStatusResult =
+  /** Reported; `externalId` names the forge object (a check run id) later reports update. */
+  | { outcome: 'reported'; externalId: string }
+  /** Not reported, on purpose (no commit, turned off for the source); never retried. */
+  | { outcome: 'skipped'; reason: string };
+
 export interface SourceProviderExtensionPoint extends PluginInstance {
   /** TypeBox schema of `ProviderSource.settings`; checked when an operator adds a source. */
   readonly sourceSettingsSchema?: TSchema;
@@ -96,6 +143,25 @@ export interface SourceProviderExtensionPoint extends PluginInstance {
   changedFiles(request: { source: ProviderSource; repository: RepositoryRef; base: string; head: string }): Promise<string[]>;
   /** Short-lived credentials an agent uses to check the repository out. */
   checkoutCredentials(request: { source: ProviderSource; repository: RepositoryRef }): Promise<CheckoutCredentials>;
+  /**
+   * Optional: shows a run's status on the forge (GitHub: a check run on the run's commit). The
+   * kernel's forge status reporter calls it once per run status change, in order per run, from
+   * its own delivery queue, never inside a run's transaction: whatever it does or throws never
+   * changes the run.
+   *
+   * - The first report of a run has `externalId: null`; the provider creates the forge object
+   *   and returns its id. Later reports carry that id and update the same object (a provider
+   *   whose object vanished may create a new one and return the new id).
+   * - A report may arrive for a later state without the earlier ones (they were superseded):
+   *   creating the object straight in `completed` must work.
+   * - `{ outcome: 'skipped', reason }` declines for good (the run is not on a commit, or the
+   *   source turned reports off); decide that before any I/O.
+   * - Throwing asks for a retry with back-off, up to the configured attempts. An SvcError of
+   *   kind `input` is never retried (the forge refused the request itself: fixing it needs a
+   *   change, not time). Put the forge's HTTP status in `details.statusCode` when there is one;
+   *   operators see it on the delivery.
+   */
+  reportRunStatus?(request: RunStatusReport): Promise<RunStatusResult>;
 }
 
 export const sourceProviderExtensionPoint = createExtensionPointRef<SourceProviderExtensionPoint>()({

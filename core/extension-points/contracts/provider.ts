@@ -6,9 +6,9 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { NormalizedEvent } from '../../../schemas/event.ts';
 import { compileSchema, formatIssues } from '../../../schemas/validate.ts';
-import type { ProviderSource, RawDelivery, RepositoryRef, SourceProviderExtensionPoint, WebhookHeaders } from '../provider.ts';
+import type { ProviderSource, RawDelivery, RepositoryRef, RunStatusReport, RunStatusResult, SourceProviderExtensionPoint, WebhookHeaders } from '../provider.ts';
 import { sourceProviderExtensionPoint } from '../provider.ts';
-import { expect, expectEqual, expectFields, expectRejects, show } from './check.ts';
+import { expect, expectEqual, expectFields, expectRejects, expectSvcError, show } from './check.ts';
 import type { BaseHarness, ContractContext, ContractPoint, ContractSuite } from './types.ts';
 
 export interface ProviderHarness extends BaseHarness<'provider'> {
@@ -176,6 +176,34 @@ const points: ContractPoint<'provider', ProviderHarness>[] = [
       if (instance.readFile === undefined) return;
       for (const path of ['/etc/passwd', '../secret', 'a/../../b', '-rf']) {
         await expectRejects(() => instance.readFile!({ source, repository, sha, path }), { kind: 'input' }, `readFile(path ${show(path)})`);
+      }
+    },
+  },
+  {
+    point: 'report: a run that is not on a commit is skipped or refused with an input SvcError, before any I/O',
+    async run({ instance, harness }: Ctx) {
+      if (instance.reportRunStatus === undefined) return;
+      expectEqual(typeof instance.reportRunStatus, 'function', 'typeof reportRunStatus');
+      const repository = harness.repository ?? { id: '1', fullName: 'acme/widgets' };
+      for (const sha of ['', '--output=/tmp/x', 'main; rm -rf /']) {
+        const request: RunStatusReport = {
+          source: harness.source,
+          repository,
+          run: { id: '00000000-0000-4000-8000-000000000001', orgId: harness.source.orgId, workflow: 'ci', sha, ref: null, eventName: 'push', status: 'queued', reason: null, createdAt: new Date(0).toISOString(), startedAt: null, finishedAt: null, url: 'https://ci.example.test/runs/1' },
+          state: 'queued',
+          conclusion: null,
+          title: 'ci: queued',
+          summary: 'queued',
+          externalId: null,
+        };
+        let result: RunStatusResult | undefined;
+        try {
+          result = await instance.reportRunStatus(request);
+        } catch (error) {
+          expectSvcError(error, { kind: 'input' }, `reportRunStatus(sha ${show(sha)})`);
+          continue;
+        }
+        expect(result?.outcome === 'skipped' && typeof result.reason === 'string' && result.reason !== '', `reportRunStatus(sha ${show(sha)}) must answer { outcome: 'skipped', reason } or reject with an input SvcError, got ${show(result)}`);
       }
     },
   },

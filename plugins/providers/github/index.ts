@@ -1,10 +1,11 @@
 // `github` source provider: a GitHub App. Deliveries carry GitHub's headers (or the spec's
 // `X-Provider-*` equivalents); the routing key is `github:<app id>`; repository reads go
-// through the REST API with installation tokens.
+// through the REST API with installation tokens; run status goes back as check runs.
 import { definePlugin } from '../../../core/plugins/define-plugin.ts';
 import type { ProviderDeliveryHeaders, RawDelivery, SourceProviderExtensionPoint, WebhookHeaders } from '../../../core/extension-points/provider.ts';
 import { normalizeGithubPayload } from '../shared/github-payload.ts';
 import { GithubAppClient } from './app-client.ts';
+import { GithubCheckRuns } from './check-runs.ts';
 import { extractDeliveryHeaders, hubSignatureInput } from './headers.ts';
 import { GithubRepositoryApi } from './repository-api.ts';
 import { GithubProviderConfig, GithubSourceSettings } from './settings.ts';
@@ -12,6 +13,7 @@ import { GithubProviderConfig, GithubSourceSettings } from './settings.ts';
 export { GithubAppClient, githubError, type InstallationToken, type GithubAppClientOptions } from './app-client.ts';
 export { extractDeliveryHeaders, hubSignatureInput, HEADER_NAMES, type HeaderRules } from './headers.ts';
 export { GithubRepositoryApi, LOCK_FILE_PATH } from './repository-api.ts';
+export { GithubCheckRuns, checkRunBody, type CheckRunBody } from './check-runs.ts';
 export {
   GithubProviderConfig,
   GithubSourceSettings,
@@ -29,11 +31,12 @@ export const githubProvider = definePlugin({
   kind: 'provider',
   version: '0.9.0',
   kernelRange: '^0.9.0',
-  description: 'GitHub App source provider: GitHub webhooks, contents and compare APIs, installation tokens for checkout',
+  description: 'GitHub App source provider: GitHub webhooks, contents and compare APIs, installation tokens for checkout, check runs for run status',
   configSchema: GithubProviderConfig,
   create({ config, logger }): SourceProviderExtensionPoint {
     const client = new GithubAppClient({ logger, refreshMarginMs: config.tokenRefreshMarginMs, requestTimeoutMs: config.requestTimeoutMs });
     const api = new GithubRepositoryApi({ client, config, logger });
+    const checkRuns = new GithubCheckRuns({ client, api, logger });
     return {
       providerKind: GITHUB_PROVIDER_KIND,
       sourceSettingsSchema: GithubSourceSettings,
@@ -46,6 +49,7 @@ export const githubProvider = definePlugin({
       readFile: (request) => api.readFile(request),
       changedFiles: (request) => api.changedFiles(request),
       checkoutCredentials: (request) => api.checkoutCredentials(request),
+      reportRunStatus: (request) => checkRuns.report(request),
       close: () => client.clear(),
     };
   },

@@ -29,6 +29,8 @@ export const GithubSourceSettings = Type.Object(
     apiBaseUrl: Type.Optional(Type.String({ pattern: HTTP_URL, maxLength: 2048 })),
     /** Web root for clone URLs when the payload carries none (default `https://github.com`). */
     webBaseUrl: Type.Optional(Type.String({ pattern: HTTP_URL, maxLength: 2048 })),
+    /** Report each run as a check run on its commit (default true; the App needs `checks: write`). */
+    checkRuns: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
 );
@@ -42,6 +44,8 @@ export interface GithubSource {
   apiBaseUrl: string;
   webBaseUrl: string;
   privateKey: string;
+  /** Runs are reported as check runs (`settings.checkRuns`, default true). */
+  checkRuns: boolean;
 }
 
 const PEM = /^-----BEGIN (RSA )?PRIVATE KEY-----[\s\S]+-----END (RSA )?PRIVATE KEY-----\s*$/;
@@ -61,7 +65,7 @@ export function githubSourceOf(source: ProviderSource): GithubSource {
   }
   const apiBaseUrl = (result.value.apiBaseUrl ?? DEFAULT_API_BASE_URL).replace(/\/+$/, '');
   const webBaseUrl = (result.value.webBaseUrl ?? (apiBaseUrl === DEFAULT_API_BASE_URL ? 'https://github.com' : apiBaseUrl.replace(/\/api\/v3$/, ''))).replace(/\/+$/, '');
-  return { id: source.id, appId: String(result.value.appId), apiBaseUrl, webBaseUrl, privateKey: privateKey.trim() + '\n' };
+  return { id: source.id, appId: String(result.value.appId), apiBaseUrl, webBaseUrl, privateKey: privateKey.trim() + '\n', checkRuns: result.value.checkRuns !== false };
 }
 
 const NAME_PART = /^(?!\.{1,2}$)[A-Za-z0-9_.-]{1,100}$/;
