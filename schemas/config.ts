@@ -137,6 +137,26 @@ export const SvcConfig = Type.Object(
       strict,
     ),
     eventLog: Type.Object({ maxPayloadBytes: PositiveInt }, strict),
+    /** Run status reported back to the forge (docs/forge-status.md): check runs, run-status webhooks. */
+    forgeStatus: Type.Object(
+      {
+        /**
+         * Link to a run page in reports, with `{orgId}` and `{runId}` placeholders. Default: the
+         * relay's run route (`platform.url`), else this orchestrator's admin run route.
+         */
+        runUrlTemplate: Type.Optional(HttpUrl),
+        /** Attempts per delivery before it is marked failed. */
+        maxAttempts: PositiveInt,
+        /** First retry delay; doubles per attempt (with jitter) up to retryMaxMs. */
+        retryBaseMs: PositiveInt,
+        retryMaxMs: PositiveInt,
+        /** Time limit of one webhook request. */
+        requestTimeoutMs: PositiveInt,
+        /** The reporter also looks for work this often, notification or not. */
+        tickMs: PositiveInt,
+      },
+      strict,
+    ),
     cache: Type.Object(
       {
         ttlDays: PositiveInt,
