@@ -3,6 +3,7 @@
 import { loadCommands } from '../core/cli/lazy-commands.ts';
 
 export const COMMANDS = await loadCommands(import.meta.url, {
+  'approve': './commands/approve',
   'compile': './commands/compile',
   'dev': './commands/dev',
   'doctor': './commands/doctor',
@@ -13,6 +14,7 @@ export const COMMANDS = await loadCommands(import.meta.url, {
   'logout': './commands/logout',
   'org:use': './commands/org/use',
   'preview': './commands/preview',
+  'reject': './commands/reject',
   'run': './commands/run',
   'runs:list': './commands/runs/list',
   'runs:logs': './commands/runs/logs',

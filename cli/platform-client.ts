@@ -7,7 +7,8 @@ import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Type, type Static } from 'typebox';
-import { RunLogsPage, RunView } from '../schemas/wire/relay.ts';
+import { ApprovalResult, RunLogsPage, RunView } from '../schemas/wire/relay.ts';
+import type { ApprovalDecisionBody } from '../schemas/http/approvals.ts';
 import { RunList, type RunStatus } from '../schemas/http/run-index.ts';
 import { compileSchema, formatIssues } from '../schemas/validate.ts';
 import {
@@ -39,6 +40,7 @@ const checkConfig = compileSchema(PlatformConfigFile);
 const checkShow = compileSchema(Type.Object({ run: RunView }));
 const checkPage = compileSchema(RunLogsPage);
 const checkRunList = compileSchema(RunList);
+const checkApproval = compileSchema(ApprovalResult);
 const checkWhoami = compileSchema(Type.Object({ orgId: Type.String(), kind: Type.String(), user: Type.Optional(Type.String()) }));
 
 export const ORG_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
@@ -157,28 +159,44 @@ export class PlatformClient {
   }
 
   async #get(path: string): Promise<unknown> {
+    return this.#request('GET', path);
+  }
+
+  /** One request with a JSON body (`POST`); the answer as `#get` reads it. */
+  async #post(path: string, body: unknown): Promise<unknown> {
+    return this.#request('POST', path, body);
+  }
+
+  async #request(method: 'GET' | 'POST', path: string, body?: unknown): Promise<unknown> {
     const url = `${this.platformUrl}${path}`;
+    const headers: Record<string, string> = { authorization: `Bearer ${this.#token}`, accept: 'application/json' };
+    if (body !== undefined) headers['content-type'] = 'application/json';
     let response: Response;
     try {
-      response = await fetch(url, { headers: { authorization: `Bearer ${this.#token}`, accept: 'application/json' }, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+      response = await fetch(url, {
+        method,
+        headers,
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      });
     } catch (error) {
       const cause = (error as { cause?: unknown }).cause;
       throw new UnavailableError('SVC_ERR_CLI_PLATFORM_UNREACHABLE', `cannot reach the Platform at ${this.platformUrl}: ${messageOf(cause ?? error)}`);
     }
     const text = await response.text();
-    let body: unknown;
+    let answer: unknown;
     try {
-      body = text === '' ? undefined : JSON.parse(text);
+      answer = text === '' ? undefined : JSON.parse(text);
     } catch {
-      body = undefined;
+      answer = undefined;
     }
     if (!response.ok) {
-      const e = (body as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
+      const e = (answer as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
       const code: ErrorCode = typeof e?.code === 'string' ? receivedCode(e.code) : `SVC_ERR_CLI_PLATFORM_HTTP_${response.status}`;
       const message = typeof e?.message === 'string' ? e.message : `the Platform answered ${response.status} ${response.statusText} for ${path}`;
       throw errorFor(response.status, code, message, response.headers.get('retry-after'));
     }
-    return body;
+    return answer;
   }
 
   #checked<T>(check: { validate(v: unknown): { ok: true; value: T } | { ok: false; issues: Parameters<typeof formatIssues>[0] } }, body: unknown, what: string): T {
@@ -208,6 +226,11 @@ export class PlatformClient {
     if (filter.before !== undefined) query.set('before', filter.before);
     const qs = query.toString();
     return this.#checked(checkRunList, await this.#get(`/v1/orgs/${encodeURIComponent(this.org)}/runs${qs === '' ? '' : `?${qs}`}`), 'run list');
+  }
+
+  /** Approves or rejects the run's pending holds as the token's user (`svc approve|reject`). */
+  async decideRun(runId: string, decision: 'approve' | 'reject', body: ApprovalDecisionBody = {}): Promise<ApprovalResult> {
+    return this.#checked(checkApproval, await this.#post(`${this.#runPath(runId)}/${decision}`, body), 'approval answer');
   }
 
   async runLogs(runId: string, after?: string): Promise<RunLogsPage> {
