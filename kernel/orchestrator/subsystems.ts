@@ -6,6 +6,7 @@ import { cachesSubsystem } from './caches/index.ts';
 import { clusterSubsystem } from './cluster/subsystem.ts';
 import { dispatchSubsystem } from './dispatch/index.ts';
 import { eventsSubsystem } from './events/index.ts';
+import { forgeStatusSubsystem } from './forge-status/index.ts';
 import { identitySubsystem } from './identity/subsystem.ts';
 import { ingestSubsystem } from './ingest/subsystem.ts';
 import { relayLinkSubsystem } from './relay-link/subsystem.ts';
@@ -33,6 +34,8 @@ export const ORCHESTRATOR_SUBSYSTEMS: readonly Subsystem[] = [
   // Approval holds, concurrency groups, the gates a ready job passes before it is queued.
   runControlSubsystem,
   runsSubsystem,
+  // Run status back to the forge: check runs through the source's provider, run-status webhooks.
+  forgeStatusSubsystem,
   // Linked mode only: relayed deliveries to ingest, relayed dashboard requests to runs.
   relayLinkSubsystem,
 ];

@@ -1,0 +1,110 @@
+// The reporter's side of the run status feed (migration 0600): claims feed rows this column has
+// not handled (`forge_done_at IS NULL`, FOR UPDATE SKIP LOCKED so nodes share the work), turns
+// each run-level change into one delivery per target of the run, and marks the rows done in the
+// SAME transaction. Job-level rows are only marked done: the summary reads the jobs when it is
+// sent. A run's targets:
+//   - `provider`: the run's source, when its provider implements `reportRunStatus`;
+//   - `webhook`: the run's source, and for a run a generic source fanned out the generic source
+//     too, when it has a run-status webhook (source_status_webhooks).
+import { Type } from 'typebox';
+import type { CommonQueryMethods } from 'slonik';
+import { notify, sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
+import { reportedState } from './state.ts';
+import { enqueueDeliveries, type NewDelivery } from './store.ts';
+import { sourcesWithWebhooks } from './webhook-config.ts';
+
+/** NOTIFY channel the reporter sends when it enqueued deliveries (wakes the senders of every node). */
+export const FORGE_STATUS_CHANNEL = 'svc_forge_status';
+/** The feed's channel (migration 0600). */
+export const RUN_STATUS_CHANNEL = 'svc_run_status';
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
+
+const FeedRow = Type.Object({
+  seq: Type.Number(),
+  org_id: Type.String(),
+  run_id: Type.String(),
+  job_id: Nullable(Type.String()),
+  status: Type.String(),
+  at: Type.Number(),
+});
+
+const RunRow = Type.Object({
+  id: Type.String(),
+  org_id: Type.String(),
+  source_id: Nullable(Type.String()),
+  delivery_id: Nullable(Type.String()),
+  finished: Type.Boolean(),
+  provider_kind: Nullable(Type.String()),
+});
+
+const GenericRow = Type.Object({ source_id: Type.String(), provider_kind: Type.String() });
+
+export interface FeedDeps {
+  pool: DatabasePool;
+  /** Whether providers of this kind report run status (a signed-in provider with `reportRunStatus`). */
+  reports(providerKind: string): boolean;
+}
+
+/** `<delivery id>[#generation]:<registration uuid>`: a run a generic delivery fanned out. */
+const FAN_OUT_KEY = /^(.+?)(?:#\d+)?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The generic source whose delivery started `run`, when a generic fan-out did. */
+async function genericSourceOf(tx: CommonQueryMethods, run: { org_id: string; delivery_id: string | null }): Promise<{ source_id: string; provider_kind: string } | null> {
+  if (run.delivery_id === null) return null;
+  const match = FAN_OUT_KEY.exec(run.delivery_id);
+  if (match === null) return null;
+  return tx.maybeOne(sqlTyped(GenericRow)`
+    SELECT d.source_id::text AS source_id, d.provider_kind FROM webhook_deliveries d
+    WHERE d.org_id = ${run.org_id} AND d.delivery_id = ${match[1]!} AND d.provider_kind = 'generic' AND d.source_id IS NOT NULL`);
+}
+
+/**
+ * One batch: claims up to `limit` feed rows, enqueues their deliveries, marks them done. Returns
+ * how many rows it handled (fewer than `limit`: the feed is drained for now) and deliveries made.
+ */
+export async function drainFeedBatch(deps: FeedDeps, limit: number): Promise<{ rows: number; enqueued: number }> {
+  return deps.pool.transaction(async (tx) => {
+    const rows = await tx.any(sqlTyped(FeedRow)`
+      SELECT seq::float8 AS seq, org_id, run_id::text AS run_id, job_id::text AS job_id, status, at FROM run_status_feed
+      WHERE forge_done_at IS NULL ORDER BY seq LIMIT ${limit} FOR UPDATE SKIP LOCKED`);
+    if (rows.length === 0) return { rows: 0, enqueued: 0 };
+    const runLevel = rows.filter((r) => r.job_id === null);
+    const deliveries: NewDelivery[] = [];
+    if (runLevel.length > 0) {
+      const runIds = [...new Set(runLevel.map((r) => r.run_id))];
+      const runs = await tx.any(sqlTyped(RunRow)`
+        SELECT r.id::text AS id, r.org_id, r.source_id::text AS source_id, r.delivery_id, r.finished_at IS NOT NULL AS finished, s.provider_kind
+        FROM runs r LEFT JOIN sources s ON s.id = r.source_id
+        WHERE r.id = ANY(${sql.array(runIds, 'uuid')})`);
+      // Per run: its webhook sources (own source, then the generic source that fanned it out).
+      const targets = new Map<string, { run: (typeof runs)[number]; webhookSources: Array<{ id: string; kind: string }> }>();
+      for (const run of runs) {
+        const sources: Array<{ id: string; kind: string }> = [];
+        if (run.source_id !== null && run.provider_kind !== null) sources.push({ id: run.source_id, kind: run.provider_kind });
+        const generic = await genericSourceOf(tx, run);
+        if (generic !== null && generic.source_id !== run.source_id) sources.push({ id: generic.source_id, kind: generic.provider_kind });
+        targets.set(run.id, { run, webhookSources: sources });
+      }
+      const withWebhooks = await sourcesWithWebhooks(tx, [...new Set([...targets.values()].flatMap((t) => t.webhookSources.map((s) => s.id)))]);
+      for (const row of runLevel) {
+        const target = targets.get(row.run_id);
+        if (target === undefined) continue; // the run is gone
+        const { run } = target;
+        const reported = reportedState(row.status, run.finished);
+        const base = { orgId: row.org_id, runId: row.run_id, feedSeq: row.seq, changedAt: row.at, runStatus: row.status, state: reported.state, conclusion: reported.conclusion };
+        if (run.source_id !== null && run.provider_kind !== null && deps.reports(run.provider_kind)) {
+          deliveries.push({ ...base, target: 'provider', sourceId: run.source_id, providerKind: run.provider_kind });
+        }
+        for (const source of target.webhookSources) {
+          if (withWebhooks.has(source.id)) deliveries.push({ ...base, target: 'webhook', sourceId: source.id, providerKind: source.kind });
+        }
+      }
+    }
+    const enqueued = await enqueueDeliveries(tx, deliveries);
+    await tx.query(sql.unsafe`
+      UPDATE run_status_feed SET forge_done_at = clock_timestamp() WHERE seq = ANY(${sql.array(rows.map((r) => r.seq), 'int8')})`);
+    if (enqueued > 0) await notify(tx, FORGE_STATUS_CHANNEL, '');
+    return { rows: rows.length, enqueued };
+  });
+}
