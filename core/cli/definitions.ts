@@ -18,6 +18,7 @@ export const SVC_ADMIN_CLI: CliDefinition = {
   commandsModule: 'admin-cli/commands',
   topics: {
     'agent-token': 'Agent tokens: create, list and revoke the credentials agents connect with',
+    approvals: 'Approval holds of runs: list them with their votes, approve or reject as an operator',
     cache: 'Source, dependency and user caches: list and purge',
     cluster: 'The orchestrator nodes sharing the database: which are alive and which leads',
     context: 'Secret contexts: create them and bind them to repositories or orgs',
