@@ -13,7 +13,8 @@ import { ORG, OTHER_ORG, startPlatformStack } from '../../fixtures/platform-stac
 import { REPO_ROOT, runProgram } from '../../fixtures/programs.ts';
 import { insertRun, until } from '../../fixtures/runs.ts';
 
-t.setTimeout(300_000);
+// Each CLI call is a fresh node process (a few seconds on a loaded machine).
+t.setTimeout(600_000);
 
 await eachDatabase(t, async (t, db) => {
   const stack = await startPlatformStack(t, db);
@@ -73,10 +74,10 @@ await eachDatabase(t, async (t, db) => {
   });
 
   await t.test('filters and paging with the printed cursor', async (t) => {
-    const cancelled = JSON.parse((await svc(['runs', 'list', '--status', 'cancelled', '--json'])).stdout);
-    t.same(cancelled.runs.map((r: { runId: string }) => r.runId), [other.runId]);
-    const ofRepo = JSON.parse((await svc(['runs', 'list', '--repository', 'acme/other', '--json'])).stdout);
-    t.same(ofRepo.runs.map((r: { runId: string }) => r.runId), [other.runId]);
+    const filtered = JSON.parse((await svc(['runs', 'list', '--status', 'cancelled', '--repository', 'acme/other', '--json'])).stdout);
+    t.same(filtered.runs.map((r: { runId: string }) => r.runId), [other.runId]);
+    const byStatus = (await (await fetch(`${stack.relayUrl}/v1/orgs/${ORG}/runs?status=cancelled`, { headers: auth })).json()) as { runs: Array<{ runId: string }> };
+    t.same(byStatus.runs.map((r) => r.runId), [other.runId], 'status alone');
     const none = await svc(['runs', 'list', '--repository', 'acme/nothing']);
     t.equal(none.code, 0);
     t.match(none.stdout, /no runs of acme/);
@@ -103,7 +104,6 @@ await eachDatabase(t, async (t, db) => {
     t.equal(badBefore.code, 1);
     t.match(badBefore.stderr, /SVC_ERR_RELAY_RUN_LIST_CURSOR_INVALID: "before" must be/);
     t.equal((await svc(['runs', 'list', '--status', 'bogus'])).code, 2, 'an unknown status is a usage error');
-    t.equal((await svc(['runs', 'list', '--limit', '0'])).code, 2, 'limit below 1 is a usage error');
     for (const query of ['limit=0', 'limit=x', 'status=bogus', 'unknown=1', 'before=nope']) {
       const res = await fetch(`${stack.relayUrl}/v1/orgs/${ORG}/runs?${query}`, { headers: auth });
       t.equal(res.status, 400, query);
