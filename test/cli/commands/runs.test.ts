@@ -9,7 +9,7 @@ import { sql } from '../../../kernel/services/db/index.ts';
 import { eachDatabase } from '../../fixtures/db.ts';
 import { ORG, OTHER_ORG, startPlatformStack } from '../../fixtures/platform-stack.ts';
 import { REPO_ROOT, runProgram } from '../../fixtures/programs.ts';
-import { insertRun } from '../../fixtures/runs.ts';
+import { insertRun, moveStatus } from '../../fixtures/runs.ts';
 
 t.setTimeout(300_000);
 
@@ -72,8 +72,10 @@ await eachDatabase(t, async (t, db) => {
     await new Promise((r) => setTimeout(r, 2_500));
     await db.pool.query(sql.unsafe`insert into job_logs (job_id, seq, lines) values (${buildId}, 2, ${sql.jsonb([line('test', 'all 12 passed')])})`);
     await new Promise((r) => setTimeout(r, 1_500));
-    await db.pool.query(sql.unsafe`update jobs set status = 'completed', finished_at = now() where id = ${buildId}`);
-    await db.pool.query(sql.unsafe`update runs set status = 'completed', finished_at = now() where id = ${run.runId}`);
+    await moveStatus(db.pool, 'jobs', buildId, 'completed');
+    await db.pool.query(sql.unsafe`update jobs set finished_at = now() where id = ${buildId}`);
+    await moveStatus(db.pool, 'runs', run.runId, 'completed');
+    await db.pool.query(sql.unsafe`update runs set finished_at = now() where id = ${run.runId}`);
     const res = await following;
     t.equal(res.code, 0, res.stderr);
     t.match(res.stdout, /restoring source[\s\S]*tsc: ok[\s\S]*-- test --\nall 12 passed\n$/);

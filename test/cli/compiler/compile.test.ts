@@ -124,15 +124,10 @@ const BAD: Record<string, { source: string; code: string; where: RegExp }> = {
     code: 'SVC_ERR_COMPILE_UNHONOURED_FEATURE',
     where: /at on\[0\]: .*lifecycle\(\{ events: \['repository\.created'\] \}\) — this version emits only registration\.updated/,
   },
-  'approval (never released by this version)': {
-    source: workflowFile('gate', 'push()', "a: job({ runsOn: 'linux', approval: { clauses: [{ users: ['boss'] }] }, steps: [step('s', async () => {})] }),"),
+  'step-level approval (not carried out by this version)': {
+    source: workflowFile('gate', 'push()', "a: job({ runsOn: 'linux', steps: [step('s', async () => {}, { approval: { clauses: [{ users: ['boss'] }] } })] }),"),
     code: 'SVC_ERR_COMPILE_UNHONOURED_FEATURE',
-    where: /at jobs\.a\.approval: .*approval holds are not released/,
-  },
-  'concurrency (not enforced by this version)': {
-    source: "import { job, push, step, workflow } from 'svc/sdk';\nexport default workflow('conc', { on: push(), concurrency: { group: 'deploy' }, jobs: { a: job({ runsOn: 'linux', steps: [step('s', async () => {})] }) } });\n",
-    code: 'SVC_ERR_COMPILE_UNHONOURED_FEATURE',
-    where: /at concurrency: .*concurrency: concurrency — concurrency groups are not enforced/,
+    where: /at jobs\.a\.steps\.s\.approval: .*step-level approval holds are not carried out/,
   },
   'syntax error': { source: "import { workflow } from 'svc/sdk';\nconst x = ;\n", code: 'SVC_ERR_COMPILE_IMPORT_FAILED', where: /^\.svc\/workflows\/bad\.ts:2:11: syntax error/ },
   'throw at import': {
@@ -245,8 +240,8 @@ t.test('a symlink with an absolute target is hashed and warned about', async (t)
 });
 
 t.test('breaking version notice: only when minReaderVersion rises to a breaking version', async (t) => {
-  // An org-wide workflow with approval raises minReaderVersion to 42; svc compile refuses
-  // approval for now (never released), so the raised lock is assembled from a lock entry here.
+  // An org-wide workflow with approval raises minReaderVersion to 42 (an older orchestrator
+  // would run it without the hold), with a notice against the previous lock.
   const dir = tempRepo(t, SEVERAL_WORKFLOWS);
   const plain = await compileWorkflows({ repoRoot: dir });
   t.equal(plain.lock.minReaderVersion, 38);
@@ -259,7 +254,16 @@ t.test('breaking version notice: only when minReaderVersion rises to a breaking 
   t.equal(breakingVersionNotice(serializeLock(raised), raised), undefined, 'no notice once the previous lock is at that version');
   t.equal(breakingVersionNotice('{"workflows":[]}', raised)?.includes('minReaderVersion 42)'), true, 'a pre-window lock (no minReaderVersion) gets the notice');
   writeFiles(dir, { '.svc/workflows/org.ts': "import { job, push, step, workflow } from 'svc/sdk';\nexport default workflow('org', { on: push({ repositories: ['acme/*'] }), approval: { clauses: [{ users: ['boss'] }] }, jobs: { a: job({ runsOn: 'linux', steps: [step('s', async () => {})] }) } });\n" });
-  await t.rejects(compileWorkflows({ repoRoot: dir }), { code: 'SVC_ERR_COMPILE_UNHONOURED_FEATURE' }, 'svc compile itself refuses the approval');
+  const compiled = await compileWorkflows({ repoRoot: dir });
+  t.equal(compiled.lock.minReaderVersion, 42, 'svc compile writes the raised lock itself');
+  t.match(compiled.notice ?? '', /minReaderVersion 42/);
+
+  // Workflow- and job-level approval and concurrency compile: the runtime carries them out.
+  writeFiles(dir, { '.svc/workflows/gate.ts': "import { job, push, step, workflow } from 'svc/sdk';\nexport default workflow('gate', { on: push(), concurrency: { group: 'deploy', cancelInProgress: true }, jobs: { a: job({ runsOn: 'linux', approval: { clauses: [{ users: ['boss'] }], when: 'fork' }, concurrency: { max: 2 }, steps: [step('s', async () => {})] }) } });\n" });
+  const gate = (await compileWorkflows({ repoRoot: dir })).lock.workflows.find((w) => w.name === 'gate');
+  t.same(gate?.concurrency, { hasGroup: true, cancelInProgress: true });
+  t.same(gate?.jobs[0]?.concurrency, { hasGroup: false, cancelInProgress: false, max: 2 });
+  t.same(gate?.jobs[0]?.approval, { clauses: [{ users: ['boss'], teams: [], roles: [], count: 1 }], when: 'fork' });
 });
 
 t.test('compareLocks on its own', async (t) => {

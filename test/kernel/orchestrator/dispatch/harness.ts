@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startOrchestrator, type Orchestrator, type PluginEnvironment, type PluginSelection } from '../../../../kernel/orchestrator/app.ts';
+import { createRunControlSubsystem } from '../../../../kernel/orchestrator/run-control/subsystem.ts';
 import { createDispatchSubsystem, type DispatchService, type DispatchTuning } from '../../../../kernel/orchestrator/dispatch/index.ts';
 import { dispatchServiceRef } from '../../../../kernel/orchestrator/service-refs.ts';
 import { testLogger, type Test } from '../../../fixtures/db.ts';
@@ -37,7 +38,7 @@ export async function startNode(
     cwd: dataDir,
     logger: testLogger,
     plugins,
-    subsystems: [createDispatchSubsystem({ ...FAST, ...tuning })],
+    subsystems: [createDispatchSubsystem({ ...FAST, ...tuning }), createRunControlSubsystem()],
   });
   let stopped = false;
   const stop = async () => {

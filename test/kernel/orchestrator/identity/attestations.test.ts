@@ -6,6 +6,7 @@ import { verifyAttestationBundle } from '../../../../kernel/orchestrator/identit
 import { sql } from '../../../../kernel/services/db/index.ts';
 import type { AttestationBundle } from '../../../../schemas/identity.ts';
 import { eachDatabase } from '../../../fixtures/db.ts';
+import { moveStatus } from '../../../fixtures/runs.ts';
 import { boundDbCustody, insertRunJob, masterKeys, migrateOrchestrator, silent } from './fixtures.ts';
 
 const ISSUER = 'https://ci.example.test';
@@ -26,7 +27,7 @@ await eachDatabase(t, async (t, db) => {
     t.match(result.statementHash, /^[0-9a-f]{64}$/);
     t.equal(await service.attestationBundle(result.attestationId), undefined, 'no bundle while pending');
     // The job finishes; the frozen statement is still signed later.
-    await db.pool.query(sql.unsafe`UPDATE jobs SET status = 'completed' WHERE id = ${jobId}`);
+    await moveStatus(db.pool, 'jobs', jobId, 'completed');
     t.same(await service.fulfilDeferredAttestations(), { fulfilled: 0, remaining: 1, deferredCode: 'unavailable' }, 'still no key');
     await custody.generate();
     t.same(await service.fulfilDeferredAttestations(), { fulfilled: 1, remaining: 0 });

@@ -6,6 +6,7 @@ import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../.
 import { createKeyVault } from '../../../../kernel/orchestrator/identity/key-store.ts';
 import type { MasterKeys } from '../../../../kernel/services/crypto/master-keys.ts';
 import { migrate, sql, type DatabasePool } from '../../../../kernel/services/db/index.ts';
+import { moveStatus } from '../../../fixtures/runs.ts';
 import { DbCustody } from '../../../../plugins/custody/db/index.ts';
 
 export const silent = pino({ level: process.env['SVC_TEST_LOG_LEVEL'] ?? 'silent' });
@@ -97,9 +98,11 @@ export async function insertRunJob(
                       parent_run_id, original_run_id)
     VALUES (${runId}, ${r.org_id}, ${r.provider}, ${r.repository}, ${r.workflow_repository}, ${r.workflow}, ${r.sha}, ${r.sha}, ${r.ref},
             ${r.event_name}, ${r.subject_kind}, ${r.actor}, ${r.trust_tier}, ${r.is_fork}, ${r.head_ref}, ${r.head_repository},
-            ${r.source_origin}, 'running', ${'c'.repeat(64)}, '{}'::jsonb, '{}'::jsonb, ${r.parent_run_id}, ${r.parent_run_id})`);
+            ${r.source_origin}, 'queued', ${'c'.repeat(64)}, '{}'::jsonb, '{}'::jsonb, ${r.parent_run_id}, ${r.parent_run_id})`);
+  await moveStatus(pool, 'runs', runId, 'running');
   await pool.query(sql.unsafe`
     INSERT INTO jobs (id, run_id, org_id, name, display_name, status, agent_id)
-    VALUES (${jobId}, ${runId}, ${r.org_id}, 'build', 'build', ${job.status ?? 'running'}, ${job.agentId === null ? null : agentId})`);
+    VALUES (${jobId}, ${runId}, ${r.org_id}, 'build', 'build', 'queued', ${job.agentId === null ? null : agentId})`);
+  await moveStatus(pool, 'jobs', jobId, job.status ?? 'running');
   return { runId, jobId, agentId };
 }

@@ -25,7 +25,8 @@ async function twoRunsOneBuild(h: Harness, secret: string, sha: string, lockfile
   const owner = build.run_id;
   const other = owner === runA ? runB : runA;
   // What a claim by an agent does to the build job.
-  await h.db.pool.query(sql.unsafe`update jobs set status = 'running', agent_id = ${AGENT}, started_at = now() where id = ${build.id}`);
+  await h.db.pool.query(sql.unsafe`update jobs set status = 'dispatched', agent_id = ${AGENT} where id = ${build.id}`);
+  await h.db.pool.query(sql.unsafe`update jobs set status = 'running', started_at = now() where id = ${build.id}`);
   return { owner, other, buildId: build.id };
 }
 

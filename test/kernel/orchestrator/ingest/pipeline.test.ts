@@ -265,16 +265,35 @@ await eachDatabase(t, async (t, db) => {
 
   await t.test('a lock asking for what this version does not carry out: the matched run is not created, the reason is recorded', async (t) => {
     const sha = 'ab'.repeat(20);
-    h.forge.putLock(sha, [
-      { ...workflow('gated', [trig.push()]), approval: { clauses: [{ users: ['boss'], teams: [], roles: [], count: 1 }], when: 'always' } },
-      { ...workflow('grouped', [trig.push()]), concurrency: { hasGroup: true, cancelInProgress: false } },
-    ]);
+    const stepGate = { clauses: [{ users: ['boss'], teams: [], roles: [], count: 1 }], when: 'always' as const };
+    const base = workflow('stepgated', [trig.push()]);
+    h.forge.putLock(sha, [{ ...base, jobs: base.jobs.map((j) => ({ ...j, steps: j.steps.map((st) => ({ ...st, approval: stepGate })) })) }]);
     const d = delivery(pushPayload({ after: sha, ref: 'refs/heads/gate' }), { secret: secretNow });
     const o = await h.pipeline.ingestDelivery(d);
     t.equal(o.status, 'no_match');
-    t.same(o.runIds, [], 'no run is created (none would ever be released or grouped)');
+    t.same(o.runIds, [], 'no run is created (its step hold would never be released)');
     const dropped = (await deliveryRow(db, d.deliveryId))?.steps.filter((s) => s.outcome === 'dropped').map((s) => s.detail) ?? [];
-    t.match(dropped, [/^gated: not run: approval: approval — approval holds are not released/, /^grouped: not run: concurrency: concurrency — concurrency groups are not enforced/]);
+    t.match(dropped, [/^stepgated: not run: jobs\.[^.]+\.steps\.[^.]+\.approval: approval — step-level approval holds are not carried out/]);
+  });
+
+  await t.test('approval and concurrency are carried out: the run is held with its hold, or waits for its group', async (t) => {
+    const sha = 'ac'.repeat(20);
+    h.forge.putLock(sha, [
+      { ...workflow('gated', [trig.push()]), approval: { clauses: [{ users: ['boss'], teams: [], roles: [], count: 1 }], when: 'always' } },
+      { ...workflow('grouped', [trig.push()]), concurrency: { hasGroup: false, cancelInProgress: false, max: 2 } },
+    ]);
+    const o = await h.pipeline.ingestDelivery(delivery(pushPayload({ after: sha, ref: 'refs/heads/gate2' }), { secret: secretNow }));
+    t.equal(o.status, 'matched');
+    t.equal(o.runIds.length, 2);
+    const rows = (await db.pool.any(sql.unsafe`
+      select workflow, status, concurrency_group, concurrency_state, concurrency_max,
+             (select count(*)::int from approval_holds h where h.run_id = r.id and h.status = 'pending' and h.job_id is null) as holds,
+             (select count(*)::int from jobs j where j.run_id = r.id and j.status = 'queued' and j.kind = 'job') as queued
+      from runs r where id = any(${sql.array([...o.runIds], 'uuid')}) order by workflow`)) as unknown as Array<Record<string, unknown>>;
+    t.same(rows, [
+      { workflow: 'gated', status: 'held', concurrency_group: null, concurrency_state: null, concurrency_max: null, holds: 1, queued: 0 },
+      { workflow: 'grouped', status: 'queued', concurrency_group: 'workflow:acme/app:grouped', concurrency_state: 'waiting', concurrency_max: 2, holds: 0, queued: 0 },
+    ]);
   });
 
   await t.test('organization-wide workflows: registered on a default-branch push, gated by both policy axes', async (t) => {

@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startOrchestrator } from '../../../../kernel/orchestrator/app.ts';
+import { createRunControlSubsystem } from '../../../../kernel/orchestrator/run-control/subsystem.ts';
 import { createDispatchSubsystem, type DispatchService } from '../../../../kernel/orchestrator/dispatch/index.ts';
 import { dispatchServiceRef } from '../../../../kernel/orchestrator/service-refs.ts';
 import { notifyJobsQueued } from '../../../../kernel/orchestrator/dispatch/notify.ts';
@@ -137,7 +138,7 @@ export async function startSchedulingNode(t: Test, dbUrl: string, sweepMs = 100)
     cwd: dataDir,
     logger: testLogger,
     plugins: () => ({ builtIns: [], config: {}, selection: {} }),
-    subsystems: [createDispatchSubsystem(FAST), createSchedulingSubsystem({ sweepMs })],
+    subsystems: [createDispatchSubsystem(FAST), createSchedulingSubsystem({ sweepMs }), createRunControlSubsystem()],
   });
   t.teardown(async () => {
     await orch.stop();
