@@ -35,7 +35,7 @@ export function reportedState(status: string, finished: boolean): ReportedState 
   const known = FINISHED[s];
   if (known !== undefined) return { state: 'completed', conclusion: known };
   if (!finished) return { state: 'in_progress', conclusion: null };
-  if (/time/.test(s)) return { state: 'completed', conclusion: 'timed_out' };
+  if (/time|deadline/.test(s)) return { state: 'completed', conclusion: 'timed_out' };
   if (/fail|error/.test(s)) return { state: 'completed', conclusion: 'failure' };
   if (/cancel|abort/.test(s)) return { state: 'completed', conclusion: 'cancelled' };
   return { state: 'completed', conclusion: 'neutral' };
