@@ -152,6 +152,12 @@ export async function forwardPending(pool: DatabasePool, orgId: string, send: (m
   });
 }
 
+/** Whether rows of `orgId` are still pending (e.g. held by the other consumer's claim when this one skipped them). */
+export async function hasPending(pool: DatabasePool, orgId: string): Promise<boolean> {
+  return (await pool.oneFirst(sqlTyped(Type.Object({ pending: Type.Boolean() }))`
+    SELECT EXISTS (SELECT 1 FROM run_status_feed WHERE relay_sent_at IS NULL AND org_id = ${orgId}) AS pending`)) as boolean;
+}
+
 export interface ResendLimits {
   /** Runs updated at or after this time (bounded below by `windowMs` ago). */
   since: Date;

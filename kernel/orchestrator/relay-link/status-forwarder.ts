@@ -20,7 +20,7 @@ import type { Logger } from 'pino';
 import type { OrchestratorToRelay } from '../../../schemas/wire/relay.ts';
 import { createListener, type DatabasePool, type Listener } from '../../services/db/index.ts';
 import { FEED_RETENTION_DEFAULTS, pruneFeed, type FeedRetention } from './feed-janitor.ts';
-import { RUN_STATUS_CHANNEL, forwardPending, jobIdsOfRuns, jobMessages, recentRunIds, runMessages } from './status-feed.ts';
+import { RUN_STATUS_CHANNEL, forwardPending, hasPending, jobIdsOfRuns, jobMessages, recentRunIds, runMessages } from './status-feed.ts';
 
 /** What the forwarder needs of the relay link (a RelayLink fits). */
 export interface StatusLink {
@@ -64,6 +64,11 @@ export const STATUS_FORWARDER_DEFAULTS = {
 const RESEND_CHUNK = 200;
 /** Passes in a row that found a full batch: yield to the event loop between them. */
 const MAX_BATCHES_PER_PASS = 50;
+/**
+ * Rows the forge status reporter holds (both consumers claim with FOR UPDATE SKIP LOCKED) are
+ * skipped by a pass; the forwarder looks again this soon instead of at the next tick.
+ */
+const RETRY_SKIPPED_MS = 250;
 
 /** The earlier of two resend starts; null is the window's start (the earliest). */
 function earlier(a: Date | null | undefined, b: Date | null): Date | null {
@@ -78,6 +83,7 @@ export class StatusForwarder {
   readonly #settings: typeof STATUS_FORWARDER_DEFAULTS;
   #listener: Listener | undefined;
   #timer: NodeJS.Timeout | undefined;
+  #soon: NodeJS.Timeout | undefined;
   #stopped = false;
   #pass: Promise<void> | undefined;
   #again = false;
@@ -156,7 +162,17 @@ export class StatusForwarder {
       for (let i = 0; i < MAX_BATCHES_PER_PASS && !this.#stopped; i++) {
         const result = await forwardPending(pool, orgId, (m) => link.send(m), this.#settings.batchSize);
         if (result.claimed > 0) this.#log.debug({ rows: result.claimed, messages: result.messages, sent: result.sent }, 'status rows forwarded');
-        if (!result.sent || result.claimed < this.#settings.batchSize) break;
+        if (!result.sent) break;
+        if (result.claimed < this.#settings.batchSize) {
+          if (!this.#again && this.#soon === undefined && (await hasPending(pool, orgId))) {
+            this.#soon = setTimeout(() => {
+              this.#soon = undefined;
+              this.wake();
+            }, RETRY_SKIPPED_MS);
+            this.#soon.unref();
+          }
+          break;
+        }
         if (i === MAX_BATCHES_PER_PASS - 1) this.#again = true;
       }
     }
@@ -195,6 +211,7 @@ export class StatusForwarder {
   async stop(): Promise<void> {
     this.#stopped = true;
     clearInterval(this.#timer);
+    clearTimeout(this.#soon);
     await this.#listener?.close();
     await this.#pass;
   }
