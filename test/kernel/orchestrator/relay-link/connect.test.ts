@@ -91,8 +91,9 @@ await eachDatabase(t, async (t, db) => {
     const first = await startTestRelay(t, db.url, { env });
     const o = await fakeOrchestrator(t, first.url, token, { sources: [githubSource('100')] });
     o.link.registerSource(githubSource('500'));
-    await sleep(100);
-    t.equal(await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_sources where routing_key = 'github:500'`), 1);
+    // Applied by the relay in the socket's order, soon: wait for it rather than a fixed time (loaded machines).
+    await until(async () => (await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_sources where routing_key = 'github:500'`)) === 1, 10_000, 'source registered');
+    t.pass('registered through the link');
     await first.stop();
     await until(() => !o.link.connected, 2_000, 'link notices');
     // Forget the routing table: only the link's hello can bring it back.
