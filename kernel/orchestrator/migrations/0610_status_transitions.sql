@@ -70,8 +70,7 @@ BEGIN
   END IF;
   IF NOT EXISTS (SELECT 1 FROM status_transitions t WHERE t.entity = TG_TABLE_NAME AND t.from_status = prior AND t.to_status = NEW.status) THEN
     RAISE EXCEPTION 'illegal % status transition % -> % (id %)', rtrim(TG_TABLE_NAME, 's'), prior, NEW.status, NEW.id
-      USING ERRCODE = 'check_violation', CONSTRAINT = 'svc_status_transition',
-            HINT = 'the allowed transitions are listed in kernel/orchestrator/run-control/states.ts (docs/run-states.md)';
+      USING HINT = 'the allowed transitions are listed in kernel/orchestrator/run-control/states.ts (docs/run-states.md)';
   END IF;
   RETURN NEW;
 END $$;

@@ -122,7 +122,8 @@ export async function createRun(tx: CommonQueryMethods, plan: RunPlan): Promise<
       ...(approval.timeoutSeconds !== undefined ? { timeoutSeconds: approval.timeoutSeconds } : {}),
     });
   }
-  if (conc !== undefined) await notifyRunControl(tx);
+  // The run-control worker admits grouped runs and passes ready gated jobs through their gates.
+  if (conc !== undefined || plan.workflow.jobs.some((j) => isGated(plan.workflow, j))) await notifyRunControl(tx);
 
   let ownsBuild = false;
   if (plan.buildKey !== null) {
@@ -165,15 +166,17 @@ export async function createRun(tx: CommonQueryMethods, plan: RunPlan): Promise<
     // Gated jobs (approval, concurrency, secret contexts) and jobs of a run in a concurrency
     // group reach `queued` through progression and the run-control worker, never at creation.
     const gated = isGated(plan.workflow, job);
-    const queued = !held && conc === undefined && !gated && needs.length === 0 && plan.buildKey === null;
+    const ready = !held && conc === undefined && needs.length === 0 && plan.buildKey === null;
+    const queued = ready && !gated;
     const jobGroup = job.concurrency === undefined || job.concurrency.hasGroup ? null : defaultJobGroup(plan.workflowRepository, plan.workflow.name, job.name);
     for (const instance of instancesOf(job)) {
       const id = randomUUID();
       await tx.query(sql.unsafe`
-        insert into jobs (id, run_id, org_id, name, display_name, kind, matrix, needs, runs_on, status, waits_for_build, queued_at, gated, concurrency_group)
+        insert into jobs (id, run_id, org_id, name, display_name, kind, matrix, needs, runs_on, status, waits_for_build, queued_at, gated, concurrency_group, ready_at)
         values (${id}, ${runId}, ${plan.orgId}, ${job.name}, ${instance.displayName}, 'job',
           ${instance.matrix === null ? null : sql.jsonb(instance.matrix)}, ${sql.array(needs, 'text')}, ${sql.array(job.runsOn, 'text')},
-          ${queued ? 'queued' : 'waiting'}, ${plan.buildKey}, ${queued ? sql.fragment`now()` : null}, ${gated}, ${jobGroup})`);
+          ${queued ? 'queued' : 'waiting'}, ${plan.buildKey}, ${queued ? sql.fragment`now()` : null}, ${gated}, ${jobGroup},
+          ${ready && gated ? sql.fragment`now()` : null})`);
       jobIds.push(id);
       if (queued) queuedJobs += 1;
     }
