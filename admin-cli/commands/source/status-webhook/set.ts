@@ -6,7 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { Args, Flags } from '@oclif/core';
 import { SvcCommand, USAGE_ERROR_CODE } from '../../../../core/cli/base-command.ts';
 import { InputError, messageOf } from '../../../../core/errors.ts';
-import { checkStatusWebhookUrl, setStatusWebhook, type StatusWebhookSummary } from '../../../../kernel/orchestrator/forge-status/index.ts';
+import { checkStatusWebhookUrl, MIN_STATUS_WEBHOOK_SECRET_LENGTH, setStatusWebhook, type StatusWebhookSummary } from '../../../../kernel/orchestrator/forge-status/index.ts';
 import { adminConfig, databaseFlag, databaseUrl, masterKey, withDatabase } from '../shared.ts';
 
 export default class SourceStatusWebhookSet extends SvcCommand {
@@ -35,6 +35,12 @@ export default class SourceStatusWebhookSet extends SvcCommand {
       } catch (error) {
         throw new InputError(USAGE_ERROR_CODE, `could not read --secret-file: ${messageOf(error)}`);
       }
+    }
+    if (!flags['generate-secret'] && (secret === undefined || secret.length < MIN_STATUS_WEBHOOK_SECRET_LENGTH)) {
+      throw new InputError(
+        'SVC_ERR_FORGE_STATUS_SECRET_REQUIRED',
+        `a run-status webhook needs a signing secret of at least ${MIN_STATUS_WEBHOOK_SECRET_LENGTH} characters: pass --secret, --secret-file or --generate-secret`,
+      );
     }
     const config = await adminConfig();
     const key = await masterKey(config);
