@@ -43,7 +43,7 @@ export async function applySchedulingReport(
   if (job.kind === 'filter') {
     const run = (await tx.one(sql.unsafe`SELECT lock_entry FROM runs WHERE id = ${job.runId}`)) as { lock_entry: LockWorkflow };
     if (needsGroupKeys(run.lock_entry)) {
-      const groups = (message as { concurrencyGroups?: ReportedGroups }).concurrencyGroups;
+      const groups: ReportedGroups | undefined = message.concurrencyGroups;
       const failure = await applyGroupKeys(tx, { id: job.runId, workflow: run.lock_entry }, groups);
       if (failure !== undefined) return { status: 'failed', reason: failure };
     }
