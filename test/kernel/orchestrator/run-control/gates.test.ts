@@ -19,7 +19,7 @@ t.test('run concurrency groups', async (t) => {
       const order: string[] = [];
       for (let round = 0; round < 3; round += 1) {
         await pass(db.pool);
-        const admitted = [];
+        const admitted: string[] = [];
         for (const r of runs) if ((await runState(db.pool, r)).concurrency_state === 'admitted' && (await runState(db.pool, r)).status !== 'completed') admitted.push(r);
         t.equal(admitted.length, 1, `round ${round}: one run of the group at a time`);
         t.equal((await jobStates(db.pool, admitted[0]!))['deploy']?.status, 'queued', 'its job is queued');
