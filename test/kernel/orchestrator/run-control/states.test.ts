@@ -62,3 +62,16 @@ t.test('the database enforces the same table', async (t) => {
     await db.pool.query(sql.unsafe`UPDATE runs SET status = 'completed', reason = 'x' WHERE id = ${run.runId}`);
   });
 });
+
+t.test('docs/run-states.md lists exactly the table', async (t) => {
+  const { readFile } = await import('node:fs/promises');
+  const text = await readFile(new URL('../../../../docs/run-states.md', import.meta.url), 'utf8');
+  for (const [heading, table] of [['## Runs', RUN_TRANSITIONS], ['## Jobs', JOB_TRANSITIONS]] as const) {
+    const section = text.slice(text.indexOf(heading));
+    for (const [from, targets] of Object.entries(table)) {
+      const row = new RegExp(`^\\| \`${from}\` \\| (.*) \\|$`, 'm').exec(section);
+      const listed = row === null ? null : row[1] === '(final)' ? [] : row[1]!.split(', ').map((s) => s.replace(/`/g, ''));
+      t.same(listed, [...targets], `${heading.slice(3)} ${from}`);
+    }
+  }
+});
