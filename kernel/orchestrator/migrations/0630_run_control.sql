@@ -60,8 +60,11 @@ ALTER TABLE runs ADD COLUMN concurrency_group text;
 ALTER TABLE runs ADD COLUMN concurrency_state text CHECK (concurrency_state IN ('waiting', 'admitted'));
 ALTER TABLE runs ADD COLUMN concurrency_max integer;
 ALTER TABLE runs ADD COLUMN concurrency_cancel boolean NOT NULL DEFAULT false;
-CREATE INDEX runs_concurrency_waiting ON runs (org_id, concurrency_group, created_at) WHERE concurrency_state = 'waiting';
-CREATE INDEX runs_concurrency_admitted ON runs (org_id, concurrency_group) WHERE concurrency_state = 'admitted';
+-- Only unfinished runs matter to admission: the indexes leave finished ones out.
+CREATE INDEX runs_concurrency_waiting ON runs (org_id, concurrency_group, created_at)
+  WHERE concurrency_state = 'waiting' AND status NOT IN ('completed', 'failed', 'cancelled', 'skipped');
+CREATE INDEX runs_concurrency_members ON runs (org_id, concurrency_group, created_at)
+  WHERE concurrency_state IS NOT NULL AND status NOT IN ('completed', 'failed', 'cancelled', 'skipped');
 
 -- Gates of a job: `gated` jobs (an approval, a concurrency group or a secret context) do not go
 -- from ready to `queued` in progression; they get `ready_at` and the run-control worker passes
