@@ -41,6 +41,17 @@ function unhonouredTrigger(trigger: LockTrigger): { builder: string; reason: str
 const STEP_APPROVAL_REASON =
   'step-level approval holds are not carried out by this version (the agent cannot pause a running job for a decision); put the approval on the job instead';
 
+const PRINCIPALS_REASON =
+  'approvers named by team or role are not resolved by this version (no provider reports memberships), so such a clause could never be met; list the users instead';
+
+/** Approval clauses naming teams or roles, which this runtime cannot match to an actor. */
+function unresolvablePrincipals(path: string, approval: { clauses: ReadonlyArray<{ teams: readonly string[]; roles: readonly string[] }> } | undefined): UnhonouredFeature[] {
+  if (approval === undefined) return [];
+  return approval.clauses.flatMap((c, i) =>
+    c.teams.length + c.roles.length === 0 ? [] : [{ path: `${path}.clauses[${i}]`, feature: `approval by ${[...c.teams.map((x) => `team ${x}`), ...c.roles.map((x) => `role ${x}`)].join(', ')}`, reason: PRINCIPALS_REASON }],
+  );
+}
+
 /** Every feature of `workflow` the runtime would not carry out, in definition order. */
 export function unhonouredFeatures(workflow: Pick<LockWorkflow, 'triggers' | 'jobs' | 'approval' | 'concurrency'>): UnhonouredFeature[] {
   const found: UnhonouredFeature[] = [];
@@ -48,7 +59,9 @@ export function unhonouredFeatures(workflow: Pick<LockWorkflow, 'triggers' | 'jo
     const known = unhonouredTrigger(trigger);
     if (known !== null) found.push({ path: `on[${index}]`, feature: known.builder, reason: known.reason });
   });
+  found.push(...unresolvablePrincipals('approval', workflow.approval));
   for (const job of workflow.jobs) {
+    found.push(...unresolvablePrincipals(`jobs.${job.name}.approval`, job.approval));
     for (const step of job.steps) {
       if (step.approval !== undefined) found.push({ path: `jobs.${job.name}.steps.${step.name}.approval`, feature: 'approval', reason: STEP_APPROVAL_REASON });
     }

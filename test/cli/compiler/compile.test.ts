@@ -124,6 +124,11 @@ const BAD: Record<string, { source: string; code: string; where: RegExp }> = {
     code: 'SVC_ERR_COMPILE_UNHONOURED_FEATURE',
     where: /at on\[0\]: .*lifecycle\(\{ events: \['repository\.created'\] \}\) — this version emits only registration\.updated/,
   },
+  'approval by team (not resolved by this version)': {
+    source: workflowFile('gate', 'push()', "a: job({ runsOn: 'linux', approval: { clauses: [{ teams: ['ops'], roles: ['admin'] }] }, steps: [step('s', async () => {})] }),"),
+    code: 'SVC_ERR_COMPILE_UNHONOURED_FEATURE',
+    where: /at jobs\.a\.approval\.clauses\[0\]: .*approval by team ops, role admin — approvers named by team or role are not resolved/,
+  },
   'step-level approval (not carried out by this version)': {
     source: workflowFile('gate', 'push()', "a: job({ runsOn: 'linux', steps: [step('s', async () => {}, { approval: { clauses: [{ users: ['boss'] }] } })] }),"),
     code: 'SVC_ERR_COMPILE_UNHONOURED_FEATURE',
