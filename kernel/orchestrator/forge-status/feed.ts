@@ -108,3 +108,12 @@ export async function drainFeedBatch(deps: FeedDeps, limit: number): Promise<{ r
     return { rows: rows.length, enqueued };
   });
 }
+
+/**
+ * Whether unhandled feed rows remain: after a batch that was not full, they are rows another
+ * claim holds (the relay forwarder locks the same rows for its own column), worth a quick retry.
+ */
+export async function feedPending(pool: DatabasePool): Promise<boolean> {
+  return (await pool.oneFirst(sqlTyped(Type.Object({ pending: Type.Boolean() }))`
+    SELECT EXISTS (SELECT 1 FROM run_status_feed WHERE forge_done_at IS NULL) AS pending`)) as boolean;
+}

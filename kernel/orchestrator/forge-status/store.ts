@@ -118,14 +118,16 @@ export async function leaseDeliveries(pool: DatabasePool, nodeId: string, leaseM
 }
 
 /**
- * Pending deliveries that may not be tried again (their last lease expired on the last attempt:
- * the node sending it stopped) end `failed`. Returns how many.
+ * Pending deliveries that may not be tried again end `failed`: their last attempt's lease expired
+ * (the node sending it stopped), or `maxAttempts` was lowered below what they used. Returns how many.
  */
 export async function failExhausted(pool: DatabasePool, maxAttempts: number): Promise<number> {
   const rows = await pool.any(sqlTyped(Type.Object({ id: Type.String() }))`
     UPDATE forge_status_deliveries
     SET status = 'failed', lease_until = NULL, updated_at = clock_timestamp(),
-        last_error = left(coalesce(last_error || '; ', '') || 'the last attempt did not finish (lease expired on node ' || coalesce(lease_node, '?') || ')', 2000)
+        last_error = left(coalesce(last_error || '; ', '') || CASE WHEN lease_until IS NOT NULL
+          THEN 'the last attempt did not finish (its node stopped; lease expired on ' || coalesce(lease_node, '?') || ')'
+          ELSE 'no attempts left (forgeStatus.maxAttempts ' || ${maxAttempts}::text || ')' END, 2000)
     WHERE status = 'pending' AND attempts >= ${maxAttempts} AND (lease_until IS NULL OR lease_until < clock_timestamp())
     RETURNING id::text AS id`);
   return rows.length;

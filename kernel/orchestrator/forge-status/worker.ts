@@ -12,7 +12,7 @@ import type { Counter } from 'prom-client';
 import { messageOf } from '../../../core/errors.ts';
 import type { DatabasePool } from '../../services/db/index.ts';
 import type { SvcMetrics } from '../../services/metrics.ts';
-import { drainFeedBatch, type FeedDeps } from './feed.ts';
+import { drainFeedBatch, feedPending, type FeedDeps } from './feed.ts';
 import { sendDelivery, type SendDeps } from './send.ts';
 import { failExhausted, finishDelivery, leaseDeliveries, type LeasedDelivery } from './store.ts';
 
@@ -55,6 +55,7 @@ export class ForgeStatusWorker {
   #woken = false;
   #stopped = false;
   #loop: Promise<void> | null = null;
+  #soon: NodeJS.Timeout | null = null;
 
   constructor(options: ForgeStatusWorkerOptions) {
     this.#o = options;
@@ -73,8 +74,19 @@ export class ForgeStatusWorker {
 
   async stop(): Promise<void> {
     this.#stopped = true;
+    if (this.#soon) clearTimeout(this.#soon);
     this.wake();
     await this.#loop;
+  }
+
+  /** Another look shortly (rows another claim held), without waiting for the tick. */
+  #wakeSoon(): void {
+    if (this.#soon !== null || this.#stopped) return;
+    this.#soon = setTimeout(() => {
+      this.#soon = null;
+      this.wake();
+    }, Math.min(250, this.#o.tickMs));
+    this.#soon.unref();
   }
 
   async #sleep(ms: number): Promise<void> {
@@ -110,7 +122,10 @@ export class ForgeStatusWorker {
     const limit = this.#o.feedBatch ?? 100;
     for (let round = 0; round < 10 && !this.#stopped; round++) {
       const { rows } = await drainFeedBatch(this.#o.feed, limit);
-      if (rows < limit) return false;
+      if (rows < limit) {
+        if (await feedPending(this.#o.pool)) this.#wakeSoon();
+        return false;
+      }
     }
     return true;
   }

@@ -10,7 +10,7 @@ import t from 'tap';
 import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../../../../kernel/orchestrator/app.ts';
 import { reportedState, setStatusWebhook } from '../../../../kernel/orchestrator/forge-status/index.ts';
 import { drainFeedBatch } from '../../../../kernel/orchestrator/forge-status/feed.ts';
-import { backoffMs, leaseDeliveries } from '../../../../kernel/orchestrator/forge-status/store.ts';
+import { backoffMs, failExhausted, finishDelivery, leaseDeliveries } from '../../../../kernel/orchestrator/forge-status/store.ts';
 import { createSource } from '../../../../kernel/orchestrator/sources/store.ts';
 import { migrate, sql, type DatabasePool } from '../../../../kernel/services/db/index.ts';
 import { eachDatabase, testLogger } from '../../../fixtures/db.ts';
@@ -131,6 +131,25 @@ await eachDatabase(t, async (t, db) => {
       'one run and target at a time, the oldest change first',
     );
     t.same(await leaseDeliveries(db.pool, 'node-b', 60_000, 3, 100), [], 'leased ones, and those behind them, are not due for another node');
+  });
+
+  await t.test('a node that stops mid-attempt: its lease expires, another node takes over; on the last attempt it fails', async (t) => {
+    const run = await insertRun(db.pool, { sourceId: git, provider: 'git', jobs: [{ name: 'a', runsOn: ['nobody'] }] });
+    await drainFeedBatch(feed(db.pool), 100);
+    const expire = (id: string) => db.pool.query(sql.unsafe`UPDATE forge_status_deliveries SET lease_until = clock_timestamp() - interval '1 second' WHERE id = ${id}`);
+    const mine = <R extends { run_id: string }>(rows: readonly R[]): R[] => rows.filter((r) => r.run_id === run.runId);
+    const [first] = mine(await leaseDeliveries(db.pool, 'node-a', 60_000, 2, 100));
+    t.match(first, { attempts: 1, run_status: 'queued' });
+    t.same(mine(await leaseDeliveries(db.pool, 'node-b', 60_000, 2, 100)), [], 'held by node-a');
+    await expire(first!.id);
+    const [second] = mine(await leaseDeliveries(db.pool, 'node-b', 60_000, 2, 100));
+    t.match(second, { id: first!.id, attempts: 2 }, 'node-b takes it over, as attempt 2');
+    t.equal(await finishDelivery(db.pool, first!, 'node-a', { status: 'delivered', statusCode: 200, externalId: null }), false, "node-a's late result is not recorded");
+    await expire(first!.id);
+    t.equal(await failExhausted(db.pool, 2), 1, 'the last attempt never finished: failed');
+    const row = (await db.pool.one(sql.unsafe`SELECT status, last_error FROM forge_status_deliveries WHERE id = ${first!.id}`)) as { status: string; last_error: string };
+    t.match(row, { status: 'failed', last_error: /the last attempt did not finish \(its node stopped; lease expired on node-b\)/ });
+    t.equal(Number(await db.pool.oneFirst(sql.unsafe`SELECT count(*)::int FROM forge_status_attempts WHERE delivery_id = ${first!.id}`)), 0, 'no attempt finished');
   });
 
   await t.test('nodes draining at once share the rows and never enqueue a change twice', async (t) => {
