@@ -37,12 +37,17 @@ async function record(pool: DatabasePool, cmd: CommentCommand, outcome: string):
 export async function applyCommentCommand(pool: DatabasePool, cmd: CommentCommand, resolver?: PrincipalResolver): Promise<string> {
   if (cmd.pullRequest === null) return record(pool, cmd, 'ignored: the comment is not on a pull request');
   const { runPrefix, comment } = parseArgument(cmd.argument);
-  const runs = (await pool.anyFirst(sql.unsafe`
-    SELECT DISTINCT r.id::text FROM runs r JOIN approval_holds h ON h.run_id = r.id AND h.status = 'pending'
+  const candidates = (await pool.any(sql.unsafe`
+    SELECT r.id::text AS id, bool_or(h.status = 'pending') AS pending, max(r.created_at) AS created_at
+    FROM runs r JOIN approval_holds h ON h.run_id = r.id
     WHERE r.org_id = ${cmd.orgId} AND r.repository = ${cmd.repository}
       AND r.event->'pullRequest'->>'number' = ${String(cmd.pullRequest)}
       AND (${runPrefix ?? null}::text IS NULL OR r.id::text LIKE ${`${runPrefix ?? ''}%`})
-    ORDER BY 1`)) as readonly string[];
+    GROUP BY r.id ORDER BY max(r.created_at) DESC, r.id`)) as unknown as Array<{ id: string; pending: boolean }>;
+  // Runs awaiting a decision; when none does, the latest run that had a hold, so the vote is kept
+  // with the reason it starts nothing (rejected, expired, cancelled).
+  const pending = candidates.filter((c) => c.pending).map((c) => c.id);
+  const runs = pending.length > 0 ? pending.sort() : candidates.slice(0, 1).map((c) => c.id);
   if (runs.length === 0) {
     const which = runPrefix === undefined ? '' : ` matching ${runPrefix}`;
     return record(pool, cmd, `ignored: no run${which} of pull request #${cmd.pullRequest} in ${cmd.repository} awaits a decision`);

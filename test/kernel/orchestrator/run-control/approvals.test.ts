@@ -136,6 +136,7 @@ t.test('comment commands act on the pull request held runs', async (t) => {
     t.equal((await runState(db.pool, other)).status, 'held', 'another pull request is untouched');
     t.match(await comment('alice', 'reject', 'no', 8), /the run: rejected/);
     t.match(await runState(db.pool, other), { status: 'cancelled', reason: 'Approval rejected by alice: no' });
-    t.match(await comment('alice', 'approve'), /ignored: no run of pull request #7 in acme\/widgets awaits a decision/);
+    t.match(await comment('alice', 'approve'), /ignored: nothing on run .* awaits approval: its workflow hold is approved/, 'a late command is kept with why it starts nothing');
+    t.match(await comment('alice', 'approve', '', 9), /ignored: no run of pull request #9 in acme\/widgets awaits a decision/);
   });
 });
