@@ -203,6 +203,10 @@ export const ORCHESTRATOR_ERROR_CODES = {
   SVC_ERR_FORGE_STATUS_ID_INVALID: { kind: 'input', message: '"{id}" is not a forge status delivery id (a UUID, as "svc-admin forge-status list" prints it)' },
   SVC_ERR_FORGE_STATUS_NOT_FOUND: { kind: 'not_found', message: 'no forge status delivery {id}' },
   SVC_ERR_FORGE_STATUS_NO_WEBHOOK: { kind: 'not_found', message: 'source {id} has no run-status webhook' },
+  SVC_ERR_FORGE_STATUS_SECRET_OPEN: {
+    kind: 'internal',
+    message: 'the run-status webhook secret of source {sourceId} opens with neither SVC_SECRET_KEY nor SVC_SECRET_KEY_OLD: set the key it was sealed with as SVC_SECRET_KEY_OLD and run svc-admin rotate-key again',
+  },
   SVC_ERR_FORGE_STATUS_SECRET_REQUIRED: {
     kind: 'input',
     message: 'a run-status webhook needs a signing secret of at least {minLength} characters: pass --secret, --secret-file or --generate-secret',

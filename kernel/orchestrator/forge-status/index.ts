@@ -1,6 +1,7 @@
 // Forge status (docs/forge-status.md): run status reported back to the forge. Public API:
 //   forgeStatusSubsystem / createForgeStatusSubsystem   the reporter: feed → deliveries → senders
 //   setStatusWebhook / removeStatusWebhook / listStatusWebhooks   run-status webhooks per source
+//   resealStatusWebhooks                                their secrets under a new master key (rotate-key)
 //   checkStatusWebhookUrl                               the URL check applied when one is set
 //   listForgeStatus / getForgeStatus                    deliveries and their attempts (operators)
 //   reportedState                                       run status → forge state and conclusion
@@ -10,6 +11,7 @@ export {
   listStatusWebhooks,
   MIN_STATUS_WEBHOOK_SECRET_LENGTH,
   removeStatusWebhook,
+  resealStatusWebhooks,
   setStatusWebhook,
   type StatusWebhookSummary,
 } from './webhook-config.ts';

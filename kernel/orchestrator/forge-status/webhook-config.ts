@@ -3,8 +3,9 @@
 // additional data, and never shown again after it is set; the URL is checked when it is set, so
 // a bad one is refused with a clear error instead of failing every delivery later.
 import { Type, type Static } from 'typebox';
-import { InputError, NotFoundError } from '../../../core/errors.ts';
-import { openWithAny, seal, type NamedKey } from '../../services/crypto/sealing.ts';
+import { InputError, NotFoundError, SvcError } from '../../../core/errors.ts';
+import type { MasterKeys } from '../../services/crypto/master-keys.ts';
+import { openWithAny, OpenFailedError, seal, type NamedKey } from '../../services/crypto/sealing.ts';
 import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
 import { generateSecret, getSourceRow } from '../sources/store.ts';
 
@@ -130,10 +131,46 @@ export async function sourcesWithWebhooks(db: Pick<DatabasePool, 'any'>, sourceI
   return new Set(rows.map((r) => r.source_id));
 }
 
+function openSecret(keys: readonly NamedKey[], row: Pick<WebhookRow, 'source_id' | 'secret_sealed'>): { name: string; plaintext: Buffer } {
+  try {
+    return openWithAny(keys, row.secret_sealed, statusWebhookSecretAd(row.source_id));
+  } catch (error) {
+    if (!(error instanceof OpenFailedError) && !(error instanceof SvcError && error.code.startsWith('SVC_ERR_CRYPTO_'))) throw error;
+    throw new SvcError(
+      'SVC_ERR_FORGE_STATUS_SECRET_OPEN',
+      `the run-status webhook secret of source ${row.source_id} opens with neither SVC_SECRET_KEY nor SVC_SECRET_KEY_OLD: set the key it was sealed with as SVC_SECRET_KEY_OLD and run svc-admin rotate-key again`,
+      { cause: error },
+    );
+  }
+}
+
 /** The webhook of a source with its secret opened; null when it has none (any more). */
 export async function openStatusWebhook(pool: DatabasePool, keys: readonly NamedKey[], sourceId: string): Promise<OpenedStatusWebhook | null> {
   const row = await pool.maybeOne(sqlTyped(WebhookRow)`SELECT ${COLUMNS} FROM source_status_webhooks WHERE source_id = ${sourceId}`);
   if (row === null) return null;
-  const secret = openWithAny(keys, row.secret_sealed, statusWebhookSecretAd(row.source_id)).plaintext.toString('utf8');
-  return { ...summaryOf(row), secret };
+  return { ...summaryOf(row), secret: openSecret(keys, row).plaintext.toString('utf8') };
+}
+
+/**
+ * Re-seals every webhook secret under the current master key (`svc-admin rotate-key`); `heal`
+ * re-seals only those the previous key opens. A secret neither key opens stops the sweep, naming
+ * its source, and nothing is changed.
+ */
+export async function resealStatusWebhooks(pool: DatabasePool, masterKeys: MasterKeys, mode: 'heal' | 'all'): Promise<{ total: number; resealed: number }> {
+  const current = masterKeys.current;
+  if (!current) throw new SvcError('SVC_ERR_SECRETS_NO_MASTER_KEY', 'no master key (SVC_SECRET_KEY) is configured');
+  return pool.transaction(async (tx) => {
+    const rows = await tx.any(sqlTyped(Type.Object({ source_id: Type.String(), secret_sealed: Type.String() }))`
+      SELECT source_id::text AS source_id, secret_sealed FROM source_status_webhooks ORDER BY source_id FOR UPDATE`);
+    let resealed = 0;
+    for (const row of rows) {
+      const opened = openSecret(masterKeys.all, row);
+      if (mode === 'all' || opened.name !== 'current') {
+        await tx.query(sql.unsafe`UPDATE source_status_webhooks SET secret_sealed = ${seal(current, opened.plaintext, statusWebhookSecretAd(row.source_id))} WHERE source_id = ${row.source_id}`);
+        resealed += 1;
+      }
+      opened.plaintext.fill(0);
+    }
+    return { total: rows.length, resealed };
+  });
 }

@@ -88,7 +88,7 @@ await eachDatabase(t, async (t, db) => {
     const k2 = randomBytes(32).toString('base64');
     const rotated = await admin(['rotate-key'], { SVC_SECRET_KEY: k2, SVC_SECRET_KEY_OLD: k1 });
     t.equal(rotated.code, 0, rotated.stderr);
-    t.match(rotated.stdout, /^Re-encrypted 0 provenance signing keys\.\nRe-encrypted 3 secrets\.\n$/);
+    t.match(rotated.stdout, /^Re-encrypted 0 provenance signing keys\.\nRe-encrypted 3 secrets\.\nRe-encrypted 0 run-status webhook secrets\.\n$/);
     t.same(await openContextSecrets(db.pool, [{ name: 'current', key: parseMasterKey(k2) }], ['deploy', 'loose']), {
       deploy: { FROM_FILE: `${SECRET}-file`, TOKEN: `${SECRET}-stdin` },
       loose: { K: 'some-value-123' },

@@ -4,7 +4,7 @@
 // there; setting again replaces; removing an absent webhook is a clear not-found.
 import t from 'tap';
 import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../../../../kernel/orchestrator/app.ts';
-import { checkStatusWebhookUrl, listStatusWebhooks, removeStatusWebhook, setStatusWebhook } from '../../../../kernel/orchestrator/forge-status/index.ts';
+import { checkStatusWebhookUrl, listStatusWebhooks, removeStatusWebhook, resealStatusWebhooks, setStatusWebhook } from '../../../../kernel/orchestrator/forge-status/index.ts';
 import { openStatusWebhook } from '../../../../kernel/orchestrator/forge-status/webhook-config.ts';
 import { migrate, sql } from '../../../../kernel/services/db/index.ts';
 import { eachDatabase, testLogger } from '../../../fixtures/db.ts';
@@ -71,6 +71,23 @@ await eachDatabase(t, async (t, db) => {
     t.match(await removeStatusWebhook(db.pool, sourceId), { sourceId, url: 'http://127.0.0.1:9/hook' });
     await t.rejects(removeStatusWebhook(db.pool, sourceId), { code: 'SVC_ERR_FORGE_STATUS_NO_WEBHOOK', message: `source ${sourceId} has no run-status webhook` });
     await t.rejects(removeStatusWebhook(db.pool, 'not-a-uuid'), { code: 'SVC_ERR_FORGE_STATUS_NO_WEBHOOK' });
+  });
+
+  await t.test('rotate-key: secrets re-sealed under the new master key; one no key opens is named', async (t) => {
+    const hooked = await gitSource(db.pool);
+    await setStatusWebhook(db.pool, MASTER_KEY, hooked, { url: 'https://hooks.example.com/r', secret: SECRET });
+    const next = Buffer.alloc(32, 9);
+    const rotated = { current: next, old: MASTER_KEY, all: [{ name: 'current', key: next }, { name: 'old', key: MASTER_KEY }] };
+    t.same(await resealStatusWebhooks(db.pool, rotated, 'heal'), { total: 1, resealed: 1 }, 'sealed under the old key: healed');
+    t.same(await resealStatusWebhooks(db.pool, rotated, 'heal'), { total: 1, resealed: 0 }, 'nothing left to heal');
+    t.match(await openStatusWebhook(db.pool, [{ name: 'current', key: next }], hooked), { secret: SECRET }, 'opens with the new key alone');
+    t.same(await resealStatusWebhooks(db.pool, rotated, 'all'), { total: 1, resealed: 1 });
+    const stranger = Buffer.alloc(32, 3);
+    const lost = { current: stranger, all: [{ name: 'current', key: stranger }] };
+    await t.rejects(resealStatusWebhooks(db.pool, lost, 'all'), { code: 'SVC_ERR_FORGE_STATUS_SECRET_OPEN', message: new RegExp(`source ${hooked} opens with neither`) });
+    await t.rejects(openStatusWebhook(db.pool, lost.all, hooked), { code: 'SVC_ERR_FORGE_STATUS_SECRET_OPEN' });
+    t.match(await openStatusWebhook(db.pool, [{ name: 'current', key: next }], hooked), { secret: SECRET }, 'a refused sweep changed nothing');
+    await removeStatusWebhook(db.pool, hooked);
   });
 
   await t.test('a source removed takes its webhook with it', async (t) => {
