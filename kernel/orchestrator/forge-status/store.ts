@@ -206,6 +206,21 @@ export async function finishDelivery(pool: DatabasePool, d: LeasedDelivery, node
   });
 }
 
+/** Finished deliveries (not pending) are kept this long for operators, then deleted with their attempts. */
+export const DELIVERY_RETENTION_DAYS = 30;
+
+/** Deletes up to `limit` finished deliveries last changed more than `days` ago. Returns how many. */
+export async function pruneDeliveries(pool: DatabasePool, days: number = DELIVERY_RETENTION_DAYS, limit = 5_000): Promise<number> {
+  const rows = await pool.any(sqlTyped(Type.Object({ id: Type.String() }))`
+    DELETE FROM forge_status_deliveries
+    WHERE id IN (
+      SELECT id FROM forge_status_deliveries
+      WHERE status <> 'pending' AND updated_at < clock_timestamp() - ${days} * interval '1 day'
+      LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+    RETURNING id::text AS id`);
+  return rows.length;
+}
+
 /** Exponential back-off with jitter: attempt n waits between half and all of min(max, base · 2^(n-1)). */
 export function backoffMs(attempt: number, baseMs: number, maxMs: number, random: () => number = Math.random): number {
   const ceiling = Math.min(maxMs, baseMs * 2 ** Math.min(30, Math.max(0, attempt - 1)));

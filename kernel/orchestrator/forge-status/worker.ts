@@ -4,7 +4,8 @@
 //   1. drains the feed into deliveries (feed.ts), batch by batch;
 //   2. fails deliveries whose last attempt's lease expired;
 //   3. leases due deliveries and sends them with bounded concurrency (send.ts), recording each
-//      attempt.
+//      attempt;
+//   4. now and then, deletes finished deliveries past their retention (30 days).
 // Everything runs in the reporter's own transactions on its own tables: a forge that is down,
 // slow or refusing never touches a run.
 import type { Logger } from 'pino';
@@ -14,7 +15,10 @@ import type { DatabasePool } from '../../services/db/index.ts';
 import type { SvcMetrics } from '../../services/metrics.ts';
 import { drainFeedBatch, feedPending, type FeedDeps } from './feed.ts';
 import { sendDelivery, type SendDeps } from './send.ts';
-import { failExhausted, finishDelivery, leaseDeliveries, type LeasedDelivery } from './store.ts';
+import { failExhausted, finishDelivery, leaseDeliveries, pruneDeliveries, type LeasedDelivery } from './store.ts';
+
+/** How often a node deletes deliveries past their retention. */
+const PRUNE_EVERY_MS = 10 * 60_000;
 
 export interface ForgeStatusWorkerOptions {
   pool: DatabasePool;
@@ -56,6 +60,7 @@ export class ForgeStatusWorker {
   #stopped = false;
   #loop: Promise<void> | null = null;
   #soon: NodeJS.Timeout | null = null;
+  #prunedAt = 0;
 
   constructor(options: ForgeStatusWorkerOptions) {
     this.#o = options;
@@ -109,12 +114,20 @@ export class ForgeStatusWorker {
       try {
         busy = (await this.#drainFeed()) || busy;
         busy = (await this.#sendDue()) || busy;
+        await this.#prune();
       } catch (error) {
         this.#o.logger.warn({ err: messageOf(error) }, 'forge status round failed; retrying at the next tick');
         busy = false;
       }
       if (!busy) await this.#sleep(this.#o.tickMs);
     }
+  }
+
+  async #prune(): Promise<void> {
+    if (Date.now() - this.#prunedAt < PRUNE_EVERY_MS) return;
+    this.#prunedAt = Date.now();
+    const pruned = await pruneDeliveries(this.#o.pool);
+    if (pruned > 0) this.#o.logger.debug({ pruned }, 'finished forge status deliveries past their retention deleted');
   }
 
   /** True when a full batch was handled (more may be waiting). */

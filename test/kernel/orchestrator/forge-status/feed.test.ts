@@ -10,7 +10,7 @@ import t from 'tap';
 import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../../../../kernel/orchestrator/app.ts';
 import { reportedState, setStatusWebhook } from '../../../../kernel/orchestrator/forge-status/index.ts';
 import { drainFeedBatch } from '../../../../kernel/orchestrator/forge-status/feed.ts';
-import { backoffMs, failExhausted, finishDelivery, leaseDeliveries } from '../../../../kernel/orchestrator/forge-status/store.ts';
+import { backoffMs, failExhausted, finishDelivery, leaseDeliveries, pruneDeliveries } from '../../../../kernel/orchestrator/forge-status/store.ts';
 import { createSource } from '../../../../kernel/orchestrator/sources/store.ts';
 import { migrate, sql, type DatabasePool } from '../../../../kernel/services/db/index.ts';
 import { eachDatabase, testLogger } from '../../../fixtures/db.ts';
@@ -150,6 +150,16 @@ await eachDatabase(t, async (t, db) => {
     const row = (await db.pool.one(sql.unsafe`SELECT status, last_error FROM forge_status_deliveries WHERE id = ${first!.id}`)) as { status: string; last_error: string };
     t.match(row, { status: 'failed', last_error: /the last attempt did not finish \(its node stopped; lease expired on node-b\)/ });
     t.equal(Number(await db.pool.oneFirst(sql.unsafe`SELECT count(*)::int FROM forge_status_attempts WHERE delivery_id = ${first!.id}`)), 0, 'no attempt finished');
+  });
+
+  await t.test('finished deliveries are deleted after their retention; pending ones never', async (t) => {
+    const run = await insertRun(db.pool, { sourceId: git, provider: 'git', jobs: [{ name: 'a', runsOn: ['nobody'] }] });
+    await drainFeedBatch(feed(db.pool), 100);
+    await db.pool.query(sql.unsafe`UPDATE forge_status_deliveries SET updated_at = now() - interval '31 days' WHERE run_id = ${run.runId}`);
+    t.equal(await pruneDeliveries(db.pool), 0, 'still pending: kept however old');
+    await db.pool.query(sql.unsafe`UPDATE forge_status_deliveries SET status = 'delivered' WHERE run_id = ${run.runId}`);
+    t.equal(await pruneDeliveries(db.pool), 1);
+    t.equal(await pruneDeliveries(db.pool), 0);
   });
 
   await t.test('nodes draining at once share the rows and never enqueue a change twice', async (t) => {
