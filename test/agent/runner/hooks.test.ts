@@ -150,7 +150,7 @@ t.test('the default hook timeout comes from hookTimeoutMs and kills the hook’s
   clean(t, run);
   t.equal(run.result?.reason, 'job cleanup hook failed: timed out after 300 ms');
   t.same(run.marks().slice(-3), ['job.cleanup', 'workflow.onSuccess', 'workflow.cleanup']);
-  t.ok(run.elapsedMs < 15_000, `did not wait for sleep 20 (${run.elapsedMs} ms)`);
+  t.ok(run.elapsedMs < 45_000, `did not wait for sleep 90 (${run.elapsedMs} ms)`);
 });
 
 t.test('cancel plus a failing onCancel hook: "cancelled; job onCancel hook failed: boom"', async (t) => {

@@ -94,7 +94,7 @@ t.test('a step timeout fails the step and kills its command', async (t) => {
   clean(t, run);
   t.equal(run.result?.status, 'failed');
   t.equal(run.result?.reason, 'step "slow" failed: step timed out after 300 ms');
-  t.ok(run.elapsedMs < 10_000, `finished without waiting for sleep 20 (${run.elapsedMs} ms)`);
+  t.ok(run.elapsedMs < 45_000, `finished without waiting for sleep 90 (${run.elapsedMs} ms)`);
 });
 
 t.test('jobTimeoutMs fails the running step and skips the rest', async (t) => {
@@ -103,7 +103,7 @@ t.test('jobTimeoutMs fails the running step and skips the rest', async (t) => {
   t.equal(run.result?.status, 'failed');
   t.equal(run.result?.reason, 'step "waits" failed: job timed out after 400 ms');
   t.match(run.result?.steps, [{ name: 'waits', status: 'failed' }, { name: 'after', status: 'skipped' }]);
-  t.ok(run.elapsedMs < 10_000, `did not wait for sleep 20 (${run.elapsedMs} ms)`);
+  t.ok(run.elapsedMs < 45_000, `did not wait for sleep 90 (${run.elapsedMs} ms)`);
 });
 
 t.test('job outputs that cannot cross IPC fail the job', async (t) => {
@@ -126,7 +126,7 @@ t.test('SIGTERM to the runner is a force cancel: the result is sent at once', as
   clean(t, run);
   t.equal(run.result?.status, 'cancelled');
   t.match(run.result?.reason, /^runner received SIGTERM \(force cancel/);
-  t.ok(run.elapsedMs < 10_000, `finished at once (${run.elapsedMs} ms)`);
+  t.ok(run.elapsedMs < 45_000, `finished at once, not after the 90 s sleep (${run.elapsedMs} ms)`);
 });
 
 t.test('shell metacharacters in values stay single arguments', async (t) => {
@@ -151,7 +151,7 @@ t.test('an unhandled rejection or uncaught exception in workflow code fails the 
   clean(t, rejected);
   t.equal(rejected.result?.status, 'failed');
   t.equal(rejected.result?.reason, 'step "rejects" failed: unhandled rejection: lost promise');
-  t.ok(rejected.elapsedMs < 2_000 + 1_500, 'the step failed at once, not after its 2 s wait');
+  t.ok(rejected.elapsedMs < 30_000, 'the step failed at once, not after its 60 s wait');
   const thrown = await steps('thrown');
   clean(t, thrown);
   t.equal(thrown.result?.reason, 'step "throws-later" failed: uncaught exception: from a timer');
