@@ -21,9 +21,10 @@ export const SVC_ADMIN_CLI: CliDefinition = {
     approvals: 'Approval holds of runs: list them with their votes, approve or reject as an operator',
     cache: 'Source, dependency and user caches: list and purge',
     cluster: 'The orchestrator nodes sharing the database: which are alive and which leads',
-    context: 'Secret contexts: create them and bind them to repositories or orgs',
+    context: 'Secret contexts: create them, bind them to repositories or orgs, set their protection rules',
     deliveries: 'The webhook event log: delivery records, their outcomes and pipeline steps',
     'event-dlq': 'The dead-letter queue of internal events: list, count, retry, discard',
+    'forge-status': 'Run status reported back to the forge (check runs, run-status webhooks): deliveries and their attempts',
     plugin: 'Plugins: check that a module signs in without starting a server',
     relay: 'The Platform relay: orgs, their tokens and personal access tokens',
     'relay:org': 'Orgs at the relay and their platform tokens',
@@ -32,7 +33,8 @@ export const SVC_ADMIN_CLI: CliDefinition = {
     runs: 'Runs in the orchestrator database: list and show',
     secret: 'Secrets of a context: set and list keys (values are never printed)',
     'signing-key': 'Provenance signing keys: generate, list, rotate, retire, revoke, export the trust root',
-    source: 'Webhook sources: add, list, remove, rotate secrets',
+    source: 'Webhook sources: add, list, remove, rotate secrets, run-status webhooks',
+    'source:status-webhook': 'The signed run-status webhook of a source: set, remove, list',
   },
 };
 
