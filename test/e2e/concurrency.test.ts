@@ -127,9 +127,8 @@ async function terminalRun(stack: JobsStack, sha: string, workflow: string, time
 
 /**
  * Once the run of `sha` exists, waits until no build job is pending anywhere: later runs of the
- * workflow then find the source cached instead of coalescing on the build. (A run created while
- * the build it coalesces on completes can be left waiting for ever: a production race reported
- * separately, kernel/orchestrator/runs/create.ts; these tests are about concurrency groups.)
+ * workflow then find the source cached instead of coalescing on the build. (These tests are
+ * about concurrency groups; build coalescing has its own tests.)
  */
 async function buildSettled(stack: JobsStack, sha: string, workflow: string): Promise<void> {
   await until(`the ${workflow} run of ${sha.slice(0, 8)}`, async () => ((await runTimes(stack, sha, workflow)) === null ? undefined : true), 120_000, 100);
@@ -154,10 +153,6 @@ const describe = (runs: RunTimes[], jobs: WorkJob[]): string =>
       ` | work ${jobs[i]?.status} dispatched=${jobs[i]?.dispatched_at} started=${jobs[i]?.started_at} finished=${jobs[i]?.finished_at} on ${jobs[i]?.agent_id}`)
     .join('\n');
 
-const BUG_RUN_STARTED =
-  'production bug: kernel/orchestrator/dispatch/queue.ts #claim moves a run to running and sets runs.started_at when ANY job is ' +
-  'dispatched, including the svc:filter pseudo-job that computes the group key (and a build job) while the run still waits for ' +
-  "admission; docs/run-states.md says a run waiting in its group stays queued";
 
 await eachDatabase(t, async (t, db) => {
   const stack = await startJobsStack(t, db);
@@ -203,13 +198,10 @@ await eachDatabase(t, async (t, db) => {
       // The grouped work starts only once the previous run has ended: admission in push order.
       t.ok(jobs[i]!.dispatched_at! >= runs[i - 1]!.finished_at!, `work of run ${i + 1} dispatched after run ${i} finished (runs.finished_at)`, { summary });
       t.ok(jobs[i]!.started_at! >= runs[i - 1]!.finished_at!, `work of run ${i + 1} started after run ${i} finished`, { summary });
-      t.ok(runs[i]!.started_at! >= runs[i - 1]!.finished_at!, `run ${i + 1} started (runs.started_at) after run ${i} finished (runs.finished_at)`, {
-        summary,
-        todo: BUG_RUN_STARTED,
-      });
+      t.ok(runs[i]!.started_at! >= runs[i - 1]!.finished_at!, `run ${i + 1} started (runs.started_at) after run ${i} finished (runs.finished_at)`, { summary });
     }
     t.comment(`runs.status seen on a run waiting for admission: ${[...statusWhileWaiting].join(', ')}`);
-    t.same([...statusWhileWaiting], ['queued'], 'a run waiting for admission is queued (docs/run-states.md)', { todo: BUG_RUN_STARTED });
+    t.same([...statusWhileWaiting], ['queued'], 'a run waiting for admission is queued (docs/run-states.md)');
   });
 
   await t.test('cancelInProgress: pushes while a run runs cancel the older runs; the newest completes', async (t) => {

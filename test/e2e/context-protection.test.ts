@@ -115,9 +115,8 @@ async function terminalRun(stack: JobsStack, runId: string, timeoutMs = 240_000)
 
 /**
  * Waits until no build job is pending anywhere: a later run of the workflow then finds the source
- * cached instead of coalescing on the build. (A run created while the build it coalesces on
- * completes can be left waiting for ever: a production race reported separately,
- * kernel/orchestrator/runs/create.ts; this file is about context protection.)
+ * cached instead of coalescing on the build. (This file is about
+ * context protection; build coalescing has its own tests.)
  */
 async function buildSettled(stack: JobsStack): Promise<void> {
   await until('no pending build job', async () => {

@@ -126,6 +126,8 @@ export class Dispatcher {
 
   async #claim(jobId: string, runId: string, session: AgentSession): Promise<boolean> {
     // One statement, job lock only: a claim never waits on a run lock while holding a job.
+    // A run waiting for its concurrency group stays `queued` while its filter or build runs: it
+    // starts running with the first job dispatched after admission.
     const row = await this.#o.pool.maybeOne(sql.unsafe`
       UPDATE jobs SET status = 'dispatched', agent_id = ${session.agentId}, attempts = attempts + 1, dispatched_at = now(),
              reason = NULL, unroutable_since = NULL, recovery_deadline = NULL, updated_at = now()
@@ -134,7 +136,7 @@ export class Dispatcher {
     if (row === null) return false;
     await this.#o.pool.query(sql.unsafe`
       UPDATE runs SET status = 'running', started_at = coalesce(started_at, now()), updated_at = now()
-      WHERE id = ${runId} AND status = 'queued'`);
+      WHERE id = ${runId} AND status = 'queued' AND concurrency_state IS DISTINCT FROM 'waiting'`);
     session.activeJobs.add(jobId);
     session.dispatchedCount += 1;
     session.lastDispatchAt = Date.now();

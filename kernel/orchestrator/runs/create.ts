@@ -130,13 +130,25 @@ export async function createRun(tx: CommonQueryMethods, plan: RunPlan): Promise<
     const runsOn = plan.workflow.jobs[0]?.runsOn ?? [];
     // A held run builds only once approved (a build runs install scripts), and privately: other
     // runs must not wait on a build a rejection would cancel.
-    const build = await tx.maybeOne(sqlTyped(JobIdRow)`
-      insert into jobs (id, run_id, org_id, name, display_name, kind, runs_on, status, build_key, queued_at)
-      values (${randomUUID()}, ${runId}, ${plan.orgId}, ${BUILD_JOB_NAME}, ${`build ${plan.workflow.contentHash.slice(0, 12)}`}, 'build',
-        ${sql.array(runsOn, 'text')}, ${held ? 'waiting' : 'queued'}, ${held ? null : plan.buildKey}, ${held ? null : sql.fragment`now()`})
-      on conflict (org_id, build_key) where kind = 'build' and status in ('waiting', 'queued', 'dispatched', 'running', 'recovering') do nothing
-      returning id::text as id, status`);
-    ownsBuild = build !== null;
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      const build = await tx.maybeOne(sqlTyped(JobIdRow)`
+        insert into jobs (id, run_id, org_id, name, display_name, kind, runs_on, status, build_key, queued_at)
+        values (${randomUUID()}, ${runId}, ${plan.orgId}, ${BUILD_JOB_NAME}, ${`build ${plan.workflow.contentHash.slice(0, 12)}`}, 'build',
+          ${sql.array(runsOn, 'text')}, ${held ? 'waiting' : 'queued'}, ${held ? null : plan.buildKey}, ${held ? null : sql.fragment`now()`})
+        on conflict (org_id, build_key) where kind = 'build' and status in ('waiting', 'queued', 'dispatched', 'running', 'recovering') do nothing
+        returning id::text as id, status`);
+      if (build !== null) {
+        ownsBuild = true;
+        break;
+      }
+      // Another run's build is active: share-lock it, so its completion (which settles the runs
+      // waiting on it) waits for this transaction and then sees this run's waiting jobs. A build
+      // that ended between the insert and the lock is no longer active: try the insert again.
+      const active = await tx.maybeOne(sql.unsafe`
+        select id from jobs where org_id = ${plan.orgId} and build_key = ${plan.buildKey} and kind = 'build'
+          and status in ('waiting', 'queued', 'dispatched', 'running', 'recovering') for share`);
+      if (active !== null) break;
+    }
   }
 
   const jobIds: string[] = [];

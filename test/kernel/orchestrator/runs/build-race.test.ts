@@ -1,0 +1,48 @@
+// A run created while the build it coalesces on completes: creation share-locks the active build,
+// so the build's completion waits for it and then releases the new run's jobs (before, the
+// completion could miss the uncommitted waiting jobs and leave them waiting for ever).
+import t from 'tap';
+import { applyJobStatus } from '../../../../kernel/orchestrator/dispatch/status.ts';
+import { createRun } from '../../../../kernel/orchestrator/runs/create.ts';
+import { sql } from '../../../../kernel/services/db/index.ts';
+import { eachDatabase } from '../../../fixtures/db.ts';
+import { moveStatus, until } from '../../../fixtures/runs.ts';
+import { job, lockWorkflow, migrated } from '../run-control/harness.ts';
+import { runPlan } from '../scheduling/harness.ts';
+
+t.test('a run coalescing on a build that completes meanwhile is released', async (t) => {
+  await eachDatabase(t, async (t, db) => {
+    await migrated(db.pool);
+    const wf = lockWorkflow([job('work')]);
+    const owner = await db.pool.transaction((tx) => createRun(tx, runPlan(wf, { buildKey: 'k:1' })));
+    t.ok(owner.ownsBuild);
+    const buildId = String(await db.pool.oneFirst(sql.unsafe`SELECT id::text FROM jobs WHERE run_id = ${owner.runId} AND kind = 'build'`));
+    await moveStatus(db.pool, 'jobs', buildId, 'running');
+    await db.pool.query(sql.unsafe`UPDATE jobs SET agent_id = 'agent-1' WHERE id = ${buildId}`);
+
+    let release!: () => void;
+    const hold = new Promise<void>((r) => (release = r));
+    let created!: (runId: string) => void;
+    const createdRun = new Promise<string>((r) => (created = r));
+    const second = db.pool.transaction(async (tx) => {
+      const run = await createRun(tx, runPlan(wf, { buildKey: 'k:1' }));
+      created(run.runId);
+      await hold;
+      return run;
+    });
+    const runId = await createdRun;
+    let completed = false;
+    const completion = applyJobStatus(db.pool, 'agent-1', { type: 'job.status', jobId: buildId, status: 'completed', steps: [] }).then(() => (completed = true));
+    await new Promise((r) => setTimeout(r, 1_500));
+    t.notOk(completed, 'the completion waits for the creating transaction');
+    release();
+    const run = await second;
+    t.notOk(run.ownsBuild, 'the second run coalesced on the active build');
+    await completion;
+    const status = await until('the coalesced job released', async () => {
+      const s = String(await db.pool.oneFirst(sql.unsafe`SELECT status FROM jobs WHERE run_id = ${runId} AND name = 'work'`));
+      return s === 'waiting' ? undefined : s;
+    }, 20_000);
+    t.equal(status, 'queued', 'its job is queued once the build completed');
+  });
+});
