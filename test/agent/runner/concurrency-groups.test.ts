@@ -124,5 +124,5 @@ t.test('a cancel stops a running group function: cancelled, no keys', async (t) 
   t.equal(r.result?.status, 'cancelled');
   t.equal(r.result?.reason, 'user asked');
   t.equal(r.result?.concurrencyGroups, undefined);
-  t.ok(r.elapsedMs < 20_000, `the 30 s sleep was stopped (${r.elapsedMs} ms)`);
+  t.ok(r.elapsedMs < 60_000, `the 120 s sleep was stopped (${r.elapsedMs} ms)`);
 });
