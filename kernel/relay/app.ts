@@ -135,6 +135,7 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Relay
       negativeCache,
       buffer,
       metrics: rm,
+      socketMetrics: metrics,
       logger,
       heartbeatMs: options.heartbeatMs ?? 15_000,
       helloTimeoutMs: options.helloTimeoutMs ?? 10_000,

@@ -23,6 +23,8 @@ import { orgForToken } from './orgs.ts';
 import type { RelayMetrics } from './relay-metrics.ts';
 import type { NegativeCache, RoutingTable } from './routing-table.ts';
 import { recordJobStatus, recordRunStatus } from './run-index.ts';
+import { trackSocket } from '../services/ws-metrics.ts';
+import type { SvcMetrics } from '../services/metrics.ts';
 
 export const CONNECT_PATH = '/v1/orchestrators/connect';
 /** Frames from an orchestrator are small (acks, registrations); a hello with many sources fits. */
@@ -39,6 +41,8 @@ export interface OrchestratorEndpointOptions {
   negativeCache: NegativeCache;
   buffer: BufferStore;
   metrics: RelayMetrics;
+  /** The process registry: counts accepted sockets (`svc_ws_*{endpoint="relay_orchestrator"}`). */
+  socketMetrics?: SvcMetrics;
   logger: Logger;
   heartbeatMs: number;
   helloTimeoutMs: number;
@@ -128,6 +132,7 @@ export class OrchestratorEndpoint {
   #accept(socket: WebSocket, orgId: string): void {
     const state: SocketState = { socket, orgId, alive: true, invalid: 0, helloDone: false, queue: Promise.resolve() };
     this.#sockets.add(state);
+    if (this.#options.socketMetrics !== undefined) trackSocket(this.#options.socketMetrics, 'relay_orchestrator', socket);
     const log = this.#options.logger.child({ orgId });
     const helloTimer = setTimeout(() => {
       if (!state.helloDone) this.#protocolError(state, `no orchestrator.hello within ${this.#options.helloTimeoutMs} ms`);

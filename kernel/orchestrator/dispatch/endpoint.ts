@@ -20,6 +20,7 @@ import type { AgentSession } from './registry.ts';
 import type { AgentMessage, DispatchService } from './service.ts';
 import { appendLogChunk, applyJobStatus, applyStepStatus, storeJobContext } from './status.ts';
 import { checkAgentToken } from './tokens.ts';
+import { trackSocket } from '../../services/ws-metrics.ts';
 
 export const AGENT_CONNECT_PATH = '/v1/agents/connect';
 /** Largest frame an agent may send (a full log chunk is well under this). */
@@ -77,6 +78,7 @@ export async function registerAgentEndpoint(ctx: OrchestratorContext, service: D
       socket.close(WS_CLOSE_UNAUTHORIZED, closeReason(auth.reason));
       return;
     }
+    trackSocket(ctx.metrics, 'agent', socket);
     new AgentConnection(ctx, service, socket, auth.tokenHash, request.ip).start();
   });
 }

@@ -11,6 +11,7 @@ import { schedulingJobConfig } from '../scheduling/config.ts';
 import { outputsOf } from '../scheduling/outputs.ts';
 import { findDeps, findSource } from '../caches/build-cache.ts';
 import { releaseJobSecrets } from '../secrets/release.ts';
+import type { SvcMetrics } from '../../services/metrics.ts';
 
 const Json = Type.Unknown();
 export const DispatchRow = Type.Object({
@@ -80,6 +81,22 @@ export function fallbackSourceAuth(row: DispatchRow, repository: string): Source
   return { cloneUrl: `https://${host}/${repository}.git` };
 }
 
+/** A run of an organization-wide workflow: the workflow's code lives in another repository. */
+export function isCrossSourceRun(row: Pick<DispatchRow, 'kind' | 'repository' | 'workflow_repository'>): boolean {
+  return row.kind !== 'build' && row.workflow_repository.toLowerCase() !== row.repository.toLowerCase();
+}
+
+/**
+ * spec: svc_cross_source_errors_total{reason="bundle_missing"}. An org-wide run's jobs wait for
+ * the workflow repository's built bundle (the source cache entry a build job commits); missing
+ * at dispatch (swept past its TTL, deleted, storage replaced) the agent falls back to cloning
+ * the workflow repository with workflowAuth, so the job still runs, but the loss is counted.
+ */
+function countBundleMissing(metrics: SvcMetrics, row: DispatchRow, logger: Logger): void {
+  metrics.counter({ name: 'svc_cross_source_errors_total', help: 'Organization-wide dispatch errors.', labelNames: ['reason'] }).inc({ reason: 'bundle_missing' });
+  logger.warn({ jobId: row.job_id, workflowRepository: row.workflow_repository, contentHash: row.content_hash }, 'organization-wide workflow bundle missing from the source cache; the agent clones the workflow repository');
+}
+
 export interface CacheUrls {
   sourceTarUrl: string | null;
   sourceTarDigest: string | null;
@@ -92,7 +109,7 @@ export interface CacheUrls {
  * `source/v2/<org>/<contentHash>.hash`; deps `deps/<platform>-<arch>/<depsHash>.tar.gz` behind
  * `deps/<platform>-<arch>/<lockfileHash>.hash`. A missing pointer means a cache miss (null).
  */
-export async function cacheUrls(pool: DatabasePool, storage: StorageExtensionPoint | undefined, row: DispatchRow, platform: string, arch: string, logger: Logger): Promise<CacheUrls> {
+export async function cacheUrls(pool: DatabasePool, storage: StorageExtensionPoint | undefined, row: DispatchRow, platform: string, arch: string, logger: Logger, metrics?: SvcMetrics): Promise<CacheUrls> {
   const none: CacheUrls = { sourceTarUrl: null, sourceTarDigest: null, depsUrl: null, depsHash: null };
   if (storage === undefined) return none;
   const out = { ...none };
@@ -102,7 +119,7 @@ export async function cacheUrls(pool: DatabasePool, storage: StorageExtensionPoi
     if (source !== null) {
       out.sourceTarDigest = source.digest;
       out.sourceTarUrl = source.url;
-    }
+    } else if (isCrossSourceRun(row) && metrics !== undefined) countBundleMissing(metrics, row, logger);
     if (row.lockfile_hash !== null) {
       const deps = await findDeps({ pool, storage, logger }, `${platform}-${arch}`, row.lockfile_hash);
       if (deps !== null) {
@@ -135,6 +152,8 @@ export interface BuildDispatchOptions {
   agentArch: string;
   /** Opens secret contexts' values; without it a job declaring a context fails. */
   masterKeys?: MasterKeys;
+  /** Counts cross-source errors found while building the message (bundle_missing). */
+  metrics?: SvcMetrics;
 }
 
 export async function buildJobDispatch(row: DispatchRow, options: BuildDispatchOptions): Promise<JobDispatch> {
@@ -186,7 +205,7 @@ export async function buildJobDispatch(row: DispatchRow, options: BuildDispatchO
   };
   const sourceAuth = await resolve(row.repository);
   const workflowAuth = row.workflow_repository !== row.repository ? await resolve(row.workflow_repository) : null;
-  const caches = await cacheUrls(options.pool, options.storage, row, options.agentOs, options.agentArch, options.logger);
+  const caches = await cacheUrls(options.pool, options.storage, row, options.agentOs, options.agentArch, options.logger, options.metrics);
   return {
     type: 'job.dispatch',
     jobId: row.job_id,

@@ -212,6 +212,7 @@ export class DispatchService {
       logger: this.options.logger,
       agentOs: session.os,
       agentArch: session.arch,
+      metrics: this.options.metrics,
       ...(this.options.masterKeys === undefined ? {} : { masterKeys: this.options.masterKeys }),
     });
   }

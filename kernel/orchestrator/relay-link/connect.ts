@@ -20,6 +20,8 @@ import {
 } from '../../../schemas/wire/relay.ts';
 import { compileMessageUnion, compileSchema, formatIssues } from '../../../schemas/validate.ts';
 import { UnavailableError, isSvcError, messageOf } from '../../../core/errors.ts';
+import { trackSocket } from '../../services/ws-metrics.ts';
+import type { SvcMetrics } from '../../services/metrics.ts';
 
 export const CONNECT_PATH = '/v1/orchestrators/connect';
 /** A 25 MiB body is ~33.4 MiB in base64, plus headers and framing. */
@@ -56,6 +58,8 @@ export interface ConnectRelayOptions {
   heartbeatTimeoutMs?: number;
   /** Test hook: announce another protocol version. */
   protocolVersion?: number;
+  /** Counts the link's socket (`svc_ws_*{endpoint="relay_link"}`). */
+  metrics?: SvcMetrics;
 }
 
 export interface RelayLink {
@@ -237,6 +241,7 @@ export function connectRelay(options: ConnectRelayOptions): RelayLink {
       handshakeTimeout: 10_000,
     });
     socket = ws;
+    if (options.metrics !== undefined) trackSocket(options.metrics, 'relay_link', ws);
     ws.on('open', () => {
       armHeartbeat(ws);
       sendOn(ws, {

@@ -57,6 +57,7 @@ export const relayLinkSubsystem: Subsystem = {
       platformUrl,
       platformToken: token,
       orchestratorId: ctx.nodeId,
+      metrics: ctx.metrics,
       sources: () => [...announced.values()],
       logger,
       onMessage: (message) => void answerRequest(message, (reply) => link.send(reply)),

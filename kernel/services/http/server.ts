@@ -11,6 +11,7 @@ import { UnavailableError, messageOf } from '../../../core/errors.ts';
 import { LOG_REDACTED, isRedactedKey, type Logger } from '../../../core/logging.ts';
 import type { SvcMetrics } from '../metrics.ts';
 import { mapError } from './error-mapping.ts';
+import { installRequestMetrics } from './request-metrics.ts';
 import { svcValidatorCompiler } from './validator.ts';
 
 /** spec Limits: HTTP listeners' idle keep-alive is 130 seconds. */
@@ -28,7 +29,10 @@ export type SvcHttpServer = FastifyInstance<
 
 export interface CreateHttpServerOptions {
   logger: Logger;
-  /** Serves `GET /metrics` from this registry. Omit to serve metrics elsewhere (SVC_METRICS_PORT). */
+  /**
+   * Serves `GET /metrics` from this registry and records every request on it
+   * (`svc_http_requests_total`, `svc_http_request_duration_seconds`, see request-metrics.ts).
+   */
   metrics?: SvcMetrics;
   bodyLimit?: number;
   keepAliveTimeout?: number;
@@ -134,6 +138,7 @@ export function createHttpServer(options: CreateHttpServerOptions): SvcHttpServe
   }
   const metrics = options.metrics;
   if (metrics) {
+    installRequestMetrics(app, metrics);
     app.get('/metrics', { logLevel: 'warn' }, async (_request, reply) => {
       const text = await metrics.text();
       return reply.type(metrics.contentType).send(text);
