@@ -3,6 +3,7 @@
 // the app orders subsystems from these declarations (core/wiring). Import the refs from here: a
 // subsystem's index re-exporting them would close an import cycle through the types below.
 import { createServiceRef } from '../../core/wiring/index.ts';
+import type { AdminAuth } from './admin-auth/require-scope.ts';
 import type { ClusterService } from './cluster/service.ts';
 import type { DispatchService } from './dispatch/service.ts';
 import type { IdentityService } from './identity/service.ts';
@@ -23,3 +24,6 @@ export const runsRelayHandlerRef = createServiceRef<RelayRequestHandler>('runs-r
 
 /** This node's place in the cluster: its id and whether it leads (schedules run on the leader only). Subsystem `cluster`. */
 export const clusterServiceRef = createServiceRef<ClusterService>('cluster');
+
+/** Operator admin authentication: `requireScope('<scope>')` for every admin route (docs/admin-api.md). Subsystem `admin-auth`. */
+export const adminAuthRef = createServiceRef<AdminAuth>('admin-auth');

@@ -2,6 +2,7 @@
 // needs (service-refs.ts); the app starts them in the order that graph gives, so this list is a
 // set: its order only breaks ties (subsystems free to start together start in this order).
 import type { Subsystem } from './context.ts';
+import { adminAuthSubsystem } from './admin-auth/subsystem.ts';
 import { cachesSubsystem } from './caches/index.ts';
 import { clusterSubsystem } from './cluster/subsystem.ts';
 import { dispatchSubsystem } from './dispatch/index.ts';
@@ -17,6 +18,8 @@ import { schedulesSubsystem } from './schedules/subsystem.ts';
 import { checkoutAuthSubsystem } from './sources/checkout-auth.ts';
 
 export const ORCHESTRATOR_SUBSYSTEMS: readonly Subsystem[] = [
+  // Admin authentication (requireScope) for every subsystem that serves admin routes.
+  adminAuthSubsystem,
   // Membership and leader election first: schedules need to know who leads.
   clusterSubsystem,
   identitySubsystem,

@@ -21,5 +21,5 @@ export {
 export { ATTESTATION_AUDIENCE, attestationBundle, bundleFileName, createAttestation, fulfilDeferredAttestations, type CreateAttestationResult, type FulfilResult } from './attestations.ts';
 export { preAuthEncoding, provenanceStatement, sha256Hex, type Artifact, type ProvenanceStatement } from './dsse.ts';
 export { verifyAttestationBundle, type VerifyAttestationInput, type VerifyTrust } from './verify-attestation.ts';
-export { ADMIN_SCOPES, checkAdminToken, registerIdentityRoutes, registerSigningKeyAdminRoute } from './routes.ts';
+export { registerIdentityRoutes, registerSigningKeyAdminRoute } from './routes.ts';
 export { MasterKeyMismatchError } from './errors.ts';

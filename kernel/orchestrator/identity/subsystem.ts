@@ -6,7 +6,7 @@ import type { CustodyKind } from '../../../schemas/identity.ts';
 import { messageOf } from '../../../core/errors.ts';
 import { provide } from '../../../core/wiring/index.ts';
 import type { Subsystem } from '../context.ts';
-import { identityServiceRef } from '../service-refs.ts';
+import { adminAuthRef, identityServiceRef } from '../service-refs.ts';
 import { createKeyVault, registerExternalKey, resealSigningKeys } from './key-store.ts';
 import { registerIdentityRoutes, registerSigningKeyAdminRoute } from './routes.ts';
 import { createIdentityService, type IdentityService } from './service.ts';
@@ -16,11 +16,12 @@ export const FULFIL_SWEEP_MS = 30_000;
 export const identitySubsystem: Subsystem = {
   id: 'identity',
   provides: [identityServiceRef],
+  needs: [adminAuthRef],
   async start(ctx, deps) {
     const logger = ctx.logger.child({ subsystem: 'identity' });
     const healed = await resealSigningKeys(ctx.db, ctx.masterKeys, 'heal');
     if (healed.resealed > 0) logger.warn({ resealed: healed.resealed }, 'signing keys sealed under the previous master key were re-sealed under the current one');
-    await registerSigningKeyAdminRoute(ctx.http, ctx.db, () => ctx.config.secrets.bootstrapAdminToken);
+    await registerSigningKeyAdminRoute(ctx.http, ctx.db, deps.get(adminAuthRef));
 
     const issuer = ctx.config.orchestrator.provenanceIssuer;
     if (!issuer) {
