@@ -136,7 +136,14 @@ export const SvcConfig = Type.Object(
       },
       strict,
     ),
-    eventLog: Type.Object({ maxPayloadBytes: PositiveInt }, strict),
+    eventLog: Type.Object(
+      {
+        maxPayloadBytes: PositiveInt,
+        /** Days a delivery record stays warm; older ones are archived hourly (docs/ingest.md). */
+        warmRetentionDays: PositiveInt,
+      },
+      strict,
+    ),
     /** Run status reported back to the forge (docs/forge-status.md): check runs, run-status webhooks. */
     forgeStatus: Type.Object(
       {

@@ -108,6 +108,8 @@ const deliveryFields = {
   receivedAt: Type.String(),
   createdAt: Type.String(),
   updatedAt: Type.String(),
+  /** Set once the record passed the warm retention window (docs/ingest.md "Retention"); null while warm. */
+  archivedAt: Nullable(Type.String()),
 };
 
 /** A webhook delivery record as listed (`GET /api/v1/admin/deliveries`): every field but the steps. */
@@ -131,6 +133,8 @@ export const DeliveriesQuery = Type.Object(
     until: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
     repository: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+    /** true: archived records too (marked by `archivedAt`); default warm records only. */
+    archived: Type.Optional(Type.Boolean()),
   },
   strict,
 );

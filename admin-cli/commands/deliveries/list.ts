@@ -1,5 +1,5 @@
 // `svc-admin deliveries list [--org] [--source] [--status] [--since] [--until] [--repository]
-// [--limit N] [--json]`: the webhook delivery records (the event log), newest first, one line each.
+// [--limit N] [--archived] [--json]`: the webhook delivery records (the event log), newest first, one line each.
 import { Flags } from '@oclif/core';
 import { SvcCommand } from '../../../core/cli/base-command.ts';
 import {
@@ -32,6 +32,7 @@ export default class DeliveriesList extends SvcCommand {
     until: Flags.string({ description: 'received before: an ISO timestamp or a duration back from now' }),
     repository: Flags.string({ description: 'only this repository (owner/name)' }),
     limit: Flags.integer({ description: 'how many deliveries', default: DEFAULT_DELIVERY_LIMIT, min: 1, max: MAX_DELIVERY_LIMIT }),
+    archived: Flags.boolean({ description: 'include records archived past the warm retention window (eventLog.warmRetentionDays), marked "archived"', default: false }),
   };
 
   async run(): Promise<{ deliveries: DeliverySummary[] }> {
@@ -44,6 +45,7 @@ export default class DeliveriesList extends SvcCommand {
       until: flags.until,
       repository: flags.repository,
       limit: flags.limit,
+      archived: flags.archived,
     };
     // Bad filters are refused before the database is opened.
     parseDeliveryFilter(filter);
@@ -53,7 +55,7 @@ export default class DeliveriesList extends SvcCommand {
       if (deliveries.length === 0) this.log('no deliveries');
       for (const d of deliveries) {
         const event = d.eventName ?? d.eventType ?? '-';
-        this.log(`${d.receivedAt}  ${d.orgId}  ${d.deliveryId}  ${d.status}  ${event}  ${d.repository ?? '-'}  ${refAndSha(d)}  runs=${d.runIds.length}`);
+        this.log(`${d.receivedAt}  ${d.orgId}  ${d.deliveryId}  ${d.status}  ${event}  ${d.repository ?? '-'}  ${refAndSha(d)}  runs=${d.runIds.length}${d.archivedAt !== null ? '  archived' : ''}`);
       }
       if (deliveries.length === flags.limit) this.log(`… the first ${flags.limit} (narrow with --since/--status or raise --limit to see more)`);
     }

@@ -39,7 +39,7 @@ export default class DeliveriesShow extends SvcCommand {
     if (!this.jsonEnabled()) {
       const why = [d.shedReason, d.message].filter((s): s is string => s !== null && s !== '').map((s) => oneLine(s, 300));
       this.log(`delivery ${d.deliveryId}  org ${d.orgId}  ${d.status}${why.length > 0 ? ` (${why.join('; ')})` : ''}`);
-      this.log(`  received ${d.receivedAt}  updated ${d.updatedAt}  node ${d.nodeId ?? '-'}  attempts ${d.attempts}  duplicates ${d.duplicates}${d.generation > 0 ? `  generation ${d.generation}` : ''}`);
+      this.log(`  received ${d.receivedAt}  updated ${d.updatedAt}  node ${d.nodeId ?? '-'}  attempts ${d.attempts}  duplicates ${d.duplicates}${d.generation > 0 ? `  generation ${d.generation}` : ''}${d.archivedAt !== null ? `  archived ${d.archivedAt}` : ''}`);
       this.log(`  source ${d.sourceId ?? '-'}  routing key ${d.routingKey}  provider ${d.providerKind}`);
       const event = `${d.eventType ?? '-'}${d.action ? `.${d.action}` : ''}`;
       this.log(`  event ${event}  name ${d.eventName ?? '-'}  repository ${d.repository ?? '-'}  ${refAndSha(d)}  sender ${d.sender ?? '-'}  trust ${d.trustTier ?? '-'}${d.workflowModified ? '  workflows modified by head' : ''}`);

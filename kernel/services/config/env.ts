@@ -47,6 +47,7 @@ export const CONFIG_ENV: Readonly<Record<string, string>> = Object.freeze({
   SVC_EVENTS_RETRY_BASE_MS: 'events.retryBaseMs',
   SVC_EVENTS_RETRY_MAX_MS: 'events.retryMaxMs',
   SVC_EVENT_LOG_MAX_PAYLOAD_BYTES: 'eventLog.maxPayloadBytes',
+  SVC_EVENT_LOG_WARM_RETENTION_DAYS: 'eventLog.warmRetentionDays',
   SVC_FORGE_STATUS_RUN_URL_TEMPLATE: 'forgeStatus.runUrlTemplate',
   SVC_FORGE_STATUS_MAX_ATTEMPTS: 'forgeStatus.maxAttempts',
   SVC_FORGE_STATUS_RETRY_BASE_MS: 'forgeStatus.retryBaseMs',

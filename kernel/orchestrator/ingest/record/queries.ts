@@ -25,6 +25,8 @@ export interface DeliveryFilterInput {
   until?: string | undefined;
   repository?: string | undefined;
   limit?: number | undefined;
+  /** Include records archived past the warm retention window (retention.ts); default warm only. */
+  archived?: boolean | undefined;
 }
 
 /** The filters checked: times resolved, the source told apart. */
@@ -36,6 +38,7 @@ export interface DeliveryFilter {
   until?: Date;
   repository?: string;
   limit: number;
+  archived: boolean;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -74,7 +77,7 @@ export function parseTime(filter: string, value: string, now: Date = new Date())
 
 /** Checks the filters; refuses an unknown status, a bad time or limit, or `since` after `until`. */
 export function parseDeliveryFilter(input: DeliveryFilterInput, now: Date = new Date()): DeliveryFilter {
-  const filter: DeliveryFilter = { limit: DEFAULT_DELIVERY_LIMIT };
+  const filter: DeliveryFilter = { limit: DEFAULT_DELIVERY_LIMIT, archived: input.archived === true };
   if (input.orgId !== undefined) filter.orgId = input.orgId;
   if (input.sourceId !== undefined) {
     const source = input.sourceId.trim();
@@ -110,7 +113,8 @@ const SUMMARY_COLUMNS = sql.fragment`org_id AS "orgId", delivery_id AS "delivery
   repository, ref, sha, sender, trust_tier AS "trustTier", workflow_modified AS "workflowModified", run_ids::text[] AS "runIds",
   payload_key AS "payloadKey", payload_bytes AS "payloadBytes", payload_omitted AS "payloadOmitted",
   payload_omitted_reason AS "payloadOmittedReason", duplicates, generation, attempts, node_id AS "nodeId",
-  ${iso('received_at')} AS "receivedAt", ${iso('created_at')} AS "createdAt", ${iso('updated_at')} AS "updatedAt"`;
+  ${iso('received_at')} AS "receivedAt", ${iso('created_at')} AS "createdAt", ${iso('updated_at')} AS "updatedAt",
+  ${iso('archived_at')} AS "archivedAt"`;
 
 /** The steps as `{ step, outcome, detail? }` in their order, whatever else an entry holds. */
 const STEPS = sql.fragment`(SELECT coalesce(jsonb_agg(jsonb_strip_nulls(jsonb_build_object('step', coalesce(e->>'step', '?'),
@@ -121,6 +125,7 @@ const STEPS = sql.fragment`(SELECT coalesce(jsonb_agg(jsonb_strip_nulls(jsonb_bu
 export async function listDeliveries(pool: DatabasePool, input: DeliveryFilterInput = {}, now: Date = new Date()): Promise<DeliverySummary[]> {
   const f = parseDeliveryFilter(input, now);
   const where = [sql.fragment`true`];
+  if (!f.archived) where.push(sql.fragment`archived_at IS NULL`);
   if (f.orgId !== undefined) where.push(sql.fragment`org_id = ${f.orgId}`);
   if (f.source !== undefined) where.push('id' in f.source ? sql.fragment`source_id = ${f.source.id}::uuid` : sql.fragment`routing_key = ${f.source.routingKey}`);
   if (f.status !== undefined) where.push(sql.fragment`status = ${f.status}`);

@@ -108,6 +108,7 @@ const FIELDS: Record<string, FieldCase> = {
   'events.retryBaseMs': int(250, 500),
   'events.retryMaxMs': int(10_000, 20_000),
   'eventLog.maxPayloadBytes': int(1024, 2048),
+  'eventLog.warmRetentionDays': int(7, 90),
   'forgeStatus.runUrlTemplate': { file: 'https://ci.example.test/runs/{orgId}/{runId}', env: 'http://127.0.0.1:7800/v1/orgs/{orgId}/runs/{runId}', envValue: 'http://127.0.0.1:7800/v1/orgs/{orgId}/runs/{runId}', badFile: 'ftp://x/{runId}', badEnv: 'runs/{runId}' },
   'forgeStatus.maxAttempts': int(3, 4),
   'forgeStatus.retryBaseMs': int(100, 200),
@@ -194,6 +195,7 @@ t.test('defaults', async (t) => {
   t.equal(config.cluster.maxDispatchAttempts, 5);
   t.equal(config.cluster.leaseDurationMs, 60_000);
   t.equal(config.eventLog.maxPayloadBytes, 5 * 1024 * 1024);
+  t.equal(config.eventLog.warmRetentionDays, 30);
   t.equal(config.cache.ttlDays, 30);
   t.equal(config.agent.maxReconnectDelayMs, 60_000);
   t.equal(config.orchestrator.signerKind, 'db');
