@@ -1,0 +1,84 @@
+// The ingest subsystem: builds the pipeline (provided to the runs and relay-link subsystems) and
+// serves the webhook routes itself in independent mode. When `platform.url` is set the relay-link
+// subsystem feeds it the relayed deliveries instead.
+import type { StorageExtensionPoint } from '../../../core/extension-points/storage.ts';
+import { provide } from '../../../core/wiring/index.ts';
+import type { OrchestratorContext, Subsystem } from '../context.ts';
+import { notifyJobsQueued } from '../dispatch/notify.ts';
+import { clusterServiceRef, ingestPipelineRef } from '../service-refs.ts';
+import { watchSources } from '../sources/cache.ts';
+import { createListener } from '../../services/db/index.ts';
+import { INGEST_EVENTS_CHANNEL } from './steps/registrations.ts';
+import { releaseInterrupted } from './record/delivery-record.ts';
+import { deliveryRoutes } from './record/routes.ts';
+import { startEventLogRetention } from './record/retention.ts';
+import { webhookRoutes } from './entry/http-route.ts';
+import { createIngest } from './pipeline.ts';
+import { createIngestPool } from './pool.ts';
+
+function storageOf(ctx: OrchestratorContext): StorageExtensionPoint | undefined {
+  try {
+    return ctx.host.select('storage');
+  } catch {
+    return undefined;
+  }
+}
+
+export const ingestSubsystem: Subsystem = {
+  id: 'ingest',
+  provides: [ingestPipelineRef],
+  // The event-log archive pass runs on the leader only when there is a cluster.
+  optionalNeeds: [clusterServiceRef],
+  async start(ctx, deps) {
+    const logger = ctx.logger.child({ subsystem: 'ingest' });
+    const storage = storageOf(ctx);
+    const pool = await createIngestPool({ url: ctx.databaseUrl, logger });
+    const pipeline = createIngest({
+      pool,
+      logger,
+      metrics: ctx.metrics,
+      host: ctx.host,
+      masterKeys: ctx.masterKeys.all,
+      config: ctx.config,
+      nodeId: ctx.nodeId,
+      ...(storage ? { storage } : {}),
+      notifyJobsQueued,
+    });
+    // Cached sources and registrations are dropped when another process (svc-admin, another
+    // node) changes them; a listener that lost its connection drops everything.
+    const listener = await createListener({ url: ctx.databaseUrl, logger });
+    const clearAll = (): void => {
+      pipeline.sources.clear();
+      pipeline.registrations.clear();
+    };
+    await watchSources(listener, clearAll, logger);
+    await listener.listen(INGEST_EVENTS_CHANNEL, (payload) => {
+      if (payload.includes('registration.updated')) pipeline.registrations.clear();
+    });
+    deps.onStop(async () => {
+      await listener.close();
+      // Payload objects still queued are written before the process goes.
+      if (!(await pipeline.eventLog.drain(5000))) logger.warn({ pending: pipeline.eventLog.pending }, 'event-log payloads left unwritten at stop (recorded storage_failed)');
+      await pool.end();
+    });
+    // The event log for operators (`svc-admin deliveries`), on every node.
+    await ctx.http.register(deliveryRoutes({ pool: ctx.db, adminToken: ctx.config.secrets.bootstrapAdminToken }));
+    const cluster = deps.getOptional(clusterServiceRef);
+    const retention = startEventLogRetention({
+      pool: ctx.db,
+      logger,
+      metrics: ctx.metrics,
+      warmDays: ctx.config.eventLog.warmRetentionDays,
+      ...(cluster !== undefined ? { cluster } : {}),
+    });
+    deps.onStop(() => retention.stop());
+    const released = await releaseInterrupted(ctx.db, ctx.nodeId);
+    if (released > 0) logger.warn({ released }, 'deliveries interrupted by the last stop are replayable again');
+
+    if (ctx.config.platform.url === undefined) {
+      await ctx.http.register(webhookRoutes(pipeline));
+      logger.info('independent mode: serving webhooks at /webhook/:orgId/:providerKind and /webhook/:orgId/generic/:sourceId');
+    }
+    return [provide(ingestPipelineRef, pipeline)];
+  },
+};
