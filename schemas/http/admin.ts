@@ -149,3 +149,17 @@ export const DeliveryParams = Type.Object(
 
 /** `GET /api/v1/admin/deliveries/:orgId/:deliveryId` takes no query parameters. */
 export const DeliveryRecordQuery = Type.Object({}, strict);
+
+/** Most runs `GET /api/v1/admin/runs` (and `svc-admin runs list`) return at once. */
+export const MAX_ADMIN_RUN_LIST = 500;
+
+/** `GET /api/v1/admin/runs?limit=&org=`. */
+export const RunListQuery = Type.Object(
+  { limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ADMIN_RUN_LIST })), org: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })) },
+  strict,
+);
+export type RunListQuery = Static<typeof RunListQuery>;
+
+/** `GET /api/v1/admin/runs/:runId`: any text; an id that is not a UUID is simply not found (404). */
+export const RunDetailParams = Type.Object({ runId: Type.String({ minLength: 1, maxLength: 200 }) }, strict);
+export type RunDetailParams = Static<typeof RunDetailParams>;

@@ -6,8 +6,7 @@ import { KERNEL_VERSION } from '../../../core/plugins/version.ts';
 import { messageOf } from '../../../core/errors.ts';
 import { provide } from '../../../core/wiring/index.ts';
 import type { Subsystem } from '../context.ts';
-import { checkAdminBearer } from '../runs/routes.ts';
-import { clusterServiceRef } from '../service-refs.ts';
+import { adminAuthRef, clusterServiceRef } from '../service-refs.ts';
 import { LeaderElection } from './leader.ts';
 import type { ClusterService } from './service.ts';
 import { heartbeat, joinCluster, leaveCluster, listClusterNodes } from './membership.ts';
@@ -20,6 +19,7 @@ export const aliveWindowMs = (heartbeatMs: number) => Math.max(3_000, heartbeatM
 export const clusterSubsystem: Subsystem = {
   id: 'cluster',
   provides: [clusterServiceRef],
+  needs: [adminAuthRef],
   async start(ctx, deps) {
     const logger = ctx.logger.child({ subsystem: 'cluster' });
     const { heartbeatMs, joinToken } = ctx.config.cluster;
@@ -51,10 +51,8 @@ export const clusterSubsystem: Subsystem = {
       await election.stop();
       await leaveCluster(ctx.db, ctx.nodeId, incarnation).catch((error: unknown) => logger.warn({ err: messageOf(error) }, 'could not mark this node stopped'));
     });
-    const adminToken = ctx.config.secrets.bootstrapAdminToken;
     await ctx.http.register(async (app: FastifyInstance) => {
-      app.get('/api/v1/admin/cluster/nodes', async (request) => {
-        checkAdminBearer(request, adminToken);
+      app.get('/api/v1/admin/cluster/nodes', { onRequest: deps.get(adminAuthRef).requireScope('cluster.read') }, async () => {
         return { nodes: await listClusterNodes(ctx.db, aliveWindowMs(heartbeatMs)) };
       });
     });

@@ -8,7 +8,7 @@ import { isSvcError } from '../../../core/errors.ts';
 import { activeJobOf } from '../caches/job-access.ts';
 import type { OrchestratorContext, Subsystem } from '../context.ts';
 import { notifyJobsQueued } from '../dispatch/notify.ts';
-import { dispatchServiceRef, ingestPipelineRef } from '../service-refs.ts';
+import { dispatchServiceRef, ingestPipelineRef, adminAuthRef } from '../service-refs.ts';
 import { checkChainDepth, OrgEventRate, recordRefusal, type EventLimits, type RefusalReason } from './breaker.ts';
 import { configureCompletionLimits } from './completion.ts';
 import { commitDeliveries, deliverEvent, prepareDelivery, ProviderKinds, type ConsumerDeps, type PreparedDelivery } from './consumer.ts';
@@ -67,7 +67,7 @@ export async function answerEventEmit(
 
 export const eventsSubsystem: Subsystem = {
   id: 'events',
-  needs: [dispatchServiceRef, ingestPipelineRef],
+  needs: [dispatchServiceRef, ingestPipelineRef, adminAuthRef],
   async start(ctx: OrchestratorContext, deps): Promise<void> {
     const dispatch = deps.get(dispatchServiceRef);
     const pipeline = deps.get(ingestPipelineRef);
@@ -109,7 +109,7 @@ export const eventsSubsystem: Subsystem = {
     await listener.listen(INTERNAL_EVENTS_CHANNEL, () => worker.wake());
     listener.onGap(() => worker.wake());
     worker.start();
-    await ctx.http.register(dlqRoutes({ pool: ctx.db, adminToken: ctx.config.secrets.bootstrapAdminToken }));
+    await ctx.http.register(dlqRoutes({ pool: ctx.db, auth: deps.get(adminAuthRef) }));
     deps.onStop(async () => {
       await listener.close();
       await worker.stop();

@@ -4,6 +4,7 @@
 // with retries. Serves the operator routes for its deliveries.
 import { createListener } from '../../services/db/index.ts';
 import type { OrchestratorContext, Subsystem } from '../context.ts';
+import { adminAuthRef } from '../service-refs.ts';
 import { FORGE_STATUS_CHANNEL, RUN_STATUS_CHANNEL } from './feed.ts';
 import { defaultRunUrlTemplate } from './report.ts';
 import { forgeStatusRoutes } from './routes.ts';
@@ -22,6 +23,7 @@ function reportsFor(ctx: OrchestratorContext): (kind: string) => boolean {
 export function createForgeStatusSubsystem(tuning: ForgeStatusTuning = {}): Subsystem {
   return {
     id: 'forge-status',
+    needs: [adminAuthRef],
     async start(ctx: OrchestratorContext, deps): Promise<void> {
       const logger = ctx.logger.child({ subsystem: 'forge-status' });
       const settings = ctx.config.forgeStatus;
@@ -52,7 +54,7 @@ export function createForgeStatusSubsystem(tuning: ForgeStatusTuning = {}): Subs
       await listener.listen(FORGE_STATUS_CHANNEL, () => worker.wake());
       listener.onGap(() => worker.wake());
       worker.start();
-      await ctx.http.register(forgeStatusRoutes({ pool: ctx.db, adminToken: ctx.config.secrets.bootstrapAdminToken }));
+      await ctx.http.register(forgeStatusRoutes({ pool: ctx.db, auth: deps.get(adminAuthRef) }));
       deps.onStop(async () => {
         await listener.close();
         await worker.stop();

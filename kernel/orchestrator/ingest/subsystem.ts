@@ -5,7 +5,7 @@ import type { StorageExtensionPoint } from '../../../core/extension-points/stora
 import { provide } from '../../../core/wiring/index.ts';
 import type { OrchestratorContext, Subsystem } from '../context.ts';
 import { notifyJobsQueued } from '../dispatch/notify.ts';
-import { clusterServiceRef, ingestPipelineRef } from '../service-refs.ts';
+import { adminAuthRef, clusterServiceRef, ingestPipelineRef } from '../service-refs.ts';
 import { watchSources } from '../sources/cache.ts';
 import { createListener } from '../../services/db/index.ts';
 import { INGEST_EVENTS_CHANNEL } from './steps/registrations.ts';
@@ -27,6 +27,7 @@ function storageOf(ctx: OrchestratorContext): StorageExtensionPoint | undefined 
 export const ingestSubsystem: Subsystem = {
   id: 'ingest',
   provides: [ingestPipelineRef],
+  needs: [adminAuthRef],
   // The event-log archive pass runs on the leader only when there is a cluster.
   optionalNeeds: [clusterServiceRef],
   async start(ctx, deps) {
@@ -62,7 +63,7 @@ export const ingestSubsystem: Subsystem = {
       await pool.end();
     });
     // The event log for operators (`svc-admin deliveries`), on every node.
-    await ctx.http.register(deliveryRoutes({ pool: ctx.db, adminToken: ctx.config.secrets.bootstrapAdminToken }));
+    await ctx.http.register(deliveryRoutes({ pool: ctx.db, auth: deps.get(adminAuthRef) }));
     const cluster = deps.getOptional(clusterServiceRef);
     const retention = startEventLogRetention({
       pool: ctx.db,

@@ -1,6 +1,7 @@
 // Run detail and run lists for the admin route and `svc-admin runs`.
 import { Type, type Static } from 'typebox';
 import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
+import { MAX_ADMIN_RUN_LIST } from '../../../schemas/http/admin.ts';
 import { Nullable, RUN_IDENTITY_COLUMNS } from './run-record.ts';
 
 
@@ -111,7 +112,7 @@ function toSummary(r: Static<typeof RunRow>): RunSummary {
   };
 }
 
-export const MAX_RUN_LIST = 500;
+export const MAX_RUN_LIST = MAX_ADMIN_RUN_LIST;
 
 export async function listRuns(pool: DatabasePool, options: { limit?: number; orgId?: string } = {}): Promise<RunDetail[]> {
   const limit = Math.min(MAX_RUN_LIST, Math.max(1, options.limit ?? 50));

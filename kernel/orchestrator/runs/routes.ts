@@ -1,13 +1,18 @@
 // Operator admin routes for runs: `GET /api/v1/admin/runs/:runId` (detail, including the
 // workflow repository fields of organization-wide runs) and `GET /api/v1/admin/runs?limit=`.
-// Bearer `secrets.bootstrapAdminToken`; without one configured the routes refuse everyone.
+// Scope runs.read (admin-auth/), checked before the request is validated.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { Type } from 'typebox';
+import { RunDetailParams, RunListQuery } from '../../../schemas/http/admin.ts';
 import type { DatabasePool } from '../../services/db/index.ts';
 import { AuthenticationError, NotFoundError } from '../../../core/errors.ts';
-import { getRunDetail, listRuns, MAX_RUN_LIST } from './queries.ts';
+import type { AdminAuth } from '../admin-auth/require-scope.ts';
+import { getRunDetail, listRuns } from './queries.ts';
 
+/**
+ * @deprecated Use `deps.get(adminAuthRef).requireScope('<scope>')` (admin-auth/): it also admits
+ * minted admin tokens and checks scopes. Kept only while routes written concurrently switch over.
+ */
 export function checkAdminBearer(request: FastifyRequest, token: string | undefined): void {
   if (token === undefined) throw new AuthenticationError('SVC_ERR_ADMIN_UNAUTHORIZED', 'admin routes are off: set SVC_BOOTSTRAP_ADMIN_TOKEN (secrets.bootstrapAdminToken)');
   const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
@@ -15,19 +20,18 @@ export function checkAdminBearer(request: FastifyRequest, token: string | undefi
   if (!match || !timingSafeEqual(digest(match[1]!), digest(token))) throw new AuthenticationError('SVC_ERR_ADMIN_UNAUTHORIZED', 'a valid admin bearer token is required');
 }
 
-export function runAdminRoutes(options: { pool: DatabasePool; adminToken: string | undefined }) {
+export function runAdminRoutes(options: { pool: DatabasePool; auth: AdminAuth }) {
   return async function routes(app: FastifyInstance): Promise<void> {
+    const onRequest = options.auth.requireScope('runs.read');
     app.get(
       '/api/v1/admin/runs',
-      { schema: { querystring: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_RUN_LIST })), org: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })) }, { additionalProperties: false }) } },
+      { onRequest, schema: { querystring: RunListQuery } },
       async (request) => {
-        checkAdminBearer(request, options.adminToken);
         const query = request.query as { limit?: number; org?: string };
         return { runs: await listRuns(options.pool, { ...(query.limit !== undefined ? { limit: query.limit } : {}), ...(query.org !== undefined ? { orgId: query.org } : {}) }) };
       },
     );
-    app.get('/api/v1/admin/runs/:runId', async (request) => {
-      checkAdminBearer(request, options.adminToken);
+    app.get('/api/v1/admin/runs/:runId', { onRequest, schema: { params: RunDetailParams } }, async (request) => {
       const { runId } = request.params as { runId: string };
       const run = await getRunDetail(options.pool, runId);
       if (run === null) throw new NotFoundError('SVC_ERR_RUN_NOT_FOUND', `no run ${runId}`);

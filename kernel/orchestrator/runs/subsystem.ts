@@ -4,16 +4,16 @@
 // relay link (relay-link/subsystem.ts) hands it the relayed messages.
 import { provide } from '../../../core/wiring/index.ts';
 import type { Subsystem } from '../context.ts';
-import { ingestPipelineRef, runsRelayHandlerRef } from '../service-refs.ts';
+import { adminAuthRef, ingestPipelineRef, runsRelayHandlerRef } from '../service-refs.ts';
 import { relayRequestHandler } from './api/index.ts';
 import { runAdminRoutes } from './routes.ts';
 
 export const runsSubsystem: Subsystem = {
   id: 'runs',
   provides: [runsRelayHandlerRef],
-  needs: [ingestPipelineRef],
+  needs: [ingestPipelineRef, adminAuthRef],
   async start(ctx, deps) {
-    await ctx.http.register(runAdminRoutes({ pool: ctx.db, adminToken: ctx.config.secrets.bootstrapAdminToken }));
+    await ctx.http.register(runAdminRoutes({ pool: ctx.db, auth: deps.get(adminAuthRef) }));
     return [provide(runsRelayHandlerRef, relayRequestHandler(ctx, deps.get(ingestPipelineRef)))];
   },
 };

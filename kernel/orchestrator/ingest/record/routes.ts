@@ -1,19 +1,19 @@
 // Operator routes for the event log (the HTTP side of `svc-admin deliveries`):
 //   GET /api/v1/admin/deliveries?org=&source=&status=&since=&until=&repository=&limit=&archived=  → { deliveries }
 //   GET /api/v1/admin/deliveries/:orgId/:deliveryId                                      → the record with its steps
-// Bearer `secrets.bootstrapAdminToken`; without one configured the routes refuse everyone.
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+// Scope deliveries.read (admin-auth/).
+import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
 import { DeliveriesQuery, DeliveryParams, DeliveryRecordQuery } from '../../../../schemas/http/admin.ts';
 import { NotFoundError } from '../../../../core/errors.ts';
 import type { DatabasePool } from '../../../services/db/index.ts';
-import { checkAdminBearer } from '../../runs/routes.ts';
+import type { AdminAuth } from '../../admin-auth/require-scope.ts';
 import { getDelivery, listDeliveries } from './queries.ts';
 
-export function deliveryRoutes(options: { pool: DatabasePool; adminToken: string | undefined }) {
+export function deliveryRoutes(options: { pool: DatabasePool; auth: AdminAuth }) {
   return async function routes(app: FastifyInstance): Promise<void> {
     // The bearer is checked before the request is validated: a caller without it learns nothing.
-    const onRequest = async (request: FastifyRequest): Promise<void> => checkAdminBearer(request, options.adminToken);
+    const onRequest = options.auth.requireScope('deliveries.read');
     app.get('/api/v1/admin/deliveries', { onRequest, schema: { querystring: DeliveriesQuery } }, async (request) => {
       const q = request.query as Static<typeof DeliveriesQuery>;
       const deliveries = await listDeliveries(options.pool, {

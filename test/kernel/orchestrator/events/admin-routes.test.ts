@@ -11,6 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { Type } from 'typebox';
 import { createLogger } from '../../../../core/logging.ts';
+import { createAdminAuth } from '../../../../kernel/orchestrator/admin-auth/index.ts';
 import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE, startOrchestrator } from '../../../../kernel/orchestrator/app.ts';
 import { dlqRoutes } from '../../../../kernel/orchestrator/events/routes.ts';
 import { ORCHESTRATOR_SUBSYSTEMS } from '../../../../kernel/orchestrator/subsystems.ts';
@@ -49,7 +50,7 @@ await eachDatabase(t, async (t, db) => {
   await t.test('dead-letter queue routes', async (t) => {
     const app = createHttpServer({ logger: createLogger({ level: 'silent', name: 'dlq-routes-test' }), metrics: createMetrics({ defaultMetrics: false }) });
     t.teardown(() => app.close());
-    await app.register(dlqRoutes({ pool: db.pool, adminToken: ADMIN_TOKEN }));
+    await app.register(dlqRoutes({ pool: db.pool, auth: createAdminAuth({ pool: db.pool, bootstrapToken: () => ADMIN_TOKEN }) }));
     const a1 = await insertEvent(db.pool, { org: 'acme', name: 'deploy-done', dlq: true, minutesAgo: 2 });
     const a2 = await insertEvent(db.pool, { org: 'acme', name: 'build-done', dlq: true, minutesAgo: 1 });
     const o1 = await insertEvent(db.pool, { org: 'other', name: 'deploy-done', dlq: true });
@@ -125,13 +126,13 @@ await eachDatabase(t, async (t, db) => {
     t.same((await app.inject({ method: 'GET', url: '/api/v1/admin/events/dlq', headers: auth })).json(), { count: 0, events: [] });
   });
 
-  await t.test('routes are off without an admin token', async (t) => {
+  await t.test('without a bootstrap token, a bearer that is no minted token is refused', async (t) => {
     const app = createHttpServer({ logger: createLogger({ level: 'silent', name: 'dlq-routes-test' }), metrics: createMetrics({ defaultMetrics: false }) });
     t.teardown(() => app.close());
-    await app.register(dlqRoutes({ pool: db.pool, adminToken: undefined }));
+    await app.register(dlqRoutes({ pool: db.pool, auth: createAdminAuth({ pool: db.pool, bootstrapToken: () => undefined }) }));
     const response = await app.inject({ method: 'GET', url: '/api/v1/admin/events/dlq', headers: auth });
     t.equal(response.statusCode, 401);
-    t.match(response.json(), { error: { code: 'SVC_ERR_ADMIN_UNAUTHORIZED', message: /SVC_BOOTSTRAP_ADMIN_TOKEN/ } });
+    t.match(response.json(), { error: { code: 'SVC_ERR_ADMIN_TOKEN_INVALID', message: /SVC_BOOTSTRAP_ADMIN_TOKEN/ } });
   });
 
   await t.test('cluster nodes route: a running orchestrator lists itself alive and leader', async (t) => {

@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import { createLogger } from '../../../../core/logging.ts';
+import { createAdminAuth } from '../../../../kernel/orchestrator/admin-auth/index.ts';
 import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../../../../kernel/orchestrator/app.ts';
 import { getDelivery, listDeliveries, parseDeliveryFilter, parseTime } from '../../../../kernel/orchestrator/ingest/record/queries.ts';
 import { deliveryRoutes } from '../../../../kernel/orchestrator/ingest/record/routes.ts';
@@ -199,7 +200,7 @@ await eachDatabase(t, async (t, db) => {
   await t.test('routes', async (t) => {
     const app = createHttpServer({ logger: createLogger({ level: 'silent', name: 'delivery-routes-test' }), metrics: createMetrics({ defaultMetrics: false }) });
     t.teardown(() => app.close());
-    await app.register(deliveryRoutes({ pool: db.pool, adminToken: ADMIN_TOKEN }));
+    await app.register(deliveryRoutes({ pool: db.pool, auth: createAdminAuth({ pool: db.pool, bootstrapToken: () => ADMIN_TOKEN }) }));
     const get = (url: string, headers: Record<string, string> = auth) => app.inject({ method: 'GET', url, headers });
 
     for (const url of ['/api/v1/admin/deliveries', '/api/v1/admin/deliveries/acme/d-push-1', '/api/v1/admin/deliveries?colour=red', '/api/v1/admin/deliveries/acme/nope']) {
@@ -255,12 +256,12 @@ await eachDatabase(t, async (t, db) => {
     t.equal(query.json().error.code, 'SVC_ERR_HTTP_INVALID_QUERY');
   });
 
-  await t.test('routes are off without an admin token', async (t) => {
+  await t.test('without a bootstrap token, a bearer that is no minted token is refused', async (t) => {
     const app = createHttpServer({ logger: createLogger({ level: 'silent', name: 'delivery-routes-test' }), metrics: createMetrics({ defaultMetrics: false }) });
     t.teardown(() => app.close());
-    await app.register(deliveryRoutes({ pool: db.pool, adminToken: undefined }));
+    await app.register(deliveryRoutes({ pool: db.pool, auth: createAdminAuth({ pool: db.pool, bootstrapToken: () => undefined }) }));
     const response = await app.inject({ method: 'GET', url: '/api/v1/admin/deliveries', headers: auth });
     t.equal(response.statusCode, 401);
-    t.match(response.json(), { error: { code: 'SVC_ERR_ADMIN_UNAUTHORIZED', message: /SVC_BOOTSTRAP_ADMIN_TOKEN/ } });
+    t.match(response.json(), { error: { code: 'SVC_ERR_ADMIN_TOKEN_INVALID', message: /SVC_BOOTSTRAP_ADMIN_TOKEN/ } });
   });
 });
