@@ -38,7 +38,8 @@ export interface DeliveryFilter {
   until?: Date;
   repository?: string;
   limit: number;
-  archived: boolean;
+  /** Set: archived records too. */
+  archived?: true;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -77,7 +78,8 @@ export function parseTime(filter: string, value: string, now: Date = new Date())
 
 /** Checks the filters; refuses an unknown status, a bad time or limit, or `since` after `until`. */
 export function parseDeliveryFilter(input: DeliveryFilterInput, now: Date = new Date()): DeliveryFilter {
-  const filter: DeliveryFilter = { limit: DEFAULT_DELIVERY_LIMIT, archived: input.archived === true };
+  const filter: DeliveryFilter = { limit: DEFAULT_DELIVERY_LIMIT };
+  if (input.archived === true) filter.archived = true;
   if (input.orgId !== undefined) filter.orgId = input.orgId;
   if (input.sourceId !== undefined) {
     const source = input.sourceId.trim();
@@ -125,7 +127,7 @@ const STEPS = sql.fragment`(SELECT coalesce(jsonb_agg(jsonb_strip_nulls(jsonb_bu
 export async function listDeliveries(pool: DatabasePool, input: DeliveryFilterInput = {}, now: Date = new Date()): Promise<DeliverySummary[]> {
   const f = parseDeliveryFilter(input, now);
   const where = [sql.fragment`true`];
-  if (!f.archived) where.push(sql.fragment`archived_at IS NULL`);
+  if (f.archived !== true) where.push(sql.fragment`archived_at IS NULL`);
   if (f.orgId !== undefined) where.push(sql.fragment`org_id = ${f.orgId}`);
   if (f.source !== undefined) where.push('id' in f.source ? sql.fragment`source_id = ${f.source.id}::uuid` : sql.fragment`routing_key = ${f.source.routingKey}`);
   if (f.status !== undefined) where.push(sql.fragment`status = ${f.status}`);

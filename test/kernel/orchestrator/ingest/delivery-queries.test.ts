@@ -16,7 +16,7 @@ import { createHttpServer } from '../../../../kernel/services/http/index.ts';
 import { createMetrics } from '../../../../kernel/services/metrics.ts';
 import { eachDatabase, testLogger } from '../../../fixtures/db.ts';
 
-t.setTimeout(240_000);
+t.setTimeout(600_000);
 
 const ADMIN_TOKEN = 'admin-token-0123456789abcdef';
 const auth = { authorization: `Bearer ${ADMIN_TOKEN}` };
@@ -134,7 +134,7 @@ await eachDatabase(t, async (t, db) => {
     const all = await listDeliveries(db.pool);
     t.same(ids(all), ALL, 'received time, newest first');
     t.same(Object.keys(all[1]!).sort(), [
-      'action', 'attempts', 'createdAt', 'deliveryId', 'duplicates', 'eventName', 'eventType', 'generation', 'message', 'nodeId', 'orgId',
+      'action', 'archivedAt', 'attempts', 'createdAt', 'deliveryId', 'duplicates', 'eventName', 'eventType', 'generation', 'message', 'nodeId', 'orgId',
       'payloadBytes', 'payloadKey', 'payloadOmitted', 'payloadOmittedReason', 'providerKind', 'receivedAt', 'ref', 'repository', 'routingKey',
       'runIds', 'sender', 'sha', 'shedReason', 'sourceId', 'status', 'trustTier', 'updatedAt', 'workflowModified',
     ].sort(), 'every column but the steps');
