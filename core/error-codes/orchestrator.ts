@@ -227,6 +227,10 @@ export const ORCHESTRATOR_ERROR_CODES = {
     message: 'this database belongs to a cluster with a join token; set SVC_CLUSTER_JOIN_TOKEN (cluster.joinToken) on this node to join it',
   },
   SVC_ERR_CLUSTER_NODE_ID_INVALID: { kind: 'input', message: 'node id {id} must be 1-200 printable characters' },
+  // TRUST POLICY (an org's trust policy, docs/trust-policy.md)
+  SVC_ERR_TRUST_POLICY_EMPTY: { kind: 'input', message: 'the body changes nothing: give forkPolicy (run, ignore, or null to clear)' },
+  SVC_ERR_TRUST_POLICY_FIELD_REMOVED: { kind: 'input', message: 'trust policy field "{field}" was removed: {replacement}; nothing was changed' },
+  SVC_ERR_TRUST_POLICY_ORG: { kind: 'input', message: 'name the org once: ?org=<org> or "org" in the body; nothing was changed' },
   // ADMIN
   SVC_ERR_ADMIN_API: { kind: 'internal', message: 'the admin API answered {status} with an unexpected body' },
   SVC_ERR_ADMIN_API_UNREACHABLE: { kind: 'unavailable', message: 'could not reach {origin}: {reason}' },

@@ -1,6 +1,7 @@
 // The cluster subsystem: joins this node to the orchestrators sharing the database (checked
 // against `cluster.joinToken`), heart-beats its row, runs the leader election, and serves
-// `GET /api/v1/admin/cluster/nodes`. Provides `clusterServiceRef` (is this node the leader?).
+// `GET /api/v1/admin/cluster/nodes`. Provides `clusterServiceRef` (is this node the leader? the
+// cluster-wide settings, kept current by NOTIFY: settings.ts, `/api/v1/admin/cluster-settings`).
 import type { FastifyInstance } from 'fastify';
 import { KERNEL_VERSION } from '../../../core/plugins/version.ts';
 import { messageOf } from '../../../core/errors.ts';
@@ -10,6 +11,9 @@ import { adminAuthRef, clusterServiceRef } from '../service-refs.ts';
 import { LeaderElection } from './leader.ts';
 import type { ClusterService } from './service.ts';
 import { heartbeat, joinCluster, leaveCluster, listClusterNodes } from './membership.ts';
+import { createListener } from '../../services/db/index.ts';
+import { startClusterSettings } from './settings.ts';
+import { actorOf, clusterSettingsRoutes } from './settings-routes.ts';
 
 export type { ClusterService };
 
@@ -51,6 +55,12 @@ export const clusterSubsystem: Subsystem = {
       await election.stop();
       await leaveCluster(ctx.db, ctx.nodeId, incarnation).catch((error: unknown) => logger.warn({ err: messageOf(error) }, 'could not mark this node stopped'));
     });
+    const seed = { maxDispatchAttempts: ctx.config.cluster.maxDispatchAttempts, sealedSecretsRetryBackoffMs: ctx.config.sealedSecretsRetryBackoffMs };
+    const listener = await createListener({ url: ctx.databaseUrl, logger });
+    deps.onStop(() => listener.close());
+    const settings = await startClusterSettings({ pool: ctx.db, listener, seed, nodeId: ctx.nodeId, logger });
+    const auth = deps.get(adminAuthRef);
+    await ctx.http.register(clusterSettingsRoutes({ pool: ctx.db, settings, seed, nodeId: ctx.nodeId, guard: (scope) => auth.requireScope(scope), actor: (request) => actorOf(auth, request) }));
     await ctx.http.register(async (app: FastifyInstance) => {
       app.get('/api/v1/admin/cluster/nodes', { onRequest: deps.get(adminAuthRef).requireScope('cluster.read') }, async () => {
         return { nodes: await listClusterNodes(ctx.db, aliveWindowMs(heartbeatMs)) };
@@ -58,6 +68,7 @@ export const clusterSubsystem: Subsystem = {
     });
     const service: ClusterService = {
       nodeId: ctx.nodeId,
+      settings,
       isLeader: () => election.isLeader,
       onLeaderChange(handler) {
         handlers.add(handler);

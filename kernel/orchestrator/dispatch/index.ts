@@ -15,7 +15,7 @@
 import type { OrchestratorContext, Subsystem } from '../context.ts';
 import type { StorageExtensionPoint } from '../../../core/extension-points/storage.ts';
 import { provide } from '../../../core/wiring/index.ts';
-import { dispatchServiceRef, identityServiceRef } from '../service-refs.ts';
+import { clusterServiceRef, dispatchServiceRef, identityServiceRef } from '../service-refs.ts';
 import { registerAgentEndpoint } from './endpoint.ts';
 import { DispatchService, type DispatchTuning } from './service.ts';
 
@@ -45,8 +45,10 @@ export function createDispatchSubsystem(tuning: DispatchTuning = {}): Subsystem 
     id: 'dispatch',
     provides: [dispatchServiceRef],
     // Identity mints when it is started and provenance signing is on; otherwise the spec's deferral.
-    optionalNeeds: [identityServiceRef],
+    // The cluster's settings (attempts, sealed-secret back-off) when the cluster subsystem runs.
+    optionalNeeds: [identityServiceRef, clusterServiceRef],
     async start(ctx, deps) {
+      const cluster = deps.getOptional(clusterServiceRef);
       const service = new DispatchService({
         ...tuning,
         pool: ctx.db,
@@ -56,6 +58,8 @@ export function createDispatchSubsystem(tuning: DispatchTuning = {}): Subsystem 
         nodeId: ctx.nodeId,
         maxReconnectDelayMs: ctx.config.agent.maxReconnectDelayMs,
         maxDispatchAttempts: ctx.config.cluster.maxDispatchAttempts,
+        sealedSecretsRetryBackoffMs: ctx.config.sealedSecretsRetryBackoffMs,
+        ...(cluster === undefined ? {} : { clusterSettings: () => cluster.settings.current() }),
         storage: () => storageOf(ctx),
         masterKeys: ctx.masterKeys,
       });

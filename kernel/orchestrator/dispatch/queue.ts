@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { JobDispatch } from '../../../schemas/wire/agent.ts';
 import { sql, type DatabasePool } from '../../services/db/index.ts';
 import { messageOf } from '../../../core/errors.ts';
+import { SecretOpenError } from '../secrets/store.ts';
 import { requiredMatchers, satisfies } from './labels.ts';
 import { loadDispatchRow, type DispatchRow } from './message.ts';
 import { lockRunsOfJobs, progressRun, recordJobComplete } from './progression.ts';
@@ -30,13 +31,21 @@ export interface DispatcherOptions {
   pool: DatabasePool;
   registry: AgentRegistry;
   logger: Logger;
-  maxDispatchAttempts: number;
+  /** Read at each decision: the cluster settings may change it while the node runs. */
+  readonly maxDispatchAttempts: number;
+  /** Wait before a job whose sealed secrets this node could not open is dispatched again (read per put-back). */
+  sealedSecretsRetryBackoffMs(): number;
+  /** This node, named in the reason of a job put back for its sealed secrets. */
+  nodeId: string;
   /** Builds the message for a claimed job and the agent that got it. */
   build(row: DispatchRow, session: AgentSession): Promise<JobDispatch>;
   /** How long a container job no agent can run stays queued before it fails as unroutable. */
   containerGraceMs: number;
   onDispatched?(jobId: string, agentId: string): void;
 }
+
+/** Spec ("Dispatch and run errors"): a job no coordinator can open fails with this, then why. */
+export const SEALED_SECRETS_UNOPENABLE = 'Sealed secrets of this job could not be opened by any coordinator: finish the master-key rotation on every coordinator';
 
 /** `No jobs dispatched: …` for a job whose matchers no online agent satisfies. */
 export function noJobsReason(matchers: readonly string[]): string {
@@ -118,7 +127,7 @@ export class Dispatcher {
              EXISTS (SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof(r.lock_entry->'jobs') = 'array' THEN r.lock_entry->'jobs' ELSE '[]'::jsonb END) e
                      WHERE e->>'name' = j.name AND e ? 'container') OR coalesce(j.definition ? 'container', false) AS needs_container
       FROM jobs j JOIN runs r ON r.id = j.run_id
-      WHERE j.status = 'queued' AND ${cursor}
+      WHERE j.status = 'queued' AND (j.ready_at IS NULL OR j.ready_at <= now()) AND ${cursor}
       ORDER BY coalesce(j.queued_at, j.created_at), j.id
       LIMIT ${PAGE_SIZE}`);
     return rows as unknown as QueuedJob[];
@@ -160,9 +169,11 @@ export class Dispatcher {
       session.dispatchedCount = Math.max(0, session.dispatchedCount - 1);
       // A refusal the same run would always get (a secret context's rule) fails the job now.
       const permanent = stage === 'build' && (error as { permanent?: unknown } | null)?.permanent === true;
-      await this.#putBack(jobId, session.agentId, stage === 'send', messageOf(error), permanent).catch((e: unknown) =>
-        this.#o.logger.error({ err: messageOf(e), jobId }, 'could not put a job back after a failed dispatch'),
-      );
+      const put =
+        stage === 'build' && error instanceof SecretOpenError
+          ? this.#putBackSealed(jobId, session.agentId, messageOf(error))
+          : this.#putBack(jobId, session.agentId, stage === 'send', messageOf(error), permanent);
+      await put.catch((e: unknown) => this.#o.logger.error({ err: messageOf(e), jobId }, 'could not put a job back after a failed dispatch'));
       this.wake();
     }
   }
@@ -194,6 +205,40 @@ export class Dispatcher {
                reason = ${socketFailure ? null : `Dispatch attempt failed: ${why}`}, updated_at = now()
         WHERE id = ${jobId}`);
     });
+  }
+
+  /**
+   * Sealed secrets this node cannot open (a master-key rotation under way: another node may hold
+   * the new key). The job goes back to the queue, not dispatchable before the cluster's back-off
+   * so any node can take it, and counts an attempt; at the attempt limit no coordinator opened
+   * it and it fails with the spec's message.
+   */
+  async #putBackSealed(jobId: string, agentId: string, why: string): Promise<void> {
+    const max = this.#o.maxDispatchAttempts;
+    const backoffMs = this.#o.sealedSecretsRetryBackoffMs();
+    await this.#o.pool.transaction(async (tx) => {
+      await lockRunsOfJobs(tx, sql.fragment`id = ${jobId}`);
+      const row = (await tx.maybeOne(sql.unsafe`
+        SELECT run_id::text AS run_id, attempts FROM jobs WHERE id = ${jobId} AND status = 'dispatched' AND agent_id = ${agentId} FOR UPDATE`)) as {
+        run_id: string;
+        attempts: number;
+      } | null;
+      if (row === null) return;
+      if (row.attempts >= max) {
+        const reason = `${SEALED_SECRETS_UNOPENABLE} (${row.attempts} attempts, the last on node ${this.#o.nodeId}: ${why})`;
+        await tx.query(sql.unsafe`
+          UPDATE jobs SET status = 'failed', reason = ${reason}, finished_at = now(), updated_at = now() WHERE id = ${jobId}`);
+        await recordJobComplete(tx, row.run_id, jobId, 'failed', { reason });
+        await progressRun(tx, row.run_id);
+        return;
+      }
+      const reason = `Sealed secrets could not be opened on node ${this.#o.nodeId} (attempt ${row.attempts} of ${max}): ${why}; queued again, retried after ${Math.round(backoffMs / 1000)} s`;
+      await tx.query(sql.unsafe`
+        UPDATE jobs SET status = 'queued', agent_id = NULL, dispatched_at = NULL, reason = ${reason},
+               ready_at = now() + ${backoffMs} * interval '1 millisecond', updated_at = now()
+        WHERE id = ${jobId}`);
+    });
+    this.#o.logger.warn({ jobId, backoffMs }, 'sealed secrets could not be opened with this node\'s master keys; job queued again after the back-off');
   }
 
   /**

@@ -15,6 +15,7 @@ import { AGENT_COMMANDS_CHANNEL, JOBS_CHANNEL } from './notify.ts';
 import { Dispatcher } from './queue.ts';
 import { handleAgentDisconnect, recoveryWindowMs, sweepExpiredRecoveries } from './recovery.ts';
 import { AgentRegistry, type AgentSession } from './registry.ts';
+import type { ClusterSettingsValues } from '../../../schemas/http/settings.ts';
 
 type Member = (typeof AgentToOrchestratorMembers)[number];
 export type AgentMessage = Static<Member>;
@@ -54,6 +55,13 @@ export interface DispatchServiceOptions extends DispatchTuning {
   storage: () => StorageExtensionPoint | undefined;
   /** Master keys that open secret contexts' values (kernel/orchestrator/secrets). */
   masterKeys?: MasterKeys;
+  /**
+   * The cluster settings (cluster/settings.ts), read at each decision; without them (a dispatch
+   * subsystem started alone) `maxDispatchAttempts` and the config's back-off apply.
+   */
+  clusterSettings?: () => ClusterSettingsValues;
+  /** Back-off without cluster settings (config `sealedSecretsRetryBackoffMs`). */
+  sealedSecretsRetryBackoffMs?: number;
 }
 
 export class DispatchService {
@@ -81,11 +89,16 @@ export class DispatchService {
     };
     this.#dispatchedCounter = options.metrics.counter({ name: 'svc_orch_jobs_dispatched_total', help: 'Jobs sent to agents by this node' });
     this.#connectedGauge = options.metrics.gauge({ name: 'svc_orch_agents_connected', help: 'Agents connected to this node' });
+    const attempts = (): number => options.clusterSettings?.().maxDispatchAttempts ?? options.maxDispatchAttempts;
     this.dispatcher = new Dispatcher({
       pool: options.pool,
       registry: this.registry,
       logger: options.logger.child({ component: 'dispatcher' }),
-      maxDispatchAttempts: options.maxDispatchAttempts,
+      get maxDispatchAttempts() {
+        return attempts();
+      },
+      sealedSecretsRetryBackoffMs: () => options.clusterSettings?.().sealedSecretsRetryBackoffMs ?? options.sealedSecretsRetryBackoffMs ?? 60_000,
+      nodeId: options.nodeId,
       containerGraceMs: this.options.containerGraceMs,
       build: (row, session) => this.#build(row, session),
       onDispatched: () => this.#dispatchedCounter.inc(),
@@ -172,7 +185,7 @@ export class DispatchService {
       sessionId: session.sessionId,
       ephemeral: session.ephemeral,
       maxReconnectDelayMs: this.options.maxReconnectDelayMs,
-      maxDispatchAttempts: this.options.maxDispatchAttempts,
+      maxDispatchAttempts: this.options.clusterSettings?.().maxDispatchAttempts ?? this.options.maxDispatchAttempts,
     })
       .then((result) => {
         if (result.recovering.length + result.failed.length + result.requeued.length > 0) {

@@ -8,7 +8,7 @@ import { isSvcError } from '../../../core/errors.ts';
 import { activeJobOf } from '../caches/job-access.ts';
 import type { OrchestratorContext, Subsystem } from '../context.ts';
 import { notifyJobsQueued } from '../dispatch/notify.ts';
-import { dispatchServiceRef, ingestPipelineRef, adminAuthRef } from '../service-refs.ts';
+import { clusterServiceRef, dispatchServiceRef, ingestPipelineRef, adminAuthRef } from '../service-refs.ts';
 import { checkChainDepth, OrgEventRate, recordRefusal, type EventLimits, type RefusalReason } from './breaker.ts';
 import { configureCompletionLimits } from './completion.ts';
 import { commitDeliveries, deliverEvent, prepareDelivery, ProviderKinds, type ConsumerDeps, type PreparedDelivery } from './consumer.ts';
@@ -68,7 +68,10 @@ export async function answerEventEmit(
 export const eventsSubsystem: Subsystem = {
   id: 'events',
   needs: [dispatchServiceRef, ingestPipelineRef, adminAuthRef],
+  // maxDispatchAttempts comes from the cluster settings when the cluster subsystem runs.
+  optionalNeeds: [clusterServiceRef],
   async start(ctx: OrchestratorContext, deps): Promise<void> {
+    const clusterService = deps.getOptional(clusterServiceRef);
     const dispatch = deps.get(dispatchServiceRef);
     const pipeline = deps.get(ingestPipelineRef);
     const logger = ctx.logger.child({ subsystem: 'events' });
@@ -96,7 +99,10 @@ export const eventsSubsystem: Subsystem = {
       metrics: ctx.metrics,
       nodeId: ctx.nodeId,
       leaseDurationMs: cluster.leaseDurationMs,
-      maxDispatchAttempts: cluster.maxDispatchAttempts,
+      // Read at each decision: a cluster-settings change applies without a restart.
+      get maxDispatchAttempts() {
+        return clusterService?.settings.current().maxDispatchAttempts ?? cluster.maxDispatchAttempts;
+      },
       retryBaseMs: events.retryBaseMs,
       retryMaxMs: events.retryMaxMs,
       deliver: (event) => deliverEvent(consumer, event),

@@ -15,6 +15,8 @@ import type { DatabasePool } from '../../services/db/index.ts';
 import { messageOf } from '../../../core/errors.ts';
 import type { SvcMetrics } from '../../services/metrics.ts';
 import { SourceCache } from '../sources/cache.ts';
+import { TrustPolicyCache } from '../trust-policy/cache.ts';
+import { effectiveForkPolicy } from '../trust-policy/store.ts';
 import type { PipelineServices } from './pipeline-services.ts';
 import type { OpenedSource } from '../sources/store.ts';
 import { Admission, type AdmissionOptions } from './steps/admission.ts';
@@ -70,6 +72,8 @@ export class IngestPipeline implements PipelineServices {
   readonly caches: CacheChecker;
   readonly eventLog: EventLogWriter;
   readonly registrations = new RegistrationCache();
+  /** Each org's trust policy (fork policy default); cleared by NOTIFY in the ingest subsystem. */
+  readonly trustPolicies: TrustPolicyCache;
   readonly outcomes: OutcomeBatcher;
   readonly #seen = new LRUCache<string, true>({ max: MEMORY_DEDUP_MAX, ttl: 24 * 3600_000 });
   readonly #settingsChecks = new WeakMap<TSchema, SchemaCheck<TSchema>>();
@@ -80,6 +84,7 @@ export class IngestPipeline implements PipelineServices {
   constructor(deps: IngestDeps) {
     this.deps = deps;
     this.sources = new SourceCache(deps.pool, deps.masterKeys, { ttlMs: deps.sourceCacheTtlMs ?? 30_000 });
+    this.trustPolicies = new TrustPolicyCache(deps.pool, { ttlMs: deps.sourceCacheTtlMs ?? 30_000 });
     this.eventLog = new EventLogWriter({
       storage: deps.storage,
       pool: deps.pool,
@@ -313,7 +318,14 @@ export class IngestPipeline implements PipelineServices {
     // Step 8: trust.
     const trust = resolveTrust(event);
     state.trust = { tier: trust.tier, isFork: trust.isFork };
-    if (trust.isFork === 'true' && source.forkPolicy === 'ignore') stop('ignored_fork', `pull request from fork ${event.pullRequest?.headRepository ?? ''} and the source's fork policy is ignore`);
+    if (trust.isFork === 'true') {
+      // The source's own fork policy, else its org's trust policy, else run (docs/trust-policy.md).
+      const orgPolicy = source.forkPolicy === null ? (await this.trustPolicies.get(source.orgId)).forkPolicy : null;
+      if (effectiveForkPolicy(source.forkPolicy, orgPolicy) === 'ignore') {
+        const whose = source.forkPolicy === null ? `org ${source.orgId}'s trust policy` : "the source's";
+        stop('ignored_fork', `pull request from fork ${event.pullRequest?.headRepository ?? ''} and ${whose} fork policy is ignore`);
+      }
+    }
     steps.add('trust', trust.tier, trust.compareHeadSha ? `lock read from base ${trust.lockSha}` : undefined);
 
     // Step 9: lock.

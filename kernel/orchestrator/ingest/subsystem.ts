@@ -7,6 +7,8 @@ import type { OrchestratorContext, Subsystem } from '../context.ts';
 import { notifyJobsQueued } from '../dispatch/notify.ts';
 import { adminAuthRef, clusterServiceRef, ingestPipelineRef } from '../service-refs.ts';
 import { watchSources } from '../sources/cache.ts';
+import { watchTrustPolicies } from '../trust-policy/cache.ts';
+import { trustPolicyRoutes } from '../trust-policy/routes.ts';
 import { createListener } from '../../services/db/index.ts';
 import { INGEST_EVENTS_CHANNEL } from './steps/registrations.ts';
 import { releaseInterrupted } from './record/delivery-record.ts';
@@ -53,6 +55,7 @@ export const ingestSubsystem: Subsystem = {
       pipeline.registrations.clear();
     };
     await watchSources(listener, clearAll, logger);
+    await watchTrustPolicies(listener, pipeline.trustPolicies, logger);
     await listener.listen(INGEST_EVENTS_CHANNEL, (payload) => {
       if (payload.includes('registration.updated')) pipeline.registrations.clear();
     });
@@ -64,6 +67,8 @@ export const ingestSubsystem: Subsystem = {
     });
     // The event log for operators (`svc-admin deliveries`), on every node.
     await ctx.http.register(deliveryRoutes({ pool: ctx.db, auth: deps.get(adminAuthRef) }));
+    // An org's trust policy, applied by the trust step (docs/trust-policy.md).
+    await ctx.http.register(trustPolicyRoutes({ pool: ctx.db, nodeId: ctx.nodeId, auth: deps.get(adminAuthRef) }));
     const cluster = deps.getOptional(clusterServiceRef);
     const retention = startEventLogRetention({
       pool: ctx.db,

@@ -31,7 +31,8 @@ export const SourceRow = Type.Object({
   secret_sealed: Nullable(Type.String()),
   previous_secret_sealed: Nullable(Type.String()),
   credentials_sealed: Nullable(Type.String()),
-  fork_policy: Type.Union([Type.Literal('run'), Type.Literal('ignore')]),
+  /** Null: not set, the org's trust policy decides (trust-policy/store.ts effectiveForkPolicy). */
+  fork_policy: Type.Union([Type.Literal('run'), Type.Literal('ignore'), Type.Null()]),
   org_wide_workflow_repositories: Type.Array(Type.String()),
   org_wide_source_repositories: Type.Array(Type.String()),
   created_at: Type.Number(),
@@ -49,7 +50,8 @@ export interface SourceSummary {
   sourceId: string | null;
   name: string;
   settings: Record<string, unknown>;
-  forkPolicy: ForkPolicy;
+  /** The source's own fork policy; null follows the org's trust policy (default run). */
+  forkPolicy: ForkPolicy | null;
   orgWideWorkflowRepositories: string[];
   orgWideSourceRepositories: string[];
   hasSecret: boolean;
@@ -123,7 +125,7 @@ export interface CreateSourceInput {
   sourceId?: string;
   settings?: Record<string, unknown>;
   credentials?: Record<string, string>;
-  /** `reject` is accepted and stored as `ignore` (spec Versioning 4). */
+  /** `reject` is accepted and stored as `ignore` (spec Versioning 4). Absent: follow the org's trust policy. */
   forkPolicy?: ForkPolicy | 'reject';
   orgWideWorkflowRepositories?: string[];
   orgWideSourceRepositories?: string[];
@@ -166,7 +168,7 @@ export async function createSource(pool: DatabasePool, masterKey: Buffer, input:
   }
   const secret = input.secret ?? generateSecret();
   check(secret.length >= 16, 'SVC_ERR_SOURCE_SECRET_WEAK', 'a webhook secret must have at least 16 characters');
-  const forkPolicy = normalizeForkPolicy(input.forkPolicy ?? 'run');
+  const forkPolicy = input.forkPolicy === undefined ? null : normalizeForkPolicy(input.forkPolicy);
   const credentials = input.credentials && Object.keys(input.credentials).length > 0 ? seal(masterKey, JSON.stringify(input.credentials), credentialsAd(id)) : null;
   const name = input.name ?? (generic ? `generic ${sourceId}` : routingKey);
   const row = await pool.transaction(async (tx) => {
