@@ -9,6 +9,9 @@ export const ORCHESTRATOR_ERROR_CODES = {
   SVC_ERR_APPROVAL_COMMENT_TOO_LONG: { kind: 'input', message: 'an approval comment is at most 2000 characters' },
   // RUNS
   SVC_ERR_RUNS_ID_INVALID: { kind: 'input', message: '"{runId}" is not a run id (a UUID, as "svc runs show" and the dashboard print it)' },
+  SVC_ERR_RUNS_JOB_AMBIGUOUS: { kind: 'input', message: '"{job}" names several jobs of run {runId}; pass --job with one display name or id' },
+  SVC_ERR_RUNS_JOB_NOT_FOUND: { kind: 'not_found', message: 'run {runId} has no job "{job}"' },
+  SVC_ERR_RUNS_JOB_REQUIRED: { kind: 'input', message: 'run {runId} has several jobs: name one with --job to pick a step' },
   SVC_ERR_RUNS_LOG_CURSOR_INVALID: {
     kind: 'input',
     message: 'log cursor is not valid ({why}): pass back the cursor of the previous page, or none to start over',
@@ -42,6 +45,7 @@ export const ORCHESTRATOR_ERROR_CODES = {
     kind: 'input',
     message: 'the answer is larger than {maxBytes} bytes and cannot be relayed; read it on the orchestrator',
   },
+  SVC_ERR_RUNS_STEP_NOT_FOUND: { kind: 'not_found', message: 'job {job} has no step {index}' },
   SVC_ERR_RUNS_TRIGGERED_BY: { kind: 'input', message: 'triggeredBy must name who asked for the re-run (1 to 200 characters)' },
   // RUN
   SVC_ERR_RUN_NOT_A_REPOSITORY: {
