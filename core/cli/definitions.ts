@@ -21,6 +21,7 @@ export const SVC_ADMIN_CLI: CliDefinition = {
     approvals: 'Approval holds of runs: list them with their votes, approve or reject as an operator',
     cache: 'Source, dependency and user caches: list and purge',
     cluster: 'The orchestrator nodes sharing the database: which are alive and which leads',
+    config: 'Shared config versions: show, set, history, rollback, export (--redacted), and reload a running orchestrator',
     context: 'Secret contexts: create them, bind them to repositories or orgs, set their protection rules',
     deliveries: 'The webhook event log: delivery records, their outcomes and pipeline steps',
     'event-dlq': 'The dead-letter queue of internal events: list, count, retry, discard',

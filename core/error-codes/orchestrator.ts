@@ -253,6 +253,15 @@ export const ORCHESTRATOR_ERROR_CODES = {
     kind: 'authentication',
     message: 'this admin route needs "Authorization: Bearer <token>" with scope {scope}: the bootstrap token (SVC_BOOTSTRAP_ADMIN_TOKEN) or one from "svc-admin admin-token create"',
   },
+  // CONFIG (shared config versions and reload, docs/config.md)
+  SVC_ERR_CONFIG_LOCAL_FIELD: { kind: 'input', message: '{paths} are local fields: set them in each node\'s config file or SVC_* environment; a config version holds shared fields only' },
+  SVC_ERR_CONFIG_VERSION_INVALID: { kind: 'input', message: 'the shared config is not valid: {reason}' },
+  SVC_ERR_CONFIG_VERSION_NOT_FOUND: { kind: 'not_found', message: 'there is no config version {version}' },
+  SVC_ERR_CONFIG_VERSION_UNREADABLE: { kind: 'input', message: 'config version {version} has sealed values no master key opens' },
+  SVC_ERR_CONFIG_ALREADY_SEEDED: { kind: 'conflict', message: 'config version {version} exists already; change it with "svc-admin config set path=value" or --file' },
+  SVC_ERR_CONFIG_REDACTED_VALUE: { kind: 'input', message: '{path} holds ***REDACTED***, not a value: export without --redacted, or set the real value' },
+  SVC_ERR_CONFIG_RELOAD_FAILED: { kind: 'internal', message: 'the config reload did not apply, the running config is kept: {reason}' },
+  SVC_ERR_CONFIG_RELOAD_IN_PROGRESS: { kind: 'conflict', message: 'Reload already in progress; try again in a moment' },
   // WIRING (subsystems by typed references, core/wiring)
   SVC_ERR_WIRING_CYCLE: { kind: 'internal', message: 'dependency cycle: {path} ({because})' },
   SVC_ERR_WIRING_NEED_MISSING: { kind: 'internal', message: "subsystem '{subsystem}' needs '{ref}', which no subsystem provides" },

@@ -19,6 +19,7 @@ import { orderSubsystems, startSubsystems, type ServiceRef } from '../../core/wi
 import type { OrchestratorContext, Subsystem } from './context.ts';
 import type { PluginEnvironment, PluginSelection } from '../../core/plugins/selection.ts';
 import { dataDirMasterKey } from './master-key-file.ts';
+import { openConfigHolder } from './config/holder.ts';
 
 export const ORCHESTRATOR_MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 export const ORCHESTRATOR_MIGRATIONS_TABLE = 'svc_migrations';
@@ -81,7 +82,9 @@ export async function startOrchestrator(options: StartOrchestratorOptions): Prom
   orderSubsystems(options.subsystems ?? []);
   const env = options.env ?? process.env;
   const cwd = options.cwd ?? process.cwd();
-  const { config } = await loadConfig({ env, cwd });
+  const base = await loadConfig({ env, cwd });
+  // Local layers only until the database is open; the shared version is layered in after migrate.
+  let config = base.config;
   const logger = options.logger ?? createLogger({ level: config.server.logLevel, name: 'svc-orchestrator' });
   const metrics = createMetrics();
   const dataDir = resolve(cwd, config.dataDir);
@@ -104,6 +107,9 @@ export async function startOrchestrator(options: StartOrchestratorOptions): Prom
     const database = await resolveDatabase({ url: config.database.url, dataDir, logger });
     stops.push(() => database.close());
     await migrate(database.pool, { dir: ORCHESTRATOR_MIGRATIONS_DIR, table: ORCHESTRATOR_MIGRATIONS_TABLE, logger });
+    // The newest shared config version (docs/config.md) joins the layers before plugins sign in.
+    const configHolder = await openConfigHolder({ base, env, cwd, pool: database.pool, keys: masterKeys.all, logger });
+    config = configHolder.current;
 
     const port = config.server.port === 0 ? await freePort(config.server.host) : config.server.port;
     const publicUrl = defaultPublicUrl(config, port);
@@ -129,7 +135,10 @@ export async function startOrchestrator(options: StartOrchestratorOptions): Prom
     stops.push(() => http.close());
 
     const ctx: OrchestratorContext = {
-      config,
+      get config() {
+        return configHolder.current;
+      },
+      configHolder,
       logger,
       metrics,
       db: database.pool,

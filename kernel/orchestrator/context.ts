@@ -6,12 +6,19 @@ import type { SvcConfig } from '../../schemas/config.ts';
 import type { PluginHost } from '../../core/plugins/index.ts';
 import type { Subsystem as WiredSubsystem } from '../../core/wiring/index.ts';
 import type { MasterKeys } from '../services/crypto/master-keys.ts';
+import type { ConfigHolder } from './config/holder.ts';
 import type { DatabasePool } from '../services/db/index.ts';
 import type { SvcHttpServer } from '../services/http/index.ts';
 import type { SvcMetrics } from '../services/metrics.ts';
 
 export interface OrchestratorContext {
+  /**
+   * The running config: a getter on `configHolder`, so it is the current snapshot at each read. Read
+   * it when acting (not once at start) for a field a reload may change (docs/config.md).
+   */
   readonly config: SvcConfig;
+  /** The swappable config snapshot a reload replaces (config/holder.ts). */
+  readonly configHolder: ConfigHolder;
   readonly logger: Logger;
   readonly metrics: SvcMetrics;
   readonly db: DatabasePool;

@@ -5,6 +5,7 @@ import type { Subsystem } from './context.ts';
 import { adminAuthSubsystem } from './admin-auth/subsystem.ts';
 import { cachesSubsystem } from './caches/index.ts';
 import { clusterSubsystem } from './cluster/subsystem.ts';
+import { configSubsystem } from './config/subsystem.ts';
 import { dispatchSubsystem } from './dispatch/index.ts';
 import { eventsSubsystem } from './events/index.ts';
 import { forgeStatusSubsystem } from './forge-status/index.ts';
@@ -20,6 +21,8 @@ import { checkoutAuthSubsystem } from './sources/checkout-auth.ts';
 export const ORCHESTRATOR_SUBSYSTEMS: readonly Subsystem[] = [
   // Admin authentication (requireScope) for every subsystem that serves admin routes.
   adminAuthSubsystem,
+  // Shared config versions and reload (SIGHUP, admin route, cluster notifications).
+  configSubsystem,
   // Membership and leader election first: schedules need to know who leads.
   clusterSubsystem,
   identitySubsystem,

@@ -1,0 +1,177 @@
+// Shared config versions in real PostgreSQL: rows are immutable (the database refuses UPDATE,
+// DELETE and TRUNCATE), the four sensitive paths are sealed exactly as the spec lays out
+// (checked by opening them here with node:crypto alone), no table of the database holds a
+// sensitive value in plain text, a redacted export shows ***REDACTED*** at the four paths, a
+// rollback is a new version copying the old content, and a bad document writes nothing.
+import { createDecipheriv, randomBytes } from 'node:crypto';
+import t from 'tap';
+import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../../../../kernel/orchestrator/app.ts';
+import { sharedFieldsOf } from '../../../../kernel/orchestrator/config/fields.ts';
+import { planReload } from '../../../../kernel/orchestrator/config/reload.ts';
+import {
+  latestConfigVersion,
+  listConfigVersions,
+  readConfigVersion,
+  rollbackConfigVersion,
+  writeConfigVersion,
+} from '../../../../kernel/orchestrator/config/versions.ts';
+import { configDefaults, redactConfig, REDACTED } from '../../../../kernel/services/config/index.ts';
+import { migrate, sql, type DatabasePool } from '../../../../kernel/services/db/index.ts';
+import { eachDatabase, testLogger } from '../../../fixtures/db.ts';
+
+t.setTimeout(300_000);
+
+const KEY = randomBytes(32);
+const KEYS = [{ name: 'current', key: KEY }];
+
+// Canaries: distinctive values to look for in the database afterwards.
+const CANARY = {
+  'platform.token': 'canary-platform-token-7Qx2Lm9Vb4',
+  'secrets.key': 'canary-master-key-Zt8Pw3Rk6Hd1',
+  'secrets.bootstrapAdminToken': 'canary-admin-token-Yc5Nf0Gs2Ja7',
+  'cluster.joinToken': 'canary-join-token-Ub4Ke9Wq1Xo3',
+} as const;
+
+const DOCUMENT = {
+  platform: { url: 'https://platform.example.test', token: CANARY['platform.token'] },
+  secrets: { key: CANARY['secrets.key'], bootstrapAdminToken: CANARY['secrets.bootstrapAdminToken'] },
+  cluster: { joinToken: CANARY['cluster.joinToken'], heartbeatMs: 5000 },
+  queue: { maxDepth: 250 },
+  agentAuth: 'token',
+};
+
+/** Open a sealed value with node:crypto alone, per the spec: base64(IV 12 ‖ tag 16 ‖ ciphertext), AD config-field:<path>. */
+function openIndependently(sealed: string, path: string): string {
+  const raw = Buffer.from(sealed, 'base64');
+  const iv = raw.subarray(0, 12);
+  const tag = raw.subarray(12, 28);
+  const ciphertext = raw.subarray(28);
+  const decipher = createDecipheriv('aes-256-gcm', KEY, iv);
+  decipher.setAAD(Buffer.from(`config-field:${path}`, 'utf8'));
+  decipher.setAuthTag(tag);
+  return Buffer.concat([decipher.update(ciphertext), decipher.final()]).toString('utf8');
+}
+
+/** Every row of every table in the database, as text. */
+async function everyRowAsText(pool: DatabasePool): Promise<string> {
+  const tables = await pool.anyFirst(sql.unsafe`SELECT quote_ident(table_schema) || '.' || quote_ident(table_name) FROM information_schema.tables WHERE table_schema NOT IN ('pg_catalog', 'information_schema') AND table_type = 'BASE TABLE'`);
+  let text = '';
+  for (const table of tables as string[]) {
+    const rows = await pool.anyFirst(sql.unsafe`SELECT t::text FROM ${sql.identifier(table.split('.').map((p) => p.replace(/^"|"$/g, '')))} t`);
+    text += (rows as string[]).join('\n');
+  }
+  return text;
+}
+
+async function count(pool: DatabasePool): Promise<number> {
+  return Number(await pool.oneFirst(sql.unsafe`SELECT count(*) FROM config_versions`));
+}
+
+await eachDatabase(t, async (t, db) => {
+  await migrate(db.pool, { dir: ORCHESTRATOR_MIGRATIONS_DIR, table: ORCHESTRATOR_MIGRATIONS_TABLE, logger: testLogger });
+
+  const first = await writeConfigVersion(db.pool, KEY, { config: DOCUMENT, createdBy: 'api:set', description: 'first' });
+
+  await t.test('a version is sealed at exactly the four paths, in the spec\'s layout', async (t) => {
+    t.same([...first.encryptedPaths].sort(), Object.keys(CANARY).sort());
+    const stored = await db.pool.oneFirst(sql.unsafe`SELECT config FROM config_versions WHERE version = ${first.version}`);
+    for (const [path, canary] of Object.entries(CANARY)) {
+      const [section, leaf] = path.split('.') as [string, string];
+      const sealed = (stored as Record<string, Record<string, string>>)[section]![leaf]!;
+      t.notOk(sealed.includes(canary), `${path} is not stored in plain text`);
+      t.ok(/^[A-Za-z0-9+/]+=*$/.test(sealed), `${path} is base64`);
+      t.ok(Buffer.from(sealed, 'base64').length >= 12 + 16 + canary.length, `${path} holds IV, tag and ciphertext`);
+      t.equal(openIndependently(sealed, path), canary, `${path} opens with node:crypto and AD config-field:${path}`);
+      t.throws(() => openIndependently(sealed, 'platform.url'), `${path} does not open with another path's additional data`);
+    }
+    t.equal((stored as { queue: { maxDepth: number } }).queue.maxDepth, 250, 'other values are stored as they are');
+    const read = await readConfigVersion(db.pool, KEYS, first.version);
+    t.same(read?.config, DOCUMENT, 'reading opens the sealed values again');
+  });
+
+  await t.test('no table of the database holds a sensitive value in plain text', async (t) => {
+    const everything = await everyRowAsText(db.pool);
+    t.ok(everything.includes('platform.example.test'), 'the dump does include the version (control)');
+    for (const [path, canary] of Object.entries(CANARY)) t.notOk(everything.includes(canary), `${path} canary absent`);
+  });
+
+  await t.test('a redacted export shows ***REDACTED*** at all four paths', async (t) => {
+    const latest = await latestConfigVersion(db.pool, KEYS);
+    const redacted = redactConfig(latest!.config) as typeof DOCUMENT;
+    t.equal(redacted.platform.token, REDACTED);
+    t.equal(redacted.secrets.key, REDACTED);
+    t.equal(redacted.secrets.bootstrapAdminToken, REDACTED);
+    t.equal(redacted.cluster.joinToken, REDACTED);
+    t.equal(redacted.platform.url, 'https://platform.example.test', 'plain fields stay');
+    t.notOk(JSON.stringify(redacted).includes('canary-'), 'no canary left anywhere');
+  });
+
+  await t.test('rows are immutable: the database refuses UPDATE, DELETE and TRUNCATE', async (t) => {
+    await t.rejects(db.pool.query(sql.unsafe`UPDATE config_versions SET description = 'changed' WHERE version = ${first.version}`), /immutable/);
+    await t.rejects(db.pool.query(sql.unsafe`UPDATE config_versions SET config = '{}'::jsonb`), /immutable/);
+    await t.rejects(db.pool.query(sql.unsafe`DELETE FROM config_versions`), /immutable/);
+    await t.rejects(db.pool.query(sql.unsafe`TRUNCATE config_versions`), /immutable/);
+    const row = await readConfigVersion(db.pool, KEYS, first.version);
+    t.equal(row?.summary.description, 'first', 'the row is unchanged');
+    t.equal(await count(db.pool), 1);
+  });
+
+  await t.test('a rollback is a new version copying the target content', async (t) => {
+    const second = await writeConfigVersion(db.pool, KEY, { config: { queue: { maxDepth: 999 } }, createdBy: 'cli:set' });
+    t.equal(second.version, first.version + 1, 'versions count up');
+    const third = await rollbackConfigVersion(db.pool, KEYS, first.version, 'api:rollback');
+    t.equal(third.version, second.version + 1, 'the rollback is a new version');
+    t.equal(third.createdBy, 'api:rollback');
+    t.equal(third.description, `rollback to version ${first.version}`);
+    const copy = await readConfigVersion(db.pool, KEYS, third.version);
+    t.same(copy?.config, DOCUMENT, 'same content as the target');
+    t.same([...third.encryptedPaths].sort(), Object.keys(CANARY).sort(), 'sealed again');
+    const original = await db.pool.oneFirst(sql.unsafe`SELECT config->'platform'->>'token' FROM config_versions WHERE version = ${first.version}`);
+    const copied = await db.pool.oneFirst(sql.unsafe`SELECT config->'platform'->>'token' FROM config_versions WHERE version = ${third.version}`);
+    t.not(copied, original, 'sealed with a fresh IV, not copied bytes');
+    t.same((await listConfigVersions(db.pool)).map((v) => v.version), [third.version, second.version, first.version], 'history newest first, older rows kept');
+    await t.rejects(rollbackConfigVersion(db.pool, KEYS, 9999, 'api:rollback'), { code: 'SVC_ERR_CONFIG_VERSION_NOT_FOUND' });
+  });
+
+  await t.test('a bad document is refused and nothing is written', async (t) => {
+    const before = await count(db.pool);
+    await t.rejects(writeConfigVersion(db.pool, KEY, { config: { database: { url: 'postgres://x/y' } }, createdBy: 'api:set' }), {
+      code: 'SVC_ERR_CONFIG_LOCAL_FIELD',
+      message: /database\.url is a local field/,
+    });
+    await t.rejects(writeConfigVersion(db.pool, KEY, { config: { server: { port: 9000 }, instance: { id: 'n1' } }, createdBy: 'api:set' }), {
+      code: 'SVC_ERR_CONFIG_LOCAL_FIELD',
+      message: /server\.port, instance\.id are local fields/,
+    });
+    await t.rejects(writeConfigVersion(db.pool, KEY, { config: { queue: { maxDepth: -3 } }, createdBy: 'api:set' }), { code: 'SVC_ERR_CONFIG_VERSION_INVALID', message: /queue\.maxDepth/ });
+    await t.rejects(writeConfigVersion(db.pool, KEY, { config: { agentAuth: 'maybe' }, createdBy: 'api:set' }), { code: 'SVC_ERR_CONFIG_VERSION_INVALID', message: /agentAuth/ });
+    await t.rejects(writeConfigVersion(db.pool, KEY, { config: { queue: { maxDepht: 3 } }, createdBy: 'api:set' }), { code: 'SVC_ERR_CONFIG_VERSION_INVALID', message: /maxDepht/ });
+    await t.rejects(writeConfigVersion(db.pool, KEY, { config: { platform: { token: REDACTED } }, createdBy: 'api:set' }), { code: 'SVC_ERR_CONFIG_REDACTED_VALUE' });
+    t.equal(await count(db.pool), before, 'no version was written');
+  });
+});
+
+t.test('a reload plan holds the spec\'s start-only fields and fields read at start, and applies the rest', async (t) => {
+  const start = { ...configDefaults(), database: { url: 'postgres://db/one' }, instance: { id: 'node-a' } };
+  const loaded = structuredClone(start);
+  loaded.database.url = 'postgres://db/two';
+  loaded.server.port = 9999;
+  loaded.instance.id = 'node-b';
+  loaded.storage.bucket = 'other-bucket';
+  loaded.events.maxChainDepth = 3;
+  loaded.queue.maxDepth = 42;
+  loaded.agentAuth = 'none';
+  const plan = planReload(start, start, loaded);
+  t.same(plan.changed.sort(), ['agentAuth', 'queue.maxDepth']);
+  t.equal(plan.config.database.url, 'postgres://db/one');
+  t.equal(plan.config.server.port, start.server.port);
+  t.equal(plan.config.instance.id, 'node-a');
+  t.equal(plan.config.storage.bucket, undefined, 'a storage field added later is held out');
+  t.equal(plan.config.events.maxChainDepth, start.events.maxChainDepth, 'a field read at start keeps its running value');
+  t.equal(plan.config.queue.maxDepth, 42);
+  for (const path of ['database.url', 'server.port', 'instance.id', 'storage.bucket']) {
+    t.ok(plan.warnings.some((w) => w.startsWith(`${path} changed but is held at its startup value`)), `${path} held with a warning`);
+  }
+  t.ok(plan.warnings.some((w) => w.startsWith('events.maxChainDepth changed but needs a restart')), 'restart field warned');
+  t.same(sharedFieldsOf(plan.config).database, undefined, 'local fields are not shared fields');
+});
