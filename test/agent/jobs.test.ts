@@ -214,7 +214,9 @@ t.test('cancel: cooperative runner, grace then kill, force', async (t) => {
   const c2 = await terminal(hang.jobId);
   const took = Date.now() - started;
   t.equal(c2.status, 'cancelled');
-  t.ok(took >= 900 && took < 10_000, `killed after the 1 s grace (${took} ms)`);
+  // The lower bound is the behaviour (the grace was given); the upper one is left to the hang
+  // script, which never ends by itself, so a kill that never came would time the test out.
+  t.ok(took >= 900, `killed after the 1 s grace (${took} ms)`);
   t.match(logText(hang.jobId), 'grace period of 1s over');
 
   const forced = dispatchOf({ sourceTarUrl: files.url('source'), sourceTarDigest: digest, jobConfig: { contentHash: tree.contentHash, env: { SCRIPT: 'hang' }, gracePeriodSeconds: 60 } });

@@ -15,7 +15,7 @@ import { orchestratorPlugins } from '../../plugins/builtin.ts';
 import { eachDatabase } from '../fixtures/db.ts';
 import { insertRunJob, silent } from '../kernel/orchestrator/identity/fixtures.ts';
 
-t.setTimeout(300_000);
+t.setTimeout(600_000);
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const dir = await mkdtemp(join(tmpdir(), 'svc-identity-cli-'));
 t.teardown(() => rm(dir, { recursive: true, force: true }));

@@ -46,7 +46,7 @@ const cases: Array<{ kind: PluginKind; plugin: SvcPlugin; harness: ContractHarne
 ];
 
 for (const c of cases) {
-  t.test(`a broken ${c.kind} plugin fails "${c.point}"`, { timeout: 300_000 }, async (t) => {
+  t.test(`a broken ${c.kind} plugin fails "${c.point}"`, { timeout: 600_000 }, async (t) => {
     const report = await runContract(c.kind, c.plugin, { logger: testLogger, ...c.harness } as never);
     t.equal(report.ok, false);
     const failed = report.results.find((r) => r.point === c.point);

@@ -11,7 +11,7 @@ import { ORG, OTHER_ORG, startPlatformStack } from '../../fixtures/platform-stac
 import { REPO_ROOT, runProgram } from '../../fixtures/programs.ts';
 import { insertRun, moveStatus } from '../../fixtures/runs.ts';
 
-t.setTimeout(300_000);
+t.setTimeout(600_000);
 
 const line = (step: string, text: string, stream = 'stdout') => ({ at: new Date().toISOString(), step, stream, text });
 
@@ -79,7 +79,7 @@ await eachDatabase(t, async (t, db) => {
     const res = await following;
     t.equal(res.code, 0, res.stderr);
     t.match(res.stdout, /restoring source[\s\S]*tsc: ok[\s\S]*-- test --\nall 12 passed\n$/);
-    t.ok(Date.now() - started < 30_000, 'stopped on its own soon after the run ended');
+    t.ok(Date.now() - started < 120_000, 'stopped on its own after the run ended');
   });
 
   await t.test('failures exit 1, usage errors exit 2', async (t) => {

@@ -254,13 +254,14 @@ await eachDatabase(t, async (t, db) => {
     t.same(res.json, { status: 'buffered' });
     t.ok(Date.now() - started >= 400, 'both candidates tried');
 
-    const r2 = await startTestRelay(t, db.url, { ackTimeoutMs: 5_000, totalBudgetMs: 300, replayIntervalMs: 60_000 });
+    // An ack timeout of 2 minutes: only the 300 ms budget can end the wait early.
+    const r2 = await startTestRelay(t, db.url, { ackTimeoutMs: 120_000, totalBudgetMs: 300, replayIntervalMs: 60_000 });
     await fakeOrchestrator(t, r2.url, token, { id: 'h3', onDelivery: async () => (await released, { result: 'accepted' }) });
     const started2 = Date.now();
     const res2 = await sendWebhook(r2.url, 'acme');
     const took = Date.now() - started2;
     t.same(res2.json, { status: 'buffered' });
-    t.ok(took < 2_000, `total budget bounds the wait (${took} ms)`);
+    t.ok(took < 30_000, `total budget bounds the wait (${took} ms; the ack timeout is 120 s)`);
     const rows = await db.pool.any((await import('../../../kernel/services/db/index.ts')).sql.unsafe`select delivery_id from relay_buffer where org_id = 'acme'`);
     t.ok(rows.length >= 2, 'both committed to the buffer');
   });
@@ -290,7 +291,7 @@ await eachDatabase(t, async (t, db) => {
     t.equal(result.status, 429);
     t.ok(Number(result.retryAfter) >= 1, `Retry-After ${result.retryAfter}`);
     t.equal(JSON.parse(result.body).error.code, 'SVC_ERR_WEBHOOK_RATE_LIMITED');
-    t.ok(Date.now() - started < 2_000, 'answered without the body');
+    t.ok(Date.now() - started < 30_000, 'answered without the body (which never comes)');
 
     const byIp = await startTestRelay(t, db.url, { env: { SVC_RELAY_RATE_LIMIT_PER_IP_RPM: '1' } });
     t.equal((await sendWebhook(byIp.url, 'acme')).status, 200, 'buffered (no orchestrator on this relay)');

@@ -42,7 +42,7 @@ t.test('failures name KMS and the key, and are retried later', async (t) => {
   kms.failWith('hang');
   const started = Date.now();
   await t.rejects(custody.sign(Buffer.from('x')), { code: 'SVC_ERR_CUSTODY_KMS' });
-  t.ok(Date.now() - started < 10_000, 'bounded by the timeout');
+  t.ok(Date.now() - started < 60_000, 'bounded by the timeout');
   kms.failWith('none');
   t.throws(() => new AwsKmsCustody(config({ secretAccessKey: undefined })), { code: 'SVC_ERR_CUSTODY_KMS_CONFIG' });
 });

@@ -29,7 +29,7 @@ t.test('a misbehaving command gives a clear error naming the command', async (t)
     const custody = make(`${process.execPath} ${BAD} ${mode}`, timeout);
     const started = Date.now();
     await t.rejects((verb === 'sign' ? custody.sign(Buffer.from('x')) : custody.keyId()) as Promise<unknown>, { code: 'SVC_ERR_CUSTODY_COMMAND', message }, mode);
-    t.ok(Date.now() - started < 8000, `${mode} is bounded`);
+    t.ok(Date.now() - started < 60_000, `${mode} is bounded`);
   }
   const garbageSign = make(`${process.execPath} ${BAD} garbage`);
   await t.rejects(garbageSign.sign(Buffer.from('x')), { message: /sign" printed something that is not base64/ });

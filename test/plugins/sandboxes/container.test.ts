@@ -33,7 +33,7 @@ async function agentWith(container: SandboxExtensionPoint, name: string) {
 }
 
 const podman = await findExecutable('podman');
-t.test('a container job runs its runner in a real podman container', { skip: podman === null ? 'podman is not installed' : false, timeout: 120_000 }, async (t) => {
+t.test('a container job runs its runner in a real podman container', { skip: podman === null ? 'podman is not installed' : false, timeout: 600_000 }, async (t) => {
   const image = await buildTestImage(podman!);
   const { orch, agent } = await agentWith(createContainerSandbox({ runtime: 'podman', network: false }), 'w1');
   t.teardown(async () => {

@@ -7,7 +7,7 @@ import { createPat } from '../../../../kernel/relay/pats/index.ts';
 import { eachDatabase } from '../../../fixtures/db.ts';
 import { fakeOrchestrator, newOrg, startTestRelay } from '../harness.ts';
 
-t.setTimeout(120_000);
+t.setTimeout(600_000);
 
 await eachDatabase(t, async (t, db) => {
   const orgToken = await newOrg(db.pool, 'acme');
@@ -26,7 +26,7 @@ await eachDatabase(t, async (t, db) => {
   });
 
   await t.test('an orchestrator that disconnects mid-request: 503 without waiting out the timeout', async (t) => {
-    const relaySlow = await startTestRelay(t, db.url, { dashboardTimeoutMs: 20_000 });
+    const relaySlow = await startTestRelay(t, db.url, { dashboardTimeoutMs: 120_000 });
     const orch = await fakeOrchestrator(t, relaySlow.url, orgToken, { id: 'leaving' });
     const started = Date.now();
     const pending = fetch(`${relaySlow.url}/orgs/acme/runs/${randomUUID()}/rerun`, { method: 'POST', headers });
@@ -34,6 +34,6 @@ await eachDatabase(t, async (t, db) => {
     const res = await pending;
     t.equal(res.status, 503);
     t.match(await res.json(), { error: { code: 'SVC_ERR_RELAY_ORCHESTRATOR_GONE' } });
-    t.ok(Date.now() - started < 10_000, 'failed at once');
+    t.ok(Date.now() - started < 40_000, 'failed at once, not after the 120 s timeout');
   });
 });

@@ -137,7 +137,7 @@ t.test('missing binaries are a clear error naming the remedy', async (t) => {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), `svc-test-pg-${process.pid}-missing-`));
   t.teardown(() => fs.rm(dataDir, { recursive: true, force: true }));
   const child = path.join(import.meta.dirname, '../../../fixtures/db-embedded-missing-child.ts');
-  const run = spawnSync(process.execPath, [child, dataDir], { encoding: 'utf8', timeout: 30_000 });
+  const run = spawnSync(process.execPath, [child, dataDir], { encoding: 'utf8', timeout: 120_000 });
   const [code, ...message] = run.stdout.split('\n');
   t.equal(code, 'SVC_ERR_DB_EMBEDDED_MISSING', run.stderr);
   t.match(message.join('\n'), /SVC_DATABASE_URL/);
