@@ -17,6 +17,7 @@ export const SVC_ADMIN_CLI: CliDefinition = {
   description: 'svc operator CLI: provision, inspect and maintain an installation',
   commandsModule: 'admin-cli/commands',
   topics: {
+    'admin-token': 'Admin tokens for the orchestrator admin API: create (scoped or unrestricted), list and revoke',
     'agent-token': 'Agent tokens: create, list and revoke the credentials agents connect with',
     approvals: 'Approval holds of runs: list them with their votes, approve or reject as an operator',
     cache: 'Source, dependency and user caches: list and purge',

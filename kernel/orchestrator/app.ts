@@ -19,6 +19,7 @@ import { orderSubsystems, startSubsystems, type ServiceRef } from '../../core/wi
 import type { OrchestratorContext, Subsystem } from './context.ts';
 import type { PluginEnvironment, PluginSelection } from '../../core/plugins/selection.ts';
 import { dataDirMasterKey } from './master-key-file.ts';
+import { registerOpenApi } from './openapi/document.ts';
 import { openConfigHolder } from './config/holder.ts';
 
 export const ORCHESTRATOR_MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
@@ -133,6 +134,8 @@ export async function startOrchestrator(options: StartOrchestratorOptions): Prom
 
     const http = createHttpServer({ logger, metrics });
     stops.push(() => http.close());
+    // Before any route: the OpenAPI generator collects routes as they are added.
+    await registerOpenApi(http);
 
     const ctx: OrchestratorContext = {
       get config() {

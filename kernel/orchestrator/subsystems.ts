@@ -3,6 +3,7 @@
 // set: its order only breaks ties (subsystems free to start together start in this order).
 import type { Subsystem } from './context.ts';
 import { adminAuthSubsystem } from './admin-auth/subsystem.ts';
+import { billingSubsystem } from './billing/subsystem.ts';
 import { cachesSubsystem } from './caches/index.ts';
 import { clusterSubsystem } from './cluster/subsystem.ts';
 import { configSubsystem } from './config/subsystem.ts';
@@ -44,4 +45,6 @@ export const ORCHESTRATOR_SUBSYSTEMS: readonly Subsystem[] = [
   forgeStatusSubsystem,
   // Linked mode only: relayed deliveries to ingest, relayed dashboard requests to runs.
   relayLinkSubsystem,
+  // The public plan catalogue (GET /api/v1/billing/plans).
+  billingSubsystem,
 ];

@@ -31,6 +31,12 @@ export interface AdminAuth {
    * Put it in `onRequest` (not in the handler) so 401/403 come before 400.
    */
   requireScope(scope: AdminScope, options?: RequireScopeOptions): onRequestAsyncHookHandler;
+  /**
+   * For a route whose scope depends on the request (e.g. a redacted export needs less than a
+   * plain one): `pick` names the scope for this request, from `scopes` (all it may name; the
+   * OpenAPI document lists them as alternatives).
+   */
+  requireScopeBy(pick: (request: FastifyRequest) => AdminScope, scopes: readonly [AdminScope, ...AdminScope[]]): onRequestAsyncHookHandler;
   /** The principal a request was admitted as (after its requireScope hook ran), else undefined. */
   principalOf(request: FastifyRequest): AdminPrincipal | undefined;
 }
@@ -67,33 +73,61 @@ export function createAdminAuth(options: AdminAuthOptions): AdminAuth {
     return { kind: 'token', id: stored.id, name: stored.name, unrestricted: stored.unrestricted, scopes: stored.unrestricted ? ADMIN_SCOPES : stored.scopes };
   }
 
+  async function admit(request: FastifyRequest, scope: AdminScope, unrestricted: boolean): Promise<void> {
+    const principal = await authenticate(request, scope);
+    const name = principal.kind === 'bootstrap' ? 'the bootstrap token' : `admin token "${principal.name}"`;
+    if (!principal.scopes.includes(scope)) {
+      throw new NotAllowedError('SVC_ERR_ADMIN_SCOPE_MISSING', `${name} lacks scope ${scope} (it has ${principal.scopes.join(', ')}); create a token with --scope ${scope}`, {
+        details: { scope },
+      });
+    }
+    if (unrestricted && !principal.unrestricted) {
+      throw new NotAllowedError('SVC_ERR_ADMIN_TOKEN_RESTRICTED', `this route needs a token without scope restrictions that has ${scope}; ${name} is restricted to ${principal.scopes.join(', ')} (create one with --unrestricted)`, {
+        details: { scope },
+      });
+    }
+    principals.set(request, principal);
+  }
+
+  const known = (scope: string): void => {
+    if (!(ADMIN_SCOPES as readonly string[]).includes(scope)) throw new TypeError(`unknown admin scope ${JSON.stringify(scope)}`);
+  };
+
   return {
     requireScope(scope, routeOptions = {}) {
-      if (!(ADMIN_SCOPES as readonly string[]).includes(scope)) throw new TypeError(`unknown admin scope ${JSON.stringify(scope)}`);
+      known(scope);
+      const unrestricted = routeOptions.unrestricted === true;
+      const hook: onRequestAsyncHookHandler = async (request) => admit(request, scope, unrestricted);
+      return markGuard(hook, { scope, scopes: [scope], unrestricted });
+    },
+    requireScopeBy(pick, scopes) {
+      scopes.forEach(known);
       const hook: onRequestAsyncHookHandler = async (request) => {
-        const principal = await authenticate(request, scope);
-        const name = principal.kind === 'bootstrap' ? 'the bootstrap token' : `admin token "${principal.name}"`;
-        if (!principal.scopes.includes(scope)) {
-          throw new NotAllowedError('SVC_ERR_ADMIN_SCOPE_MISSING', `${name} lacks scope ${scope} (it has ${principal.scopes.join(', ')}); create a token with --scope ${scope}`, {
-            details: { scope },
-          });
-        }
-        if (routeOptions.unrestricted === true && !principal.unrestricted) {
-          throw new NotAllowedError('SVC_ERR_ADMIN_TOKEN_RESTRICTED', `this route needs a token without scope restrictions that has ${scope}; ${name} is restricted to ${principal.scopes.join(', ')} (create one with --unrestricted)`, {
-            details: { scope },
-          });
-        }
-        principals.set(request, principal);
+        const scope = pick(request);
+        if (!scopes.includes(scope)) throw new TypeError(`requireScopeBy picked ${scope}, which is not among ${scopes.join(', ')}`);
+        await admit(request, scope, false);
       };
-      // Read by the OpenAPI document (openapi/) to show each admin route's scope.
-      Object.defineProperty(hook, 'adminScope', { value: { scope, unrestricted: routeOptions.unrestricted === true } });
-      return hook;
+      return markGuard(hook, { scope: scopes[0], scopes, unrestricted: false });
     },
     principalOf: (request) => principals.get(request),
   };
 }
 
-/** The scope a requireScope hook guards, or undefined for any other hook. */
-export function adminScopeOf(hook: unknown): { scope: AdminScope; unrestricted: boolean } | undefined {
-  return typeof hook === 'function' ? (hook as { adminScope?: { scope: AdminScope; unrestricted: boolean } }).adminScope : undefined;
+/** What a guard hook admits: read by the OpenAPI document (openapi/) to show each admin route's scope. */
+export interface AdminGuard {
+  /** The scope shown first (the only one for requireScope). */
+  scope: AdminScope;
+  /** Every scope the route may ask for, as alternatives. */
+  scopes: readonly AdminScope[];
+  unrestricted: boolean;
+}
+
+function markGuard(hook: onRequestAsyncHookHandler, guard: AdminGuard): onRequestAsyncHookHandler {
+  Object.defineProperty(hook, 'adminGuard', { value: Object.freeze({ ...guard, scopes: Object.freeze([...guard.scopes]) }) });
+  return hook;
+}
+
+/** What a requireScope / requireScopeBy hook admits, or undefined for any other hook. */
+export function adminScopeOf(hook: unknown): AdminGuard | undefined {
+  return typeof hook === 'function' ? (hook as { adminGuard?: AdminGuard }).adminGuard : undefined;
 }
