@@ -96,7 +96,7 @@ t.test('list and show', async (t) => {
       t.equal(json.code, 0, json.stderr);
       const record = JSON.parse(json.stdout) as Record<string, unknown>;
       t.match(record, { orgId: 'acme', deliveryId: 'gh-2', status: 'no_lock_file', steps: [{ step: 'lock-fetch', outcome: 'no_lock_file' }], runIds: [], payloadKey: null, payloadBytes: 30_000_000, payloadOmitted: true, payloadOmittedReason: 'size_exceeded' });
-      t.same(Object.keys(record).length, 30, 'every column and the steps');
+      t.same(Object.keys(record).length, 31, 'every column (archivedAt included) and the steps');
     });
 
     await t.test('errors: unknown delivery exits 1, a bad --since is refused', async (t) => {
