@@ -39,7 +39,7 @@ export function refuseRemovedPolicyFields(body: unknown): void {
   if (record['forkPolicy'] === 'reject') {
     throw new InputError(
       'SVC_ERR_TRUST_POLICY_FIELD_REMOVED',
-      'trust policy value forkPolicy "reject" was removed in 0.9: use "ignore" (fork pull requests are recorded and start nothing; stored reject values became ignore); nothing was changed',
+      'trust policy value "forkPolicy": "reject" was removed in 0.9: use "ignore" (fork pull requests are recorded and start nothing; stored reject values became ignore); nothing was changed',
       { details: { field: 'forkPolicy', value: 'reject' } },
     );
   }
