@@ -2,7 +2,7 @@
 // version history, write a version, roll back, reload, export. Bearer admin token with scope
 // config.read (reads, redacted export) or config.write (writes, reload, plain export), checked
 // in onRequest by the one admin authentication (admin-auth/), so 401/403 come before 400.
-import type { FastifyInstance, onRequestAsyncHookHandler } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
 import {
   ConfigVersionParams,
@@ -83,10 +83,11 @@ export function configRoutes(options: ConfigRoutesOptions) {
     });
 
     // A plain export carries the secrets themselves: it needs config.write; a redacted one config.read.
-    const exportScope: onRequestAsyncHookHandler = async function (request, reply) {
+    // requireScopeBy keeps both scopes visible to the OpenAPI document (openapi/document.ts).
+    const exportScope = options.auth.requireScopeBy((request) => {
       const asked = (request.query as { redacted?: unknown } | undefined)?.redacted;
-      await (asked === 'true' || asked === true ? read : write).call(this, request, reply);
-    };
+      return asked === 'true' || asked === true ? 'config.read' : 'config.write';
+    }, ['config.read', 'config.write']);
     app.get('/admin/config/export', { onRequest: exportScope, schema: { querystring: ExportConfigQuery } }, async (request) => {
       const redacted = (request.query as Static<typeof ExportConfigQuery>).redacted === true;
       const latest = await latestConfigVersion(pool, keys);

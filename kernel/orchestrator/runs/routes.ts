@@ -1,24 +1,12 @@
 // Operator admin routes for runs: `GET /api/v1/admin/runs/:runId` (detail, including the
 // workflow repository fields of organization-wide runs) and `GET /api/v1/admin/runs?limit=`.
 // Scope runs.read (admin-auth/), checked before the request is validated.
-import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { RunDetailParams, RunListQuery } from '../../../schemas/http/admin.ts';
 import type { DatabasePool } from '../../services/db/index.ts';
-import { AuthenticationError, NotFoundError } from '../../../core/errors.ts';
+import { NotFoundError } from '../../../core/errors.ts';
 import type { AdminAuth } from '../admin-auth/require-scope.ts';
 import { getRunDetail, listRuns } from './queries.ts';
-
-/**
- * @deprecated Use `deps.get(adminAuthRef).requireScope('<scope>')` (admin-auth/): it also admits
- * minted admin tokens and checks scopes. Kept only while routes written concurrently switch over.
- */
-export function checkAdminBearer(request: FastifyRequest, token: string | undefined): void {
-  if (token === undefined) throw new AuthenticationError('SVC_ERR_ADMIN_UNAUTHORIZED', 'admin routes are off: set SVC_BOOTSTRAP_ADMIN_TOKEN (secrets.bootstrapAdminToken)');
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
-  const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
-  if (!match || !timingSafeEqual(digest(match[1]!), digest(token))) throw new AuthenticationError('SVC_ERR_ADMIN_UNAUTHORIZED', 'a valid admin bearer token is required');
-}
 
 export function runAdminRoutes(options: { pool: DatabasePool; auth: AdminAuth }) {
   return async function routes(app: FastifyInstance): Promise<void> {
