@@ -60,6 +60,12 @@ export const RESTART_CONFIG_PATHS: readonly string[] = Object.freeze([
   'plugins',
 ]);
 
+/**
+ * Seeded once into the `cluster_settings` row (cluster/settings.ts), which wins afterwards: a
+ * reload keeps the running value and says where to change it.
+ */
+export const CLUSTER_SETTING_CONFIG_PATHS: readonly string[] = Object.freeze(['cluster.maxDispatchAttempts', 'sealedSecretsRetryBackoffMs']);
+
 /** True when `path` is `prefix` or below it. */
 export function isUnder(path: string, prefix: string): boolean {
   return path === prefix || path.startsWith(`${prefix}.`);
@@ -71,6 +77,10 @@ function firstMatch(path: string, prefixes: readonly string[]): string | undefin
 
 export function heldPrefix(path: string): string | undefined {
   return firstMatch(path, HELD_CONFIG_PATHS);
+}
+
+export function clusterSettingPrefix(path: string): string | undefined {
+  return firstMatch(path, CLUSTER_SETTING_CONFIG_PATHS);
 }
 
 export function restartPrefix(path: string): string | undefined {

@@ -13,7 +13,7 @@ import { getPath, loadConfig } from '../../services/config/index.ts';
 import type { NamedKey } from '../../services/crypto/sealing.ts';
 import type { DatabasePool } from '../../services/db/index.ts';
 import type { ConfigReloadSource, SvcMetrics } from '../../services/metrics.ts';
-import { heldPrefix, leafPaths, restartPrefix } from './fields.ts';
+import { clusterSettingPrefix, heldPrefix, leafPaths, restartPrefix } from './fields.ts';
 import { deepFreeze, type ConfigHolder } from './holder.ts';
 import { latestConfigVersion } from './versions.ts';
 
@@ -74,6 +74,11 @@ export function planReload(running: SvcConfig, start: SvcConfig, loaded: SvcConf
     if (held !== undefined) {
       setPath(next, path, getPath(start, path));
       warnings.push(`${path} changed but is held at its startup value (spec: database url, port, instance id and storage change only with a restart)`);
+      continue;
+    }
+    if (clusterSettingPrefix(path) !== undefined) {
+      setPath(next, path, before);
+      warnings.push(`${path} changed but is a cluster setting: the cluster_settings row wins once seeded; change it with "svc-admin cluster-settings set" (PATCH /api/v1/admin/cluster-settings)`);
       continue;
     }
     if (restartPrefix(path) !== undefined) {

@@ -161,6 +161,7 @@ t.test('a reload plan holds the spec\'s start-only fields and fields read at sta
   loaded.events.maxChainDepth = 3;
   loaded.queue.maxDepth = 42;
   loaded.agentAuth = 'none';
+  loaded.sealedSecretsRetryBackoffMs = 5;
   const plan = planReload(start, start, loaded);
   t.same(plan.changed.sort(), ['agentAuth', 'queue.maxDepth']);
   t.equal(plan.config.database.url, 'postgres://db/one');
@@ -173,5 +174,7 @@ t.test('a reload plan holds the spec\'s start-only fields and fields read at sta
     t.ok(plan.warnings.some((w) => w.startsWith(`${path} changed but is held at its startup value`)), `${path} held with a warning`);
   }
   t.ok(plan.warnings.some((w) => w.startsWith('events.maxChainDepth changed but needs a restart')), 'restart field warned');
+  t.equal(plan.config.sealedSecretsRetryBackoffMs, start.sealedSecretsRetryBackoffMs, 'a cluster setting keeps its running value');
+  t.ok(plan.warnings.some((w) => w.startsWith('sealedSecretsRetryBackoffMs changed but is a cluster setting')), 'and says where to change it');
   t.same(sharedFieldsOf(plan.config).database, undefined, 'local fields are not shared fields');
 });
