@@ -231,8 +231,10 @@ export const ORCHESTRATOR_ERROR_CODES = {
     message: 'this database belongs to a cluster with a join token; set SVC_CLUSTER_JOIN_TOKEN (cluster.joinToken) on this node to join it',
   },
   SVC_ERR_CLUSTER_NODE_ID_INVALID: { kind: 'input', message: 'node id {id} must be 1-200 printable characters' },
+  SVC_ERR_CLUSTER_SETTINGS_INVALID: { kind: 'input', message: 'cluster settings not changed: {issues}' },
   // TRUST POLICY (an org's trust policy, docs/trust-policy.md)
   SVC_ERR_TRUST_POLICY_EMPTY: { kind: 'input', message: 'the body changes nothing: give forkPolicy (run, ignore, or null to clear)' },
+  SVC_ERR_TRUST_POLICY_INVALID: { kind: 'input', message: 'trust policy of {org} not changed: {issues} (--fork-policy takes run, ignore or unset)' },
   SVC_ERR_TRUST_POLICY_FIELD_REMOVED: { kind: 'input', message: 'trust policy field "{field}" was removed: {replacement}; nothing was changed' },
   SVC_ERR_TRUST_POLICY_ORG: { kind: 'input', message: 'name the org once: ?org=<org> or "org" in the body; nothing was changed' },
   // ADMIN

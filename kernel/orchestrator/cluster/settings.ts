@@ -37,6 +37,12 @@ function toSettings(row: { max_dispatch_attempts: number; sealed_secrets_retry_b
   };
 }
 
+/** The row, or null when no node made it yet (`svc-admin cluster-settings show`). */
+export async function readClusterSettings(pool: DatabasePool): Promise<ClusterSettings | null> {
+  const row = await pool.maybeOne(sqlTyped(Row)`SELECT ${ROW} FROM cluster_settings WHERE id = 1`);
+  return row === null ? null : toSettings(row);
+}
+
 /** The row, created from `seed` (this node's config) when no node made it yet. */
 export async function loadClusterSettings(pool: DatabasePool, seed: ClusterSettingsValues, seededBy: string): Promise<ClusterSettings> {
   await pool.query(sql.unsafe`
