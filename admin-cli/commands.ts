@@ -27,6 +27,8 @@ export const COMMANDS = await loadCommands(import.meta.url, {
   'cache:purge': './commands/cache/purge',
   'cache:purge-legacy': './commands/cache/purge-legacy',
   'cluster:nodes': './commands/cluster/nodes',
+  'debug-bundle': './commands/debug-bundle',
+  diagnose: './commands/diagnose',
   'cluster-settings:show': './commands/cluster-settings/show',
   'cluster-settings:set': './commands/cluster-settings/set',
   'config:export': './commands/config/export',

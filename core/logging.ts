@@ -7,6 +7,7 @@
 // of MAX_DEPTH, and it matches name patterns (`*Token`), which fixed paths cannot.
 import { pino, type DestinationStream, type Logger } from 'pino';
 import type { LogLevel } from '../schemas/config.ts';
+import type { LogRing } from './log-ring.ts';
 
 export type { Logger } from 'pino';
 
@@ -67,6 +68,20 @@ export interface CreateLoggerOptions {
   name: string;
   /** Where lines go; defaults to stdout. Tests pass a memory stream. */
   destination?: DestinationStream | NodeJS.WritableStream;
+  /** Also keep the written lines (already redacted) in this ring, for debug bundles. */
+  ring?: LogRing;
+}
+
+/** Writes each line to `destination` and to `ring`. */
+function teeToRing(destination: DestinationStream | NodeJS.WritableStream, ring: LogRing): DestinationStream {
+  const target = destination as DestinationStream & { flush?: (cb?: (error?: Error) => void) => void };
+  return {
+    write(line: string) {
+      ring.push(line);
+      return target.write(line);
+    },
+    ...(typeof target.flush === 'function' ? { flush: (cb?: (error?: Error) => void) => target.flush!(cb) } : {}),
+  } as DestinationStream;
 }
 
 export function createLogger(options: CreateLoggerOptions): Logger {
@@ -80,7 +95,8 @@ export function createLogger(options: CreateLoggerOptions): Logger {
     // Errors were already turned into plain objects by scrubSecrets; serialize only raw ones.
     serializers: { err: serializeError, error: serializeError },
   };
-  const logger = options.destination ? pino(settings, options.destination as DestinationStream) : pino(settings);
+  const destination = options.ring ? teeToRing(options.destination ?? pino.destination(process.stdout.fd || 1), options.ring) : options.destination;
+  const logger = destination ? pino(settings, destination as DestinationStream) : pino(settings);
   // pino skips the bindings formatter for children; scrub their bindings on the way in. Children
   // are created with Object.create(parent), so every descendant inherits this wrapper.
   const child = logger.child as unknown as (this: Logger, bindings: pino.Bindings, childOptions?: pino.ChildLoggerOptions) => Logger;

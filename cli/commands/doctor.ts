@@ -4,13 +4,10 @@
 import { enableCompileCache } from 'node:module';
 import { SvcCommand } from '../../core/cli/base-command.ts';
 import { messageOf } from '../../core/errors.ts';
+import { checkLine, checksExitCode, overallStatus, summaryLine, type Check, type CheckStatus } from '../../core/cli/checks.ts';
 
-export type CheckStatus = 'pass' | 'warn' | 'fail' | 'skip';
-export interface DoctorCheck {
-  name: string;
-  status: CheckStatus;
-  message: string;
-}
+export type { CheckStatus } from '../../core/cli/checks.ts';
+export type DoctorCheck = Check;
 export interface DoctorReport {
   status: 'pass' | 'warn' | 'fail';
   root: string;
@@ -102,12 +99,11 @@ export async function runDoctor(cwd: string): Promise<DoctorReport> {
 }
 
 function finish(root: string, checks: DoctorCheck[]): DoctorReport {
-  const status = checks.some((c) => c.status === 'fail') ? 'fail' : checks.some((c) => c.status === 'warn') ? 'warn' : 'pass';
-  return { status, root, checks };
+  return { status: overallStatus(checks), root, checks };
 }
 
 export function doctorExitCode(report: DoctorReport): number {
-  return report.status === 'fail' ? 2 : report.status === 'warn' ? 1 : 0;
+  return checksExitCode(report.status);
 }
 
 export default class Doctor extends SvcCommand {
@@ -118,8 +114,8 @@ export default class Doctor extends SvcCommand {
     enableCompileCache();
     const report = await runDoctor(process.cwd());
     if (!this.jsonEnabled()) {
-      for (const c of report.checks) this.log(`${c.status.padEnd(4)}  ${c.name.padEnd(13)} ${c.message}`);
-      this.log(report.status === 'pass' ? 'all checks pass' : report.status === 'warn' ? 'some checks warn' : 'some checks fail');
+      for (const c of report.checks) this.log(checkLine(c));
+      this.log(summaryLine(report.status));
     }
     process.exitCode = doctorExitCode(report);
     return report;

@@ -9,6 +9,7 @@ export const CLI_ERROR_CODES = {
     kind: 'conflict',
     message: 'not counted: {reason} (the decider is not an approver of the hold, or nothing on the run awaits approval)',
   },
+  SVC_ERR_CLI_BUNDLE_WRITE: { kind: 'input', message: 'could not write the debug bundle {file}: {reason}' },
   SVC_ERR_CLI_CONFIG_FILE: { kind: 'input', message: 'could not read --config {config}: {reason}' },
   SVC_ERR_CLI_CONFIG_INVALID: { kind: 'input', message: '{path} is not valid JSON ({reason}); fix it or remove it and run "svc login" again' },
   SVC_ERR_CLI_CONFIG_UNREADABLE: { kind: 'input', message: 'cannot read {path}: {reason}' },

@@ -14,6 +14,7 @@ import { loadMasterKeys, type MasterKeys } from '../services/crypto/master-keys.
 import { migrate, resolveDatabase } from '../services/db/index.ts';
 import { createHttpServer, listen } from '../services/http/index.ts';
 import { createLogger } from '../../core/logging.ts';
+import { PROCESS_LOG_RING } from '../../core/log-ring.ts';
 import { createMetrics } from '../services/metrics.ts';
 import { orderSubsystems, startSubsystems, type ServiceRef } from '../../core/wiring/index.ts';
 import type { OrchestratorContext, Subsystem } from './context.ts';
@@ -66,7 +67,16 @@ function defaultPublicUrl(config: SvcConfig, port: number): string {
   const basePath = (config.server.basePath ?? '').replace(/\/$/, '');
   const issuer = config.orchestrator.provenanceIssuer?.replace(/\/$/, '');
   if (issuer && new URL(issuer).pathname.replace(/\/$/, '') === basePath) return issuer;
-  const host = config.server.host === '0.0.0.0' || config.server.host === '::' ? '127.0.0.1' : config.server.host;
+  return ownUrl(config, port);
+}
+
+/**
+ * This node's own address (not a load balancer's): the listener's host and port. The node URL
+ * shows a wildcard bind as this machine's host name, so other nodes can reach it.
+ */
+function ownUrl(config: SvcConfig, port: number, wildcardHost = '127.0.0.1'): string {
+  const basePath = (config.server.basePath ?? '').replace(/\/$/, '');
+  const host = config.server.host === '0.0.0.0' || config.server.host === '::' ? wildcardHost : config.server.host;
   const shown = host.includes(':') ? `[${host}]` : host;
   return `http://${shown}:${port}${basePath}`;
 }
@@ -86,7 +96,7 @@ export async function startOrchestrator(options: StartOrchestratorOptions): Prom
   const base = await loadConfig({ env, cwd });
   // Local layers only until the database is open; the shared version is layered in after migrate.
   let config = base.config;
-  const logger = options.logger ?? createLogger({ level: config.server.logLevel, name: 'svc-orchestrator' });
+  const logger = options.logger ?? createLogger({ level: config.server.logLevel, name: 'svc-orchestrator', ring: PROCESS_LOG_RING });
   const metrics = createMetrics();
   const dataDir = resolve(cwd, config.dataDir);
   const nodeId = config.instance.id ?? `orch-${hostname()}`;
@@ -114,6 +124,7 @@ export async function startOrchestrator(options: StartOrchestratorOptions): Prom
 
     const port = config.server.port === 0 ? await freePort(config.server.host) : config.server.port;
     const publicUrl = defaultPublicUrl(config, port);
+    const nodeUrl = ownUrl(config, port, hostname());
     const current = masterKeys.current as Buffer;
     const pluginEnv: PluginEnvironment = {
       config,
@@ -151,6 +162,7 @@ export async function startOrchestrator(options: StartOrchestratorOptions): Prom
       masterKeys,
       nodeId,
       publicUrl: () => publicUrl,
+      nodeUrl: () => nodeUrl,
     };
 
     // A storage that serves its own pre-signed URLs (filesystem) mounts them here.

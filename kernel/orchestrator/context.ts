@@ -31,6 +31,8 @@ export interface OrchestratorContext {
   readonly nodeId: string;
   /** `{base_url}`: where agents and developers reach this orchestrator. Known once listening. */
   publicUrl(): string;
+  /** This node's own address (its listener, not a load balancer's): where other nodes and svc-admin reach it. */
+  nodeUrl(): string;
 }
 
 /**

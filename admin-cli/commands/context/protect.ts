@@ -5,7 +5,7 @@
 import { Args, Flags } from '@oclif/core';
 import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { protectContext, type ProtectionInput, type SecretContext } from '../../../kernel/orchestrator/secrets/index.ts';
-import { adminConfig, databaseFlag, databaseUrlOf, describeContext, withDatabase } from './shared.ts';
+import { adminConfig, databaseFlag, databaseUrlOf, describeContext, warnIfUnbound, withDatabase } from './shared.ts';
 
 export default class ContextProtect extends SvcCommand {
   static override description = 'Set required reviewers, a wait timer or a concurrency limit on a secret context';
@@ -34,6 +34,7 @@ export default class ContextProtect extends SvcCommand {
     if (flags['no-concurrency-limit']) input.concurrencyLimit = null;
     const config = await adminConfig();
     const context = await withDatabase(databaseUrlOf(config, flags['database-url']), (pool) => protectContext(pool, args.name, input));
+    warnIfUnbound(context);
     if (!this.jsonEnabled()) this.log(describeContext(context));
     return { context };
   }

@@ -16,6 +16,8 @@ const JOIN_LOCK = createHash('sha256').update('svc-cluster:join').digest().readB
 export interface JoinOptions {
   nodeId: string;
   address: string;
+  /** This node's own address (ctx.nodeUrl()), where svc-admin reaches each node; defaults to `address`. */
+  nodeUrl?: string;
   joinToken: string | undefined;
   version: string;
   logger: Logger;
@@ -56,9 +58,9 @@ export async function joinCluster(pool: DatabasePool, options: JoinOptions): Pro
       await tx.query(sql.unsafe`INSERT INTO cluster_membership (id, join_token_hash, created_by) VALUES (1, ${tokenHash(options.joinToken)}, ${options.nodeId})`);
     }
     await tx.query(sql.unsafe`
-      INSERT INTO cluster_nodes (node_id, address, incarnation, pid, version, leader, started_at, last_seen_at, stopped_at)
-      VALUES (${options.nodeId}, ${options.address}, ${incarnation}, ${process.pid}, ${options.version}, false, now(), now(), NULL)
-      ON CONFLICT (node_id) DO UPDATE SET address = EXCLUDED.address, incarnation = EXCLUDED.incarnation, pid = EXCLUDED.pid,
+      INSERT INTO cluster_nodes (node_id, address, node_url, incarnation, pid, version, leader, started_at, last_seen_at, stopped_at)
+      VALUES (${options.nodeId}, ${options.address}, ${options.nodeUrl ?? options.address}, ${incarnation}, ${process.pid}, ${options.version}, false, now(), now(), NULL)
+      ON CONFLICT (node_id) DO UPDATE SET address = EXCLUDED.address, node_url = EXCLUDED.node_url, incarnation = EXCLUDED.incarnation, pid = EXCLUDED.pid,
         version = EXCLUDED.version, leader = false, started_at = now(), last_seen_at = now(), stopped_at = NULL`);
     return tx.any(sqlTyped(Other)`
       SELECT node_id FROM cluster_nodes

@@ -11,6 +11,8 @@ import { adminAuthRef, clusterServiceRef } from '../service-refs.ts';
 import { LeaderElection } from './leader.ts';
 import type { ClusterService } from './service.ts';
 import { heartbeat, joinCluster, leaveCluster, listClusterNodes } from './membership.ts';
+import { ORCHESTRATOR_MIGRATIONS_DIR } from '../app.ts';
+import { debugRoutes } from './debug.ts';
 import { createListener } from '../../services/db/index.ts';
 import { startClusterSettings } from './settings.ts';
 import { actorOf, clusterSettingsRoutes } from './settings-routes.ts';
@@ -27,7 +29,7 @@ export const clusterSubsystem: Subsystem = {
   async start(ctx, deps) {
     const logger = ctx.logger.child({ subsystem: 'cluster' });
     const { heartbeatMs, joinToken } = ctx.config.cluster;
-    const incarnation = await joinCluster(ctx.db, { nodeId: ctx.nodeId, address: ctx.publicUrl(), joinToken, version: KERNEL_VERSION, logger, aliveWithinMs: aliveWindowMs(heartbeatMs) });
+    const incarnation = await joinCluster(ctx.db, { nodeId: ctx.nodeId, address: ctx.publicUrl(), nodeUrl: ctx.nodeUrl(), joinToken, version: KERNEL_VERSION, logger, aliveWithinMs: aliveWindowMs(heartbeatMs) });
     const handlers = new Set<(leader: boolean) => void>();
     const election = new LeaderElection({
       url: ctx.databaseUrl,
@@ -66,6 +68,8 @@ export const clusterSubsystem: Subsystem = {
         return { nodes: await listClusterNodes(ctx.db, aliveWindowMs(heartbeatMs)) };
       });
     });
+    // This node's versions, health, redacted config and recent logs (svc-admin debug-bundle, diagnose).
+    await ctx.http.register(debugRoutes({ ctx, migrationsDir: ORCHESTRATOR_MIGRATIONS_DIR, isLeader: () => election.isLeader }, deps.get(adminAuthRef).requireScope('cluster.read')));
     const service: ClusterService = {
       nodeId: ctx.nodeId,
       settings,

@@ -14,6 +14,7 @@ import { listSources, toRelaySource } from '../sources/store.ts';
 import { connectRelay, type RelayLink } from './connect.ts';
 import { startFeedJanitor } from './feed-janitor.ts';
 import { StatusForwarder } from './status-forwarder.ts';
+import { publishRelayLinkState } from './link-state.ts';
 
 /** How often a linked orchestrator re-reads its sources to announce additions and removals. */
 export const SOURCE_SYNC_MS = 2000;
@@ -81,6 +82,7 @@ export const relayLinkSubsystem: Subsystem = {
       },
     });
     linkRef = link;
+    publishRelayLinkState(ctx, () => ({ configured: true, connected: link.connected, platformUrl }));
     // Sources added or removed by `svc-admin source` (another process) reach the relay here.
     let syncing = false;
     const timer = setInterval(() => {

@@ -74,7 +74,7 @@ await eachDatabase(t, async (t, db) => {
     t.match(JSON.parse(contexts.stdout), { contexts: [{ name: 'deploy', bound: true }] });
   });
 
-  await t.test('unbound context: set and list warn and keep exit 0', async (t) => {
+  await t.test('unbound context: set, list and protect warn and keep exit 0', async (t) => {
     t.equal((await admin(['context', 'create', 'loose'])).code, 0);
     const set = await admin(['secret', 'set', 'loose', 'K', '--value', 'some-value-123']);
     t.equal(set.code, 0);
@@ -82,6 +82,12 @@ await eachDatabase(t, async (t, db) => {
     const list = await admin(['secret', 'list', 'loose']);
     t.equal(list.code, 0);
     t.match(list.stderr, /warning: context loose has no binding/);
+    const protect = await admin(['context', 'protect', 'loose', '--wait-timer', '5']);
+    t.equal(protect.code, 0, 'protect keeps its exit code');
+    t.match(protect.stderr, /warning: context loose has no binding/);
+    t.match(protect.stdout, /wait timer: +5 s/);
+    const refused = await admin(['context', 'protect', 'loose', '--wait-timer', '-1']);
+    t.equal(refused.code, 2, 'a usage error keeps its own exit code');
   });
 
   await t.test('rotate-key re-seals secrets and keeps the signing-key line', async (t) => {
