@@ -33,7 +33,7 @@ export default class SigningKeyListCommand extends SvcCommand {
 
   async #fromApi(base: string | undefined, token: string | undefined): Promise<SigningKeySummary[]> {
     if (!base) throw new InputError(USAGE_ERROR_CODE, 'no database and no orchestrator address: pass --database-url, or --url with --token');
-    if (!token) throw new InputError(USAGE_ERROR_CODE, 'reading keys through the admin API needs a token with secret.read: pass --token or set SVC_BOOTSTRAP_ADMIN_TOKEN');
+    if (!token) throw new InputError(USAGE_ERROR_CODE, 'reading keys through the admin API needs an unrestricted admin token: pass --token or set SVC_BOOTSTRAP_ADMIN_TOKEN');
     const url = new URL('api/v1/admin/signing-keys', base.endsWith('/') ? base : `${base}/`);
     let response: Response;
     try {
@@ -43,7 +43,7 @@ export default class SigningKeyListCommand extends SvcCommand {
     }
     const body = (await response.json().catch(() => undefined)) as unknown;
     if (response.status === 401 || response.status === 403) {
-      throw new AuthenticationError('SVC_ERR_ADMIN_TOKEN_INVALID', `the admin API refused the token (${response.status}); it needs scope secret.read`);
+      throw new AuthenticationError('SVC_ERR_ADMIN_TOKEN_INVALID', `the admin API refused the token (${response.status}); it needs a token without scope restrictions that has secret.read (the bootstrap token or one from "svc-admin admin-token create --unrestricted")`);
     }
     if (!response.ok || !checkList.check(body)) throw new SvcError('SVC_ERR_ADMIN_API', `the admin API answered ${response.status} with an unexpected body`);
     return body.keys;

@@ -11,8 +11,11 @@ import { RERUN_COOLDOWN_MS } from '../runs/api/rerun.ts';
 
 export const SELF_HOSTED_CATALOGUE = 'self-hosted';
 
-/** The catalogue as this orchestrator serves it; config-driven limits are the running values. */
-export function planCatalogue(config: SvcConfig): PlanCatalogue {
+/**
+ * The catalogue as this orchestrator serves it; config-driven limits are the running values.
+ * `maxDispatchAttempts` is the cluster-wide setting when a cluster service is running, since that is what the event delivery loop reads.
+ */
+export function planCatalogue(config: SvcConfig, maxDispatchAttempts = config.cluster.maxDispatchAttempts): PlanCatalogue {
   return {
     catalogue: SELF_HOSTED_CATALOGUE,
     plans: [
@@ -27,7 +30,7 @@ export function planCatalogue(config: SvcConfig): PlanCatalogue {
           eventLogPayloadBytes: config.eventLog.maxPayloadBytes,
           eventLogWarmRetentionDays: config.eventLog.warmRetentionDays,
           cacheTtlDays: config.cache.ttlDays,
-          eventDispatchAttempts: config.cluster.maxDispatchAttempts,
+          eventDispatchAttempts: maxDispatchAttempts,
           rerunCooldownSeconds: RERUN_COOLDOWN_MS / 1000,
           identityTokenLifetimeSeconds: TOKEN_LIFETIME_SECONDS,
         },

@@ -17,6 +17,7 @@ import { Value } from 'typebox/value';
 import { adminScopeOf, createAdminToken, type AdminScope } from '../../../../kernel/orchestrator/admin-auth/index.ts';
 import { startOrchestrator, type Orchestrator } from '../../../../kernel/orchestrator/app.ts';
 import type { Subsystem } from '../../../../kernel/orchestrator/context.ts';
+import { clusterServiceRef } from '../../../../kernel/orchestrator/service-refs.ts';
 import { MAX_EVENT_PAYLOAD_BYTES } from '../../../../kernel/orchestrator/events/emit.ts';
 import { TOKEN_LIFETIME_SECONDS } from '../../../../kernel/orchestrator/identity/mint.ts';
 import { RERUN_COOLDOWN_MS } from '../../../../kernel/orchestrator/runs/api/rerun.ts';
@@ -213,7 +214,7 @@ await eachDatabase(t, async (t, db) => {
       eventLogPayloadBytes: config.eventLog.maxPayloadBytes,
       eventLogWarmRetentionDays: config.eventLog.warmRetentionDays,
       cacheTtlDays: config.cache.ttlDays,
-      eventDispatchAttempts: config.cluster.maxDispatchAttempts,
+      eventDispatchAttempts: orch.get(clusterServiceRef).settings.current().maxDispatchAttempts,
       rerunCooldownSeconds: RERUN_COOLDOWN_MS / 1000,
       identityTokenLifetimeSeconds: TOKEN_LIFETIME_SECONDS,
     });
