@@ -31,6 +31,7 @@ import type { Lock } from '../../schemas/lock.ts';
 import { eachDatabase, testLogger, type Test } from '../fixtures/db.ts';
 import { createGitRemote, type GitRemote } from '../fixtures/git-repos.ts';
 import { until } from '../fixtures/runs.ts';
+import { sampleOf, scrape } from '../fixtures/prom-text.ts';
 
 t.setTimeout(300_000);
 const ORG = 'org-1';
@@ -166,7 +167,7 @@ async function objectText(storage: StorageExtensionPoint, key: string): Promise<
   return Buffer.concat(chunks).toString('utf8');
 }
 
-async function startStack(t: Test, dbUrl: string): Promise<{ pool: DatabasePool; storage: StorageExtensionPoint; checker: CacheChecker; agent: RunningAgent }> {
+async function startStack(t: Test, dbUrl: string): Promise<{ pool: DatabasePool; storage: StorageExtensionPoint; checker: CacheChecker; agent: RunningAgent; url: string }> {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-build-e2e-'));
   const orch = await startOrchestrator({
     env: {
@@ -191,7 +192,7 @@ async function startStack(t: Test, dbUrl: string): Promise<{ pool: DatabasePool;
     await rm(dataDir, { recursive: true, force: true });
   });
   const storage = orch.ctx.host.select('storage', 'filesystem');
-  return { pool: orch.ctx.db, storage, checker: new CacheChecker(storage, orch.ctx.metrics), agent };
+  return { pool: orch.ctx.db, storage, checker: new CacheChecker(storage, orch.ctx.metrics), agent, url: orch.url };
 }
 
 t.test('build job → caches → jobs run from the tarball; cache hit; failed build', async (t) => {
@@ -199,7 +200,7 @@ t.test('build job → caches → jobs run from the tarball; cache hit; failed bu
     const scratch = await mkdtemp(join(tmpdir(), 'svc-build-tree-'));
     t.teardown(() => rm(scratch, { recursive: true, force: true }));
     const remote = await createGitRemote(t);
-    const { pool, storage, checker } = await startStack(t, db.url);
+    const { pool, storage, checker, url } = await startStack(t, db.url);
 
     // 1. Nothing cached: the run gets a build job; its jobs wait for it.
     const first = await commitTree(remote, await svcTree(scratch), 'workflows');
@@ -274,5 +275,17 @@ t.test('build job → caches → jobs run from the tarball; cache hit; failed bu
     t.match(build3.reason, /^build failed: npm ci failed with exit code \d+: /);
     t.match(jobs3.find((j) => j.name === 'test'), { status: 'skipped', reason: 'needs svc:build which failed' });
     t.equal(await objectText(storage, `source/v2/${ORG}/${third.lock.workflows[0]!.contentHash}.hash`), null, 'a failed build writes no pointer');
+
+    // The orchestrator's /metrics after the flow: misses for runs 1 and 3, a hit for run 2, for
+    // both caches; one build duration (the failed build committed nothing).
+    const text = await scrape(url);
+    const value = (name: string) => sampleOf(text, name) ?? 0;
+    t.equal(value('svc_orch_source_cache_misses_total'), 2, 'source misses: runs 1 and 3');
+    t.equal(value('svc_orch_source_cache_hits_total'), 1, 'source hit: run 2');
+    t.equal(value('svc_orch_dep_cache_misses_total'), 2, 'dependency misses: runs 1 and 3');
+    t.equal(value('svc_orch_dep_cache_hits_total'), 1, 'dependency hit: run 2');
+    t.equal(value('svc_orch_build_duration_seconds_count'), 1, 'one build committed its source cache');
+    t.ok(value('svc_http_requests_total') >= 1, 'HTTP requests counted');
+    t.ok((sampleOf(text, 'svc_ws_connects_total', { endpoint: 'agent' }) ?? 0) >= 1, 'the agent socket counted');
   });
 });

@@ -8,8 +8,11 @@ import { LRUCache } from 'lru-cache';
 import type { StorageExtensionPoint } from '../../../../core/extension-points/storage.ts';
 import type { SvcMetrics } from '../../../services/metrics.ts';
 
-export const sourcePointerKey = (orgId: string, contentHash: string) => `source/v2/${orgId}/${contentHash}.hash`;
-export const depsPointerKey = (platform: string, lockfileHash: string) => `deps/${platform}/${lockfileHash.replace(/:/g, '-')}.hash`;
+// One pointer layout for the writer (a build job's cache.upload.complete) and this reader: the
+// lockfileHash is used verbatim (`npm:<hex>`), as the dependency pointer is written.
+import { depsPointerKey, sourcePointerKey } from '../../caches/keys.ts';
+
+export { depsPointerKey, sourcePointerKey };
 export const buildKeyOf = (contentHash: string, lockfileHash: string | null) => `${contentHash}:${lockfileHash ?? ''}`;
 
 export interface CacheCheck {
