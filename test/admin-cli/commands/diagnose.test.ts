@@ -4,7 +4,7 @@
 // active key, a key the master key does not open, no live node for the relay-link check, and
 // an all-pass run once an agent is online and the key opens. Nothing is migrated by diagnose.
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -51,7 +51,10 @@ t.test('diagnose', async (t) => {
     const env = { SVC_DATABASE_URL: db.url, SVC_ORCHESTRATOR_PROVENANCE_ISSUER: 'https://ci.example.test', SVC_BOOTSTRAP_ADMIN_TOKEN: 'diagnose-admin-token-0123456789' };
 
     await t.test('migrated, but no key, no agent, no live node, unwritable storage', async (t) => {
-      const { code, report } = await diagnose({ ...env, SVC_STORAGE_FS_PATH: '/proc/svc-diagnose-cannot-write' });
+      // A regular file where the storage directory should be: nothing can be created under it.
+      const blocker = join(storage, 'not-a-directory');
+      await writeFile(blocker, 'x');
+      const { code, report } = await diagnose({ ...env, SVC_STORAGE_FS_PATH: join(blocker, 'objects') });
       t.equal(code, 2);
       t.same(statuses(report), [['database', 'pass'], ['migrations', 'pass'], ['storage', 'fail'], ['relay-link', 'fail'], ['signing', 'fail'], ['agents', 'warn']]);
       t.match(report.checks.find((c) => c.name === 'relay-link')!.message, /no live orchestrator node/);
