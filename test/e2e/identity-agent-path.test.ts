@@ -21,6 +21,7 @@ import { DEFAULT_RUNNER_PATH, startAgent } from '../../agent/agent.ts';
 import { parseAgentEnv } from '../../agent/env.ts';
 import { workflowToLockEntry } from '../../workflow/compile/lock-entry.ts';
 import { registerSdkResolution } from '../../workflow/sdk-resolution.ts';
+import { adminAuthSubsystem } from '../../kernel/orchestrator/admin-auth/index.ts';
 import { startOrchestrator } from '../../kernel/orchestrator/app.ts';
 import { createDispatchSubsystem } from '../../kernel/orchestrator/dispatch/index.ts';
 import { identityServiceRef } from '../../kernel/orchestrator/service-refs.ts';
@@ -179,7 +180,7 @@ async function startStack(t: Test, dbUrl: string, kind: string, custodyEnv: Reco
     cwd: dataDir,
     logger: testLogger,
     plugins: orchestratorPlugins,
-    subsystems: [identitySubsystem, createDispatchSubsystem(FAST), createSchedulingSubsystem({ sweepMs: 100 })],
+    subsystems: [adminAuthSubsystem, identitySubsystem, createDispatchSubsystem(FAST), createSchedulingSubsystem({ sweepMs: 100 })],
   });
   // The issuer's path is not where the server's routes live, so the public URL is the server's
   // own address (not the issuer) and agents connect there.

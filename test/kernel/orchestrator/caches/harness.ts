@@ -5,6 +5,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { adminAuthSubsystem } from '../../../../kernel/orchestrator/admin-auth/index.ts';
 import { startOrchestrator, type Orchestrator } from '../../../../kernel/orchestrator/app.ts';
 import { createCachesSubsystem, userCacheOptionsOf, type UserCacheOptions } from '../../../../kernel/orchestrator/caches/index.ts';
 import { createDispatchSubsystem } from '../../../../kernel/orchestrator/dispatch/index.ts';
@@ -41,7 +42,7 @@ export async function startCacheNode(t: Test, dbUrl: string, env: Record<string,
     logger: testLogger,
     plugins: orchestratorPlugins,
     // The events subsystem's delivery loop creates runs with the ingest pipeline's cache check.
-    subsystems: [createDispatchSubsystem({ tickMs: 150, heartbeatMs: 1_000, registerTimeoutMs: 3_000 }), createCachesSubsystem({ sweepMs: 0 }), ingestSubsystem, eventsSubsystem],
+    subsystems: [adminAuthSubsystem, createDispatchSubsystem({ tickMs: 150, heartbeatMs: 1_000, registerTimeoutMs: 3_000 }), createCachesSubsystem({ sweepMs: 0 }), ingestSubsystem, eventsSubsystem],
   });
   t.teardown(async () => {
     await orch.stop();

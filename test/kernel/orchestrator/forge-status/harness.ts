@@ -3,6 +3,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { adminAuthSubsystem } from '../../../../kernel/orchestrator/admin-auth/index.ts';
 import { startOrchestrator, type Orchestrator } from '../../../../kernel/orchestrator/app.ts';
 import { createDispatchSubsystem } from '../../../../kernel/orchestrator/dispatch/index.ts';
 import { createForgeStatusSubsystem } from '../../../../kernel/orchestrator/forge-status/index.ts';
@@ -44,7 +45,7 @@ export async function startNode(t: Test, dbUrl: string, env: Record<string, stri
     cwd: dataDir,
     logger: testLogger,
     plugins: orchestratorPlugins,
-    subsystems: [createDispatchSubsystem(FAST), createForgeStatusSubsystem()],
+    subsystems: [adminAuthSubsystem, createDispatchSubsystem(FAST), createForgeStatusSubsystem()],
   });
   let stopped = false;
   t.teardown(async () => {
