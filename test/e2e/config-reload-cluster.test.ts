@@ -1,10 +1,11 @@
 // Shared config across a cluster, with REAL processes: two svc-orchestrator nodes on one
 // PostgreSQL and the real svc-admin. A version written by `svc-admin config set` (seed, pairs),
 // or `config rollback`, is reloaded by both nodes (their config version gauge moves); a local
-// field is refused with nothing written; SIGHUP to one node reloads both (a version inserted
+// field is refused with nothing written; an export goes back in with `set --file` (a redacted
+// one is refused); SIGHUP to one node reloads both (a version inserted
 // without any notification shows up on both); the reload metric counts per source.
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -107,6 +108,26 @@ await eachDatabase(t, async (t, db) => {
     await bothAt(v3.version);
     const shown = JSON.parse((await admin(['show', '--json'])).stdout) as { config: { queue: { maxDepth: number } } };
     t.equal(shown.config.queue.maxDepth, 10_000, 'the seed content is back');
+  });
+
+  await t.test('export → set --file round trip; a redacted export sent back is refused', async (t) => {
+    const plain = await admin(['export']);
+    t.equal(plain.code, 0, plain.stderr);
+    const file = join(dir, 'shared.yaml');
+    await writeFile(file, plain.stdout.replace('maxDepth: 10000', 'maxDepth: 789'));
+    const set = await admin(['set', '--file', file, '--json']);
+    t.equal(set.code, 0, set.stderr);
+    const written = JSON.parse(set.stdout) as { version: number; encryptedPaths: string[] };
+    t.same(written.encryptedPaths.sort(), ['cluster.joinToken', 'secrets.bootstrapAdminToken', 'secrets.key'], 'the secrets from the file are sealed again');
+    await bothAt(written.version);
+    const shown = JSON.parse((await admin(['show', '--json'])).stdout) as { config: { queue: { maxDepth: number } } };
+    t.equal(shown.config.queue.maxDepth, 789);
+    const redacted = await admin(['export', '--redacted']);
+    await writeFile(file, redacted.stdout);
+    const refused = await admin(['set', '--file', file]);
+    t.equal(refused.code, 1);
+    t.match(refused.stderr, /SVC_ERR_CONFIG_REDACTED_VALUE/);
+    t.equal(await gauge(node1), written.version, 'nothing written');
   });
 
   await t.test('SIGHUP to one node reloads both', async (t) => {
