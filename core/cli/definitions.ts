@@ -34,10 +34,10 @@ export const SVC_ADMIN_CLI: CliDefinition = {
     'relay:org': 'Orgs at the relay and their platform tokens',
     'relay:org:token': "An org's platform token",
     'relay:pat': 'Personal access tokens for the developer CLI',
-    runs: 'Runs in the orchestrator database: list and show',
+    runs: 'Runs in the orchestrator database: list, show, and their stored logs (one job, one step: --step=-1 is the last)',
     secret: 'Secrets of a context: set and list keys (values are never printed)',
     'signing-key': 'Provenance signing keys: generate, list, rotate, retire, revoke, export the trust root',
-    source: 'Webhook sources: add, list, remove, rotate secrets, run-status webhooks',
+    source: 'Webhook sources: add, list, remove, rotate secrets, run-status webhooks, purge stale ones',
     'source:status-webhook': 'The signed run-status webhook of a source: set, remove, list',
   },
 };
