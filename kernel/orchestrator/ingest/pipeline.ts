@@ -49,7 +49,8 @@ export interface IngestDeps {
   /** Master keys that open sealed source secrets (current first). */
   masterKeys: readonly NamedKey[];
   /** `relay`: the webhook front door's rate limits in independent mode (defaults when absent). */
-  config: Pick<SvcConfig, 'lockfileCache' | 'eventLog'> & Partial<Pick<SvcConfig, 'relay'>>;
+  // Only the payload cap of eventLog: retention is the ingest subsystem's (record/retention.ts).
+  config: Pick<SvcConfig, 'lockfileCache'> & { eventLog: Pick<SvcConfig['eventLog'], 'maxPayloadBytes'> } & Partial<Pick<SvcConfig, 'relay'>>;
   nodeId: string;
   storage?: StorageExtensionPoint;
   notifyJobsQueued: NotifyJobsQueued;
