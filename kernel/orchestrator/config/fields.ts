@@ -93,13 +93,16 @@ function isTree(value: unknown): value is Tree {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** Dot paths of every leaf of a document (arrays and scalars are leaves). */
+/**
+ * Dot paths of every leaf of a document (arrays and scalars are leaves; an empty section has
+ * none, so `database: {}` against `database: { url }` differs at `database.url` only).
+ */
 export function leafPaths(tree: unknown, prefix = ''): string[] {
   if (!isTree(tree)) return prefix === '' ? [] : [prefix];
   const out: string[] = [];
   for (const [key, value] of Object.entries(tree)) {
     const path = prefix === '' ? key : `${prefix}.${key}`;
-    if (isTree(value) && Object.keys(value).length > 0) out.push(...leafPaths(value, path));
+    if (isTree(value)) out.push(...leafPaths(value, path));
     else out.push(path);
   }
   return out;

@@ -3,11 +3,10 @@
 // the snapshot in one assignment, so one read never mixes two configs.
 import type { Logger } from 'pino';
 import type { SvcConfig } from '../../../schemas/config.ts';
-import { loadConfig, type LoadedConfig } from '../../services/config/index.ts';
+import { getPath, loadConfig, type LoadedConfig } from '../../services/config/index.ts';
 import type { NamedKey } from '../../services/crypto/sealing.ts';
 import type { DatabasePool } from '../../services/db/index.ts';
 import { latestConfigVersion } from './versions.ts';
-import { getPath } from '../../services/config/index.ts';
 
 export interface ConfigSnapshot {
   readonly config: SvcConfig;
