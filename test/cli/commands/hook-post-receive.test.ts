@@ -70,6 +70,9 @@ async function secretFile(t: Teardown): Promise<string> {
   return path;
 }
 
+/** The hook budget for tests that expect deliveries to arrive (the most `svc.timeoutMs` allows). */
+const LONG_BUDGET_MS = '120000';
+
 function payloadOf(r: Received): Record<string, unknown> {
   return JSON.parse(r.body.toString()) as Record<string, unknown>;
 }
@@ -98,6 +101,7 @@ t.test('installed hook: pushes, a tag and a deletion arrive signed and normalize
   t.ok(((await stat(info.hookPath)).mode & 0o111) !== 0, 'executable');
   t.match(await readFile(info.hookPath, 'utf8'), HOOK_MARKER);
   t.equal((await git(remote.bare, ['config', 'svc.sourceId'])).trim(), SOURCE_ID);
+  await git(remote.bare, ['config', 'svc.timeoutMs', LONG_BUDGET_MS]);
 
   // The git provider reads what the hook announced.
   const cacheDir = await mkdtemp(join(tmpdir(), 'svc-hook-cache-'));
@@ -173,6 +177,7 @@ t.test('more than 20 commits: the newest 20 are listed and changed files must be
   const remote = await createGitRemote(t);
   const hook = await receiver(t);
   await installPostReceiveHook({ repo: remote.bare, webhookUrl: hook.url, secretFile: await secretFile(t), sourceId: SOURCE_ID, repository: 'acme/app' });
+  await git(remote.bare, ['config', 'svc.timeoutMs', LONG_BUDGET_MS]);
   const base = await remote.commit({ a: '0' });
   await remote.push();
   const shas: string[] = [];
@@ -190,6 +195,7 @@ t.test('a force push is marked forced', async (t) => {
   const remote = await createGitRemote(t);
   const hook = await receiver(t);
   await installPostReceiveHook({ repo: remote.bare, webhookUrl: hook.url, secretFile: await secretFile(t), sourceId: SOURCE_ID, repository: 'acme/app' });
+  await git(remote.bare, ['config', 'svc.timeoutMs', LONG_BUDGET_MS]);
   await remote.commit({ a: '1' });
   await remote.commit({ b: '2' });
   await remote.push();
@@ -204,7 +210,9 @@ async function bareWithConfig(t: Teardown, url: string, extra: Record<string, st
   await remote.commit({ 'x.txt': 'x' });
   await remote.push();
   const head = (await git(remote.bare, ['rev-parse', 'HEAD'])).trim();
-  const settings: Record<string, string> = { 'svc.webhookUrl': url, 'svc.secret': SECRET, 'svc.sourceId': SOURCE_ID, 'svc.repository': 'acme/app', ...extra };
+  // The longest budget the hook allows, unless a test sets its own: a busy machine must not spend
+  // the budget before a delivery the test expects is even sent.
+  const settings: Record<string, string> = { 'svc.webhookUrl': url, 'svc.secret': SECRET, 'svc.sourceId': SOURCE_ID, 'svc.repository': 'acme/app', 'svc.timeoutMs': LONG_BUDGET_MS, ...extra };
   for (const [k, v] of Object.entries(settings)) await git(remote.bare, ['config', k, v]);
   const lines: string[] = [];
   const warnings: string[] = [];
@@ -249,7 +257,7 @@ t.test('an unreachable or hanging receiver never blocks the push for long', asyn
   t.match(down.warnings[0], /NOT delivered/);
 
   const hook = await receiver(t, () => ({ status: 200, hang: true }));
-  const slow = await bareWithConfig(t, hook.url, { 'svc.timeoutMs': '1500' });
+  const slow = await bareWithConfig(t, hook.url, { 'svc.timeoutMs': '20000' });
   // The receiver hangs forever: the hook returning at all, with the second delivery refused for
   // lack of time, shows the one budget bounds the whole push (no speed bound needed).
   const r2 = await slow.run(`${ZERO_SHA} ${slow.head} refs/heads/main\n${ZERO_SHA} ${slow.head} refs/tags/v1\n`);
