@@ -27,6 +27,7 @@ export const PLATFORM_ERROR_CODES = {
   // CONFIG
   SVC_ERR_CONFIG_FILE_UNREADABLE: { kind: 'input', message: 'config file {file} (named by SVC_CONFIG_FILE) {why}' },
   SVC_ERR_CONFIG_INVALID: { kind: 'input', message: 'config {path}: {reason}' },
+  SVC_ERR_CONFIG_UNSUPPORTED: { kind: 'input', message: 'config {path}: {reason} (not supported in this version)' },
   // CRYPTO
   SVC_ERR_CRYPTO_KEY_FILE_UNREADABLE: { kind: 'input', message: '{fileName} {file} could not be read: {reason}' },
   SVC_ERR_CRYPTO_KEY_INVALID: { kind: 'input', message: 'a master key must be exactly {keyBytes} bytes' },

@@ -35,8 +35,9 @@ const COLUMNS = sql.fragment`id::text AS id, version, to_char(created_at AT TIME
 
 /**
  * Refuse a document a version may not hold: local fields, unknown fields, values the config
- * schema refuses. Checked on defaults + the document alone, so a node's own file or environment
- * cannot make a bad version look good.
+ * schema refuses, fields this version does not honour (services/config/unsupported.ts). Checked
+ * on defaults + the document alone, so a node's own file or environment cannot make a bad
+ * version look good.
  */
 export async function validateSharedDocument(document: unknown): Promise<Tree> {
   checkSharedOnly(document);
@@ -51,6 +52,11 @@ export async function validateSharedDocument(document: unknown): Promise<Tree> {
   } catch (error) {
     if (isSvcError(error) && error.code === 'SVC_ERR_CONFIG_INVALID') {
       throw new InputError('SVC_ERR_CONFIG_VERSION_INVALID', `the shared config is not valid: ${error.message.replaceAll(' (from shared config v0)', '')}`, {
+        details: error.details,
+      });
+    }
+    if (isSvcError(error) && error.code === 'SVC_ERR_CONFIG_UNSUPPORTED') {
+      throw new InputError('SVC_ERR_CONFIG_UNSUPPORTED', `the shared config sets what this version does not support: ${error.message.replaceAll(' (from shared config v0)', '')}`, {
         details: error.details,
       });
     }

@@ -15,7 +15,7 @@ export function configDefaults(): SvcConfig {
     lockfileCache: { max: 500, ttlMs: 5 * 60_000 },
     staleDetector: { scanIntervalMs: 60_000 },
     secrets: {},
-    pgCustomerSecrets: false,
+    pgCustomerSecrets: true, // customer secrets live in PostgreSQL, sealed; false is refused (unsupported.ts)
     cluster: {
       heartbeatMs: 10_000,
       leaseDurationMs: 60_000, // spec: lease default 60 s

@@ -11,6 +11,7 @@ import { InputError, messageOf } from '../../../core/errors.ts';
 import { configDefaults } from './defaults.ts';
 import { CONFIG_ENV, closestEnvName, isNonConfigEnv } from './env.ts';
 import { SENSITIVE_CONFIG_PATHS, getPath } from './redact.ts';
+import { unsupportedFieldsOf } from './unsupported.ts';
 
 const checkConfig = compileSchema(SvcConfig);
 
@@ -224,7 +225,10 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** Build the effective config. Throws InputError SVC_ERR_CONFIG_INVALID naming path and layer. */
+/**
+ * Build the effective config. Throws InputError SVC_ERR_CONFIG_INVALID naming path and layer, or
+ * SVC_ERR_CONFIG_UNSUPPORTED for a field this version does not honour (unsupported.ts).
+ */
 export async function loadConfig(options: LoadConfigOptions = {}): Promise<LoadedConfig> {
   const env = options.env ?? process.env;
   const cwd = options.cwd ?? process.cwd();
@@ -274,6 +278,11 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Loade
     }
   }
   if (issues.length > 0) refuse(issues);
+  // A value the runtime would not honour is refused, never accepted and ignored (unsupported.ts).
+  const unsupported = unsupportedFieldsOf(merged).map((u) => ({ ...u, layer: layerOf(sources, u.path) }));
+  if (unsupported.length > 0) {
+    throw new InputError('SVC_ERR_CONFIG_UNSUPPORTED', formatConfigIssues(unsupported), { details: { issues: unsupported } });
+  }
 
   // Report leaves only: sections were tracked to attribute errors, not because they are values.
   const leaves = new Map([...sources].filter(([key]) => isAtomic(key) || !isPlain(getPath(merged, key))));

@@ -15,6 +15,8 @@ import {
 } from '../../../../kernel/services/config/index.ts';
 import { InputError } from '../../../../core/errors.ts';
 
+type Test = Parameters<Parameters<typeof t.test>[0]>[0];
+
 const dir = await mkdtemp(path.join(os.tmpdir(), 'svc-config-'));
 t.teardown(() => rm(dir, { recursive: true, force: true }));
 
@@ -49,7 +51,17 @@ interface FieldCase {
   badFile: unknown;
   /** Bad env string, or null when every non-empty string is valid for the field. */
   badEnv: string | null;
+  /**
+   * A field this version does not honour (kernel/services/config/unsupported.ts): `file` and
+   * `env` are refused with SVC_ERR_CONFIG_UNSUPPORTED and this message; `accepted` is a value
+   * that matches what the code does and still loads.
+   */
+  refused?: { message: RegExp; accepted?: { env: string; envValue: unknown } };
 }
+
+const NO_S3 = /an s3 storage setting, and s3 storage is not supported in this version \(no s3 storage plugin ships yet\): remove storage\.\w+ \(SVC_STORAGE_\w+\)/;
+const refusedS3 = (c: FieldCase): FieldCase => ({ ...c, refused: { message: NO_S3 } });
+const NO_SCALER = /agent scalers are not supported in this version .*: remove scaler\.config(Path|Dir) \(SVC_SCALER_CONFIG_\w+\) and start agents with svc-agent/;
 
 const url = (n: number) => `https://h${n}.example.test:${8000 + n}/p`;
 const int = (a: number, b: number): Omit<FieldCase, 'badEnv' | 'badFile'> & { badFile: unknown; badEnv: string } => ({
@@ -68,24 +80,30 @@ const boolField = (): FieldCase => ({ file: true, env: 'false', envValue: false,
 const FIELDS: Record<string, FieldCase> = {
   'database.url': { file: 'postgres://a@127.0.0.1/db', env: 'postgresql://b@127.0.0.1:5433/db', envValue: 'postgresql://b@127.0.0.1:5433/db', badFile: 'mysql://x', badEnv: 'http://x' },
   'instance.id': { file: 'orch-1', env: 'orch-2', envValue: 'orch-2', badFile: '-bad', badEnv: 'has space' },
-  'instance.mode': enumField('hybrid', 'observed', 'cloud'),
+  'instance.mode': {
+    ...enumField('hybrid', 'observed', 'cloud'),
+    refused: { message: /mode (hybrid|observed) is not supported in this version: the node's role follows platform\.url alone .*remove instance\.mode \(SVC_INSTANCE_MODE\)/, accepted: { env: 'independent', envValue: 'independent' } },
+  },
   'server.port': portField(8000, 9000),
   'server.host': str('127.0.0.1', '::1'),
   'server.publicUrl': { file: 'https://ci.example.test', env: 'http://127.0.0.1:7700/ci', envValue: 'http://127.0.0.1:7700/ci', badFile: 'ftp://x', badEnv: 'not a url' },
   'server.basePath': { file: '/ci', env: '/x/y', envValue: '/x/y', badFile: 'ci', badEnv: 'no-slash' },
   'server.logLevel': enumField('debug', 'warn', 'loud'),
-  'scaler.configPath': str('/etc/svc/scaler.yaml', '/opt/scaler.yaml'),
-  'scaler.configDir': str('/etc/svc/scalers', '/opt/scalers'),
+  'scaler.configPath': { ...str('/etc/svc/scaler.yaml', '/opt/scaler.yaml'), refused: { message: NO_SCALER } },
+  'scaler.configDir': { ...str('/etc/svc/scalers', '/opt/scalers'), refused: { message: NO_SCALER } },
   'platform.url': urlField(1, 2),
   'platform.token': str('platform-token-file', 'platform-token-env', 123),
-  'storage.type': enumField('s3', 'filesystem', 'gcs'),
+  'storage.type': {
+    ...enumField('s3', 's3', 'gcs'),
+    refused: { message: /s3 storage is not supported in this version \(no s3 storage plugin ships yet\): set storage\.type to filesystem/, accepted: { env: 'filesystem', envValue: 'filesystem' } },
+  },
   'storage.fsPath': str('/var/a', '/var/b', []),
-  'storage.bucket': { file: 'bucket-a', env: 'bucket-b', envValue: 'bucket-b', badFile: 'A', badEnv: 'Bad_Bucket' },
-  'storage.endpoint': urlField(3, 4),
-  'storage.forcePathStyle': boolField(),
-  'storage.uploadEndpoint': urlField(5, 6),
-  'storage.externalEndpoint': urlField(7, 8),
-  'storage.region': str('us-east-1', 'eu-west-1', 5),
+  'storage.bucket': refusedS3({ file: 'bucket-a', env: 'bucket-b', envValue: 'bucket-b', badFile: 'A', badEnv: 'Bad_Bucket' }),
+  'storage.endpoint': refusedS3(urlField(3, 4)),
+  'storage.forcePathStyle': { ...boolField(), env: 'true', envValue: true, refused: { message: NO_S3, accepted: { env: 'false', envValue: false } } },
+  'storage.uploadEndpoint': refusedS3(urlField(5, 6)),
+  'storage.externalEndpoint': refusedS3(urlField(7, 8)),
+  'storage.region': refusedS3(str('us-east-1', 'eu-west-1', 5)),
   agentAuth: enumField('none', 'token', 'basic'),
   agentTokenTtlMs: int(1000, 2000),
   'queue.maxDepth': { ...int(5, 6), badEnv: '1.5' },
@@ -98,7 +116,14 @@ const FIELDS: Record<string, FieldCase> = {
   'secrets.keyOld': str('old-key-from-file', 'old-key-from-env', true),
   'secrets.keyFileOld': str('/run/secrets/old-a', '/run/secrets/old-b'),
   'secrets.bootstrapAdminToken': { file: 'bootstrap-token-file-0123', env: 'bootstrap-token-env-0123', envValue: 'bootstrap-token-env-0123', badFile: 'short', badEnv: 'short' },
-  pgCustomerSecrets: boolField(),
+  pgCustomerSecrets: {
+    file: false,
+    env: 'false',
+    envValue: false,
+    badFile: 'yes',
+    badEnv: 'maybe',
+    refused: { message: /customer secrets \(secret contexts\) are always stored in PostgreSQL, sealed with the master key; remove pgCustomerSecrets \(SVC_PG_CUSTOMER_SECRETS\) or set it to true/, accepted: { env: 'true', envValue: true } },
+  },
   'cluster.joinToken': { file: 'join-token-file-0123456', env: 'join-token-env-0123456', envValue: 'join-token-env-0123456', badFile: 'short', badEnv: 'short' },
   'cluster.heartbeatMs': int(13, 14),
   'cluster.leaseDurationMs': int(15, 16),
@@ -216,6 +241,10 @@ for (const [dotPath, c] of Object.entries(FIELDS)) {
     t.same(getPath(defaults.config, dotPath), getPath(configDefaults(), dotPath), 'default');
 
     const file = await writeYaml(nest(dotPath, c.file));
+    if (c.refused !== undefined) {
+      await checkRefused(t, dotPath, envName, file, c);
+      return;
+    }
     const fromFile = await loadConfig({ env: { SVC_CONFIG_FILE: file } });
     t.same(getPath(fromFile.config, dotPath), c.file, 'file beats default');
     const fileLayer = dotPath === 'plugins.config' ? `${dotPath}.provider:github` : dotPath;
@@ -250,6 +279,47 @@ for (const [dotPath, c] of Object.entries(FIELDS)) {
     }
   });
 }
+
+/** A refused field: its values stop the load with one line naming field, layer and what to do. */
+async function checkRefused(t: Test, dotPath: string, envName: string, file: string, c: FieldCase): Promise<void> {
+  const refused = c.refused!;
+  for (const [env, layer] of [[{ SVC_CONFIG_FILE: file }, `file ${file}`], [{ [envName]: c.env }, `env ${envName}`]] as const) {
+    const error = (await loadConfig({ env }).catch((e: unknown) => e)) as InputError;
+    t.ok(error instanceof InputError, `${layer}: refused`);
+    t.equal(error.code, 'SVC_ERR_CONFIG_UNSUPPORTED', `${layer}: unsupported, not invalid`);
+    t.ok(error.message.startsWith(`config ${dotPath}: `), `${layer}: names the field`);
+    t.match(error.message, refused.message, `${layer}: says what is not supported and what to do`);
+    t.ok(error.message.endsWith(`(from ${layer})`), `${layer}: names where it was set`);
+    t.notMatch(error.message, /\n/, 'one line');
+  }
+  if (refused.accepted !== undefined) {
+    const ok = await loadConfig({ env: { [envName]: refused.accepted.env } });
+    t.same(getPath(ok.config, dotPath), refused.accepted.envValue, 'the value the code implements still loads');
+  }
+  const bad = await writeYaml(nest(dotPath, c.badFile));
+  await t.rejects(loadConfig({ env: { SVC_CONFIG_FILE: bad } }), { code: 'SVC_ERR_CONFIG_INVALID', message: `config ${dotPath}` }, 'a value of the wrong shape is still invalid');
+}
+
+t.test('refused fields: the exact line', async (t) => {
+  await t.rejects(loadConfig({ env: { SVC_STORAGE_TYPE: 's3' } }), {
+    code: 'SVC_ERR_CONFIG_UNSUPPORTED',
+    message:
+      'config storage.type: s3 storage is not supported in this version (no s3 storage plugin ships yet): set storage.type to filesystem (SVC_STORAGE_TYPE=filesystem, objects under SVC_STORAGE_FS_PATH) (from env SVC_STORAGE_TYPE)',
+  });
+  await t.rejects(loadConfig({ env: { SVC_INSTANCE_MODE: 'independent', SVC_PLATFORM_URL: 'https://relay.example.test' } }), {
+    code: 'SVC_ERR_CONFIG_UNSUPPORTED',
+    message: /^config instance\.mode: mode independent is not supported .*, and platform\.url is set\); remove instance\.mode/,
+  });
+  await t.rejects(loadConfig({ env: {}, shared: { version: 6, config: { pgCustomerSecrets: false } } }), {
+    code: 'SVC_ERR_CONFIG_UNSUPPORTED',
+    message: /^config pgCustomerSecrets: .* \(from shared config v6\)$/,
+  });
+  const both = (await loadConfig({ env: { SVC_STORAGE_TYPE: 's3', SVC_SCALER_CONFIG_DIR: '/x' } }).catch((e: unknown) => e)) as InputError;
+  t.same((both.details as { issues: { path: string }[] }).issues.map((i) => i.path), ['storage.type', 'scaler.configDir'], 'every refused field named at once');
+  const defaults = await loadConfig({ env: {} });
+  t.equal(defaults.config.pgCustomerSecrets, true, 'the default says what the code does');
+  t.equal(defaults.config.storage.forcePathStyle, false);
+});
 
 t.test('refusal message format', async (t) => {
   await t.rejects(loadConfig({ env: { SVC_SERVER_PORT: '70000' } }), {
@@ -348,14 +418,14 @@ t.test('relative SVC_CONFIG_FILE resolves against cwd', async (t) => {
 });
 
 t.test('merging keeps sibling values from lower layers', async (t) => {
-  const file = await writeYaml({ storage: { type: 's3', bucket: 'from-file' }, plugins: { config: { 'storage:s3': { a: 1 } } } });
+  const file = await writeYaml({ storage: { type: 'filesystem', fsPath: '/from-file' }, plugins: { config: { 'storage:fixture': { a: 1 } } } });
   const { config, sources } = await loadConfig({
-    env: { SVC_CONFIG_FILE: file, SVC_STORAGE_BUCKET: 'from-env', SVC_PLUGINS_CONFIG: '{"provider:git":{"b":2}}' },
+    env: { SVC_CONFIG_FILE: file, SVC_STORAGE_FS_PATH: '/from-env', SVC_PLUGINS_CONFIG: '{"provider:git":{"b":2}}' },
   });
-  t.equal(config.storage.type, 's3');
-  t.equal(config.storage.bucket, 'from-env');
+  t.equal(config.storage.type, 'filesystem');
+  t.equal(config.storage.fsPath, '/from-env');
   t.equal(config.storage.forcePathStyle, false);
-  t.same(config.plugins.config, { 'storage:s3': { a: 1 }, 'provider:git': { b: 2 } });
+  t.same(config.plugins.config, { 'storage:fixture': { a: 1 }, 'provider:git': { b: 2 } });
   t.equal(sources.get('storage.type'), `file ${file}`);
   t.equal(sources.get('storage.forcePathStyle'), 'defaults');
 });
