@@ -99,7 +99,13 @@ export const SvcConfig = Type.Object(
     agentTokenTtlMs: Type.Optional(PositiveInt),
     queue: Type.Object({ maxDepth: PositiveInt, timeoutMs: PositiveInt }, strict),
     lockfileCache: Type.Object({ max: PositiveInt, ttlMs: PositiveInt }, strict),
-    staleDetector: Type.Object({ scanIntervalMs: PositiveInt }, strict),
+    staleDetector: Type.Object(
+      {
+        /** How often the recovery sweep fails dead agents' jobs; absent: a quarter of the recovery window, 100 ms to 5 s. */
+        scanIntervalMs: Type.Optional(PositiveInt),
+      },
+      strict,
+    ),
     secrets: Type.Object(
       {
         /** Master key, 32 bytes as base64 or 64 hex characters. */

@@ -59,6 +59,9 @@ export function createDispatchSubsystem(tuning: DispatchTuning = {}): Subsystem 
         maxReconnectDelayMs: ctx.config.agent.maxReconnectDelayMs,
         maxDispatchAttempts: ctx.config.cluster.maxDispatchAttempts,
         sealedSecretsRetryBackoffMs: ctx.config.sealedSecretsRetryBackoffMs,
+        // Read at use time: `ctx.config` is the holder's current snapshot, so a reload applies them.
+        queueTimeoutMs: () => ctx.config.queue.timeoutMs,
+        staleScanIntervalMs: () => ctx.config.staleDetector.scanIntervalMs,
         ...(cluster === undefined ? {} : { clusterSettings: () => cluster.settings.current() }),
         storage: () => storageOf(ctx),
         masterKeys: ctx.masterKeys,

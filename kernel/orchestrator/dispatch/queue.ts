@@ -47,6 +47,17 @@ export interface DispatcherOptions {
 /** Spec ("Dispatch and run errors"): a job no coordinator can open fails with this, then why. */
 export const SEALED_SECRETS_UNOPENABLE = 'Sealed secrets of this job could not be opened by any coordinator: finish the master-key rotation on every coordinator';
 
+/**
+ * Failure text of a job that stayed `queued` past `queue.timeoutMs` (docs/config.md): names the
+ * setting and the labels no agent took it with.
+ */
+export function queueTimeoutReason(timeoutMs: number, runsOn: readonly string[]): string {
+  return `Queue timeout: not dispatched within queue.timeoutMs (${timeoutMs} ms); no agent took it with the labels ${runsOn.length === 0 ? '(none)' : runsOn.join(', ')}`;
+}
+
+/** Jobs failed per queue-timeout pass: bounds one pass's work (the next tick takes the rest). */
+const QUEUE_TIMEOUT_BATCH = 200;
+
 /** `No jobs dispatched: …` for a job whose matchers no online agent satisfies. */
 export function noJobsReason(matchers: readonly string[]): string {
   return `${NO_JOBS_DISPATCHED}: no online or spawnable agent carries the labels ${matchers.length === 0 ? '(none)' : matchers.join(', ')}`;
@@ -283,6 +294,39 @@ export class Dispatcher {
       if (jobs.length < PAGE_SIZE) break;
     }
     return { marked, failed };
+  }
+
+  /**
+   * Fails jobs `queued` longer than `timeoutMs`, counted from when they last became dispatchable
+   * (queued, or a later `ready_at` back-off). One transaction per job, like the other failures
+   * here, so run locks are never taken for several runs at once. Safe on every node at once.
+   */
+  async failQueueTimeouts(timeoutMs: number): Promise<string[]> {
+    const expired = (await this.#o.pool.any(sql.unsafe`
+      SELECT id::text AS id, run_id::text AS run_id, runs_on FROM jobs
+      WHERE status = 'queued' AND greatest(coalesce(queued_at, created_at), ready_at) < now() - ${timeoutMs} * interval '1 millisecond'
+      ORDER BY coalesce(queued_at, created_at), id
+      LIMIT ${QUEUE_TIMEOUT_BATCH}`)) as readonly { id: string; run_id: string; runs_on: string[] }[];
+    const failed: string[] = [];
+    for (const job of expired) {
+      const reason = queueTimeoutReason(timeoutMs, job.runs_on);
+      const done = await this.#o.pool.transaction(async (tx) => {
+        await lockRunsOfJobs(tx, sql.fragment`id = ${job.id}`);
+        // Re-checked under the lock: dispatched (or cancelled) meanwhile means it is not ours.
+        const row = await tx.maybeOne(sql.unsafe`
+          UPDATE jobs SET status = 'failed', reason = ${reason}, finished_at = now(), updated_at = now()
+          WHERE id = (SELECT id FROM jobs WHERE id = ${job.id} AND status = 'queued'
+                        AND greatest(coalesce(queued_at, created_at), ready_at) < now() - ${timeoutMs} * interval '1 millisecond'
+                      FOR UPDATE SKIP LOCKED)
+          RETURNING id`);
+        if (row === null) return false;
+        await recordJobComplete(tx, job.run_id, job.id, 'failed', { reason });
+        await progressRun(tx, job.run_id);
+        return true;
+      });
+      if (done) failed.push(job.id);
+    }
+    return failed;
   }
 
   async #failUnroutable(job: QueuedJob, matchers: readonly string[]): Promise<number> {

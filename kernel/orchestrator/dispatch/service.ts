@@ -62,6 +62,13 @@ export interface DispatchServiceOptions extends DispatchTuning {
   clusterSettings?: () => ClusterSettingsValues;
   /** Back-off without cluster settings (config `sealedSecretsRetryBackoffMs`). */
   sealedSecretsRetryBackoffMs?: number;
+  /** `queue.timeoutMs`, read at each pass (a reload applies it); undefined: no queue timeout. */
+  queueTimeoutMs?: () => number | undefined;
+  /**
+   * `staleDetector.scanIntervalMs`, read before each recovery sweep (a reload applies it);
+   * undefined: the `sweepMs` tuning, else a quarter of the recovery window (100 ms to 5 s).
+   */
+  staleScanIntervalMs?: () => number | undefined;
 }
 
 export class DispatchService {
@@ -69,7 +76,7 @@ export class DispatchService {
   readonly dispatcher: Dispatcher;
   readonly options: Required<DispatchTuning> & DispatchServiceOptions;
   readonly #handlers = new Map<string, AgentRequestHandler<DelegatedType>>();
-  readonly #timers: NodeJS.Timeout[] = [];
+  readonly #timers = new Set<NodeJS.Timeout>();
   readonly #pendingDisconnects = new Set<Promise<unknown>>();
   #listener: Listener | undefined;
   #sourceAuth: SourceAuthResolver | undefined;
@@ -114,33 +121,53 @@ export class DispatchService {
     this.#every(this.options.tickMs, async () => {
       this.dispatcher.wake();
       await this.dispatcher.annotateUnroutable();
+      const timeoutMs = this.options.queueTimeoutMs?.();
+      if (timeoutMs !== undefined) {
+        const failed = await this.dispatcher.failQueueTimeouts(timeoutMs);
+        if (failed.length > 0) this.options.logger.warn({ jobs: failed, timeoutMs }, 'jobs queued longer than queue.timeoutMs failed');
+      }
     });
-    this.#every(this.options.sweepMs, async () => {
+    // The stale detector: fails the jobs of agents that did not come back within the window.
+    this.#every(() => this.#recoveryScanMs, async () => {
       const failed = await sweepExpiredRecoveries(this.options.pool, this.options.maxReconnectDelayMs);
       if (failed.length > 0) this.options.logger.info({ jobs: failed }, 'recovery window expired; jobs failed');
     });
     this.dispatcher.wake();
   }
 
-  /** A timer that never overlaps itself and logs instead of throwing. */
-  #every(ms: number, fn: () => Promise<void>): void {
-    let busy = false;
-    const timer = setInterval(() => {
-      if (busy || this.#stopped) return;
-      busy = true;
-      fn()
-        .catch((error: unknown) => this.options.logger.warn({ err: messageOf(error) }, 'dispatch background task failed'))
-        .finally(() => {
-          busy = false;
-        });
-    }, ms);
-    timer.unref();
-    this.#timers.push(timer);
+  /** Recovery sweep interval: `staleDetector.scanIntervalMs` when set, else the tuning or default. */
+  get #recoveryScanMs(): number {
+    return this.options.staleScanIntervalMs?.() ?? this.options.sweepMs;
+  }
+
+  /**
+   * A timer that never overlaps itself and logs instead of throwing. A function interval is read
+   * again at least every second, so a reloaded setting applies without waiting out the old one.
+   */
+  #every(ms: number | (() => number), fn: () => Promise<void>): void {
+    const interval = typeof ms === 'function' ? ms : () => ms;
+    let last = Date.now();
+    const next = (): void => {
+      if (this.#stopped) return;
+      const wait = Math.max(0, Math.min(last + interval() - Date.now(), 1_000));
+      const timer = setTimeout(() => {
+        this.#timers.delete(timer);
+        if (this.#stopped) return;
+        if (Date.now() - last < interval()) return next();
+        last = Date.now();
+        fn()
+          .catch((error: unknown) => this.options.logger.warn({ err: messageOf(error) }, 'dispatch background task failed'))
+          .finally(next);
+      }, wait);
+      timer.unref();
+      this.#timers.add(timer);
+    };
+    next();
   }
 
   async stop(): Promise<void> {
     this.#stopped = true;
-    for (const timer of this.#timers) clearInterval(timer);
+    for (const timer of this.#timers) clearTimeout(timer);
     await this.dispatcher.stop();
     for (const session of this.registry.list()) session.close(1001, 'orchestrator shutting down');
     await Promise.allSettled([...this.#pendingDisconnects]);

@@ -54,6 +54,8 @@ export interface IngestDeps {
   nodeId: string;
   storage?: StorageExtensionPoint;
   notifyJobsQueued: NotifyJobsQueued;
+  /** `queue.maxDepth`, read per delivery (a reload applies it); absent: no limit. */
+  queueMaxDepth?: () => number | undefined;
   admission?: Partial<AdmissionOptions>;
   /** TTL of opened sources (ms); changes also invalidate them at once (see sources/cache.ts). */
   sourceCacheTtlMs?: number;
@@ -196,7 +198,14 @@ export class IngestPipeline implements PipelineServices {
   async dispatch(state: DeliveryState, targets: readonly RunTarget[], status: IngestOutcome['status']): Promise<IngestOutcome> {
     const { delivery } = state;
     const result: DispatchResult = await dispatchRuns(
-      { pool: this.deps.pool, caches: this.caches, notifyJobsQueued: this.deps.notifyJobsQueued, eventLog: this.eventLog, outcomes: this.outcomes },
+      {
+        pool: this.deps.pool,
+        caches: this.caches,
+        notifyJobsQueued: this.deps.notifyJobsQueued,
+        eventLog: this.eventLog,
+        outcomes: this.outcomes,
+        ...(this.deps.queueMaxDepth === undefined ? {} : { queueMaxDepth: this.deps.queueMaxDepth }),
+      },
       state,
       targets,
       status,

@@ -46,6 +46,8 @@ export const ingestSubsystem: Subsystem = {
       nodeId: ctx.nodeId,
       ...(storage ? { storage } : {}),
       notifyJobsQueued,
+      // Read per delivery: `ctx.config` is the holder's current snapshot, so a reload applies it.
+      queueMaxDepth: () => ctx.config.queue.maxDepth,
     });
     // Cached sources and registrations are dropped when another process (svc-admin, another
     // node) changes them; a listener that lost its connection drops everything.

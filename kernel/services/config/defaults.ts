@@ -13,7 +13,7 @@ export function configDefaults(): SvcConfig {
     agentAuth: 'token',
     queue: { maxDepth: 10_000, timeoutMs: 60 * 60_000 },
     lockfileCache: { max: 500, ttlMs: 5 * 60_000 },
-    staleDetector: { scanIntervalMs: 60_000 },
+    staleDetector: {}, // absent: derived from the recovery window (dispatch/service.ts)
     secrets: {},
     pgCustomerSecrets: true, // customer secrets live in PostgreSQL, sealed; false is refused (unsupported.ts)
     cluster: {

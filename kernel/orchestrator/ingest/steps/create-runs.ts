@@ -4,14 +4,14 @@
 import { randomUUID } from 'node:crypto';
 import type { CommonQueryMethods } from 'slonik';
 import type { NormalizedEvent } from '../../../../schemas/event.ts';
-import type { DatabasePool } from '../../../services/db/index.ts';
+import { sql, type DatabasePool } from '../../../services/db/index.ts';
 import { createRun, jobRowCount, type CreatedRun, type RunPlan } from '../../runs/create.ts';
 import type { CacheChecker } from './caches.ts';
 import { countDuplicate, recordOutcomeRow, replaceRunIds, type ClaimOptions } from '../record/delivery-record.ts';
 import type { EventLogWriter } from '../record/event-log.ts';
 import type { OutcomeBatcher } from '../record/outcome-batch.ts';
 import type { Candidate } from './match.ts';
-import type { DeliveryState, DeliveryStatus } from '../types.ts';
+import { IngestStop, type DeliveryState, type DeliveryStatus } from '../types.ts';
 
 export type NotifyJobsQueued = (tx: CommonQueryMethods) => Promise<void>;
 
@@ -70,6 +70,25 @@ export interface DispatchDeps {
   notifyJobsQueued: NotifyJobsQueued;
   eventLog: EventLogWriter;
   outcomes: OutcomeBatcher;
+  /** `queue.maxDepth`, read per delivery (a reload applies it); undefined: no limit. */
+  queueMaxDepth?: () => number | undefined;
+}
+
+/** Shed reason of a delivery whose runs would take the queue past `queue.maxDepth`. */
+export function queueFullReason(maxDepth: number, adding: number): string {
+  return `queue.maxDepth (${maxDepth}) reached: the run(s) of this delivery would queue ${adding} more job(s); no run created, retried later (raise queue.maxDepth or add agents)`;
+}
+
+/**
+ * Inside the runs' transaction (it sees their jobs): refuse when the queued jobs now exceed
+ * `queue.maxDepth`. The count stops just past the limit, so a long queue costs no more.
+ */
+async function checkQueueDepth(tx: CommonQueryMethods, deps: DispatchDeps, created: readonly CreatedRun[]): Promise<string | null> {
+  const maxDepth = deps.queueMaxDepth?.();
+  const adding = created.reduce((sum, run) => sum + run.queuedJobs, 0);
+  if (maxDepth === undefined || adding === 0) return null;
+  const queued = Number(await tx.oneFirst(sql.unsafe`SELECT count(*) FROM (SELECT 1 FROM jobs WHERE status = 'queued' LIMIT ${maxDepth + 1}) q`));
+  return queued > maxDepth ? queueFullReason(maxDepth, adding) : null;
 }
 
 export type DispatchResult = { duplicate: false; runs: CreatedRun[] } | { duplicate: true; status: string };
@@ -142,6 +161,13 @@ export async function dispatchRuns(
         const actual = created.map((r, i) => ({ ...predicted[i]!, runId: r.runId, jobs: r.jobIds.length, status: r.status, existing: !r.created }));
         state.steps.entries[dispatchEntry] = { step: 'dispatch', outcome: 'runs_created', detail: describe(actual).slice(0, 2000) };
         await replaceRunIds(tx, state, planned, created.map((r) => r.runId));
+      }
+      const full = await checkQueueDepth(tx, deps, created);
+      if (full !== null) {
+        // Rolls the runs and the record back; finishClaimed records the delivery `shed` with it.
+        state.steps.entries.splice(dispatchEntry);
+        state.steps.add('dispatch', 'shed', full);
+        throw new IngestStop('shed', 'shed_retry_later', full);
       }
       if (created.some((r) => r.queuedJobs > 0)) await deps.notifyJobsQueued(tx);
       return created;
