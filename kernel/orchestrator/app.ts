@@ -12,7 +12,7 @@ import { createPluginHost, type SvcPlugin } from '../../core/plugins/index.ts';
 import { loadConfig } from '../services/config/index.ts';
 import { loadMasterKeys, type MasterKeys } from '../services/crypto/master-keys.ts';
 import { migrate, resolveDatabase } from '../services/db/index.ts';
-import { createHttpServer, listen } from '../services/http/index.ts';
+import { createHttpServer, listen, startMetricsListener } from '../services/http/index.ts';
 import { createLogger } from '../../core/logging.ts';
 import { PROCESS_LOG_RING } from '../../core/log-ring.ts';
 import { createMetrics } from '../services/metrics.ts';
@@ -38,6 +38,8 @@ export interface StartOrchestratorOptions {
 
 export interface Orchestrator {
   readonly url: string;
+  /** The separate metrics listener (`metrics.port`), when configured. */
+  readonly metricsUrl?: string;
   readonly ctx: OrchestratorContext;
   /** Ids of the started subsystems, in start order. */
   readonly subsystems: readonly string[];
@@ -143,7 +145,8 @@ export async function startOrchestrator(options: StartOrchestratorOptions): Prom
     await host.signInAll({ builtIns: chosen.builtIns, modules: config.plugins.modules });
     stops.push(() => host.close());
 
-    const http = createHttpServer({ logger, metrics });
+    // With `metrics.port`, /metrics moves to a listener of its own (below).
+    const http = createHttpServer({ logger, metrics, metricsRoute: config.metrics.port === undefined });
     stops.push(() => http.close());
     // Before any route: the OpenAPI generator collects routes as they are added.
     await registerOpenApi(http);
@@ -175,8 +178,14 @@ export async function startOrchestrator(options: StartOrchestratorOptions): Prom
     stops.push(() => started.stop());
 
     const bound = await listen(http, { port, host: config.server.host });
-    logger.info({ url: publicUrl, bound: bound.url, nodeId, subsystems: started.order }, 'orchestrator listening');
-    return { url: publicUrl, ctx, subsystems: started.order, get: (ref) => started.get(ref), stop: stopAll };
+    let metricsUrl: string | undefined;
+    if (config.metrics.port !== undefined) {
+      const listener = await startMetricsListener({ logger, metrics, port: config.metrics.port, host: config.server.host });
+      stops.push(() => listener.close());
+      metricsUrl = listener.url;
+    }
+    logger.info({ url: publicUrl, bound: bound.url, metrics: metricsUrl, nodeId, subsystems: started.order }, 'orchestrator listening');
+    return { url: publicUrl, ...(metricsUrl === undefined ? {} : { metricsUrl }), ctx, subsystems: started.order, get: (ref) => started.get(ref), stop: stopAll };
   } catch (error) {
     await stopAll();
     throw error;

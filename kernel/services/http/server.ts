@@ -34,6 +34,8 @@ export interface CreateHttpServerOptions {
    * (`svc_http_requests_total`, `svc_http_request_duration_seconds`, see request-metrics.ts).
    */
   metrics?: SvcMetrics;
+  /** Serve `GET /metrics` here (with `metrics`); false when a separate listener serves it. Default true. */
+  metricsRoute?: boolean;
   bodyLimit?: number;
   keepAliveTimeout?: number;
   /** Register `GET /healthz`. Default true. */
@@ -137,15 +139,34 @@ export function createHttpServer(options: CreateHttpServerOptions): SvcHttpServe
     app.get('/healthz', { logLevel: 'warn' }, async () => ({ status: 'ok' as const }));
   }
   const metrics = options.metrics;
-  if (metrics) {
-    installRequestMetrics(app, metrics);
-    app.get('/metrics', { logLevel: 'warn' }, async (_request, reply) => {
-      const text = await metrics.text();
-      return reply.type(metrics.contentType).send(text);
-    });
-  }
+  if (metrics) installRequestMetrics(app, metrics);
+  if (metrics && options.metricsRoute !== false) serveMetrics(app as unknown as SvcHttpServer, metrics);
   // pino's Logger is a FastifyBaseLogger; widen so route plugins typed for fastify's base fit.
   return app as unknown as SvcHttpServer;
+}
+
+/** `GET /metrics`: the text exposition of `metrics`' registry. */
+function serveMetrics(app: SvcHttpServer, metrics: SvcMetrics): void {
+  app.get('/metrics', { logLevel: 'warn' }, async (_request, reply) => {
+    const text = await metrics.text();
+    return reply.type(metrics.contentType).send(text);
+  });
+}
+
+/**
+ * A listener of its own for `GET /metrics` (config `metrics.port`): scrapers reach it on a port
+ * the public listener does not share. Requests to it are not counted in the request metrics.
+ */
+export async function startMetricsListener(options: { logger: Logger; metrics: SvcMetrics; port: number; host: string }): Promise<{ url: string; close(): Promise<void> }> {
+  const app = createHttpServer({ logger: options.logger });
+  serveMetrics(app, options.metrics);
+  try {
+    const bound = await listen(app, { port: options.port, host: options.host });
+    return { url: bound.url, close: () => app.close() };
+  } catch (error) {
+    await app.close();
+    throw error;
+  }
 }
 
 export interface ListenOptions {
