@@ -85,6 +85,9 @@ await eachDatabase(t, async (t, db) => {
     const bad = await call(orch, 'PUT', '/admin/config', { config: { queue: { maxDepth: 'lots' } } });
     t.equal(bad.status, 400);
     t.match(bad.body.error, { code: 'SVC_ERR_CONFIG_VERSION_INVALID', message: /queue\.maxDepth/ });
+    const s3 = await call(orch, 'PUT', '/admin/config', { config: { storage: { type: 's3', bucket: 'ci-cache' } } });
+    t.equal(s3.status, 400, 'a field this version does not honour');
+    t.match(s3.body.error, { code: 'SVC_ERR_CONFIG_UNSUPPORTED', message: /config storage\.type: s3 storage is not supported in this version.*config storage\.bucket: / });
     t.same((await call(orch, 'GET', '/admin/config/versions')).body, { versions: [] });
   });
 

@@ -149,6 +149,33 @@ await eachDatabase(t, async (t, db) => {
     await t.rejects(writeConfigVersion(db.pool, KEY, { config: { platform: { token: REDACTED } }, createdBy: 'api:set' }), { code: 'SVC_ERR_CONFIG_REDACTED_VALUE' });
     t.equal(await count(db.pool), before, 'no version was written');
   });
+
+  await t.test('a field this version does not honour is refused in a version too; nothing is written', async (t) => {
+    const before = await count(db.pool);
+    const refused: Array<[object, RegExp]> = [
+      [{ storage: { type: 's3' } }, /^the shared config sets what this version does not support: config storage\.type: s3 storage is not supported in this version \(no s3 storage plugin ships yet\): set storage\.type to filesystem/],
+      [{ storage: { type: 'filesystem', bucket: 'ci-cache' } }, /config storage\.bucket: an s3 storage setting, .*remove storage\.bucket \(SVC_STORAGE_BUCKET\)/],
+      [{ storage: { forcePathStyle: true } }, /config storage\.forcePathStyle: an s3 storage setting/],
+      [{ storage: { endpoint: 'https://s3.example.test', uploadEndpoint: 'https://up.example.test', externalEndpoint: 'https://ext.example.test' } }, /storage\.endpoint: .*storage\.uploadEndpoint: .*storage\.externalEndpoint: /],
+      [{ pgCustomerSecrets: false }, /config pgCustomerSecrets: another customer secret store is not supported in this version/],
+    ];
+    for (const [config, message] of refused) {
+      const error = await writeConfigVersion(db.pool, KEY, { config: config as Record<string, unknown>, createdBy: 'api:set' }).catch((e: unknown) => e);
+      t.match(error, { code: 'SVC_ERR_CONFIG_UNSUPPORTED', message }, JSON.stringify(config));
+      t.notMatch((error as Error).message, /shared config v0/, 'no made-up version number in the message');
+    }
+    // Local fields that are also refused: the local-field refusal names them first.
+    await t.rejects(writeConfigVersion(db.pool, KEY, { config: { scaler: { configPath: '/etc/scaler.yaml' }, instance: { mode: 'platform' } }, createdBy: 'api:set' }), {
+      code: 'SVC_ERR_CONFIG_LOCAL_FIELD',
+      message: /scaler\.configPath, instance\.mode are local fields/,
+    });
+    t.equal(await count(db.pool), before, 'no version was written');
+    // The values the code implements are fine, and a seed of the running shared fields stays writable.
+    const ok = await writeConfigVersion(db.pool, KEY, { config: { storage: { type: 'filesystem', forcePathStyle: false }, pgCustomerSecrets: true }, createdBy: 'api:set' });
+    t.ok(ok.version > 0);
+    const seed = await writeConfigVersion(db.pool, KEY, { config: sharedFieldsOf(configDefaults()), createdBy: 'cli:seed' });
+    t.ok(seed.version > ok.version, 'the defaults as a document are accepted');
+  });
 });
 
 t.test('a reload plan holds the spec\'s start-only fields and fields read at start, and applies the rest', async (t) => {
