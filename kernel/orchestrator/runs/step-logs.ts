@@ -90,7 +90,7 @@ export async function readRunLogs(pool: DatabasePool, runId: string, query: RunL
   if (!UUID.test(runId)) throw notFound();
   const run = await pool.maybeOne(sqlTyped(Type.Object({ id: Type.String(), status: Type.String() }))`select id::text as id, status from runs where id = ${runId}`);
   if (run === null) throw notFound();
-  const jobs = [...(await pool.any(sqlTyped(JobRow)`select id::text as id, name, display_name from jobs where run_id = ${run.id} order by created_at, id`))];
+  const jobs = [...(await pool.any(sqlTyped(JobRow)`select id::text as id, name, display_name from jobs where run_id = ${run.id} order by created_at, display_name, id`))];
   let selected: JobRow[] = jobs;
   if (query.job !== undefined) selected = [pickJob(jobs, query.job, run.id)];
   else if (query.step !== undefined && jobs.length !== 1) {
