@@ -178,6 +178,17 @@ export const SvcConfig = Type.Object(
       },
       strict,
     ),
+    artifacts: Type.Object(
+      {
+        /** Days a run's artifacts are kept; a step may ask for fewer, never more. */
+        retentionDays: PositiveInt,
+        /** Largest packed artifact (gzipped tarball) accepted. */
+        maxSizeBytes: PositiveInt,
+        /** Artifacts one run may store. */
+        maxPerRun: PositiveInt,
+      },
+      strict,
+    ),
     agent: Type.Object({ maxReconnectDelayMs: PositiveInt }, strict),
     orchestrator: Type.Object(
       {

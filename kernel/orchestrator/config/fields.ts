@@ -26,6 +26,7 @@ export const SHARED_CONFIG_PATHS: readonly string[] = Object.freeze([
   'eventLog',
   'forgeStatus',
   'cache',
+  'artifacts',
   'agent',
   'sealedSecretsRetryBackoffMs',
 ]);
@@ -46,6 +47,7 @@ export const RESTART_CONFIG_PATHS: readonly string[] = Object.freeze([
   'eventLog',
   'forgeStatus',
   'cache',
+  'artifacts',
   'agent',
   'lockfileCache',
   'dataDir',

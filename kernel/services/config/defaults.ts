@@ -27,6 +27,8 @@ export function configDefaults(): SvcConfig {
     // Not shown by the spec: our choices (12 attempts spread over up to about four hours).
     forgeStatus: { maxAttempts: 12, retryBaseMs: 10_000, retryMaxMs: 60 * 60_000, requestTimeoutMs: 10_000, tickMs: 5_000 },
     cache: { ttlDays: 30 }, // spec
+    // Retention 30 days (issue 13); size and count bounds are our choice.
+    artifacts: { retentionDays: 30, maxSizeBytes: 2 * 1024 * 1024 * 1024, maxPerRun: 500 },
     agent: { maxReconnectDelayMs: 60_000 }, // spec
     orchestrator: { signerKind: 'db', kms: {} }, // spec: db is the default custody
     relay: {
