@@ -223,6 +223,64 @@ export const CacheUserSaveComplete = Type.Object(
   Strict,
 );
 
+// Run artifacts (ctx.artifacts, docs/artifacts.md). Upload: `artifact.upload.request` (the packed
+// tarball's digest, size and file count) → a pre-signed PUT to a temporary object; the agent PUTs,
+// then `artifact.commit.request` (same requestId) → the committed artifact. Download:
+// `artifact.download.request` → a pre-signed GET and the digest the agent must check.
+const ArtifactName = Type.String({ minLength: 1, maxLength: 128 });
+const ArtifactDigest = Type.String({ pattern: '^sha256:[0-9a-f]{64}$' });
+export const ArtifactInfo = Type.Object(
+  {
+    name: ArtifactName,
+    digest: ArtifactDigest,
+    sizeBytes: Type.Integer({ minimum: 0 }),
+    fileCount: Type.Integer({ minimum: 0 }),
+    runId: Id,
+    createdAt: Time,
+    expiresAt: Time,
+  },
+  Strict,
+);
+export type ArtifactInfo = Static<typeof ArtifactInfo>;
+export const ArtifactUploadRequest = Type.Object(
+  {
+    type: Type.Literal('artifact.upload.request'),
+    jobId: Id,
+    requestId: Id,
+    name: ArtifactName,
+    digest: ArtifactDigest,
+    sizeBytes: Type.Integer({ minimum: 0 }),
+    fileCount: Type.Integer({ minimum: 0 }),
+    /** Shorter than the configured retention only; absent: the configured retention. */
+    retentionDays: Type.Optional(Type.Integer({ minimum: 1 })),
+  },
+  Strict,
+);
+export const ArtifactUploadResponse = Type.Object(
+  { type: Type.Literal('artifact.upload.response'), requestId: Id, uploadUrl: Type.Optional(Type.String()), error: Type.Optional(ErrorBody) },
+  Strict,
+);
+export const ArtifactCommitRequest = Type.Object({ type: Type.Literal('artifact.commit.request'), jobId: Id, requestId: Id }, Strict);
+export const ArtifactCommitResponse = Type.Object(
+  { type: Type.Literal('artifact.commit.response'), requestId: Id, artifact: Type.Optional(ArtifactInfo), error: Type.Optional(ErrorBody) },
+  Strict,
+);
+export const ArtifactDownloadRequest = Type.Object(
+  {
+    type: Type.Literal('artifact.download.request'),
+    jobId: Id,
+    requestId: Id,
+    name: ArtifactName,
+    /** `current`: this run only; `upstream`: the run whose completion triggered this one; absent: current, then upstream. */
+    from: Type.Optional(Type.Union([Type.Literal('current'), Type.Literal('upstream')])),
+  },
+  Strict,
+);
+export const ArtifactDownloadResponse = Type.Object(
+  { type: Type.Literal('artifact.download.response'), requestId: Id, artifact: Type.Optional(ArtifactInfo), downloadUrl: Type.Optional(Type.String()), error: Type.Optional(ErrorBody) },
+  Strict,
+);
+
 export const OidcTokenRequest = Type.Object({ type: Type.Literal('oidc.token.request'), jobId: Id, requestId: Id, audience: Type.String({ minLength: 1, maxLength: 1000 }) }, Strict);
 export const OidcTokenResponse = Type.Object(
   {
@@ -251,6 +309,9 @@ export const AgentToOrchestratorMembers = [
   CacheUserSaveRequest,
   CacheUserSaveComplete,
   OidcTokenRequest,
+  ArtifactUploadRequest,
+  ArtifactCommitRequest,
+  ArtifactDownloadRequest,
 ] as const;
 export const AgentToOrchestrator = Type.Union([...AgentToOrchestratorMembers]);
 export type AgentToOrchestrator = Static<typeof AgentToOrchestrator>;
@@ -264,6 +325,9 @@ export const OrchestratorToAgentMembers = [
   CacheUserRestoreResponse,
   CacheUserSaveResponse,
   OidcTokenResponse,
+  ArtifactUploadResponse,
+  ArtifactCommitResponse,
+  ArtifactDownloadResponse,
   ProtocolError,
 ] as const;
 export const OrchestratorToAgent = Type.Union([...OrchestratorToAgentMembers]);
