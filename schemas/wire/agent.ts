@@ -58,6 +58,9 @@ export const SourceAuth = Type.Object(
   Strict,
 );
 
+/** One step of a job, by its index in the job's steps and its name. */
+export const StepRef = Type.Object({ index: Type.Integer({ minimum: 0 }), name: Type.String({ minLength: 1, maxLength: 200 }) }, Strict);
+
 export const JobDispatch = Type.Object(
   {
     type: Type.Literal('job.dispatch'),
@@ -97,6 +100,11 @@ export const JobDispatch = Type.Object(
         workflowOutcome: Type.Optional(WorkflowOutcome),
         /** Role `generate`: the generator to evaluate; on a generated job: the generator that made it. */
         generator: Type.Optional(GeneratorRef),
+        /**
+         * Steps whose lock entry holds them for an approval that applies to this run
+         * (docs/run-control.md "Step holds"): the runner asks `approval.step.request` before each.
+         */
+        approvalSteps: Type.Optional(Type.Array(StepRef, { maxItems: 1000 })),
       },
       Strict,
     ),
@@ -294,6 +302,47 @@ export const OidcTokenResponse = Type.Object(
   Strict,
 );
 
+/** Where a step hold stands: `pending` until a decider acts; the others are final. */
+export const StepHoldStatus = Type.Union([
+  Type.Literal('pending'),
+  Type.Literal('approved'),
+  Type.Literal('rejected'),
+  Type.Literal('expired'),
+  Type.Literal('cancelled'),
+]);
+export type StepHoldStatus = Static<typeof StepHoldStatus>;
+
+/**
+ * Before a held step: open its hold (the first time) and say where it stands. Asking again (a
+ * reconnect, a redispatch, a periodic re-check) finds the same hold, so a decision is never lost.
+ */
+export const ApprovalStepRequest = Type.Object(
+  { type: Type.Literal('approval.step.request'), jobId: Id, requestId: Id, index: Type.Integer({ minimum: 0 }), name: Type.String({ minLength: 1, maxLength: 200 }) },
+  Strict,
+);
+export const ApprovalStepResponse = Type.Object(
+  {
+    type: Type.Literal('approval.step.response'),
+    requestId: Id,
+    status: Type.Optional(StepHoldStatus),
+    /** Pending: what the hold waits for; final: its outcome (`approved by alice`, `rejected by bob: not now`). */
+    reason: Type.Optional(Type.String({ maxLength: 10_000 })),
+    error: Type.Optional(ErrorBody),
+  },
+  Strict,
+);
+/** Pushed when a step hold is decided (approved, rejected, expired, cancelled). */
+export const ApprovalStepDecision = Type.Object(
+  {
+    type: Type.Literal('approval.step.decision'),
+    jobId: Id,
+    index: Type.Integer({ minimum: 0 }),
+    status: StepHoldStatus,
+    reason: Type.String({ maxLength: 10_000 }),
+  },
+  Strict,
+);
+
 export const ProtocolError = Type.Object({ type: Type.Literal('protocol.error'), error: ErrorBody, requestId: Type.Optional(Id) }, Strict);
 
 export const AgentToOrchestratorMembers = [
@@ -312,6 +361,7 @@ export const AgentToOrchestratorMembers = [
   ArtifactUploadRequest,
   ArtifactCommitRequest,
   ArtifactDownloadRequest,
+  ApprovalStepRequest,
 ] as const;
 export const AgentToOrchestrator = Type.Union([...AgentToOrchestratorMembers]);
 export type AgentToOrchestrator = Static<typeof AgentToOrchestrator>;
@@ -328,6 +378,8 @@ export const OrchestratorToAgentMembers = [
   ArtifactUploadResponse,
   ArtifactCommitResponse,
   ArtifactDownloadResponse,
+  ApprovalStepResponse,
+  ApprovalStepDecision,
   ProtocolError,
 ] as const;
 export const OrchestratorToAgent = Type.Union([...OrchestratorToAgentMembers]);

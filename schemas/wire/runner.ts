@@ -134,6 +134,11 @@ export const RunnerStart = Type.Object(
     role: Type.Optional(JobRole),
     workflowOutcome: Type.Optional(WorkflowOutcome),
     generator: Type.Optional(GeneratorRef),
+    /**
+     * Steps held for an approval (by index and name): before each the runner asks the agent
+     * (`step.approval`) and waits for the decision. Absent: no step is held.
+     */
+    approvalSteps: Type.Optional(Type.Array(Type.Object({ index: Type.Integer({ minimum: 0 }), name: Type.String({ minLength: 1 }) }, Strict))),
   },
   Strict,
 );
@@ -187,7 +192,7 @@ export const RunnerLog = Type.Object(
 /** A value the agent must mask from now on (secret outputs, minted tokens). */
 export const RunnerSecret = Type.Object({ type: Type.Literal('runner.secret'), value: Type.String({ minLength: 1 }) }, Strict);
 
-export const RUNNER_APIS = ['emit', 'oidc.token', 'cache.restore', 'cache.save', 'artifacts.upload', 'attest'] as const;
+export const RUNNER_APIS = ['emit', 'oidc.token', 'cache.restore', 'cache.save', 'artifacts.upload', 'attest', 'step.approval'] as const;
 export const ApiRequest = Type.Object(
   {
     type: Type.Literal('api.request'),
@@ -234,6 +239,17 @@ export const RunnerApiShapes = {
       Strict,
     ),
     result: Type.Object({ bundlePaths: Type.Array(Type.String()), deferred: Type.Boolean() }, Strict),
+  },
+  // Not a step API: the runner itself asks before a held step; the agent answers once decided.
+  'step.approval': {
+    args: Type.Object({ index: Type.Integer({ minimum: 0 }), name: Type.String({ minLength: 1, maxLength: 200 }) }, Strict),
+    result: Type.Object(
+      {
+        status: Type.Union([Type.Literal('approved'), Type.Literal('rejected'), Type.Literal('expired'), Type.Literal('cancelled')]),
+        reason: Type.String(),
+      },
+      Strict,
+    ),
   },
 } as const;
 
