@@ -3,6 +3,7 @@
 // set: its order only breaks ties (subsystems free to start together start in this order).
 import type { Subsystem } from './context.ts';
 import { adminAuthSubsystem } from './admin-auth/subsystem.ts';
+import { artifactsSubsystem } from './artifacts/subsystem.ts';
 import { billingSubsystem } from './billing/subsystem.ts';
 import { cachesSubsystem } from './caches/index.ts';
 import { clusterSubsystem } from './cluster/subsystem.ts';
@@ -32,6 +33,8 @@ export const ORCHESTRATOR_SUBSYSTEMS: readonly Subsystem[] = [
   // Checkout credentials from each run's source provider.
   checkoutAuthSubsystem,
   cachesSubsystem,
+  // Run artifacts (ctx.artifacts): pre-signed uploads and downloads, retention sweep.
+  artifactsSubsystem,
   // Internal events: event.emit, and the delivery loop that turns events into runs.
   eventsSubsystem,
   // Cron schedules, fired by the cluster leader.

@@ -32,7 +32,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * The job `jobId` when `agentId` runs it now; throws NotFoundError / NotAllowedError otherwise.
  * `lock` takes a share lock on the job row so it cannot finish under a commit that needs it.
  */
-export async function activeJobOf(db: DatabasePool | CommonQueryMethods, agentId: string, jobId: string, options: { lock?: boolean; area?: 'CACHE' | 'EVENT' } = {}): Promise<AgentJobRow> {
+export async function activeJobOf(db: DatabasePool | CommonQueryMethods, agentId: string, jobId: string, options: { lock?: boolean; area?: 'CACHE' | 'EVENT' | 'ARTIFACT' } = {}): Promise<AgentJobRow> {
   const area = options.area ?? 'CACHE';
   if (!UUID.test(jobId)) throw new NotFoundError(`SVC_ERR_${area}_JOB_UNKNOWN`, `job ${JSON.stringify(jobId.slice(0, 80))} does not exist`);
   const lock = options.lock === true ? sql.fragment`FOR SHARE OF j` : sql.fragment``;
