@@ -7,6 +7,10 @@ export const ORCHESTRATOR_ERROR_CODES = {
   // APPROVAL (run control: holds, votes)
   SVC_ERR_APPROVAL_ACTOR_INVALID: { kind: 'input', message: 'an approval decision must name who decided (1 to 200 characters)' },
   SVC_ERR_APPROVAL_COMMENT_TOO_LONG: { kind: 'input', message: 'an approval comment is at most 2000 characters' },
+  SVC_ERR_APPROVAL_STEP_JOB_NOT_FOUND: { kind: 'not_found', message: 'no job has id {jobId}' },
+  SVC_ERR_APPROVAL_STEP_NOT_HELD: { kind: 'input', message: 'step {step} of job {job} has no approval that applies to this run; nothing to wait for' },
+  SVC_ERR_APPROVAL_STEP_NOT_OWNER: { kind: 'not_allowed', message: "agent {agentId} is not running job {jobId}; only the job's agent opens its step holds" },
+  SVC_ERR_APPROVAL_STEP_UNKNOWN: { kind: 'input', message: 'job {job} has no step {step} at index {index} in its lock entry; the agent and the lock disagree (re-run the workflow)' },
   // ARTIFACT (run artifacts: ctx.artifacts, svc runs artifacts|download)
   SVC_ERR_ARTIFACT_EXISTS: { kind: 'input', message: 'run {runId} already has an artifact named {name} from another job; artifact names are unique within a run' },
   SVC_ERR_ARTIFACT_JOB_INACTIVE: { kind: 'not_allowed', message: 'job {jobId} is {status}, not running; requests for it are refused' },

@@ -158,6 +158,8 @@ export const ApprovalHoldDecision = Type.Object(
     level: Type.Union([Type.Literal('workflow'), Type.Literal('job'), Type.Literal('step'), Type.Literal('context'), Type.Null()]),
     job: Type.Union([Type.String(), Type.Null()]),
     context: Type.Union([Type.String(), Type.Null()]),
+    /** A step hold: the step's name. */
+    step: Type.Optional(Type.String()),
     /** The hold's status after the decision (`pending`, `approved`, `rejected`, …; `none`). */
     status: Type.String(),
     /** False: the decision was kept but changed nothing, for `ignoredReason`. */

@@ -55,6 +55,13 @@ async function cancelWhere(tx: CommonQueryMethods, runId: string, filter: Return
     const command: AgentCommand = { agentId: row.agent_id, jobId: row.id, reason, force };
     await notify(tx, AGENT_COMMANDS_CHANNEL, command);
   }
+  // A step waiting for approval on a running job: its hold ends now, so an approval arriving
+  // while the agent stops the job is recorded as ignored and runs nothing.
+  if (held.length > 0) {
+    await tx.query(sql.unsafe`
+      UPDATE approval_holds SET status = 'cancelled', outcome = ${`cancelled: ${reason}`}, decided_by = ${cancelledBy}, decided_at = now()
+      WHERE job_id = ANY(${sql.array(held.map((r) => r.id), 'uuid')}) AND status = 'pending'`);
+  }
   return now.length + held.length;
 }
 

@@ -11,6 +11,7 @@ import { schedulingJobConfig } from '../scheduling/config.ts';
 import { outputsOf } from '../scheduling/outputs.ts';
 import { findDeps, findSource } from '../caches/build-cache.ts';
 import { releaseJobSecrets } from '../secrets/release.ts';
+import { heldSteps } from '../run-control/gates-plan.ts';
 import type { SvcMetrics } from '../../services/metrics.ts';
 
 const Json = Type.Unknown();
@@ -37,6 +38,8 @@ export const DispatchRow = Type.Object({
   changed_files: Json,
   trust_tier: Type.String(),
   source_origin: Type.String(),
+  /** `true`, `false` or `unresolved` (a step approval `when: 'fork'` holds unless `false`). */
+  is_fork: Type.Optional(Type.String()),
   /** Generated jobs: the dynamic entry that made them and their validated lock job entry. */
   generated_by: Type.Union([Type.String(), Type.Null()]),
   definition: Json,
@@ -47,7 +50,7 @@ export async function loadDispatchRow(pool: DatabasePool, jobId: string): Promis
   return pool.maybeOne(sqlTyped(DispatchRow)`
     SELECT j.id::text AS job_id, j.run_id::text AS run_id, j.org_id, j.name, j.kind, j.matrix, j.needs, j.attempts,
            r.workflow, r.sha, r.ref, r.repository, r.workflow_repository, r.provider, r.source_id::text AS source_id,
-           r.content_hash, r.lockfile_hash, r.lock_entry, r.event, r.changed_files, r.trust_tier, r.source_origin,
+           r.content_hash, r.lockfile_hash, r.lock_entry, r.event, r.changed_files, r.trust_tier, r.source_origin, r.is_fork,
            j.generated_by, j.definition
     FROM jobs j JOIN runs r ON r.id = j.run_id WHERE j.id = ${jobId}`);
 }
@@ -182,6 +185,9 @@ export async function buildJobDispatch(row: DispatchRow, options: BuildDispatchO
     jobConfig.checkout = { enabled: checkoutSetting.enabled, depth: typeof checkoutSetting.depth === 'number' && checkoutSetting.depth >= 0 ? checkoutSetting.depth : 1 };
   }
   Object.assign(jobConfig, await schedulingJobConfig(options.pool, row));
+  // Steps held for an approval (docs/run-control.md "Step holds"): the runner pauses before each.
+  const approvalSteps = row.kind === 'build' ? [] : heldSteps(lockJob as Parameters<typeof heldSteps>[0], { trustTier: row.trust_tier, isFork: row.is_fork ?? 'unresolved' });
+  if (approvalSteps.length > 0) jobConfig.approvalSteps = approvalSteps;
   // Throws SecretContextDeniedError (permanent: the dispatcher fails the job) when a rule refuses.
   const secrets = await releaseJobSecrets(options.pool, options.masterKeys, {
     orgId: row.org_id,

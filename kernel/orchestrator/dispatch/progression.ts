@@ -51,6 +51,11 @@ export async function recordJobComplete(tx: CommonQueryMethods, runId: string, j
     VALUES (${runId}, ${jobId}, 'job_complete', ${status}, ${sql.jsonb(payload as never)})
     ON CONFLICT DO NOTHING RETURNING 1 AS one`);
   if (inserted === null) return;
+  // A job that ended (failed, timed out, lost its agent) while a step of it awaited approval:
+  // that hold ends with the job, so a later approval is recorded as ignored and runs nothing.
+  await tx.query(sql.unsafe`
+    UPDATE approval_holds SET status = 'cancelled', outcome = ${`cancelled: the job ended ${status}`}, decided_by = 'svc:job-ended', decided_at = now()
+    WHERE job_id = ${jobId} AND level = 'step' AND status = 'pending'`);
   await settleBuildWaiters(tx, runId, jobId, status);
   await emitJobComplete(tx, runId, jobId, status);
 }

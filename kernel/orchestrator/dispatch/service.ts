@@ -11,7 +11,7 @@ import type { SvcMetrics } from '../../services/metrics.ts';
 import type { MasterKeys } from '../../services/crypto/master-keys.ts';
 import type { AgentCommand } from './cancel.ts';
 import { buildJobDispatch, type DispatchRow, type SourceAuthResolver } from './message.ts';
-import { AGENT_COMMANDS_CHANNEL, JOBS_CHANNEL } from './notify.ts';
+import { AGENT_COMMANDS_CHANNEL, JOBS_CHANNEL, type AgentMessageCommand } from './notify.ts';
 import { Dispatcher } from './queue.ts';
 import { handleAgentDisconnect, recoveryWindowMs, sweepExpiredRecoveries } from './recovery.ts';
 import { AgentRegistry, type AgentSession } from './registry.ts';
@@ -231,14 +231,21 @@ export class DispatchService {
   }
 
   #onAgentCommand(payload: string): void {
-    let command: AgentCommand;
+    let command: AgentCommand | AgentMessageCommand;
     try {
-      command = JSON.parse(payload) as AgentCommand;
+      command = JSON.parse(payload) as AgentCommand | AgentMessageCommand;
     } catch {
       return;
     }
     const session = this.registry.get(command.agentId);
     if (session === undefined) return;
+    if ('message' in command) {
+      // Best effort: an agent that misses it learns the same thing when it next asks.
+      session.send(command.message).catch((error: unknown) =>
+        this.options.logger.warn({ err: messageOf(error), agentId: command.agentId, type: command.message.type }, 'could not send an agent message'),
+      );
+      return;
+    }
     session.send({ type: 'job.cancel', jobId: command.jobId, reason: command.reason, force: command.force }).catch((error: unknown) =>
       this.options.logger.warn({ err: messageOf(error), agentId: command.agentId, jobId: command.jobId }, 'could not send job.cancel'),
     );

@@ -1,16 +1,18 @@
 // Approval holds (spec lock field `approval`, "Authentication" 9; docs/run-control.md). A hold is
 // one pending decision on a run (workflow level), a job (its own gate, or a secret context's
-// required reviewers). Decisions lock the run, then the hold, and act only while the hold is
+// required reviewers) or a step of a running job (step-holds.ts). Decisions lock the run, then the hold, and act only while the hold is
 // `pending`: two approvals arriving together release it once, and an approval after a rejection,
 // an expiry or a cancel starts nothing (its vote is kept with the reason it was ignored).
 import { randomUUID } from 'node:crypto';
 import type { CommonQueryMethods } from 'slonik';
-import type { LockApproval, LockApprovalClause } from '../../../schemas/lock.ts';
+import type { LockApprovalClause } from '../../../schemas/lock.ts';
 import { notify, sql, type DatabasePool } from '../../services/db/index.ts';
 import { InputError, NotFoundError } from '../../../core/errors.ts';
 import { cancelRunTx } from '../dispatch/cancel.ts';
 import { notifyJobsQueued, RUN_CONTROL_CHANNEL } from '../dispatch/notify.ts';
 import { progressRun, recordJobComplete } from '../dispatch/progression.ts';
+import { approvalApplies } from './gates-plan.ts';
+import { stepHoldDecided } from './step-holds.ts';
 import { clauseAllows, clausesMet, describeClauses, noPrincipals, type ActorPrincipals, type PrincipalResolver } from './principals.ts';
 
 export { RUN_CONTROL_CHANNEL };
@@ -27,15 +29,7 @@ export type DecisionVia = 'comment' | 'cli' | 'dashboard' | 'admin';
 /** Who ended a hold that no person decided. */
 export const APPROVAL_TIMEOUT_ACTOR = 'svc:approval-timeout';
 
-/**
- * Whether a gate applies to a run: `always`; `untrusted` when the trust tier is not `trusted`;
- * `fork` when the run comes from a fork. An unresolved tier or fork status holds (fails closed).
- */
-export function approvalApplies(approval: Pick<LockApproval, 'when'>, run: { trustTier: string; isFork: string }): boolean {
-  if (approval.when === 'untrusted') return run.trustTier !== 'trusted';
-  if (approval.when === 'fork') return run.isFork !== 'false';
-  return true;
-}
+export { approvalApplies };
 
 export interface NewHold {
   orgId: string;
@@ -56,6 +50,7 @@ export interface HoldRow {
   job_id: string | null;
   level: HoldLevel;
   context: string | null;
+  step_index: number | null;
   step_name: string | null;
   clauses: LockApprovalClause[];
   reason: string | null;
@@ -64,7 +59,7 @@ export interface HoldRow {
   timeout_seconds: number | null;
 }
 
-const HOLD_COLUMNS = sql.fragment`id::text AS id, run_id::text AS run_id, job_id::text AS job_id, level, context, step_name, clauses, reason, status, outcome,
+const HOLD_COLUMNS = sql.fragment`id::text AS id, run_id::text AS run_id, job_id::text AS job_id, level, context, step_index, step_name, clauses, reason, status, outcome,
   CASE WHEN expires_at IS NULL THEN NULL ELSE round(extract(epoch FROM expires_at - created_at))::int END AS timeout_seconds`;
 
 /** The hold for one gate, created pending the first time (idempotent: a second call finds it). */
@@ -85,6 +80,11 @@ export async function ensureHold(tx: CommonQueryMethods, hold: NewHold): Promise
 async function release(tx: CommonQueryMethods, hold: HoldRow, outcome: string, by: string): Promise<void> {
   await tx.query(sql.unsafe`
     UPDATE approval_holds SET status = 'approved', outcome = ${outcome}, decided_by = ${by}, decided_at = now() WHERE id = ${hold.id}`);
+  if (hold.level === 'step') {
+    // The job is running on its agent, paused before the step: the agent runs it now.
+    await stepHoldDecided(tx, hold, 'approved', outcome);
+    return;
+  }
   if (hold.job_id === null) {
     await tx.query(sql.unsafe`UPDATE runs SET status = 'queued', reason = NULL, updated_at = now() WHERE id = ${hold.run_id} AND status = 'held'`);
     const progressed = await progressRun(tx, hold.run_id);
@@ -103,6 +103,11 @@ async function end(tx: CommonQueryMethods, hold: HoldRow, status: 'rejected' | '
     UPDATE approval_holds SET status = ${status}, outcome = ${outcome}, decided_by = ${by}, decided_at = now() WHERE id = ${hold.id}`);
   const what = hold.level === 'context' ? `secret context ${hold.context ?? ''} approval` : 'approval';
   const reason = `${what[0]!.toUpperCase()}${what.slice(1)} ${outcome}`;
+  if (hold.level === 'step') {
+    // The agent fails the step with this reason; the job then fails as for any failed step.
+    await stepHoldDecided(tx, hold, status, outcome);
+    return;
+  }
   if (hold.job_id === null) {
     await cancelRunTx(tx, hold.run_id, by, { reason });
     return;
@@ -131,6 +136,8 @@ export interface HoldDecision {
   level: HoldLevel | null;
   job: string | null;
   context: string | null;
+  /** A step hold: the step's name. */
+  step?: string;
   /** The hold's status after this decision. */
   status: string;
   counted: boolean;
@@ -179,7 +186,7 @@ async function approversOf(tx: CommonQueryMethods, holdId: string): Promise<Arra
 
 /** Decides one pending hold for `req.actor` (the run and the hold are locked). */
 async function decideHold(tx: CommonQueryMethods, req: DecideRequest, hold: HoldRow & { job_name: string | null }, principals: ActorPrincipals | null): Promise<HoldDecision> {
-  const base = { holdId: hold.id, level: hold.level, job: hold.job_name, context: hold.context };
+  const base = { holdId: hold.id, level: hold.level, job: hold.job_name, context: hold.context, ...(hold.step_name === null ? {} : { step: hold.step_name }) };
   if (!hold.clauses.some((c) => clauseAllows(c, req.actor, principals))) {
     const why = `${req.actor} may not decide this ${hold.level} hold: it needs ${describeClauses(hold.clauses)}`;
     await recordVote(tx, req, hold.id, false, why, principals);
@@ -203,7 +210,14 @@ function summary(req: DecideRequest, decisions: readonly HoldDecision[]): string
   if (counted.length === 0) return decisions[0]?.ignoredReason ?? `nothing on run ${req.runId} awaits approval`;
   return counted
     .map((d) => {
-      const what = d.level === 'workflow' ? 'the run' : d.level === 'context' ? `job ${d.job ?? '?'} (context ${d.context ?? '?'})` : `job ${d.job ?? '?'}`;
+      const what =
+        d.level === 'workflow'
+          ? 'the run'
+          : d.level === 'context'
+            ? `job ${d.job ?? '?'} (context ${d.context ?? '?'})`
+            : d.level === 'step'
+              ? `step ${d.step ?? '?'} of job ${d.job ?? '?'}`
+              : `job ${d.job ?? '?'}`;
       return d.status === 'pending' ? `${req.actor}'s approval of ${what} is recorded; more approvals are needed` : `${what}: ${d.status}`;
     })
     .join('; ');

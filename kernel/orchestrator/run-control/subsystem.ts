@@ -1,9 +1,13 @@
 // The run-control subsystem: starts this node's worker (holds, concurrency admission, job gates)
 // and listens for what wakes it. Approval decisions arrive through the ingest pipeline (comment
 // commands), the relay (dashboard and `svc approve`) and svc-admin, all via approvals.decideRun.
+// It also answers the agents' step-hold requests (step-holds.ts).
+import { isSvcError } from '../../../core/errors.ts';
 import { createListener } from '../../services/db/index.ts';
 import type { Subsystem } from '../context.ts';
 import { RUN_CONTROL_CHANNEL } from '../dispatch/notify.ts';
+import { dispatchServiceRef } from '../service-refs.ts';
+import { answerStepHold } from './step-holds.ts';
 import { RunControlWorker } from './worker.ts';
 
 /** The status feed's channel (migration 0600): a run or job that changes may free a slot. */
@@ -17,8 +21,16 @@ export interface RunControlTuning {
 export function createRunControlSubsystem(tuning: RunControlTuning = {}): Subsystem {
   return {
     id: 'run-control',
+    // Dispatch carries the agents' step-hold requests (approval.step.request).
+    needs: [dispatchServiceRef],
     async start(ctx, deps) {
       const logger = ctx.logger.child({ subsystem: 'run-control' });
+      deps.get(dispatchServiceRef).handle('approval.step.request', (agent, message) =>
+        answerStepHold(ctx.db, agent.agentId, message).catch((error: unknown) => {
+          if (!isSvcError(error)) throw error;
+          return { type: 'approval.step.response' as const, requestId: message.requestId, error: { code: error.code, message: error.message } };
+        }),
+      );
       const worker = new RunControlWorker({ pool: ctx.db, logger, tickMs: tuning.tickMs ?? 1_000 });
       const listener = await createListener({ url: ctx.databaseUrl, logger });
       await listener.listen(RUN_CONTROL_CHANNEL, () => worker.wake());
