@@ -69,9 +69,35 @@ export interface CacheApi {
   save(key: string, paths: readonly string[]): Promise<{ readonly saved: boolean }>;
 }
 
+export interface ArtifactUploadOptions {
+  /** Keep the artifact fewer days than the orchestrator's retention (never more). */
+  readonly retentionDays?: number;
+}
+export interface ArtifactUploadResult {
+  readonly name: string;
+  readonly sizeBytes: number;
+  /** `sha256:<hex>` of the stored tarball; downloads check it. */
+  readonly digest?: string;
+  readonly fileCount?: number;
+}
+export interface ArtifactDownloadOptions {
+  /**
+   * `current`: this run only; `upstream`: the run whose completion triggered this one
+   * (a `workflowComplete` follow-up). Default: this run, then the upstream run.
+   */
+  readonly from?: 'current' | 'upstream';
+}
+export interface ArtifactDownloadResult {
+  /** Absolute directory the artifact's files were extracted into. */
+  readonly path: string;
+  readonly digest?: string;
+  readonly fileCount?: number;
+}
 export interface ArtifactsApi {
-  upload(name: string, paths: readonly string[]): Promise<{ readonly name: string; readonly sizeBytes: number }>;
-  download(name: string, destination: string): Promise<{ readonly path: string }>;
+  /** Packs `paths` (inside the workspace) into artifact `name` of this run. */
+  upload(name: string, paths: readonly string[], options?: ArtifactUploadOptions): Promise<ArtifactUploadResult>;
+  /** Extracts artifact `name` into `destination` (inside the workspace; default its root). */
+  download(name: string, destination?: string, options?: ArtifactDownloadOptions): Promise<ArtifactDownloadResult>;
 }
 
 export type OidcTokenResult =

@@ -14,6 +14,7 @@ import { compileSchema, formatIssues } from '../../schemas/validate.ts';
 import type { SecretSet } from '../logs/masker.ts';
 import { downloadToFile, normalizeDigest, sha256File, uploadFile } from './download.ts';
 import { extractArchive } from './extract.ts';
+import { downloadArtifact, uploadArtifact } from './artifacts.ts';
 
 export type OrchestratorRequest = (message: AgentToOrchestrator & { requestId: string }) => Promise<OrchestratorToAgent>;
 
@@ -126,7 +127,14 @@ export async function handleRunnerApi(api: string, args: unknown, ctx: RunnerApi
       }
       return { saved: true };
     }
-    case 'artifacts.upload':
+    case 'artifacts.upload': {
+      const a = checked.value as Args<'artifacts.upload'>;
+      return uploadArtifact(ctx, a.name, a.paths, a.retentionDays === undefined ? {} : { retentionDays: a.retentionDays });
+    }
+    case 'artifacts.download': {
+      const a = checked.value as Args<'artifacts.download'>;
+      return downloadArtifact(ctx, a.name, a.destination, a.from === undefined ? {} : { from: a.from });
+    }
     case 'attest':
       throw new UnavailableError('SVC_ERR_AGENT_API_UNSUPPORTED', `${api} is not supported by this agent yet (no orchestrator message carries it)`);
   }

@@ -5,7 +5,7 @@
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { InputError, NotFoundError, UnavailableError } from '../../core/errors.ts';
+import { InputError, NotFoundError } from '../../core/errors.ts';
 import type {
   AttestProvenanceOptions,
   InputValue,
@@ -180,11 +180,13 @@ export function createStepContext(
       },
     },
     artifacts: {
-      async upload(name, paths) {
-        return channel.request('artifacts.upload', { name, paths: [...(paths ?? [])] }, 'ctx.artifacts.upload');
+      async upload(name, paths, options) {
+        const retention = options?.retentionDays === undefined ? {} : { retentionDays: options.retentionDays };
+        return channel.request('artifacts.upload', { name, paths: [...(paths ?? [])], ...retention }, 'ctx.artifacts.upload');
       },
-      download() {
-        return Promise.reject(new UnavailableError(RunnerErrorCode.apiUnsupported, 'ctx.artifacts.download is not available in a running job yet'));
+      async download(name, destination, options) {
+        const args = { name, ...(destination === undefined ? {} : { destination }), ...(options?.from === undefined ? {} : { from: options.from }) };
+        return channel.request('artifacts.download', args, 'ctx.artifacts.download');
       },
     },
     svc: {

@@ -11,6 +11,11 @@ export const AGENT_ERROR_CODES = {
   SVC_ERR_AGENT_API_UNKNOWN: { kind: 'input', message: 'unknown runner api {api}' },
   SVC_ERR_AGENT_API_UNSUPPORTED: { kind: 'unavailable', message: '{api} is not supported by this agent yet (no orchestrator message carries it)' },
   SVC_ERR_AGENT_ARCHIVE_HOSTILE: { kind: 'input', message: 'refused archive entry {entry}: {why}; nothing was extracted' },
+  SVC_ERR_AGENT_ARTIFACT_DIGEST: {
+    kind: 'internal',
+    message: 'artifact {name} of run {runId} downloaded with digest {got}, but {expected} was stored; the stored object was altered or damaged, nothing was extracted',
+  },
+  SVC_ERR_AGENT_ARTIFACT_PROTOCOL: { kind: 'internal', message: 'the orchestrator answered an artifact request of {name} without {what}' },
   SVC_ERR_AGENT_CACHE_DIGEST: { kind: 'unavailable', message: 'cache entry {response} has digest {sha256}, expected {expected}; not restored' },
   SVC_ERR_AGENT_CHECKOUT: { kind: 'internal', message: 'git {args} failed (exit {exitCode}): {output}' },
   SVC_ERR_AGENT_CONTAINER_IMAGE: { kind: 'internal', message: 'the job asks for a container but names no image (container.image)' },

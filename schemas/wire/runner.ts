@@ -192,7 +192,7 @@ export const RunnerLog = Type.Object(
 /** A value the agent must mask from now on (secret outputs, minted tokens). */
 export const RunnerSecret = Type.Object({ type: Type.Literal('runner.secret'), value: Type.String({ minLength: 1 }) }, Strict);
 
-export const RUNNER_APIS = ['emit', 'oidc.token', 'cache.restore', 'cache.save', 'artifacts.upload', 'attest', 'step.approval'] as const;
+export const RUNNER_APIS = ['emit', 'oidc.token', 'cache.restore', 'cache.save', 'artifacts.upload', 'artifacts.download', 'attest', 'step.approval'] as const;
 export const ApiRequest = Type.Object(
   {
     type: Type.Literal('api.request'),
@@ -227,8 +227,26 @@ export const RunnerApiShapes = {
     result: Type.Object({ saved: Type.Boolean() }, Strict),
   },
   'artifacts.upload': {
-    args: Type.Object({ name: Type.String({ minLength: 1 }), paths: Paths }, Strict),
-    result: Type.Object({ name: Type.String(), sizeBytes: Type.Integer({ minimum: 0 }) }, Strict),
+    args: Type.Object(
+      { name: Type.String({ minLength: 1, maxLength: 1000 }), paths: Paths, retentionDays: Type.Optional(Type.Integer({ minimum: 1 })) },
+      Strict,
+    ),
+    result: Type.Object(
+      { name: Type.String(), sizeBytes: Type.Integer({ minimum: 0 }), digest: Type.String(), fileCount: Type.Integer({ minimum: 0 }) },
+      Strict,
+    ),
+  },
+  'artifacts.download': {
+    args: Type.Object(
+      {
+        name: Type.String({ minLength: 1, maxLength: 1000 }),
+        /** Directory to extract into; absent: the workspace root. */
+        destination: Type.Optional(Type.String({ minLength: 1 })),
+        from: Type.Optional(Type.Union([Type.Literal('current'), Type.Literal('upstream')])),
+      },
+      Strict,
+    ),
+    result: Type.Object({ path: Type.String(), digest: Type.String(), fileCount: Type.Integer({ minimum: 0 }) }, Strict),
   },
   attest: {
     args: Type.Object(
