@@ -315,6 +315,50 @@ export const RunLogsRequest = Type.Object(
 );
 export const RunLogsResponse = Type.Object({ type: Type.Literal('run.logs.response'), requestId: Id, page: Type.Optional(RunLogsPage), error: Type.Optional(DashboardError) }, Strict);
 
+/** One artifact of a run (`svc runs artifacts`, docs/artifacts.md). */
+export const RunArtifact = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 128 }),
+    /** `sha256:<hex>` of the stored tarball. */
+    digest: Type.String({ pattern: '^sha256:[0-9a-f]{64}$' }),
+    sizeBytes: Type.Integer({ minimum: 0 }),
+    fileCount: Type.Integer({ minimum: 0 }),
+    runId: Id,
+    createdAt: Type.String({ format: 'date-time' }),
+    expiresAt: Type.String({ format: 'date-time' }),
+  },
+  Strict,
+);
+export type RunArtifact = Static<typeof RunArtifact>;
+
+export const RunArtifactsRequest = Type.Object({ type: Type.Literal('run.artifacts.request'), requestId: Id, orgId: Id, runId: Id }, Strict);
+export const RunArtifactsResponse = Type.Object(
+  { type: Type.Literal('run.artifacts.response'), requestId: Id, artifacts: Type.Optional(Type.Array(RunArtifact)), error: Type.Optional(DashboardError) },
+  Strict,
+);
+
+/** Bytes of one artifact from `offset` (`svc runs download`): chunks small enough for one relay frame. */
+export const RunArtifactChunk = Type.Object(
+  {
+    artifact: RunArtifact,
+    offset: Type.Integer({ minimum: 0 }),
+    /** Base64 of at most 2 MiB. */
+    data: Type.String(),
+    /** This chunk ends the artifact. */
+    done: Type.Boolean(),
+  },
+  Strict,
+);
+export type RunArtifactChunk = Static<typeof RunArtifactChunk>;
+export const RunArtifactChunkRequest = Type.Object(
+  { type: Type.Literal('run.artifact.chunk.request'), requestId: Id, orgId: Id, runId: Id, name: Type.String({ minLength: 1, maxLength: 128 }), offset: Type.Integer({ minimum: 0 }) },
+  Strict,
+);
+export const RunArtifactChunkResponse = Type.Object(
+  { type: Type.Literal('run.artifact.chunk.response'), requestId: Id, chunk: Type.Optional(RunArtifactChunk), error: Type.Optional(DashboardError) },
+  Strict,
+);
+
 /**
  * Run and job metadata for the relay's run index (docs/run-index.md). The orchestrator's records
  * are authoritative: a message carries the run's or job's current record, and the relay keeps the
@@ -384,6 +428,8 @@ export const OrchestratorToRelayMembers = [
   DashboardPayloadResponse,
   RunShowResponse,
   RunLogsResponse,
+  RunArtifactsResponse,
+  RunArtifactChunkResponse,
   ExecutionStatus,
   JobStatusForward,
 ] as const;
@@ -391,6 +437,6 @@ export const OrchestratorToRelay = Type.Union([...OrchestratorToRelayMembers]);
 export type OrchestratorToRelay = Static<typeof OrchestratorToRelay>;
 
 /** Messages the relay sends to an orchestrator. */
-export const RelayToOrchestratorMembers = [RelayWelcome, WebhookDeliver, RunRerunRequest, RunCancelRequest, RunApproveRequest, DashboardPayload, RunShowRequest, RunLogsRequest] as const;
+export const RelayToOrchestratorMembers = [RelayWelcome, WebhookDeliver, RunRerunRequest, RunCancelRequest, RunApproveRequest, DashboardPayload, RunShowRequest, RunLogsRequest, RunArtifactsRequest, RunArtifactChunkRequest] as const;
 export const RelayToOrchestrator = Type.Union([...RelayToOrchestratorMembers]);
 export type RelayToOrchestrator = Static<typeof RelayToOrchestrator>;

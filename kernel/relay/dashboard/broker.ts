@@ -27,6 +27,8 @@ const RESPONSE_OF: Record<BrokerRequest['type'], BrokerResponse['type']> = {
   'dashboard.payload': 'dashboard.payload.response',
   'run.show.request': 'run.show.response',
   'run.logs.request': 'run.logs.response',
+  'run.artifacts.request': 'run.artifacts.response',
+  'run.artifact.chunk.request': 'run.artifact.chunk.response',
 };
 
 interface Pending {

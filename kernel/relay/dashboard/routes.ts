@@ -7,6 +7,9 @@
 //   GET  /orgs/:orgId/runs/:runId/payload        → 200 { payload }
 //   GET  /v1/orgs/:orgId/runs/:runId             → 200 { run }            (svc runs show)
 //   GET  /v1/orgs/:orgId/runs/:runId/logs?after= → 200 RunLogsPage        (svc runs logs)
+//   GET  /v1/orgs/:orgId/runs/:runId/artifacts → 200 { artifacts }      (svc runs artifacts)
+//   GET  /v1/orgs/:orgId/runs/:runId/artifacts/:name?offset= → 200 RunArtifactChunk (svc runs download;
+//                                                  base64 chunks of ≤ 2 MiB, the CLI checks the digest)
 //   GET  /v1/orgs/:orgId/runs?limit=&status=&…   → 200 RunList            (svc runs list; from the
 //                                                  relay's run index, no orchestrator asked: run-list.ts)
 //   GET  /v1/whoami                              → 200 { orgId, kind, user? } (svc login)
@@ -174,6 +177,35 @@ export function registerDashboardRoutes(app: SvcHttpServer, options: DashboardRo
       const response = unwrap(await broker.request(orgId, { type: 'run.logs.request', orgId, runId, ...(after === undefined || after === '' ? {} : { after }) }));
       if (response.page === undefined) throw new RelayedError({ code: 'SVC_ERR_RELAY_BAD_ANSWER', message: 'the orchestrator answered without a page', status: 502 });
       return send(reply, 200, response.page);
+    } catch (error) {
+      return failed(reply, error);
+    }
+  });
+
+  app.get('/v1/orgs/:orgId/runs/:runId/artifacts', async (request, reply) => {
+    try {
+      const { orgId, runId } = await checked(db, request);
+      const response = unwrap(await broker.request(orgId, { type: 'run.artifacts.request', orgId, runId }));
+      if (response.artifacts === undefined) throw new RelayedError({ code: 'SVC_ERR_RELAY_BAD_ANSWER', message: 'the orchestrator answered without the artifacts', status: 502 });
+      return send(reply, 200, { artifacts: response.artifacts });
+    } catch (error) {
+      return failed(reply, error);
+    }
+  });
+
+  app.get('/v1/orgs/:orgId/runs/:runId/artifacts/:name', async (request, reply) => {
+    try {
+      const { orgId, runId } = await checked(db, request);
+      const { name } = request.params as { name: string };
+      const query = request.query as Record<string, unknown>;
+      const unknown = Object.keys(query).filter((k) => k !== 'offset');
+      if (unknown.length > 0) throw new InputError('SVC_ERR_RELAY_QUERY_INVALID', `unknown query parameter(s): ${unknown.join(', ')}; only "offset" is accepted`);
+      const raw = query['offset'] ?? '0';
+      if (typeof raw !== 'string' || !/^\d{1,15}$/.test(raw)) throw new InputError('SVC_ERR_RELAY_QUERY_INVALID', '"offset" must be a byte offset (0 or more), as the previous chunk ended');
+      if (name.length === 0 || name.length > 128) throw new InputError('SVC_ERR_RELAY_QUERY_INVALID', 'an artifact name is 1 to 128 characters');
+      const response = unwrap(await broker.request(orgId, { type: 'run.artifact.chunk.request', orgId, runId, name, offset: Number(raw) }));
+      if (response.chunk === undefined) throw new RelayedError({ code: 'SVC_ERR_RELAY_BAD_ANSWER', message: 'the orchestrator answered without the artifact bytes', status: 502 });
+      return send(reply, 200, response.chunk);
     } catch (error) {
       return failed(reply, error);
     }

@@ -18,6 +18,7 @@ import { decideRun } from '../../run-control/approvals.ts';
 import { notifyJobsQueued } from '../../dispatch/notify.ts';
 import type { CacheCheck } from '../../ingest/steps/caches.ts';
 import type { OpenedSource } from '../../sources/store.ts';
+import { listRunArtifacts, readArtifactChunk } from '../../artifacts/api.ts';
 import { readLogPage } from './logs.ts';
 import { readRunPayload } from './payload.ts';
 import { rerunRun, type RerunDeps } from './rerun.ts';
@@ -26,10 +27,33 @@ import { findRun, loadRunView } from './show.ts';
 /** A response must fit the relay's 4 MiB frame limit with room to spare. */
 export const MAX_RESPONSE_BYTES = 3.5 * 1024 * 1024;
 
-type DashboardRequest = Extract<RelayToOrchestrator, { type: 'run.rerun.request' | 'run.cancel.request' | 'run.approve.request' | 'dashboard.payload' | 'run.show.request' | 'run.logs.request' }>;
+type DashboardRequest = Extract<
+  RelayToOrchestrator,
+  {
+    type:
+      | 'run.rerun.request'
+      | 'run.cancel.request'
+      | 'run.approve.request'
+      | 'dashboard.payload'
+      | 'run.show.request'
+      | 'run.logs.request'
+      | 'run.artifacts.request'
+      | 'run.artifact.chunk.request';
+  }
+>;
 type DashboardResponse = Extract<
   OrchestratorToRelay,
-  { type: 'run.rerun.response' | 'run.cancel.response' | 'run.approve.response' | 'dashboard.payload.response' | 'run.show.response' | 'run.logs.response' }
+  {
+    type:
+      | 'run.rerun.response'
+      | 'run.cancel.response'
+      | 'run.approve.response'
+      | 'dashboard.payload.response'
+      | 'run.show.response'
+      | 'run.logs.response'
+      | 'run.artifacts.response'
+      | 'run.artifact.chunk.response';
+  }
 >;
 
 /** What re-run needs from the ingest pipeline (an IngestPipeline fits). */
@@ -54,6 +78,8 @@ const RESPONSE_TYPE = {
   'dashboard.payload': 'dashboard.payload.response',
   'run.show.request': 'run.show.response',
   'run.logs.request': 'run.logs.response',
+  'run.artifacts.request': 'run.artifacts.response',
+  'run.artifact.chunk.request': 'run.artifact.chunk.response',
 } as const;
 
 export function isDashboardRequest(message: RelayToOrchestrator): message is DashboardRequest {
@@ -84,6 +110,10 @@ export async function answerDashboardRequest(deps: RunsApiDeps, request: Dashboa
         return { type: 'run.show.response', ...base, run: await loadRunView(deps.pool, orgId, request.runId) };
       case 'run.logs.request':
         return { type: 'run.logs.response', ...base, page: await readLogPage(deps.pool, orgId, request.runId, request.after) };
+      case 'run.artifacts.request':
+        return { type: 'run.artifacts.response', ...base, artifacts: await listRunArtifacts(deps.pool, orgId, request.runId) };
+      case 'run.artifact.chunk.request':
+        return { type: 'run.artifact.chunk.response', ...base, chunk: await readArtifactChunk(deps.pool, deps.storage(), orgId, request.runId, request.name, request.offset) };
       case 'dashboard.payload':
         return { type: 'dashboard.payload.response', ...base, payload: (await readRunPayload(deps.pool, deps.storage(), orgId, request.runId)).payload };
       case 'run.rerun.request':
