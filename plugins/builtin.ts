@@ -3,6 +3,7 @@
 import type { PluginEnvironment, PluginSelection } from '../core/plugins/selection.ts';
 import type { SvcPlugin } from '../core/plugins/index.ts';
 import { filesystemStorage } from './storage/filesystem/index.ts';
+import { s3Storage } from './storage/s3/index.ts';
 import { awsKmsCustody } from './custody/aws-kms/index.ts';
 import { commandCustody } from './custody/command/index.ts';
 import { dbCustody } from './custody/db/index.ts';
@@ -20,6 +21,22 @@ const STORAGE: Record<string, { plugin: SvcPlugin; slice: (env: PluginEnvironmen
       publicBaseUrl: env.publicUrl,
       urlSecret: env.derivedSecret('storage-url'),
     }),
+  },
+  s3: {
+    plugin: s3Storage as SvcPlugin,
+    slice: ({ config: { storage } }) => {
+      const set = <T>(name: string, value: T | undefined) => (value === undefined ? {} : { [name]: value });
+      return {
+        ...set('bucket', storage.bucket),
+        ...set('region', storage.region),
+        ...set('endpoint', storage.endpoint),
+        forcePathStyle: storage.forcePathStyle,
+        ...set('externalEndpoint', storage.externalEndpoint),
+        ...set('uploadEndpoint', storage.uploadEndpoint),
+        ...set('accessKeyId', storage.accessKeyId),
+        ...set('secretAccessKey', storage.secretAccessKey),
+      };
+    },
   },
 };
 

@@ -92,6 +92,9 @@ export const SvcConfig = Type.Object(
         /** Address agents reach storage at. */
         externalEndpoint: Type.Optional(HttpUrl),
         region: Type.Optional(NonEmpty),
+        /** s3 credentials; both or neither (then the AWS SDK's default chain: env, profile, instance role). */
+        accessKeyId: Type.Optional(NonEmpty),
+        secretAccessKey: Type.Optional(NonEmpty),
       },
       strict,
     ),

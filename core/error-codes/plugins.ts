@@ -48,7 +48,12 @@ export const PLUGINS_ERROR_CODES = {
   SVC_ERR_STORAGE_PRESIGN_METHOD: { kind: 'input', message: 'pre-signed URLs are for GET or PUT, not {method}' },
   SVC_ERR_STORAGE_PRESIGN_UNCONFIGURED: { kind: 'internal', message: 'filesystem storage was created without pre-signing options' },
   SVC_ERR_STORAGE_ROOT: { kind: 'internal', message: 'storage root {root} is not a directory' },
+  SVC_ERR_STORAGE_S3: { kind: 'unavailable', message: 'S3 {operation} of "{key}" in bucket "{bucket}" at {endpoint} failed: {s3Code}: {reason}' },
   SVC_ERR_STORAGE_TOO_LARGE: { kind: 'input', message: 'object is larger than the {limit}-byte limit' },
+  SVC_ERR_STORAGE_UNREACHABLE: {
+    kind: 'unavailable',
+    message: 'storage "{type}" cannot be reached or written at start-up: {reason}; fix the SVC_STORAGE_* settings (docs/config.md) or the bucket, then start again',
+  },
   SVC_ERR_STORAGE_UPLOAD_ABORTED: { kind: 'input', message: 'the upload ended before its body was complete; nothing was stored' },
   SVC_ERR_STORAGE_URL_EXPIRED: { kind: 'not_allowed', message: 'the pre-signed URL has expired; ask for a new URL' },
   SVC_ERR_STORAGE_URL_SIGNATURE: { kind: 'not_allowed', message: 'the pre-signed URL signature does not match; ask for a new URL' },

@@ -52,7 +52,15 @@ export interface PresignRequest {
   key: string;
   /** Default 900 (15 minutes); 1..604800. */
   expiresInSeconds?: number;
+  /**
+   * Who will use the URL: `agent` (default; S3 signs it for SVC_STORAGE_EXTERNAL_ENDPOINT) or
+   * `developer` (SVC_STORAGE_UPLOAD_ENDPOINT). Storages whose URLs every party reaches at one
+   * address (filesystem: the orchestrator's public URL) ignore it.
+   */
+  audience?: PresignAudience;
 }
+
+export type PresignAudience = 'agent' | 'developer';
 
 export interface StorageExtensionPoint extends PluginInstance {
   /** Write a whole object atomically: readers see the old object or the new one, never a part. */

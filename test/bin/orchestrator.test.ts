@@ -68,8 +68,11 @@ t.test('fatal start errors: one line, non-zero exit', async (t) => {
   const cases: Array<[Record<string, string>, RegExp]> = [
     [{ SVC_SERVER_PORT: '99999' }, /^svc-orchestrator: SVC_ERR_CONFIG_INVALID: config server\.port: must be <= 65535 \(from env SVC_SERVER_PORT\)$/],
     [{ SVC_STORAGE_TYPE: 'gcs' }, /storage\.type/],
-    // A setting this version does not honour stops the start (never starts with caches off).
-    [{ SVC_STORAGE_TYPE: 's3' }, /^svc-orchestrator: SVC_ERR_CONFIG_UNSUPPORTED: config storage\.type: s3 storage is not supported in this version .*set storage\.type to filesystem .*\(from env SVC_STORAGE_TYPE\)$/],
+    // s3 storage without a bucket stops the start (never starts with caches off); an unreachable
+    // bucket does too (test/plugins/storage/s3-start.test.ts).
+    [{ SVC_STORAGE_TYPE: 's3' }, /^svc-orchestrator: SVC_ERR_CONFIG_UNSUPPORTED: config storage\.type: s3 storage needs a bucket: set storage\.bucket \(SVC_STORAGE_BUCKET\).*\(from env SVC_STORAGE_TYPE\)$/],
+    // A setting this version does not honour stops the start.
+    [{ SVC_STORAGE_BUCKET: 'ci-cache' }, /^svc-orchestrator: SVC_ERR_CONFIG_UNSUPPORTED: config storage\.bucket: an s3 storage setting, and storage\.type is filesystem \(nothing reads it\)/],
     [{ SVC_SCALER_CONFIG_PATH: '/etc/svc/scaler.yaml' }, /^svc-orchestrator: SVC_ERR_CONFIG_UNSUPPORTED: config scaler\.configPath: agent scalers are not supported in this version/],
     [{ SVC_SECRET_KEY: 'too-short' }, /SVC_SECRET_KEY/],
     [{ SVC_DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' }, /^svc-orchestrator: SVC_ERR_DB_/],

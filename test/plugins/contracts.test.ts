@@ -21,6 +21,7 @@ import { PLUGIN_KINDS, type PluginKind } from '../../schemas/plugin.ts';
 import { freshDatabase, inCi, systemAvailability, systemTestUrl, testLogger } from '../fixtures/db.ts';
 import { pushPayload, SHA_A } from '../fixtures/github-payloads.ts';
 import { startKmsServer } from '../fixtures/kms-server.ts';
+import { startS3Server } from '../fixtures/s3-server.ts';
 import { buildTestImage } from '../fixtures/rootfs/build.ts';
 import { masterKeys, migrateOrchestrator } from '../kernel/orchestrator/identity/fixtures.ts';
 import processScaler from '../fixtures/plugins/process-scaler.ts';
@@ -70,6 +71,23 @@ const HARNESSES: Harnesses = {
   'generic-source:generic': async () => ({ config: () => ({ sources: genericSampleSources() }), sources: genericSampleSources() }),
   'storage:filesystem': async () =>
     servedStorageHarness((dir, publicBaseUrl) => ({ root: join(dir, 'root'), publicBaseUrl, urlSecret: randomBytes(32).toString('base64url') })),
+  // A fresh bucket per point on one s3rver (test/fixtures/s3-server.ts verifies the signatures).
+  'storage:s3': async () => {
+    const s3 = await startS3Server();
+    t.teardown(() => s3.stop());
+    let buckets = 0;
+    return {
+      config: async () => {
+        const bucket = `contract-${++buckets}`;
+        await s3.createBucket(bucket);
+        return s3.pluginConfig({ bucket });
+      },
+      // s3rver keeps a key's last segment as a file name plus a 15-byte suffix: a 255-byte
+      // segment passes the file system's name limit (S3 itself takes 1024-byte keys). The other
+      // unusual keys of this point run in test/plugins/storage/s3.test.ts.
+      skip: { 'keys: unusual but valid keys round-trip': 's3rver cannot store a 255-byte key segment (file name limit)' },
+    };
+  },
   'custody:aws-kms': async () => {
     const kms = await startKmsServer();
     t.teardown(() => kms.stop());

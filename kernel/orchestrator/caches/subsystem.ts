@@ -5,6 +5,7 @@ import { isSvcError, messageOf } from '../../../core/errors.ts';
 import type { OrchestratorContext, Subsystem } from '../context.ts';
 import { dispatchServiceRef } from '../service-refs.ts';
 import { answerUploadRequest, completeUpload, type CacheDeps } from './build-cache.ts';
+import { checkStorageAtStart } from './storage-check.ts';
 import { sweepCaches } from './sweep.ts';
 import { answerRestore, answerSaveRequest, completeSave, type UserCacheOptions } from './user-cache.ts';
 
@@ -44,6 +45,7 @@ export function createCachesSubsystem(tuning: CachesTuning = {}): Subsystem {
       const options = userCacheOptionsOf(ctx);
       const logger = options.logger;
       if (options.storage === undefined) logger.warn('no cache storage configured: no build caches, user cache saves are skipped');
+      else await checkStorageAtStart(options.storage, ctx.config.storage.type, ctx.nodeId);
 
       dispatch.handle('cache.upload.request', async (agent, message) =>
         answerUploadRequest(options, agent, message).catch((error: unknown) => ({ type: 'cache.upload.response' as const, requestId: message.requestId, error: errorBody(error) })),

@@ -25,6 +25,8 @@ export const CONFIG_ENV: Readonly<Record<string, string>> = Object.freeze({
   SVC_STORAGE_UPLOAD_ENDPOINT: 'storage.uploadEndpoint',
   SVC_STORAGE_EXTERNAL_ENDPOINT: 'storage.externalEndpoint',
   SVC_STORAGE_REGION: 'storage.region',
+  SVC_STORAGE_ACCESS_KEY_ID: 'storage.accessKeyId',
+  SVC_STORAGE_SECRET_ACCESS_KEY: 'storage.secretAccessKey',
   SVC_AGENT_AUTH: 'agentAuth',
   SVC_AGENT_TOKEN_TTL_MS: 'agentTokenTtlMs',
   SVC_QUEUE_MAX_DEPTH: 'queue.maxDepth',

@@ -17,6 +17,7 @@ export const SENSITIVE_CONFIG_PATHS: readonly string[] = Object.freeze([
   ...ENCRYPTED_CONFIG_PATHS,
   'secrets.keyOld',
   'orchestrator.kms.secretAccessKey',
+  'storage.secretAccessKey',
 ]);
 
 /** Value at a dot path of a plain object tree, or undefined. */

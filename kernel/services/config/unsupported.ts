@@ -14,15 +14,19 @@ export interface UnsupportedField {
   refuse(value: unknown, config: Tree): string | undefined;
 }
 
-const S3_GONE = 's3 storage is not supported in this version (no s3 storage plugin ships yet)';
+function storageTypeOf(config: Tree): unknown {
+  const storage = config['storage'];
+  return typeof storage === 'object' && storage !== null ? (storage as Tree)['type'] : undefined;
+}
 
+/** An s3 setting is honoured only when storage.type is s3; with filesystem nothing reads it. */
 function s3Setting(path: string, env: string): UnsupportedField {
   return {
     path,
-    refuse: (value) =>
-      value === undefined || (path === 'storage.forcePathStyle' && value === false)
+    refuse: (value, config) =>
+      value === undefined || storageTypeOf(config) === 's3' || (path === 'storage.forcePathStyle' && value === false)
         ? undefined
-        : `an s3 storage setting, and ${S3_GONE}: remove ${path} (${env}); filesystem storage takes storage.fsPath (SVC_STORAGE_FS_PATH)`,
+        : `an s3 storage setting, and storage.type is ${String(storageTypeOf(config))} (nothing reads it): remove ${path} (${env}) or set storage.type to s3 (SVC_STORAGE_TYPE=s3)`,
   };
 }
 
@@ -34,8 +38,17 @@ function platformUrlOf(config: Tree): unknown {
 export const UNSUPPORTED_CONFIG_FIELDS: readonly UnsupportedField[] = Object.freeze([
   {
     path: 'storage.type',
-    refuse: (value) =>
-      value === 's3' ? `${S3_GONE}: set storage.type to filesystem (SVC_STORAGE_TYPE=filesystem, objects under SVC_STORAGE_FS_PATH)` : undefined,
+    refuse: (value, config) =>
+      value === 's3' && (config['storage'] as Tree | undefined)?.['bucket'] === undefined
+        ? 's3 storage needs a bucket: set storage.bucket (SVC_STORAGE_BUCKET), and storage.endpoint (SVC_STORAGE_ENDPOINT) for a server other than AWS S3'
+        : undefined,
+  },
+  {
+    path: 'storage.fsPath',
+    refuse: (value, config) =>
+      value === undefined || storageTypeOf(config) !== 's3'
+        ? undefined
+        : 'a filesystem storage setting, and storage.type is s3 (nothing reads it): remove storage.fsPath (SVC_STORAGE_FS_PATH) or set storage.type to filesystem',
   },
   s3Setting('storage.bucket', 'SVC_STORAGE_BUCKET'),
   s3Setting('storage.endpoint', 'SVC_STORAGE_ENDPOINT'),
@@ -43,6 +56,8 @@ export const UNSUPPORTED_CONFIG_FIELDS: readonly UnsupportedField[] = Object.fre
   s3Setting('storage.uploadEndpoint', 'SVC_STORAGE_UPLOAD_ENDPOINT'),
   s3Setting('storage.externalEndpoint', 'SVC_STORAGE_EXTERNAL_ENDPOINT'),
   s3Setting('storage.region', 'SVC_STORAGE_REGION'),
+  s3Setting('storage.accessKeyId', 'SVC_STORAGE_ACCESS_KEY_ID'),
+  s3Setting('storage.secretAccessKey', 'SVC_STORAGE_SECRET_ACCESS_KEY'),
   ...(['configPath', 'configDir'] as const).map(
     (leaf): UnsupportedField => ({
       path: `scaler.${leaf}`,

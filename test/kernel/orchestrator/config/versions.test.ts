@@ -153,7 +153,7 @@ await eachDatabase(t, async (t, db) => {
   await t.test('a field this version does not honour is refused in a version too; nothing is written', async (t) => {
     const before = await count(db.pool);
     const refused: Array<[object, RegExp]> = [
-      [{ storage: { type: 's3' } }, /^the shared config sets what this version does not support: config storage\.type: s3 storage is not supported in this version \(no s3 storage plugin ships yet\): set storage\.type to filesystem/],
+      [{ storage: { type: 's3' } }, /^the shared config sets what this version does not support: config storage\.type: s3 storage needs a bucket: set storage\.bucket \(SVC_STORAGE_BUCKET\)/],
       [{ storage: { type: 'filesystem', bucket: 'ci-cache' } }, /config storage\.bucket: an s3 storage setting, .*remove storage\.bucket \(SVC_STORAGE_BUCKET\)/],
       [{ storage: { forcePathStyle: true } }, /config storage\.forcePathStyle: an s3 storage setting/],
       [{ storage: { endpoint: 'https://s3.example.test', uploadEndpoint: 'https://up.example.test', externalEndpoint: 'https://ext.example.test' } }, /storage\.endpoint: .*storage\.uploadEndpoint: .*storage\.externalEndpoint: /],
@@ -173,8 +173,10 @@ await eachDatabase(t, async (t, db) => {
     // The values the code implements are fine, and a seed of the running shared fields stays writable.
     const ok = await writeConfigVersion(db.pool, KEY, { config: { storage: { type: 'filesystem', forcePathStyle: false }, pgCustomerSecrets: true }, createdBy: 'api:set' });
     t.ok(ok.version > 0);
+    const s3 = await writeConfigVersion(db.pool, KEY, { config: { storage: { type: 's3', bucket: 'ci-cache', endpoint: 'https://s3.example.test', forcePathStyle: true } }, createdBy: 'api:set' });
+    t.ok(s3.version > ok.version, 's3 storage with its settings is a valid version');
     const seed = await writeConfigVersion(db.pool, KEY, { config: sharedFieldsOf(configDefaults()), createdBy: 'cli:seed' });
-    t.ok(seed.version > ok.version, 'the defaults as a document are accepted');
+    t.ok(seed.version > s3.version, 'the defaults as a document are accepted');
   });
 });
 

@@ -59,7 +59,7 @@ interface FieldCase {
   refused?: { message: RegExp; accepted?: { env: string; envValue: unknown } };
 }
 
-const NO_S3 = /an s3 storage setting, and s3 storage is not supported in this version \(no s3 storage plugin ships yet\): remove storage\.\w+ \(SVC_STORAGE_\w+\)/;
+const NO_S3 = /an s3 storage setting, and storage\.type is filesystem \(nothing reads it\): remove storage\.\w+ \(SVC_STORAGE_\w+\) or set storage\.type to s3 \(SVC_STORAGE_TYPE=s3\)/;
 const refusedS3 = (c: FieldCase): FieldCase => ({ ...c, refused: { message: NO_S3 } });
 const NO_SCALER = /agent scalers are not supported in this version .*: remove scaler\.config(Path|Dir) \(SVC_SCALER_CONFIG_\w+\) and start agents with svc-agent/;
 
@@ -95,7 +95,8 @@ const FIELDS: Record<string, FieldCase> = {
   'platform.token': str('platform-token-file', 'platform-token-env', 123),
   'storage.type': {
     ...enumField('s3', 's3', 'gcs'),
-    refused: { message: /s3 storage is not supported in this version \(no s3 storage plugin ships yet\): set storage\.type to filesystem/, accepted: { env: 'filesystem', envValue: 'filesystem' } },
+    // s3 alone (no bucket) is refused; with a bucket it loads (test 's3 storage settings' below).
+    refused: { message: /s3 storage needs a bucket: set storage\.bucket \(SVC_STORAGE_BUCKET\)/, accepted: { env: 'filesystem', envValue: 'filesystem' } },
   },
   'storage.fsPath': str('/var/a', '/var/b', []),
   'storage.bucket': refusedS3({ file: 'bucket-a', env: 'bucket-b', envValue: 'bucket-b', badFile: 'A', badEnv: 'Bad_Bucket' }),
@@ -104,6 +105,8 @@ const FIELDS: Record<string, FieldCase> = {
   'storage.uploadEndpoint': refusedS3(urlField(5, 6)),
   'storage.externalEndpoint': refusedS3(urlField(7, 8)),
   'storage.region': refusedS3(str('us-east-1', 'eu-west-1', 5)),
+  'storage.accessKeyId': refusedS3(str('AKIAFILE', 'AKIAENV', 7)),
+  'storage.secretAccessKey': refusedS3(str('secret-file', 'secret-env', false)),
   agentAuth: enumField('none', 'token', 'basic'),
   agentTokenTtlMs: int(1000, 2000),
   'queue.maxDepth': { ...int(5, 6), badEnv: '1.5' },
@@ -310,7 +313,12 @@ t.test('refused fields: the exact line', async (t) => {
   await t.rejects(loadConfig({ env: { SVC_STORAGE_TYPE: 's3' } }), {
     code: 'SVC_ERR_CONFIG_UNSUPPORTED',
     message:
-      'config storage.type: s3 storage is not supported in this version (no s3 storage plugin ships yet): set storage.type to filesystem (SVC_STORAGE_TYPE=filesystem, objects under SVC_STORAGE_FS_PATH) (from env SVC_STORAGE_TYPE)',
+      'config storage.type: s3 storage needs a bucket: set storage.bucket (SVC_STORAGE_BUCKET), and storage.endpoint (SVC_STORAGE_ENDPOINT) for a server other than AWS S3 (from env SVC_STORAGE_TYPE)',
+  });
+  await t.rejects(loadConfig({ env: { SVC_STORAGE_TYPE: 's3', SVC_STORAGE_BUCKET: 'b-1', SVC_STORAGE_FS_PATH: '/var/lib/svc' } }), {
+    code: 'SVC_ERR_CONFIG_UNSUPPORTED',
+    message:
+      'config storage.fsPath: a filesystem storage setting, and storage.type is s3 (nothing reads it): remove storage.fsPath (SVC_STORAGE_FS_PATH) or set storage.type to filesystem (from env SVC_STORAGE_FS_PATH)',
   });
   await t.rejects(loadConfig({ env: { SVC_INSTANCE_MODE: 'independent', SVC_PLATFORM_URL: 'https://relay.example.test' } }), {
     code: 'SVC_ERR_CONFIG_UNSUPPORTED',
@@ -325,6 +333,38 @@ t.test('refused fields: the exact line', async (t) => {
   const defaults = await loadConfig({ env: {} });
   t.equal(defaults.config.pgCustomerSecrets, true, 'the default says what the code does');
   t.equal(defaults.config.storage.forcePathStyle, false);
+});
+
+t.test('s3 storage settings: every SVC_STORAGE_* s3 setting loads with storage.type s3, from env and file', async (t) => {
+  const env = {
+    SVC_STORAGE_TYPE: 's3',
+    SVC_STORAGE_BUCKET: 'svc-objects',
+    SVC_STORAGE_ENDPOINT: 'http://minio.internal:9000',
+    SVC_STORAGE_FORCE_PATH_STYLE: 'true',
+    SVC_STORAGE_UPLOAD_ENDPOINT: 'https://objects.example.test',
+    SVC_STORAGE_EXTERNAL_ENDPOINT: 'http://10.0.0.5:9000',
+    SVC_STORAGE_REGION: 'eu-west-1',
+    SVC_STORAGE_ACCESS_KEY_ID: 'AKIAEXAMPLE',
+    SVC_STORAGE_SECRET_ACCESS_KEY: 'storage-secret',
+  };
+  const expected = {
+    type: 's3',
+    bucket: 'svc-objects',
+    endpoint: 'http://minio.internal:9000',
+    forcePathStyle: true,
+    uploadEndpoint: 'https://objects.example.test',
+    externalEndpoint: 'http://10.0.0.5:9000',
+    region: 'eu-west-1',
+    accessKeyId: 'AKIAEXAMPLE',
+    secretAccessKey: 'storage-secret',
+  };
+  t.same((await loadConfig({ env })).config.storage, expected, 'from env');
+  const file = await writeYaml({ storage: expected });
+  const fromFile = await loadConfig({ env: { SVC_CONFIG_FILE: file } });
+  t.same(fromFile.config.storage, expected, 'from the file');
+  t.equal(fromFile.sources.get('storage.externalEndpoint'), `file ${file}`);
+  const minimal = await loadConfig({ env: { SVC_STORAGE_TYPE: 's3', SVC_STORAGE_BUCKET: 'svc-objects' } });
+  t.same(minimal.config.storage, { type: 's3', bucket: 'svc-objects', forcePathStyle: false }, 'AWS S3 with the default credential chain needs only the bucket');
 });
 
 t.test('refusal message format', async (t) => {

@@ -1,0 +1,26 @@
+// `s3` storage plugin (SVC_STORAGE_TYPE=s3): objects in an S3 bucket or an S3-compatible server.
+// Agents and developers move data straight to and from the bucket through pre-signed URLs; the
+// orchestrator serves no storage routes.
+import { definePlugin } from '../../../core/plugins/define-plugin.ts';
+import type { StorageExtensionPoint } from '../../../core/extension-points/storage.ts';
+import { S3StorageConfig } from './config.ts';
+import { S3Storage } from './storage.ts';
+
+export { S3StorageConfig } from './config.ts';
+export { S3Storage } from './storage.ts';
+
+export const s3Storage = definePlugin({
+  id: 's3',
+  kind: 'storage',
+  version: '0.9.0',
+  kernelRange: '^0.9.0',
+  description: 'Objects in an S3 bucket (AWS or S3-compatible); pre-signed URLs served by the bucket',
+  configSchema: S3StorageConfig,
+  async create({ config, logger }): Promise<StorageExtensionPoint> {
+    const storage = new S3Storage(config, logger);
+    logger.info({ bucket: config.bucket, endpoint: config.endpoint, externalEndpoint: config.externalEndpoint, uploadEndpoint: config.uploadEndpoint }, 's3 storage ready');
+    return storage;
+  },
+});
+
+export default s3Storage;
