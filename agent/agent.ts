@@ -234,6 +234,10 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         else job.cancel(message.reason, message.force);
         return;
       }
+      case 'approval.step.decision':
+        // A held step's decision; a job this agent no longer holds needs none.
+        jobs.get(message.jobId)?.stepDecision(message.index, message.status, message.reason);
+        return;
       default: {
         const requestId = (message as { requestId?: string }).requestId;
         const waiter = requestId === undefined ? undefined : pending.get(requestId);

@@ -38,9 +38,6 @@ function unhonouredTrigger(trigger: LockTrigger): { builder: string; reason: str
   return null;
 }
 
-const STEP_APPROVAL_REASON =
-  'step-level approval holds are not carried out by this version (the agent cannot pause a running job for a decision); put the approval on the job instead';
-
 const PRINCIPALS_REASON =
   'approvers named by team or role are not resolved by this version (no provider reports memberships), so such a clause could never be met; list the users instead';
 
@@ -62,9 +59,8 @@ export function unhonouredFeatures(workflow: Pick<LockWorkflow, 'triggers' | 'jo
   found.push(...unresolvablePrincipals('approval', workflow.approval));
   for (const job of workflow.jobs) {
     found.push(...unresolvablePrincipals(`jobs.${job.name}.approval`, job.approval));
-    for (const step of job.steps) {
-      if (step.approval !== undefined) found.push({ path: `jobs.${job.name}.steps.${step.name}.approval`, feature: 'approval', reason: STEP_APPROVAL_REASON });
-    }
+    // Step holds are carried out (the runner pauses before the step); only their clauses are checked.
+    for (const step of job.steps) found.push(...unresolvablePrincipals(`jobs.${job.name}.steps.${step.name}.approval`, step.approval));
   }
   return found;
 }

@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { Static } from 'typebox';
 import type { SandboxAvailability, SandboxExtensionPoint, SandboxProcess, SpawnRequest, Workspace } from '../../core/extension-points/sandbox.ts';
 import { messageOf } from '../../core/errors.ts';
-import type { AgentToOrchestrator, JobDispatch, JobRunStatus, StepResult } from '../../schemas/wire/agent.ts';
+import type { AgentToOrchestrator, JobDispatch, JobRunStatus, StepHoldStatus, StepResult } from '../../schemas/wire/agent.ts';
 import { RunnerToAgentMembers, type AgentToRunner, type ConcurrencyGroups, type RunnerResult } from '../../schemas/wire/runner.ts';
 import { compileMessageUnion, formatIssues } from '../../schemas/validate.ts';
 import { SecretSet, MIN_MASKED_LENGTH } from '../logs/masker.ts';
@@ -19,7 +19,7 @@ import { locateWorkflow, verifyContentHash } from './content-hash.ts';
 import { JobFailure, cancelledFailure } from './failure.ts';
 import { restoreDeps, restoreSource, pathWithNode } from './restore.ts';
 import { runBuildJob, type BuildSteps } from '../build-job/job.ts';
-import { apiError, handleRunnerApi, type OrchestratorRequest } from './runner-api.ts';
+import { apiError, handleRunnerApi, type OrchestratorRequest, type StepDecision } from './runner-api.ts';
 import { SetupTimings } from './timings.ts';
 import type { AdoptedRunner, WarmRunners } from './warm-runner.ts';
 import { restoreDepsCached, restoreSourceCached } from './cached-restore.ts';
@@ -111,6 +111,9 @@ export class DispatchedJob {
   #currentStep = SETUP_STEP;
   readonly #steps = new Map<string, JobStepResult>();
   readonly #timings = new SetupTimings();
+  /** Step-hold decisions pushed by the orchestrator, by step index, and who waits for them. */
+  readonly #stepDecisions = new Map<number, StepDecision>();
+  readonly #stepWaiters = new Map<number, Set<(decision: StepDecision) => void>>();
   readonly done: Promise<void>;
 
   constructor(dispatch: JobDispatch, env: JobEnvironment) {
@@ -158,6 +161,35 @@ export class DispatchedJob {
         void sandbox.sandbox.kill(proc, { graceMs: 5_000 }).catch((error: unknown) => this.#logger.warn({ err: error }, 'kill after grace failed'));
       }, graceMs);
     }
+  }
+
+  /** `approval.step.decision`: kept (a waiter may register later) and handed to any waiter. */
+  stepDecision(index: number, status: StepHoldStatus, reason: string): void {
+    const decision = { status, reason };
+    this.#stepDecisions.set(index, decision);
+    for (const wake of this.#stepWaiters.get(index) ?? []) wake(decision);
+    this.#stepWaiters.delete(index);
+  }
+
+  /** A pushed decision for step `index`, or null after `ms` or an abort (the caller asks again). */
+  #awaitStepDecision(index: number, ms: number, signal: AbortSignal): Promise<StepDecision | null> {
+    const known = this.#stepDecisions.get(index);
+    if (known !== undefined) return Promise.resolve(known);
+    return new Promise((resolve) => {
+      const waiters = this.#stepWaiters.get(index) ?? new Set();
+      this.#stepWaiters.set(index, waiters);
+      const done = (decision: StepDecision | null) => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+        waiters.delete(wake);
+        resolve(decision);
+      };
+      const wake = (decision: StepDecision) => done(decision);
+      const onAbort = () => done(null);
+      const timer = setTimeout(() => done(null), ms);
+      waiters.add(wake);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
   }
 
   #system(text: string): void {
@@ -400,6 +432,7 @@ export class DispatchedJob {
         ...(config.role === undefined ? {} : { role: config.role }),
         ...(config.workflowOutcome === undefined ? {} : { workflowOutcome: config.workflowOutcome }),
         ...(config.generator === undefined ? {} : { generator: config.generator }),
+        ...(config.approvalSteps === undefined || config.approvalSteps.length === 0 ? {} : { approvalSteps: config.approvalSteps }),
         hookTimeoutMs: DEFAULT_HOOK_TIMEOUT_MS,
         ...(config.timeoutMs === undefined ? {} : { jobTimeoutMs: config.timeoutMs }),
       } satisfies AgentToRunner);
@@ -463,6 +496,7 @@ export class DispatchedJob {
             request: this.#env.request,
             send: this.#env.send,
             signal: this.#abort.signal,
+            awaitStepDecision: (index, ms) => this.#awaitStepDecision(index, ms, this.#abort.signal),
           }).then(
             (value) => proc.send?.({ type: 'api.response', requestId, result: value } satisfies AgentToRunner),
             (error: unknown) => proc.send?.({ type: 'api.response', requestId, error: apiError(error) } satisfies AgentToRunner),

@@ -98,6 +98,8 @@ export class RunnerJob {
   #inHooks = false;
   /** Force cancel: nothing more runs (the result is sent without waiting for this run). */
   #forced = false;
+  /** Indexes of the steps held for an approval (runner.start approvalSteps). */
+  readonly #heldSteps: ReadonlySet<number>;
 
   constructor(options: RunnerJobOptions) {
     this.#start = options.start;
@@ -118,6 +120,7 @@ export class RunnerJob {
     // No PATH from the agent: commands still need one to be found.
     if (this.#rt.env['PATH'] === undefined && process.env['PATH'] !== undefined) this.#rt.env['PATH'] = process.env['PATH'];
     this.#records = options.job.steps.map((s) => ({ name: s.name, status: 'pending' }));
+    this.#heldSteps = new Set((options.start.approvalSteps ?? []).map((s) => s.index));
     this.#hookRunner = { sink: options.sink, defaultTimeoutMs: options.start.hookTimeoutMs, track: () => {} };
   }
 
@@ -300,7 +303,52 @@ export class RunnerJob {
     });
   }
 
+  /**
+   * A held step waits here, before its hooks and rules, for the approval's decision (the agent
+   * asks the orchestrator). True: approved, the step goes on. Otherwise the step is reported
+   * failed with the decision's reason (rejected, expired) or cancelled, and the job takes that
+   * path as for any failed or cancelled step. The wait is abortable by a cancel or the job timeout.
+   */
+  async #approved(index: number, step: Step): Promise<boolean> {
+    const activity = new Activity(step.name);
+    this.#abortable = activity;
+    this.#sink.line(step.name, 'system', 'waiting for an approval before this step runs');
+    const outcome = await guard(activity, () => this.#channel.request('step.approval', { index, name: step.name }, `step ${step.name} approval`));
+    this.#abortable = undefined;
+    if (outcome.kind === 'ok' && outcome.value.status === 'approved') {
+      this.#sink.line(step.name, 'system', outcome.value.reason);
+      this.#sink.flush(step.name);
+      return true;
+    }
+    if (outcome.kind === 'aborted' && this.#jobTimedOut === undefined) {
+      const reason = this.#cancel?.reason ?? 'cancelled';
+      this.#sink.flush(step.name);
+      this.#report(index, 'cancelled', reason);
+      this.#path = 'cancel';
+      this.#baseReason = reason;
+      this.#rt.noOutputsReason.set(step.name, 'it was cancelled while waiting for its approval');
+      return false;
+    }
+    const why =
+      outcome.kind === 'ok'
+        ? outcome.value.reason
+        : outcome.kind === 'error'
+          ? messageOf(outcome.error)
+          : outcome.kind === 'timeout'
+            ? `timed out after ${outcome.ms} ms`
+            : (this.#jobTimedOut ?? 'aborted');
+    this.#sink.line(step.name, 'stderr', `step failed: ${why}`);
+    this.#sink.flush(step.name);
+    this.#report(index, 'failed', why);
+    this.#path = 'failure';
+    this.#failedStep = step.name;
+    this.#baseReason = `step "${step.name}" failed: ${why}`;
+    this.#rt.noOutputsReason.set(step.name, 'it was not approved');
+    return false;
+  }
+
   async #runStep(index: number, step: Step): Promise<void> {
+    if (this.#heldSteps.has(index) && !(await this.#approved(index, step))) return;
     const jobHooks = this.#job.options;
     await this.#hook(this.#jobLevel, 'beforeStep', jobHooks.beforeStep, () => ({ step: { name: step.name } }), `: ${step.name}`);
     this.#noteInterruption();

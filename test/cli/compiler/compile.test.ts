@@ -129,10 +129,10 @@ const BAD: Record<string, { source: string; code: string; where: RegExp }> = {
     code: 'SVC_ERR_COMPILE_UNHONOURED_FEATURE',
     where: /at jobs\.a\.approval\.clauses\[0\]: .*approval by team ops, role admin — approvers named by team or role are not resolved/,
   },
-  'step-level approval (not carried out by this version)': {
-    source: workflowFile('gate', 'push()', "a: job({ runsOn: 'linux', steps: [step('s', async () => {}, { approval: { clauses: [{ users: ['boss'] }] } })] }),"),
+  'step-level approval by team (not resolved by this version)': {
+    source: workflowFile('gate', 'push()', "a: job({ runsOn: 'linux', steps: [step('s', async () => {}, { approval: { clauses: [{ teams: ['ops'] }] } })] }),"),
     code: 'SVC_ERR_COMPILE_UNHONOURED_FEATURE',
-    where: /at jobs\.a\.steps\.s\.approval: .*step-level approval holds are not carried out/,
+    where: /at jobs\.a\.steps\.s\.approval\.clauses\[0\]: .*approval by team ops — approvers named by team or role are not resolved/,
   },
   'syntax error': { source: "import { workflow } from 'svc/sdk';\nconst x = ;\n", code: 'SVC_ERR_COMPILE_IMPORT_FAILED', where: /^\.svc\/workflows\/bad\.ts:2:11: syntax error/ },
   'throw at import': {
@@ -269,6 +269,22 @@ t.test('breaking version notice: only when minReaderVersion rises to a breaking 
   t.same(gate?.concurrency, { hasGroup: true, cancelInProgress: true });
   t.same(gate?.jobs[0]?.concurrency, { hasGroup: false, cancelInProgress: false, max: 2 });
   t.same(gate?.jobs[0]?.approval, { clauses: [{ users: ['boss'], teams: [], roles: [], count: 1 }], when: 'fork' });
+});
+
+t.test('step-level approval compiles into the lock (the runner pauses before the step); org-wide it needs schema 42', async (t) => {
+  const dir = tempRepo(t, SEVERAL_WORKFLOWS);
+  const stepGate = "step('deploy', async () => {}, { approval: { clauses: [{ users: ['boss'] }], reason: 'production', timeoutSeconds: 600, when: 'untrusted' } })";
+  writeFiles(dir, { '.svc/workflows/stepgate.ts': `import { job, push, step, workflow } from 'svc/sdk';\nexport default workflow('stepgate', { on: push(), jobs: { a: job({ runsOn: 'linux', steps: [step('build', async () => {}), ${stepGate}] }) } });\n` });
+  const lock = (await compileWorkflows({ repoRoot: dir })).lock;
+  const steps = lock.workflows.find((w) => w.name === 'stepgate')?.jobs[0]?.steps;
+  t.equal(steps?.[0]?.approval, undefined, 'step 1 is not held');
+  t.same(steps?.[1]?.approval, { clauses: [{ users: ['boss'], teams: [], roles: [], count: 1 }], reason: 'production', timeoutSeconds: 600, when: 'untrusted' });
+  t.equal(lock.minReaderVersion, 38, 'a repository workflow with a step hold needs no newer reader');
+  // Organization-wide: an older orchestrator would run the step without its hold.
+  writeFiles(dir, { '.svc/workflows/stepgate.ts': `import { job, push, step, workflow } from 'svc/sdk';\nexport default workflow('stepgate', { on: push({ repositories: ['acme/*'] }), jobs: { a: job({ runsOn: 'linux', steps: [${stepGate}] }) } });\n` });
+  const orgWide = await compileWorkflows({ repoRoot: dir });
+  t.equal(orgWide.lock.minReaderVersion, 42);
+  t.match(orgWide.notice ?? '', /minReaderVersion 42/);
 });
 
 t.test('compareLocks on its own', async (t) => {

@@ -265,15 +265,16 @@ await eachDatabase(t, async (t, db) => {
 
   await t.test('a lock asking for what this version does not carry out: the matched run is not created, the reason is recorded', async (t) => {
     const sha = 'ab'.repeat(20);
-    const stepGate = { clauses: [{ users: ['boss'], teams: [], roles: [], count: 1 }], when: 'always' as const };
+    // A step hold is carried out; one whose approvers are a team is not (no provider reports memberships).
+    const stepGate = { clauses: [{ users: [], teams: ['ops'], roles: [], count: 1 }], when: 'always' as const };
     const base = workflow('stepgated', [trig.push()]);
     h.forge.putLock(sha, [{ ...base, jobs: base.jobs.map((j) => ({ ...j, steps: j.steps.map((st) => ({ ...st, approval: stepGate })) })) }]);
     const d = delivery(pushPayload({ after: sha, ref: 'refs/heads/gate' }), { secret: secretNow });
     const o = await h.pipeline.ingestDelivery(d);
     t.equal(o.status, 'no_match');
-    t.same(o.runIds, [], 'no run is created (its step hold would never be released)');
+    t.same(o.runIds, [], 'no run is created (its step hold could never be released)');
     const dropped = (await deliveryRow(db, d.deliveryId))?.steps.filter((s) => s.outcome === 'dropped').map((s) => s.detail) ?? [];
-    t.match(dropped, [/^stepgated: not run: jobs\.[^.]+\.steps\.[^.]+\.approval: approval — step-level approval holds are not carried out/]);
+    t.match(dropped, [/^stepgated: not run: jobs\.[^.]+\.steps\.[^.]+\.approval\.clauses\[0\]: approval by team ops — approvers named by team or role are not resolved/]);
   });
 
   await t.test('approval and concurrency are carried out: the run is held with its hold, or waits for its group', async (t) => {
