@@ -7,7 +7,7 @@ import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Type, type Static } from 'typebox';
-import { ApprovalResult, RunLogsPage, RunView } from '../schemas/wire/relay.ts';
+import { ApprovalResult, RunArtifact, RunArtifactChunk, RunLogsPage, RunView } from '../schemas/wire/relay.ts';
 import type { ApprovalDecisionBody } from '../schemas/http/approvals.ts';
 import { RunList, type RunStatus } from '../schemas/http/run-index.ts';
 import { compileSchema, formatIssues } from '../schemas/validate.ts';
@@ -40,6 +40,8 @@ const checkConfig = compileSchema(PlatformConfigFile);
 const checkShow = compileSchema(Type.Object({ run: RunView }));
 const checkPage = compileSchema(RunLogsPage);
 const checkRunList = compileSchema(RunList);
+const checkArtifacts = compileSchema(Type.Object({ artifacts: Type.Array(RunArtifact) }));
+const checkChunk = compileSchema(RunArtifactChunk);
 const checkApproval = compileSchema(ApprovalResult);
 const checkWhoami = compileSchema(Type.Object({ orgId: Type.String(), kind: Type.String(), user: Type.Optional(Type.String()) }));
 
@@ -236,6 +238,16 @@ export class PlatformClient {
   async runLogs(runId: string, after?: string): Promise<RunLogsPage> {
     const query = after === undefined || after === '' ? '' : `?after=${encodeURIComponent(after)}`;
     return this.#checked(checkPage, await this.#get(`${this.#runPath(runId)}/logs${query}`), 'log page');
+  }
+
+  /** The run's artifacts (`svc runs artifacts`). */
+  async runArtifacts(runId: string): Promise<RunArtifact[]> {
+    return this.#checked(checkArtifacts, await this.#get(`${this.#runPath(runId)}/artifacts`), 'artifact list').artifacts;
+  }
+
+  /** One chunk of an artifact's bytes from `offset` (`svc runs download`). */
+  async artifactChunk(runId: string, name: string, offset: number): Promise<RunArtifactChunk> {
+    return this.#checked(checkChunk, await this.#get(`${this.#runPath(runId)}/artifacts/${encodeURIComponent(name)}?offset=${offset}`), 'artifact chunk');
   }
 }
 

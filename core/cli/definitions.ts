@@ -8,7 +8,7 @@ export const SVC_CLI: CliDefinition = {
   topics: {
     hook: 'Git hooks: a pre-commit hook that keeps the lock compiled, and the post-receive hook a git server uses to send pushes',
     org: 'Which org the Platform commands act on',
-    runs: 'Inspect runs through the Platform: recent runs, details and logs',
+    runs: 'Inspect runs through the Platform: recent runs, details, logs and artifacts',
   },
 };
 

@@ -5,6 +5,11 @@ import type { ErrorCatalogue } from './catalogue.ts';
 
 export const CLI_ERROR_CODES = {
   // CLI
+  SVC_ERR_CLI_ARTIFACT_DIGEST: {
+    kind: 'internal',
+    message: 'artifact {name} of run {runId} arrived with digest {got}, but {digest} was recorded at upload; the stored object was altered or damaged, nothing was extracted',
+  },
+  SVC_ERR_CLI_ARTIFACT_TRANSFER: { kind: 'unavailable', message: 'artifact {name} changed or stopped while it was downloading; download it again' },
   SVC_ERR_CLI_APPROVAL_NOT_COUNTED: {
     kind: 'conflict',
     message: 'not counted: {reason} (the decider is not an approver of the hold, or nothing on the run awaits approval)',
