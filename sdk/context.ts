@@ -122,6 +122,24 @@ export interface AttestProvenanceResult {
   readonly bundlePaths: readonly string[];
   /** True when the token was deferred and the statement frozen for later fulfilment. */
   readonly deferred: boolean;
+  /** One entry per subject, in order (present in a real job; a test context may omit it). */
+  readonly attestations?: readonly ProvenanceAttestation[];
+}
+export interface ProvenanceAttestation {
+  /** Workspace-relative path: the in-toto subject name. */
+  readonly subject: string;
+  /** SHA-256 (hex) of the file's bytes, computed by the agent. */
+  readonly sha256: string;
+  /** Names the attestation for `svc-admin attestations show` (also once a deferral is fulfilled). */
+  readonly attestationId: string;
+  /** SHA-256 of the frozen statement; a deferred bundle's token carries it as `statement_hash`. */
+  readonly statementHash: string;
+  readonly deferred: boolean;
+  /** Why signing was deferred (`unavailable`, `key_unavailable`, `signer_failed`, `key_revoked`). */
+  readonly code?: string;
+  readonly bundlePath?: string;
+  /** Run artifact holding the bundle (`svc runs download <run> <name>`); absent without storage. */
+  readonly artifact?: string;
 }
 
 /** The normalized event a run was created for (the orchestrator's normalization). */

@@ -16,6 +16,7 @@ export const AGENT_ERROR_CODES = {
     message: 'artifact {name} of run {runId} downloaded with digest {got}, but {expected} was stored; the stored object was altered or damaged, nothing was extracted',
   },
   SVC_ERR_AGENT_ARTIFACT_PROTOCOL: { kind: 'internal', message: 'the orchestrator answered an artifact request of {name} without {what}' },
+  SVC_ERR_AGENT_ATTEST_SUBJECT: { kind: 'input', message: 'ctx.attestProvenance: subject {path} is not a readable regular file in the job workspace: {reason}' },
   SVC_ERR_AGENT_CACHE_DIGEST: { kind: 'unavailable', message: 'cache entry {response} has digest {sha256}, expected {expected}; not restored' },
   SVC_ERR_AGENT_CHECKOUT: { kind: 'internal', message: 'git {args} failed (exit {exitCode}): {output}' },
   SVC_ERR_AGENT_CONTAINER_IMAGE: { kind: 'internal', message: 'the job asks for a container but names no image (container.image)' },

@@ -105,6 +105,8 @@ export const ORCHESTRATOR_ERROR_CODES = {
     message: 'agent {agentId} does not run job {jobId}; only the agent running a job can mint its tokens',
   },
   SVC_ERR_IDENTITY_NO_MASTER_KEY: { kind: 'internal', message: 'no master key (SVC_SECRET_KEY) is configured to seal signing keys' },
+  SVC_ERR_IDENTITY_OFF: { kind: 'unavailable', message: 'provenance signing is off on this orchestrator (set SVC_ORCHESTRATOR_PROVENANCE_ISSUER); {api} needs it' },
+  SVC_ERR_IDENTITY_PREDICATE: { kind: 'input', message: 'the step predicate must be a JSON object of at most {max} bytes' },
   SVC_ERR_IDENTITY_REVOKE_REASON: { kind: 'input', message: 'revoking a key needs a reason (--reason <text>)' },
   SVC_ERR_IDENTITY_SIGNATURE_SHAPE: {
     kind: 'internal',

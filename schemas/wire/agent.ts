@@ -5,6 +5,7 @@
 // Where the spec names a cache field `type` (`{ type: 'source' | 'dep', key }`) the message
 // carries it as `cacheType`, because `type` is the message discriminator.
 import { Type, type Static } from 'typebox';
+import { AttestationBundle } from '../identity.ts';
 import { ConcurrencyGroups, GeneratedJobs, GeneratorRef, JobRole, WorkflowOutcome } from './runner.ts';
 
 const Strict = { additionalProperties: false } as const;
@@ -302,6 +303,37 @@ export const OidcTokenResponse = Type.Object(
   Strict,
 );
 
+// ctx.attestProvenance (docs/provenance.md): the agent hashes the workspace file itself and asks
+// the orchestrator to attest it for the job; the answer is the signed bundle, or a deferral whose
+// frozen statement the orchestrator signs later (same attestationId).
+export const AttestationCreateRequest = Type.Object(
+  {
+    type: Type.Literal('attestation.create.request'),
+    jobId: Id,
+    requestId: Id,
+    /** Subject: the workspace-relative path and the SHA-256 (hex) of the file's bytes. */
+    artifact: Type.Object({ name: Type.String({ minLength: 1, maxLength: 1000 }), sha256: Type.String({ pattern: '^[0-9a-f]{64}$' }) }, Strict),
+    /** The step's own predicate fields (recorded as externalParameters.stepParameters). */
+    parameters: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  },
+  Strict,
+);
+export const AttestationCreateResponse = Type.Object(
+  {
+    type: Type.Literal('attestation.create.response'),
+    requestId: Id,
+    attestationId: Type.Optional(Id),
+    statementHash: Type.Optional(Type.String({ pattern: '^[0-9a-f]{64}$' })),
+    /** `<artifact base name>.svc.json`. */
+    fileName: Type.Optional(Type.String({ minLength: 1, maxLength: 300 })),
+    bundle: Type.Optional(AttestationBundle),
+    deferred: Type.Optional(Type.Literal(true)),
+    code: Type.Optional(Type.String()),
+    error: Type.Optional(ErrorBody),
+  },
+  Strict,
+);
+
 /** Where a step hold stands: `pending` until a decider acts; the others are final. */
 export const StepHoldStatus = Type.Union([
   Type.Literal('pending'),
@@ -358,6 +390,7 @@ export const AgentToOrchestratorMembers = [
   CacheUserSaveRequest,
   CacheUserSaveComplete,
   OidcTokenRequest,
+  AttestationCreateRequest,
   ArtifactUploadRequest,
   ArtifactCommitRequest,
   ArtifactDownloadRequest,
@@ -375,6 +408,7 @@ export const OrchestratorToAgentMembers = [
   CacheUserRestoreResponse,
   CacheUserSaveResponse,
   OidcTokenResponse,
+  AttestationCreateResponse,
   ArtifactUploadResponse,
   ArtifactCommitResponse,
   ArtifactDownloadResponse,

@@ -256,7 +256,34 @@ export const RunnerApiShapes = {
       },
       Strict,
     ),
-    result: Type.Object({ bundlePaths: Type.Array(Type.String()), deferred: Type.Boolean() }, Strict),
+    result: Type.Object(
+      {
+        /** Bundles written next to their subjects (deferred subjects have none yet). */
+        bundlePaths: Type.Array(Type.String()),
+        /** True when at least one subject was deferred. */
+        deferred: Type.Boolean(),
+        /** One entry per subject, in order (every agent that signs sends it). */
+        attestations: Type.Optional(Type.Array(
+          Type.Object(
+            {
+              /** Workspace-relative path of the subject (the in-toto subject name). */
+              subject: Type.String(),
+              sha256: Type.String(),
+              attestationId: Type.String(),
+              statementHash: Type.String(),
+              deferred: Type.Boolean(),
+              /** Why signing was deferred (`unavailable`, `key_unavailable`, `signer_failed`, `key_revoked`). */
+              code: Type.Optional(Type.String()),
+              bundlePath: Type.Optional(Type.String()),
+              /** Run artifact holding the bundle; absent when the orchestrator has no storage. */
+              artifact: Type.Optional(Type.String()),
+            },
+            Strict,
+          ),
+        )),
+      },
+      Strict,
+    ),
   },
   // Not a step API: the runner itself asks before a held step; the agent answers once decided.
   'step.approval': {

@@ -72,6 +72,13 @@ export function createDispatchSubsystem(tuning: DispatchTuning = {}): Subsystem 
         if (identity === undefined) return { type: 'oidc.token.response', requestId: message.requestId, deferred: true, code: 'unavailable' };
         return identity.answerOidcTokenRequest(agent.agentId, message);
       });
+      service.handle('attestation.create.request', async (agent, message) => {
+        if (identity === undefined) {
+          const error = { code: 'SVC_ERR_IDENTITY_OFF', message: 'provenance signing is off on this orchestrator (set SVC_ORCHESTRATOR_PROVENANCE_ISSUER); ctx.attestProvenance needs it' };
+          return { type: 'attestation.create.response', requestId: message.requestId, error };
+        }
+        return identity.answerAttestationRequest(agent.agentId, message);
+      });
       await registerAgentEndpoint(ctx, service);
       await service.start();
       deps.onStop(() => service.stop());

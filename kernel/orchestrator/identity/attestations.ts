@@ -3,7 +3,7 @@
 // it. When a live token cannot be minted the statement is frozen (with its SHA-256) and signed
 // later by fulfilDeferredAttestations (origin `deferred`, or `offline-backfill` for an operator).
 import { randomUUID } from 'node:crypto';
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import type { CustodyExtensionPoint } from '../../../core/extension-points/custody.ts';
 import {
   ATTESTATION_BUNDLE_MEDIA_TYPE,
@@ -15,11 +15,13 @@ import { compileSchema } from '../../../schemas/validate.ts';
 import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
 import { InputError } from '../../../core/errors.ts';
 import { loadRunJob, type RunJobRow } from './claims.ts';
-import { preAuthEncoding, provenanceStatement, sha256Hex, type Artifact } from './dsse.ts';
+import { preAuthEncoding, provenanceStatement, rawToDerSignature, sha256Hex, type Artifact } from './dsse.ts';
 import type { Minter } from './mint.ts';
 
 /** Audience of the identity token carried inside a bundle. */
 export const ATTESTATION_AUDIENCE = 'svc-attestation';
+/** Serialized size cap of a step's own predicate fields. */
+export const STEP_PARAMETERS_MAX_BYTES = 64 * 1024;
 const checkBundle = compileSchema(AttestationBundle);
 
 export type CreateAttestationResult =
@@ -43,6 +45,28 @@ export function checkArtifact(artifact: unknown): Artifact {
   return { name: a.name, sha256: a.sha256 };
 }
 
+function checkStepParameters(parameters: unknown): Record<string, unknown> | undefined {
+  if (parameters === undefined) return undefined;
+  if (parameters === null || typeof parameters !== 'object' || Array.isArray(parameters)) {
+    throw new InputError('SVC_ERR_IDENTITY_PREDICATE', 'the step predicate must be a JSON object');
+  }
+  const size = Buffer.byteLength(JSON.stringify(parameters), 'utf8');
+  if (size > STEP_PARAMETERS_MAX_BYTES) {
+    throw new InputError('SVC_ERR_IDENTITY_PREDICATE', `the step predicate is ${size} bytes of JSON; at most ${STEP_PARAMETERS_MAX_BYTES} are recorded`);
+  }
+  return parameters as Record<string, unknown>;
+}
+
+/** The node that ran the job, as the frozen statement recorded it (deferred signing elsewhere). */
+function recordedOrchestratorId(statementText: string): string | undefined {
+  try {
+    const value = (JSON.parse(statementText) as { predicate?: { buildDefinition?: { internalParameters?: { orchestrator_id?: unknown } } } }).predicate?.buildDefinition?.internalParameters?.orchestrator_id;
+    return typeof value === 'string' && value !== '' ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** `<artifact>.svc.json` (the artifact's base name). */
 export function bundleFileName(artifactName: string): string {
   const base = artifactName.split(/[\\/]/).pop() || 'artifact';
@@ -51,9 +75,10 @@ export function bundleFileName(artifactName: string): string {
 
 async function signStatement(deps: AttestationDeps, row: RunJobRow, statementText: string, origin: AttestationOrigin): Promise<AttestationBundle> {
   const statementHash = sha256Hex(statementText);
-  const token = await deps.minter.signFor(row, ATTESTATION_AUDIENCE, origin, origin === 'live' ? null : statementHash);
+  const token = await deps.minter.signFor(row, ATTESTATION_AUDIENCE, origin, origin === 'live' ? null : statementHash, recordedOrchestratorId(statementText));
   const payload = Buffer.from(statementText, 'utf8');
-  const sig = await deps.custody.sign(preAuthEncoding(IN_TOTO_PAYLOAD_TYPE, payload), token.kid);
+  // DER, not the JOSE raw form: what DSSE verifiers outside this project read.
+  const sig = rawToDerSignature(await deps.custody.sign(preAuthEncoding(IN_TOTO_PAYLOAD_TYPE, payload), token.kid));
   return {
     mediaType: ATTESTATION_BUNDLE_MEDIA_TYPE,
     issuer: deps.minter.issuer,
@@ -69,11 +94,25 @@ async function signStatement(deps: AttestationDeps, row: RunJobRow, statementTex
   };
 }
 
-export async function createAttestation(deps: AttestationDeps, request: { jobId: string; agentId: string; artifact: Artifact }): Promise<CreateAttestationResult> {
+export interface CreateAttestationRequest {
+  jobId: string;
+  agentId: string;
+  artifact: Artifact;
+  /** The step's own predicate fields. */
+  parameters?: Record<string, unknown>;
+}
+
+export async function createAttestation(deps: AttestationDeps, request: CreateAttestationRequest): Promise<CreateAttestationResult> {
   const artifact = checkArtifact(request.artifact);
+  const stepParameters = checkStepParameters(request.parameters);
   const row = await deps.minter.ownedJob(request.jobId, request.agentId);
+  const statement = provenanceStatement(row, artifact, {
+    issuer: deps.minter.issuer,
+    orchestratorId: deps.minter.orchestratorId,
+    ...(stepParameters === undefined ? {} : { stepParameters }),
+  });
   // Serialized once: the frozen bytes are what a later signature covers.
-  const statementText = JSON.stringify(provenanceStatement(row, artifact, deps.minter.issuer));
+  const statementText = JSON.stringify(statement);
   const statementHash = sha256Hex(statementText);
   const id = randomUUID();
   const signed = await deps.minter.deferring(() => signStatement(deps, row, statementText, 'live'));
@@ -137,4 +176,32 @@ export async function attestationBundle(pool: DatabasePool, id: string): Promise
   const row = await pool.maybeOne(sqlTyped(Type.Object({ bundle: Type.Union([Type.Unknown(), Type.Null()]) }))`SELECT bundle FROM attestations WHERE id = ${id}::uuid`);
   if (!row || row.bundle === null) return undefined;
   return checkBundle.check(row.bundle) ? row.bundle : undefined;
+}
+
+export const AttestationRow = Type.Object({
+  id: Type.String(),
+  run_id: Type.String(),
+  job_id: Type.String(),
+  artifact_name: Type.String(),
+  artifact_sha256: Type.String(),
+  statement_hash: Type.String(),
+  status: Type.String(),
+  attestation_origin: Type.Union([Type.String(), Type.Null()]),
+  defer_code: Type.Union([Type.String(), Type.Null()]),
+  created_at: Type.String(),
+  fulfilled_at: Type.Union([Type.String(), Type.Null()]),
+});
+export type AttestationRow = Static<typeof AttestationRow>;
+
+/** Newest first; `runId` and `status` narrow it. */
+export async function listAttestations(pool: DatabasePool, filter: { runId?: string; status?: 'pending' | 'fulfilled'; limit?: number } = {}): Promise<AttestationRow[]> {
+  const limit = Math.max(1, Math.min(filter.limit ?? 100, 1000));
+  const run = filter.runId === undefined ? sql.fragment`TRUE` : sql.fragment`run_id = ${filter.runId}::uuid`;
+  const status = filter.status === undefined ? sql.fragment`TRUE` : sql.fragment`status = ${filter.status}`;
+  const rows = await pool.any(sqlTyped(AttestationRow)`
+    SELECT id::text AS id, run_id::text AS run_id, job_id::text AS job_id, artifact_name, artifact_sha256, statement_hash, status,
+           attestation_origin, defer_code, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at,
+           to_char(fulfilled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS fulfilled_at
+    FROM attestations WHERE ${run} AND ${status} ORDER BY created_at DESC, id LIMIT ${limit}`);
+  return [...rows];
 }

@@ -7,6 +7,9 @@ import { sqlTyped, type DatabasePool } from '../../services/db/index.ts';
 export const RunJobRow = Type.Object({
   job_id: Type.String(),
   job_status: Type.String(),
+  job_name: Type.String(),
+  /** ISO 8601; null before the job started. */
+  job_started_at: Type.Union([Type.String(), Type.Null()]),
   agent_id: Type.Union([Type.String(), Type.Null()]),
   run_id: Type.String(),
   org_id: Type.String(),
@@ -37,7 +40,8 @@ export function isUuid(value: string): boolean {
 export async function loadRunJob(pool: DatabasePool, jobId: string): Promise<RunJobRow | undefined> {
   if (!isUuid(jobId)) return undefined;
   const row = await pool.maybeOne(sqlTyped(RunJobRow)`
-    SELECT j.id::text AS job_id, j.status AS job_status, j.agent_id,
+    SELECT j.id::text AS job_id, j.status AS job_status, j.display_name AS job_name,
+           to_char(j.started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS job_started_at, j.agent_id,
            r.id::text AS run_id, r.org_id, r.provider, r.repository, r.workflow_repository, r.workflow, r.sha, r.ref,
            r.event_name, r.subject_kind, r.actor, r.trust_tier, r.is_fork, r.head_ref, r.head_repository,
            r.source_origin, r.parent_run_id::text AS parent_run_id

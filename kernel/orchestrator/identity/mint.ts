@@ -74,6 +74,10 @@ export class Minter {
     return this.#o.issuer;
   }
 
+  get orchestratorId(): string {
+    return this.#o.orchestratorId;
+  }
+
   /** The kid to sign with, waiting up to keyWaitMs for one to become active. */
   async #readyKid(): Promise<string> {
     const deadline = Date.now() + this.#o.keyWaitMs;
@@ -104,12 +108,13 @@ export class Minter {
   }
 
   /** Sign a token for a run/job row (the caller has checked who may ask). */
-  async signFor(row: RunJobRow, audience: string, origin: AttestationOrigin, statementHash: string | null): Promise<SignedToken> {
+  /** `orchestratorId`: the node that ran the job, when another node (or svc-admin) signs later. */
+  async signFor(row: RunJobRow, audience: string, origin: AttestationOrigin, statementHash: string | null, orchestratorId?: string): Promise<SignedToken> {
     const kid = await this.#readyKid();
     const claims = claimsFor(row, {
       issuer: this.#o.issuer,
       audience,
-      orchestratorId: this.#o.orchestratorId,
+      orchestratorId: orchestratorId ?? this.#o.orchestratorId,
       origin,
       statementHash,
       nowSeconds: Math.floor(Date.now() / 1000),

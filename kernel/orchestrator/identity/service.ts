@@ -10,11 +10,19 @@ import {
   type Jwks,
   type VerifyAttestationResponse,
 } from '../../../schemas/identity.ts';
-import type { OidcTokenRequest as OidcTokenRequestSchema, OidcTokenResponse as OidcTokenResponseSchema, ProtocolError as ProtocolErrorSchema } from '../../../schemas/wire/agent.ts';
+import type {
+  AttestationCreateRequest as AttestationCreateRequestSchema,
+  AttestationCreateResponse as AttestationCreateResponseSchema,
+  OidcTokenRequest as OidcTokenRequestSchema,
+  OidcTokenResponse as OidcTokenResponseSchema,
+  ProtocolError as ProtocolErrorSchema,
+} from '../../../schemas/wire/agent.ts';
 import type { Static } from 'typebox';
 
 type OidcTokenRequest = Static<typeof OidcTokenRequestSchema>;
 type OidcTokenResponse = Static<typeof OidcTokenResponseSchema>;
+type AttestationCreateRequest = Static<typeof AttestationCreateRequestSchema>;
+type AttestationCreateResponse = Static<typeof AttestationCreateResponseSchema>;
 type ProtocolError = Static<typeof ProtocolErrorSchema>;
 import type { DatabasePool } from '../../services/db/index.ts';
 import { isSvcError, messageOf } from '../../../core/errors.ts';
@@ -22,10 +30,10 @@ import {
   attestationBundle,
   createAttestation,
   fulfilDeferredAttestations,
+  type CreateAttestationRequest,
   type CreateAttestationResult,
   type FulfilResult,
 } from './attestations.ts';
-import type { Artifact } from './dsse.ts';
 import { publicKeySet, revokedKids } from './key-store.ts';
 import { Minter, type MintRequest, type MintResult } from './mint.ts';
 import { verifyAttestationBundle } from './verify-attestation.ts';
@@ -47,7 +55,9 @@ export interface IdentityService {
   mintIdentityToken(request: MintRequest): Promise<MintResult>;
   /** The dispatch layer's handler for an agent's `oidc.token.request`. */
   answerOidcTokenRequest(agentId: string, message: OidcTokenRequest): Promise<OidcTokenResponse | ProtocolError>;
-  createAttestation(request: { jobId: string; agentId: string; artifact: Artifact }): Promise<CreateAttestationResult>;
+  createAttestation(request: CreateAttestationRequest): Promise<CreateAttestationResult>;
+  /** The dispatch layer's handler for an agent's `attestation.create.request`. */
+  answerAttestationRequest(agentId: string, message: AttestationCreateRequest): Promise<AttestationCreateResponse>;
   fulfilDeferredAttestations(options?: { origin?: 'deferred' | 'offline-backfill'; limit?: number }): Promise<FulfilResult>;
   attestationBundle(id: string): Promise<AttestationBundle | undefined>;
   /** Verdict against the live key table (revoked keys refused). */
@@ -101,6 +111,32 @@ export function createIdentityService(options: IdentityServiceOptions): Identity
       }
     },
     createAttestation: (request) => createAttestation(deps, request),
+    async answerAttestationRequest(agentId, message) {
+      try {
+        const result = await createAttestation(deps, {
+          jobId: message.jobId,
+          agentId,
+          artifact: message.artifact,
+          ...(message.parameters === undefined ? {} : { parameters: message.parameters }),
+        });
+        if ('deferred' in result) {
+          return { type: 'attestation.create.response', requestId: message.requestId, deferred: true, code: result.code, attestationId: result.attestationId, statementHash: result.statementHash };
+        }
+        return {
+          type: 'attestation.create.response',
+          requestId: message.requestId,
+          attestationId: result.attestationId,
+          statementHash: result.bundle.statementHash,
+          fileName: result.fileName,
+          bundle: result.bundle,
+        };
+      } catch (error) {
+        if (!isSvcError(error)) options.logger.error({ err: error }, 'attestation request failed');
+        const code = isSvcError(error) ? error.code : 'SVC_ERR_INTERNAL';
+        const text = isSvcError(error) ? error.message : `attestation request failed: ${messageOf(error)}`;
+        return { type: 'attestation.create.response', requestId: message.requestId, error: { code, message: text } };
+      }
+    },
     fulfilDeferredAttestations: (fulfilOptions) => fulfilDeferredAttestations(deps, fulfilOptions),
     attestationBundle: (id) => attestationBundle(options.pool, id),
     async verifyAttestation(input) {

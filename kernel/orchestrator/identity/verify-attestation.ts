@@ -61,9 +61,12 @@ export async function verifyAttestationBundle(input: VerifyAttestationInput): Pr
   if (sha256Hex(payload) !== bundle.statementHash) return fail('statement_tampered', 'the statement does not hash to the bundle statementHash: it was altered');
   const sig = decodeB64(signature.sig);
   let valid = false;
-  if (sig && sig.length === 64) {
+  // Bundles carry DER (what outside DSSE verifiers read); 64 bytes is the raw r‖s form of
+  // bundles made before that, which a DER sequence of P-256 integers never is.
+  if (sig && sig.length >= 8 && sig.length <= 72) {
     try {
-      valid = nodeVerify('sha256', preAuthEncoding(envelope.payloadType, payload), { key: jwk, format: 'jwk', dsaEncoding: 'ieee-p1363' }, sig);
+      const dsaEncoding = sig.length === 64 ? 'ieee-p1363' : 'der';
+      valid = nodeVerify('sha256', preAuthEncoding(envelope.payloadType, payload), { key: jwk, format: 'jwk', dsaEncoding }, sig);
     } catch {
       valid = false;
     }
