@@ -10,6 +10,8 @@ import { dbCustody } from './custody/db/index.ts';
 import { genericSourcePlugin } from './sources/generic/index.ts';
 import { githubProvider } from './providers/github/index.ts';
 import { gitProvider } from './providers/git/index.ts';
+import { localScaler } from './scalers/local/index.ts';
+import { loadScalerConfig } from '../core/scalers/config-file.ts';
 import { join, resolve } from 'node:path';
 
 /** Storage plugins by `storage.type`. */
@@ -64,11 +66,28 @@ const PROVIDERS: readonly SvcPlugin[] = [githubProvider as SvcPlugin, gitProvide
 const GENERIC_SOURCES: readonly SvcPlugin[] = [genericSourcePlugin as SvcPlugin];
 
 /**
+ * Scaler plugins by id, signed in when the scaler config (scaler.configPath / configDir) has an
+ * entry naming them; their slice is the file's `plugins.<id>` over what the host supplies.
+ */
+const SCALERS: Record<string, { plugin: SvcPlugin; slice: (env: PluginEnvironment, settings: Record<string, unknown>) => unknown }> = {
+  local: {
+    plugin: localScaler as SvcPlugin,
+    slice: (env, settings) => ({ orchestratorUrl: env.publicUrl, workRoot: join(env.dataDir, 'scaler-local'), ...settings }),
+  },
+};
+
+/**
  * Every built-in plugin the orchestrator can sign in, whatever config selects: the contract test
  * enumerates this list, so a plugin added to the tables above is run through its kind's suite.
  */
 export function orchestratorBuiltIns(): SvcPlugin[] {
-  return [...Object.values(STORAGE).map((s) => s.plugin), ...Object.values(CUSTODY).map((c) => c.plugin), ...GENERIC_SOURCES, ...PROVIDERS];
+  return [
+    ...Object.values(STORAGE).map((s) => s.plugin),
+    ...Object.values(CUSTODY).map((c) => c.plugin),
+    ...GENERIC_SOURCES,
+    ...PROVIDERS,
+    ...Object.values(SCALERS).map((s) => s.plugin),
+  ];
 }
 
 export function orchestratorPlugins(env: PluginEnvironment): PluginSelection {
@@ -103,5 +122,15 @@ export function orchestratorPlugins(env: PluginEnvironment): PluginSelection {
   builtIns.push(...PROVIDERS);
   config['provider:github'] = {};
   config['provider:git'] = { cacheDir: join(env.dataDir, 'git-cache') };
+
+  // Scalers named by the scaler config (read again by the scaling subsystem, which also reloads
+  // it); a third-party scaler comes from plugins.modules with its slice in plugins.config.
+  const scalerConfig = loadScalerConfig(env.config.scaler);
+  for (const id of new Set(scalerConfig?.scalers.map((s) => s.plugin) ?? [])) {
+    const scaler = SCALERS[id];
+    if (scaler === undefined) continue;
+    builtIns.push(scaler.plugin);
+    config[`scaler:${id}`] = scaler.slice(env, scalerConfig?.plugins[id] ?? {});
+  }
   return { builtIns, config, selection };
 }

@@ -29,7 +29,9 @@ export const PLUGINS_ERROR_CODES = {
   SVC_ERR_CUSTODY_NOT_BOUND: { kind: 'internal', message: 'db custody has no key table yet (the identity subsystem binds it at start)' },
   SVC_ERR_CUSTODY_NO_ACTIVE_KEY: { kind: 'unavailable', message: 'no active signing key yet (svc-admin signing-key generate creates one)' },
   // SCALER
+  SVC_ERR_SCALER_CONFIG_INVALID: { kind: 'input', message: 'scaler config {file}: {what}' },
   SVC_ERR_SCALER_REQUEST_INVALID: { kind: 'input', message: 'scale-up request is invalid: {reason}' },
+  SVC_ERR_SCALER_SPAWN: { kind: 'internal', message: 'local scaler could not start an agent: {reason}' },
   // STORAGE
   SVC_ERR_STORAGE_BODY: { kind: 'input', message: 'storage body must be a Buffer, Uint8Array or Readable stream' },
   SVC_ERR_STORAGE_IO: { kind: 'internal', message: 'storage failed to serve the request' },

@@ -16,6 +16,7 @@ import { ingestSubsystem } from './ingest/subsystem.ts';
 import { relayLinkSubsystem } from './relay-link/subsystem.ts';
 import { runControlSubsystem } from './run-control/subsystem.ts';
 import { runsSubsystem } from './runs/subsystem.ts';
+import { scalingSubsystem } from './scaling/subsystem.ts';
 import { schedulingSubsystem } from './scheduling/index.ts';
 import { schedulesSubsystem } from './schedules/subsystem.ts';
 import { checkoutAuthSubsystem } from './sources/checkout-auth.ts';
@@ -30,6 +31,8 @@ export const ORCHESTRATOR_SUBSYSTEMS: readonly Subsystem[] = [
   identitySubsystem,
   ingestSubsystem,
   dispatchSubsystem,
+  // Scale-up of agents for queued jobs no online agent can take; reaping (scaler config).
+  scalingSubsystem,
   // Checkout credentials from each run's source provider.
   checkoutAuthSubsystem,
   cachesSubsystem,

@@ -73,7 +73,6 @@ t.test('fatal start errors: one line, non-zero exit', async (t) => {
     [{ SVC_STORAGE_TYPE: 's3' }, /^svc-orchestrator: SVC_ERR_CONFIG_UNSUPPORTED: config storage\.type: s3 storage needs a bucket: set storage\.bucket \(SVC_STORAGE_BUCKET\).*\(from env SVC_STORAGE_TYPE\)$/],
     // A setting this version does not honour stops the start.
     [{ SVC_STORAGE_BUCKET: 'ci-cache' }, /^svc-orchestrator: SVC_ERR_CONFIG_UNSUPPORTED: config storage\.bucket: an s3 storage setting, and storage\.type is filesystem \(nothing reads it\)/],
-    [{ SVC_SCALER_CONFIG_PATH: '/etc/svc/scaler.yaml' }, /^svc-orchestrator: SVC_ERR_CONFIG_UNSUPPORTED: config scaler\.configPath: agent scalers are not supported in this version/],
     [{ SVC_SECRET_KEY: 'too-short' }, /SVC_SECRET_KEY/],
     [{ SVC_DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' }, /^svc-orchestrator: SVC_ERR_DB_/],
     [{ SVC_NOT_A_SETTING: 'x' }, /SVC_NOT_A_SETTING/],

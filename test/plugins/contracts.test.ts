@@ -1,7 +1,8 @@
 // Every built-in plugin, through its kind's contract suite (core/extension-points/contracts).
 // The plugins come from the composition lists (plugins/builtin.ts, plugins/sandboxes/index.ts),
-// so a plugin added there is run here; it fails until it has a harness below. No scaler ships
-// yet: the scaler suite runs against a test-only scaler whose agents are real child processes.
+// so a plugin added there is run here; it fails until it has a harness below. The scaler suite
+// runs against `local` (its command template starting the stand-in agent) and a test-only
+// scaler; both start real child processes.
 import { createHmac, randomBytes } from 'node:crypto';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -111,6 +112,15 @@ const HARNESSES: Harnesses = {
     requireAvailable: true,
   }),
   'scaler:process-scaler': async () => scalerHarness(),
+  // `local` through its command template: the stand-in agent writes where the harness looks.
+  'scaler:local': async () =>
+    scalerHarness(async (scope, dir) => ({
+      orchestratorUrl: 'http://127.0.0.1:9',
+      workRoot: await scope.tempDir(),
+      command: [process.execPath, fixture('scaler-agent.mjs'), dir],
+      max: 2,
+      stopGraceMs: 5000,
+    })),
 };
 
 async function dbCustodyHarness(): Promise<AnyHarness | { skip: string }> {
@@ -141,13 +151,13 @@ async function containerHarness(): Promise<AnyHarness | { skip: string }> {
   return { config: () => ({ runtime: 'podman', network: false }), requireAvailable: inCi, ...(image === undefined ? {} : { image }) };
 }
 
-function scalerHarness(): ContractHarnesses['scaler'] {
+function scalerHarness(slice?: (scope: ContractScope, dir: string) => Promise<unknown>): ContractHarnesses['scaler'] {
   const dirs = new WeakMap<ContractScope, string>();
   return {
     config: async (scope) => {
       const dir = await scope.tempDir();
       dirs.set(scope, dir);
-      return { command: [process.execPath, fixture('scaler-agent.mjs'), dir], max: 2 };
+      return slice === undefined ? { command: [process.execPath, fixture('scaler-agent.mjs'), dir], max: 2 } : slice(scope, dir);
     },
     running: async (scope) => {
       const dir = dirs.get(scope)!;

@@ -17,7 +17,7 @@ const PAGE_SIZE = 200;
 const MAX_PAGES = 25;
 export const NO_JOBS_DISPATCHED = 'No jobs dispatched';
 
-interface QueuedJob {
+export interface QueuedJob {
   id: string;
   run_id: string;
   runs_on: string[];
@@ -63,8 +63,31 @@ export function noJobsReason(matchers: readonly string[]): string {
   return `${NO_JOBS_DISPATCHED}: no online or spawnable agent carries the labels ${matchers.length === 0 ? '(none)' : matchers.join(', ')}`;
 }
 
+/**
+ * One page of dispatchable `queued` jobs in queue order (after the cursor), with whether each
+ * needs a container. The dispatcher and the scaling subsystem read the queue the same way.
+ */
+export async function queuedJobsPage(pool: DatabasePool, after: { at: number; id: string } | undefined): Promise<QueuedJob[]> {
+  const cursor = after === undefined ? sql.fragment`TRUE` : sql.fragment`(coalesce(j.queued_at, j.created_at), j.id) > (${sql.timestamp(new Date(after.at))}, ${after.id}::uuid)`;
+  const rows = await pool.any(sql.unsafe`
+    SELECT j.id::text AS id, j.run_id::text AS run_id, j.runs_on, j.reason, j.unroutable_since,
+           coalesce(j.queued_at, j.created_at) AS order_at,
+           EXISTS (SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof(r.lock_entry->'jobs') = 'array' THEN r.lock_entry->'jobs' ELSE '[]'::jsonb END) e
+                   WHERE e->>'name' = j.name AND e ? 'container') OR coalesce(j.definition ? 'container', false) AS needs_container
+    FROM jobs j JOIN runs r ON r.id = j.run_id
+    WHERE j.status = 'queued' AND (j.ready_at IS NULL OR j.ready_at <= now()) AND ${cursor}
+    ORDER BY coalesce(j.queued_at, j.created_at), j.id
+    LIMIT ${PAGE_SIZE}`);
+  return rows as unknown as QueuedJob[];
+}
+
+/** Whether a configured scaler could start an agent satisfying these matchers. */
+export type SpawnableCheck = (matchers: readonly string[]) => boolean;
+
 export class Dispatcher {
   readonly #o: DispatcherOptions;
+  /** Set by the scaling subsystem: a job a scaler can start an agent for is not "No jobs dispatched". */
+  #spawnable: SpawnableCheck = () => false;
   #running: Promise<void> | undefined;
   #again = false;
   #stopped = false;
@@ -130,18 +153,13 @@ export class Dispatcher {
     }
   }
 
-  async #page(after: { at: number; id: string } | undefined): Promise<QueuedJob[]> {
-    const cursor = after === undefined ? sql.fragment`TRUE` : sql.fragment`(coalesce(j.queued_at, j.created_at), j.id) > (${sql.timestamp(new Date(after.at))}, ${after.id}::uuid)`;
-    const rows = await this.#o.pool.any(sql.unsafe`
-      SELECT j.id::text AS id, j.run_id::text AS run_id, j.runs_on, j.reason, j.unroutable_since,
-             coalesce(j.queued_at, j.created_at) AS order_at,
-             EXISTS (SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof(r.lock_entry->'jobs') = 'array' THEN r.lock_entry->'jobs' ELSE '[]'::jsonb END) e
-                     WHERE e->>'name' = j.name AND e ? 'container') OR coalesce(j.definition ? 'container', false) AS needs_container
-      FROM jobs j JOIN runs r ON r.id = j.run_id
-      WHERE j.status = 'queued' AND (j.ready_at IS NULL OR j.ready_at <= now()) AND ${cursor}
-      ORDER BY coalesce(j.queued_at, j.created_at), j.id
-      LIMIT ${PAGE_SIZE}`);
-    return rows as unknown as QueuedJob[];
+  /** Which matchers a configured scaler can serve (the scaling subsystem; read at each annotation). */
+  setSpawnable(check: SpawnableCheck): void {
+    this.#spawnable = check;
+  }
+
+  #page(after: { at: number; id: string } | undefined): Promise<QueuedJob[]> {
+    return queuedJobsPage(this.#o.pool, after);
   }
 
   async #claim(jobId: string, runId: string, session: AgentSession): Promise<boolean> {
@@ -253,8 +271,9 @@ export class Dispatcher {
   }
 
   /**
-   * Marks queued jobs no online agent (on any node) can take with the "No jobs dispatched"
-   * reason, clears it when one can, and fails container jobs left unroutable past the grace.
+   * Marks queued jobs no online agent (on any node) can take and no configured scaler can start
+   * one for with the "No jobs dispatched" reason, clears it when one can, and fails container
+   * jobs left unroutable past the grace.
    */
   async annotateUnroutable(): Promise<{ marked: number; failed: number }> {
     const agents = (await this.#o.pool.any(sql.unsafe`SELECT labels FROM agents WHERE connected`)) as readonly { labels: string[] }[];
@@ -267,7 +286,7 @@ export class Dispatcher {
       if (jobs.length === 0) break;
       for (const job of jobs) {
         const matchers = requiredMatchers(job.runs_on, job.needs_container);
-        const routable = labelSets.some((labels) => satisfies(matchers, labels));
+        const routable = labelSets.some((labels) => satisfies(matchers, labels)) || this.#spawnable(matchers);
         if (routable) {
           if (job.reason?.startsWith(NO_JOBS_DISPATCHED) || job.unroutable_since !== null) {
             await this.#o.pool.query(sql.unsafe`

@@ -58,15 +58,6 @@ export const UNSUPPORTED_CONFIG_FIELDS: readonly UnsupportedField[] = Object.fre
   s3Setting('storage.region', 'SVC_STORAGE_REGION'),
   s3Setting('storage.accessKeyId', 'SVC_STORAGE_ACCESS_KEY_ID'),
   s3Setting('storage.secretAccessKey', 'SVC_STORAGE_SECRET_ACCESS_KEY'),
-  ...(['configPath', 'configDir'] as const).map(
-    (leaf): UnsupportedField => ({
-      path: `scaler.${leaf}`,
-      refuse: (value) =>
-        value === undefined
-          ? undefined
-          : `agent scalers are not supported in this version (no scaler is wired, nothing would read the scaler config): remove scaler.${leaf} (SVC_SCALER_${leaf === 'configPath' ? 'CONFIG_PATH' : 'CONFIG_DIR'}) and start agents with svc-agent`,
-    }),
-  ),
   {
     path: 'pgCustomerSecrets',
     refuse: (value) =>

@@ -61,7 +61,6 @@ interface FieldCase {
 
 const NO_S3 = /an s3 storage setting, and storage\.type is filesystem \(nothing reads it\): remove storage\.\w+ \(SVC_STORAGE_\w+\) or set storage\.type to s3 \(SVC_STORAGE_TYPE=s3\)/;
 const refusedS3 = (c: FieldCase): FieldCase => ({ ...c, refused: { message: NO_S3 } });
-const NO_SCALER = /agent scalers are not supported in this version .*: remove scaler\.config(Path|Dir) \(SVC_SCALER_CONFIG_\w+\) and start agents with svc-agent/;
 
 const url = (n: number) => `https://h${n}.example.test:${8000 + n}/p`;
 const int = (a: number, b: number): Omit<FieldCase, 'badEnv' | 'badFile'> & { badFile: unknown; badEnv: string } => ({
@@ -89,8 +88,9 @@ const FIELDS: Record<string, FieldCase> = {
   'server.publicUrl': { file: 'https://ci.example.test', env: 'http://127.0.0.1:7700/ci', envValue: 'http://127.0.0.1:7700/ci', badFile: 'ftp://x', badEnv: 'not a url' },
   'server.basePath': { file: '/ci', env: '/x/y', envValue: '/x/y', badFile: 'ci', badEnv: 'no-slash' },
   'server.logLevel': enumField('debug', 'warn', 'loud'),
-  'scaler.configPath': { ...str('/etc/svc/scaler.yaml', '/opt/scaler.yaml'), refused: { message: NO_SCALER } },
-  'scaler.configDir': { ...str('/etc/svc/scalers', '/opt/scalers'), refused: { message: NO_SCALER } },
+  // Read by the scaling subsystem and the composition root (docs/scalers.md).
+  'scaler.configPath': str('/etc/svc/scaler.yaml', '/opt/scaler.yaml'),
+  'scaler.configDir': str('/etc/svc/scalers', '/opt/scalers'),
   'platform.url': urlField(1, 2),
   'platform.token': str('platform-token-file', 'platform-token-env', 123),
   'storage.type': {
@@ -328,8 +328,8 @@ t.test('refused fields: the exact line', async (t) => {
     code: 'SVC_ERR_CONFIG_UNSUPPORTED',
     message: /^config pgCustomerSecrets: .* \(from shared config v6\)$/,
   });
-  const both = (await loadConfig({ env: { SVC_STORAGE_TYPE: 's3', SVC_SCALER_CONFIG_DIR: '/x' } }).catch((e: unknown) => e)) as InputError;
-  t.same((both.details as { issues: { path: string }[] }).issues.map((i) => i.path), ['storage.type', 'scaler.configDir'], 'every refused field named at once');
+  const both = (await loadConfig({ env: { SVC_STORAGE_TYPE: 's3', SVC_PG_CUSTOMER_SECRETS: 'false' } }).catch((e: unknown) => e)) as InputError;
+  t.same((both.details as { issues: { path: string }[] }).issues.map((i) => i.path), ['storage.type', 'pgCustomerSecrets'], 'every refused field named at once');
   const defaults = await loadConfig({ env: {} });
   t.equal(defaults.config.pgCustomerSecrets, true, 'the default says what the code does');
   t.equal(defaults.config.storage.forcePathStyle, false);

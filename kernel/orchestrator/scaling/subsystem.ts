@@ -1,0 +1,62 @@
+// The scaling subsystem: scale-up for queued jobs no online agent can take, reaping of the agents
+// it started (service.ts), and the scaler config (`scaler.configPath` / `scaler.configDir`,
+// docs/scalers.md). Without a scaler config it only tells the dispatcher nothing is spawnable.
+import { messageOf } from '../../../core/errors.ts';
+import { createListener } from '../../services/db/index.ts';
+import type { Subsystem } from '../context.ts';
+import { JOBS_CHANNEL } from '../dispatch/notify.ts';
+import { clusterServiceRef, dispatchServiceRef } from '../service-refs.ts';
+import { ScalingService, type ScalingTuning } from './service.ts';
+
+export { ScalingService, type ScalingTuning } from './service.ts';
+export { planScaleUps } from './plan.ts';
+
+/** How often the subsystem looks for a swapped config snapshot (a reload happened). */
+const RELOAD_CHECK_MS = 1_000;
+
+export function createScalingSubsystem(tuning: ScalingTuning = {}): Subsystem {
+  return {
+    id: 'scaling',
+    needs: [dispatchServiceRef],
+    optionalNeeds: [clusterServiceRef],
+    async start(ctx, deps) {
+      const logger = ctx.logger.child({ subsystem: 'scaling' });
+      const dispatch = deps.get(dispatchServiceRef);
+      const cluster = deps.getOptional(clusterServiceRef);
+      const paths = () => ctx.config.scaler;
+      // A bad file stops the start with one line naming the file and the field.
+      const config = ScalingService.load(paths(), ctx.host);
+      const service = new ScalingService(
+        { ...tuning, pool: ctx.db, host: ctx.host, logger, nodeId: ctx.nodeId, isLeader: () => cluster?.isLeader() ?? true, paths },
+        config,
+      );
+      // The paths are held until a restart: without them nothing can ever be scaled, no passes run.
+      if (config.files.length === 0) return;
+      dispatch.dispatcher.setSpawnable((matchers) => service.spawnable(matchers));
+      await service.start();
+      deps.onStop(() => service.stop());
+
+      const listener = await createListener({ url: ctx.databaseUrl, logger });
+      await listener.listen(JOBS_CHANNEL, () => service.wake());
+      listener.onGap(() => service.wake());
+      deps.onStop(() => listener.close());
+      const unsubscribe = cluster?.onLeaderChange((leader) => (leader ? service.wake() : undefined));
+      if (unsubscribe) deps.onStop(unsubscribe);
+      // A reload (SIGHUP, POST /admin/config/reload, a cluster notice) swaps the snapshot.
+      let snapshot = ctx.configHolder.snapshot;
+      const timer = setInterval(() => {
+        if (ctx.configHolder.snapshot === snapshot) return;
+        snapshot = ctx.configHolder.snapshot;
+        try {
+          service.reload();
+        } catch (error) {
+          logger.error({ err: messageOf(error) }, 'scaler config reload failed');
+        }
+      }, RELOAD_CHECK_MS);
+      timer.unref();
+      deps.onStop(() => clearInterval(timer));
+    },
+  };
+}
+
+export const scalingSubsystem: Subsystem = createScalingSubsystem();
