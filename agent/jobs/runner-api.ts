@@ -14,8 +14,11 @@ import { compileSchema, formatIssues } from '../../schemas/validate.ts';
 import type { SecretSet } from '../logs/masker.ts';
 import { downloadToFile, normalizeDigest, sha256File, uploadFile } from './download.ts';
 import { extractArchive } from './extract.ts';
+import { awaitStepApproval, type StepDecision } from './step-approval.ts';
 import { downloadArtifact, uploadArtifact } from './artifacts.ts';
 import { attestProvenance } from './attest.ts';
+
+export type { StepDecision };
 
 export type OrchestratorRequest = (message: AgentToOrchestrator & { requestId: string }) => Promise<OrchestratorToAgent>;
 
@@ -34,6 +37,8 @@ export interface RunnerApiContext {
   /** Messages that have no response. */
   send(message: AgentToOrchestrator): void;
   signal: AbortSignal;
+  /** A step-hold decision the orchestrator pushed, or null after `ms` (step-approval.ts). */
+  awaitStepDecision?: (index: number, ms: number) => Promise<StepDecision | null>;
 }
 
 function failed(response: OrchestratorToAgent): void {
@@ -135,6 +140,10 @@ export async function handleRunnerApi(api: string, args: unknown, ctx: RunnerApi
     case 'artifacts.download': {
       const a = checked.value as Args<'artifacts.download'>;
       return downloadArtifact(ctx, a.name, a.destination, a.from === undefined ? {} : { from: a.from });
+    }
+    case 'step.approval': {
+      const a = checked.value as Args<'step.approval'>;
+      return awaitStepApproval(a.index, a.name, ctx);
     }
     case 'attest':
       return attestProvenance(checked.value as Args<'attest'>, ctx);
