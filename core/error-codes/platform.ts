@@ -76,6 +76,6 @@ export const PLATFORM_ERROR_CODES = {
   // MASTER
   SVC_ERR_MASTER_KEY_MISMATCH: {
     kind: 'internal',
-    message: 'store {signingKeysStore}: signing key {kid} opens with none of the configured master keys',
+    message: 'store {store}: {row} opens with none of the configured master keys: restore the previous master key as SVC_SECRET_KEY_OLD, restart, then run svc-admin rotate-key',
   },
 } as const satisfies ErrorCatalogue;

@@ -1,6 +1,7 @@
 // The orchestrator's start sequence: subsystem graph check → config → logger/metrics → master key
-// → database and migrations → plugin sign-in → HTTP → subsystems (in graph order) → listen. The kernel never names a concrete
-// plugin: the composition root passes built-ins and their config slices in.
+// → database and migrations → sealed stores healed and checked → plugin sign-in → HTTP →
+// subsystems (in graph order) → listen. The kernel never names a concrete plugin: the composition
+// root passes built-ins and their config slices in.
 import { createHmac } from 'node:crypto';
 import { createServer } from 'node:net';
 import { hostname } from 'node:os';
@@ -22,6 +23,7 @@ import type { PluginEnvironment, PluginSelection } from '../../core/plugins/sele
 import { dataDirMasterKey } from './master-key-file.ts';
 import { registerOpenApi } from './openapi/document.ts';
 import { openConfigHolder } from './config/holder.ts';
+import { healSealedStores } from './sealed-stores.ts';
 
 export const ORCHESTRATOR_MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 export const ORCHESTRATOR_MIGRATIONS_TABLE = 'svc_migrations';
@@ -120,6 +122,9 @@ export async function startOrchestrator(options: StartOrchestratorOptions): Prom
     const database = await resolveDatabase({ url: config.database.url, dataDir, logger });
     stops.push(() => database.close());
     await migrate(database.pool, { dir: ORCHESTRATOR_MIGRATIONS_DIR, table: ORCHESTRATOR_MIGRATIONS_TABLE, logger });
+    // Every sealed store before anything opens one: values under SVC_SECRET_KEY_OLD are re-sealed
+    // under SVC_SECRET_KEY; a value neither opens stops the boot naming its store and row.
+    await healSealedStores(database.pool, masterKeys, logger);
     // The newest shared config version (docs/config.md) joins the layers before plugins sign in.
     const configHolder = await openConfigHolder({ base, env, cwd, pool: database.pool, keys: masterKeys.all, logger });
     config = configHolder.current;

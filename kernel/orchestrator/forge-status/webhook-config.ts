@@ -4,7 +4,6 @@
 // a bad one is refused with a clear error instead of failing every delivery later.
 import { Type, type Static } from 'typebox';
 import { InputError, NotFoundError, SvcError } from '../../../core/errors.ts';
-import type { MasterKeys } from '../../services/crypto/master-keys.ts';
 import { openWithAny, OpenFailedError, seal, type NamedKey } from '../../services/crypto/sealing.ts';
 import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
 import { generateSecret, getSourceRow } from '../sources/store.ts';
@@ -149,28 +148,4 @@ export async function openStatusWebhook(pool: DatabasePool, keys: readonly Named
   const row = await pool.maybeOne(sqlTyped(WebhookRow)`SELECT ${COLUMNS} FROM source_status_webhooks WHERE source_id = ${sourceId}`);
   if (row === null) return null;
   return { ...summaryOf(row), secret: openSecret(keys, row).plaintext.toString('utf8') };
-}
-
-/**
- * Re-seals every webhook secret under the current master key (`svc-admin rotate-key`); `heal`
- * re-seals only those the previous key opens. A secret neither key opens stops the sweep, naming
- * its source, and nothing is changed.
- */
-export async function resealStatusWebhooks(pool: DatabasePool, masterKeys: MasterKeys, mode: 'heal' | 'all'): Promise<{ total: number; resealed: number }> {
-  const current = masterKeys.current;
-  if (!current) throw new SvcError('SVC_ERR_SECRETS_NO_MASTER_KEY', 'no master key (SVC_SECRET_KEY) is configured');
-  return pool.transaction(async (tx) => {
-    const rows = await tx.any(sqlTyped(Type.Object({ source_id: Type.String(), secret_sealed: Type.String() }))`
-      SELECT source_id::text AS source_id, secret_sealed FROM source_status_webhooks ORDER BY source_id FOR UPDATE`);
-    let resealed = 0;
-    for (const row of rows) {
-      const opened = openSecret(masterKeys.all, row);
-      if (mode === 'all' || opened.name !== 'current') {
-        await tx.query(sql.unsafe`UPDATE source_status_webhooks SET secret_sealed = ${seal(current, opened.plaintext, statusWebhookSecretAd(row.source_id))} WHERE source_id = ${row.source_id}`);
-        resealed += 1;
-      }
-      opened.plaintext.fill(0);
-    }
-    return { total: rows.length, resealed };
-  });
 }

@@ -10,14 +10,13 @@ export {
   listSigningKeys,
   publicKeySet,
   registerExternalKey,
-  resealSigningKeys,
   retireSigningKey,
   revokeSigningKey,
   revokedKids,
   signingKeyStatus,
   SIGNING_KEYS_STORE,
-  type ResealResult,
 } from './key-store.ts';
+export { signingKeysSealedStore } from './sealed-store.ts';
 export { ATTESTATION_AUDIENCE, attestationBundle, bundleFileName, createAttestation, fulfilDeferredAttestations, type CreateAttestationResult, type FulfilResult } from './attestations.ts';
 export { preAuthEncoding, provenanceStatement, sha256Hex, type Artifact, type ProvenanceStatement } from './dsse.ts';
 export { verifyAttestationBundle, type VerifyAttestationInput, type VerifyTrust } from './verify-attestation.ts';

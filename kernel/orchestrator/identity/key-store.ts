@@ -1,17 +1,16 @@
 // The `signing_keys` table (spec "Signing key", "States and transitions / Signing key"). Every
 // statement about key state lives here: convergence on one active key, rotate, retire, revoke,
-// JWKS membership, and the master-key sweeps. Private material stays sealed in this module; the
-// sweeps open and re-seal it under the master key and never return it.
+// JWKS membership. Private material stays sealed; the master-key sweeps over it are the sealed
+// store in sealed-store.ts (kernel/orchestrator/sealed-stores.ts).
 import type { JWK } from 'jose';
 import { Type, type Static } from 'typebox';
 import type { CustodyKeyVault, NewSigningKey, StoredSigningKey } from '../../../core/extension-points/custody.ts';
 import { EcPublicJwk, type CustodyKind, type Jwks, type SigningKeyStatus, type SigningKeySummary } from '../../../schemas/identity.ts';
 import { compileSchema, formatIssues } from '../../../schemas/validate.ts';
 import type { MasterKeys } from '../../services/crypto/master-keys.ts';
-import { OpenFailedError, openWithAny, seal } from '../../services/crypto/sealing.ts';
+import { openWithAny, seal } from '../../services/crypto/sealing.ts';
 import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
 import { ConflictError, InputError, NotFoundError, SvcError } from '../../../core/errors.ts';
-import { MasterKeyMismatchError } from './errors.ts';
 
 const KeyRow = Type.Object({
   kid: Type.String(),
@@ -198,52 +197,4 @@ export async function revokeSigningKey(pool: DatabasePool, kid: string, reason: 
   const existing = await byKid(pool, kid);
   if (!existing) throw new NotFoundError('SVC_ERR_IDENTITY_KEY_NOT_FOUND', `no signing key has kid ${kid}`);
   throw new ConflictError('SVC_ERR_IDENTITY_KEY_STATE', `signing key ${kid} is already revoked`);
-}
-
-export interface ResealResult {
-  /** Sealed rows seen. */
-  total: number;
-  /** Rows written back under the current master key. */
-  resealed: number;
-}
-
-function mismatch(kid: string, cause: unknown): MasterKeyMismatchError {
-  return new MasterKeyMismatchError(
-    'SVC_ERR_MASTER_KEY_MISMATCH',
-    `store ${SIGNING_KEYS_STORE}: signing key ${kid} opens with none of the configured master keys. ` +
-      'Restore the previous master key as SVC_SECRET_KEY_OLD (or SVC_SECRET_KEY_FILE_OLD), restart, then run `svc-admin rotate-key`',
-    { cause, details: { store: SIGNING_KEYS_STORE, kid } },
-  );
-}
-
-/**
- * Open every sealed key with the current or previous master key. `mode: 'heal'` re-seals only
- * rows still under the old key (boot self-heal); `mode: 'all'` re-seals every row (rotate-key).
- * A row neither key opens throws MasterKeyMismatchError naming the store, and nothing is written.
- */
-export async function resealSigningKeys(pool: DatabasePool, masterKeys: MasterKeys, mode: 'heal' | 'all'): Promise<ResealResult> {
-  const current = masterKeys.current;
-  if (!current) throw new SvcError('SVC_ERR_IDENTITY_NO_MASTER_KEY', 'no master key (SVC_SECRET_KEY) is configured');
-  return pool.transaction(async (tx) => {
-    const rows = await tx.any(
-      sqlTyped(Type.Object({ kid: Type.String(), private_key_sealed: Type.String() }))`
-        SELECT kid, private_key_sealed FROM signing_keys WHERE private_key_sealed IS NOT NULL ORDER BY kid FOR UPDATE`,
-    );
-    const updates: Array<{ kid: string; sealed: string }> = [];
-    for (const row of rows) {
-      let opened: { name: string; plaintext: Buffer };
-      try {
-        opened = openWithAny(masterKeys.all, row.private_key_sealed, sealingAd(row.kid));
-      } catch (error) {
-        if (error instanceof OpenFailedError) throw mismatch(row.kid, error);
-        throw error;
-      }
-      if (mode === 'all' || opened.name !== 'current') updates.push({ kid: row.kid, sealed: seal(current, opened.plaintext, sealingAd(row.kid)) });
-      opened.plaintext.fill(0);
-    }
-    for (const update of updates) {
-      await tx.query(sql.unsafe`UPDATE signing_keys SET private_key_sealed = ${update.sealed} WHERE kid = ${update.kid}`);
-    }
-    return { total: rows.length, resealed: updates.length };
-  });
 }

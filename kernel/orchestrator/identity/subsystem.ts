@@ -1,5 +1,5 @@
-// The identity subsystem at boot: self-heal sealed keys left under the previous master key (a key
-// neither master key opens stops the boot, naming the store), bind the custody plugin to the key
+// The identity subsystem at boot (sealed keys were already self-healed and checked with every
+// other sealed store before subsystems start: sealed-stores.ts): bind the custody plugin to the key
 // table, make sure a key exists, mount the issuer routes, and sweep deferred attestations.
 // Provides the identity service (undefined when provenance signing is off).
 import type { CustodyKind } from '../../../schemas/identity.ts';
@@ -7,7 +7,7 @@ import { messageOf } from '../../../core/errors.ts';
 import { provide } from '../../../core/wiring/index.ts';
 import type { Subsystem } from '../context.ts';
 import { adminAuthRef, identityServiceRef } from '../service-refs.ts';
-import { createKeyVault, registerExternalKey, resealSigningKeys } from './key-store.ts';
+import { createKeyVault, registerExternalKey } from './key-store.ts';
 import { registerIdentityRoutes, registerSigningKeyAdminRoute } from './routes.ts';
 import { createIdentityService, type IdentityService } from './service.ts';
 
@@ -19,8 +19,6 @@ export const identitySubsystem: Subsystem = {
   needs: [adminAuthRef],
   async start(ctx, deps) {
     const logger = ctx.logger.child({ subsystem: 'identity' });
-    const healed = await resealSigningKeys(ctx.db, ctx.masterKeys, 'heal');
-    if (healed.resealed > 0) logger.warn({ resealed: healed.resealed }, 'signing keys sealed under the previous master key were re-sealed under the current one');
     await registerSigningKeyAdminRoute(ctx.http, ctx.db, deps.get(adminAuthRef));
 
     const issuer = ctx.config.orchestrator.provenanceIssuer;

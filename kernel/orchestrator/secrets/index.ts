@@ -5,9 +5,10 @@
 //   createContext(pool, input) / getContext / listContexts / bindContext(pool, name, { repositories, orgs })
 //   protectContext(pool, name, { requiredReviewers, waitTimerSeconds, concurrencyLimit }) (run-control gates enforce them)
 //   setSecret(pool, masterKey, context, key, value) → { replaced }; listSecretKeys(pool, context)
-//   resealSecrets(pool, masterKeys, 'all' | 'heal') → { total, resealed }
+//   secretsSealedStore: the values under the master key (kernel/orchestrator/sealed-stores.ts)
 //   releaseJobSecrets(pool, masterKeys, input, logger) → flat secrets | undefined; throws SecretContextDeniedError
 //   checkContextRules(context, run) → verdict (pure)
+export { secretsSealedStore } from './sealed-store.ts';
 export {
   createContext,
   getContext,
@@ -16,7 +17,6 @@ export {
   protectContext,
   setSecret,
   listSecretKeys,
-  resealSecrets,
   openContextSecrets,
   secretAd,
   checkContextName,

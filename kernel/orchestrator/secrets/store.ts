@@ -4,7 +4,6 @@
 // `openContextSecrets`, which dispatch calls once the rules passed.
 import { Type, type Static } from 'typebox';
 import { openWithAny, OpenFailedError, seal, type NamedKey } from '../../services/crypto/sealing.ts';
-import type { MasterKeys } from '../../services/crypto/master-keys.ts';
 import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
 import { ConflictError, InputError, NotFoundError, SvcError } from '../../../core/errors.ts';
 import { compilePatternList } from '../../../workflow/matching/patterns.ts';
@@ -285,34 +284,4 @@ export async function openContextSecrets(pool: DatabasePool, keys: readonly Name
     plaintext.fill(0);
   }
   return out;
-}
-
-/**
- * Re-seals secret rows under the current master key (`all`: every row; `heal`: only rows the
- * old key opened). One transaction: a row no key opens aborts the sweep and changes nothing.
- */
-export async function resealSecrets(pool: DatabasePool, masterKeys: MasterKeys, mode: 'heal' | 'all'): Promise<{ total: number; resealed: number }> {
-  const current = masterKeys.current;
-  if (!current) throw new SvcError('SVC_ERR_SECRETS_NO_MASTER_KEY', 'no master key (SVC_SECRET_KEY) is configured');
-  return pool.transaction(async (tx) => {
-    const rows = await tx.any(sqlTyped(Type.Object({ context: Type.String(), key: Type.String(), value_sealed: Type.String() }))`
-      SELECT context, key, value_sealed FROM secret_values ORDER BY context, key FOR UPDATE`);
-    let resealed = 0;
-    for (const row of rows) {
-      const ad = secretAd(row.context, row.key);
-      let opened: { name: string; plaintext: Buffer };
-      try {
-        opened = openWithAny(masterKeys.all, row.value_sealed, ad);
-      } catch (error) {
-        if (!(error instanceof OpenFailedError) && !(error instanceof SvcError && error.code.startsWith('SVC_ERR_CRYPTO_'))) throw error;
-        throw new SecretOpenError('SVC_ERR_SECRETS_OPEN', `secret ${row.context}:${row.key} opens with neither SVC_SECRET_KEY nor SVC_SECRET_KEY_OLD: set the key it was sealed with as SVC_SECRET_KEY_OLD and run rotate-key again`, { cause: error });
-      }
-      if (mode === 'all' || opened.name !== 'current') {
-        await tx.query(sql.unsafe`UPDATE secret_values SET value_sealed = ${seal(current, opened.plaintext, ad)}, updated_at = now() WHERE context = ${row.context} AND key = ${row.key}`);
-        resealed += 1;
-      }
-      opened.plaintext.fill(0);
-    }
-    return { total: rows.length, resealed };
-  });
 }

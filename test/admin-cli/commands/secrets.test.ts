@@ -94,14 +94,17 @@ await eachDatabase(t, async (t, db) => {
     const k2 = randomBytes(32).toString('base64');
     const rotated = await admin(['rotate-key'], { SVC_SECRET_KEY: k2, SVC_SECRET_KEY_OLD: k1 });
     t.equal(rotated.code, 0, rotated.stderr);
-    t.match(rotated.stdout, /^Re-encrypted 0 provenance signing keys\.\nRe-encrypted 3 secrets\.\nRe-encrypted 0 run-status webhook secrets\.\n$/);
+    t.match(
+      rotated.stdout,
+      /^Re-encrypted 0 provenance signing keys\.\nRe-encrypted 3 secrets\.\nRe-encrypted 0 source webhook secrets\.\nRe-encrypted 0 source provider credentials\.\nRe-encrypted 0 run-status webhook secrets\.\nRe-encrypted 0 sealed config fields\.\n$/,
+    );
     t.same(await openContextSecrets(db.pool, [{ name: 'current', key: parseMasterKey(k2) }], ['deploy', 'loose']), {
       deploy: { FROM_FILE: `${SECRET}-file`, TOKEN: `${SECRET}-stdin` },
       loose: { K: 'some-value-123' },
     });
     const stranger = await admin(['rotate-key'], { SVC_SECRET_KEY: randomBytes(32).toString('base64') });
     t.equal(stranger.code, 1);
-    t.match(stranger.stderr, /SVC_ERR_SECRETS_OPEN/);
+    t.match(stranger.stderr, /^SVC_ERR_MASTER_KEY_MISMATCH: store secrets: secret deploy:FROM_FILE opens with none of the configured master keys/);
   });
 
   await t.test('bad input: clear error, nothing changed', async (t) => {

@@ -27,6 +27,7 @@ t.setTimeout(600_000);
 
 const KEY_OLD = 'a'.repeat(64);
 const KEY_NEW = 'b'.repeat(64);
+const KEY_LOST = 'c'.repeat(64);
 const ADMIN = 'admin-token-sealed-0123456789';
 
 async function startNode(t: Test, dbUrl: string, env: Record<string, string>): Promise<Orchestrator> {
@@ -67,12 +68,13 @@ async function deployRun(pool: DatabasePool, label: string) {
 await eachDatabase(t, async (t, db) => {
   await migrate(db.pool, { dir: ORCHESTRATOR_MIGRATIONS_DIR, table: ORCHESTRATOR_MIGRATIONS_TABLE, logger: testLogger });
   await createContext(db.pool, { name: 'deploy', branches: ['main'], repositories: ['acme/*'] });
-  // Sealed under the new key only: a node with just the old key cannot open it.
-  await setSecret(db.pool, parseMasterKey(KEY_NEW), 'deploy', 'TOKEN', 'token-sealed-under-new');
 
   await t.test('put back after the back-off (seeded from config), then run by a node holding the key', async (t) => {
     // The first node seeds the cluster settings from its config: 7 minutes.
     const nodeA = await startNode(t, db.url, { SVC_INSTANCE_ID: 'node-a', SVC_SECRET_KEY: KEY_OLD, SVC_SEALED_SECRETS_RETRY_BACKOFF_MS: '420000' });
+    // Another coordinator re-seals under the new key while this one runs (a node booting with a
+    // value no key of its opens would stop: the boot check, sealed-stores/registry.test.ts).
+    await setSecret(db.pool, parseMasterKey(KEY_NEW), 'deploy', 'TOKEN', 'token-sealed-under-new');
     const agentA = await TestAgent.online({ url: nodeA.url, agentId: 'agent-a', labels: ['rotate'] });
     t.teardown(() => agentA.close());
     const { runId, jobId } = await deployRun(db.pool, 'rotate');
@@ -112,7 +114,11 @@ await eachDatabase(t, async (t, db) => {
   });
 
   await t.test('no node opens it: fails at the cluster attempt limit with the spec message; PATCHed back-off applies', async (t) => {
+    // This node boots while every value opens with its key; then the secret is re-sealed under a
+    // key no coordinator holds.
+    await setSecret(db.pool, parseMasterKey(KEY_OLD), 'deploy', 'TOKEN', 'token-sealed-under-old');
     const node = await startNode(t, db.url, { SVC_INSTANCE_ID: 'node-c', SVC_SECRET_KEY: KEY_OLD });
+    await setSecret(db.pool, parseMasterKey(KEY_LOST), 'deploy', 'TOKEN', 'token-sealed-under-a-lost-key');
     const patch = async (body: unknown) => {
       const res = await fetch(`${node.url}/api/v1/admin/cluster-settings`, { method: 'PATCH', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
       t.equal(res.status, 200, JSON.stringify(body));

@@ -4,11 +4,20 @@
 // there; setting again replaces; removing an absent webhook is a clear not-found.
 import t from 'tap';
 import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../../../../kernel/orchestrator/app.ts';
-import { checkStatusWebhookUrl, listStatusWebhooks, removeStatusWebhook, resealStatusWebhooks, setStatusWebhook } from '../../../../kernel/orchestrator/forge-status/index.ts';
+import { checkStatusWebhookUrl, listStatusWebhooks, removeStatusWebhook, setStatusWebhook } from '../../../../kernel/orchestrator/forge-status/index.ts';
 import { openStatusWebhook } from '../../../../kernel/orchestrator/forge-status/webhook-config.ts';
 import { migrate, sql } from '../../../../kernel/services/db/index.ts';
 import { eachDatabase, testLogger } from '../../../fixtures/db.ts';
 import { gitSource, MASTER_KEY } from './harness.ts';
+import { sweepSealedStores, type SweepMode } from '../../../../kernel/services/crypto/sealed-stores.ts';
+import type { MasterKeys } from '../../../../kernel/services/crypto/master-keys.ts';
+import { statusWebhookSecretsSealedStore } from '../../../../kernel/orchestrator/forge-status/sealed-store.ts';
+
+/** The run-status webhook store alone through the registry's sweep (boot heal / rotate-key). */
+async function resealStatusWebhooks(pool: Parameters<typeof sweepSealedStores>[0], keys: MasterKeys, mode: SweepMode) {
+  const [store] = await sweepSealedStores(pool, keys, [statusWebhookSecretsSealedStore], mode);
+  return { total: store!.total, resealed: store!.resealed };
+}
 
 const SECRET = 'status-hook-secret-0123456789';
 
@@ -84,7 +93,7 @@ await eachDatabase(t, async (t, db) => {
     t.same(await resealStatusWebhooks(db.pool, rotated, 'all'), { total: 1, resealed: 1 });
     const stranger = Buffer.alloc(32, 3);
     const lost = { current: stranger, all: [{ name: 'current', key: stranger }] };
-    await t.rejects(resealStatusWebhooks(db.pool, lost, 'all'), { code: 'SVC_ERR_FORGE_STATUS_SECRET_OPEN', message: new RegExp(`source ${hooked} opens with neither`) });
+    await t.rejects(resealStatusWebhooks(db.pool, lost, 'all'), { code: 'SVC_ERR_MASTER_KEY_MISMATCH', message: new RegExp(`^store run_status_webhook_secrets: run-status webhook of source ${hooked} opens with none of the configured master keys`) });
     await t.rejects(openStatusWebhook(db.pool, lost.all, hooked), { code: 'SVC_ERR_FORGE_STATUS_SECRET_OPEN' });
     t.match(await openStatusWebhook(db.pool, [{ name: 'current', key: next }], hooked), { secret: SECRET }, 'a refused sweep changed nothing');
     await removeStatusWebhook(db.pool, hooked);

@@ -6,14 +6,22 @@ import {
   listSigningKeys,
   publicKeySet,
   registerExternalKey,
-  resealSigningKeys,
   retireSigningKey,
   revokeSigningKey,
 } from '../../../../kernel/orchestrator/identity/key-store.ts';
 import { sql } from '../../../../kernel/services/db/index.ts';
 import { seal } from '../../../../kernel/services/crypto/sealing.ts';
+import type { MasterKeys } from '../../../../kernel/services/crypto/master-keys.ts';
+import { sweepSealedStores, type SweepMode } from '../../../../kernel/services/crypto/sealed-stores.ts';
+import { signingKeysSealedStore } from '../../../../kernel/orchestrator/identity/sealed-store.ts';
 import { eachDatabase } from '../../../fixtures/db.ts';
 import { boundDbCustody, masterKeys, migrateOrchestrator } from './fixtures.ts';
+
+/** The signing-key store alone through the registry's sweep (boot heal / rotate-key). */
+async function resealSigningKeys(pool: Parameters<typeof sweepSealedStores>[0], keys: MasterKeys, mode: SweepMode) {
+  const [store] = await sweepSealedStores(pool, keys, [signingKeysSealedStore], mode);
+  return { total: store!.total, resealed: store!.resealed };
+}
 
 const CHILD = fileURLToPath(new URL('./generate-child.ts', import.meta.url));
 
@@ -86,7 +94,7 @@ await eachDatabase(t, async (t, db) => {
     const before = await db.pool.any(sql.unsafe`SELECT kid, private_key_sealed FROM signing_keys ORDER BY kid`);
     await t.rejects(resealSigningKeys(db.pool, masterKeys(randomBytes(32)), 'heal'), {
       code: 'SVC_ERR_MASTER_KEY_MISMATCH',
-      message: /store signing_keys.*SVC_SECRET_KEY_OLD.*svc-admin rotate-key/,
+      message: /^store signing_keys: signing key \S+ opens with none of the configured master keys \(unopenable: .*SVC_SECRET_KEY_OLD.*svc-admin rotate-key/,
     });
     const after = await db.pool.any(sql.unsafe`SELECT kid, private_key_sealed FROM signing_keys ORDER BY kid`);
     t.same(after, before, 'nothing was written');

@@ -10,14 +10,23 @@ import {
   listContexts,
   listSecretKeys,
   openContextSecrets,
-  resealSecrets,
   setSecret,
   MAX_SECRET_BYTES,
 } from '../../../../kernel/orchestrator/secrets/index.ts';
 import { migrate, sql } from '../../../../kernel/services/db/index.ts';
 import { eachDatabase, testLogger } from '../../../fixtures/db.ts';
+import { sweepSealedStores, type SweepMode } from '../../../../kernel/services/crypto/sealed-stores.ts';
+import type { MasterKeys } from '../../../../kernel/services/crypto/master-keys.ts';
+import { secretsSealedStore } from '../../../../kernel/orchestrator/secrets/sealed-store.ts';
 
 const VALUE = 'hunter2-super-secret-value';
+
+
+/** The secrets store alone through the registry's sweep (boot heal / rotate-key). */
+async function resealSecrets(pool: Parameters<typeof sweepSealedStores>[0], keys: MasterKeys, mode: SweepMode) {
+  const [store] = await sweepSealedStores(pool, keys, [secretsSealedStore], mode);
+  return { total: store!.total, resealed: store!.resealed };
+}
 
 await eachDatabase(t, async (t, db) => {
   await migrate(db.pool, { dir: ORCHESTRATOR_MIGRATIONS_DIR, table: ORCHESTRATOR_MIGRATIONS_TABLE, logger: testLogger });
@@ -87,7 +96,7 @@ await eachDatabase(t, async (t, db) => {
     t.same(await openContextSecrets(db.pool, [{ name: 'current', key: next }], ['deploy']), { deploy: { API_KEY: 'another-value', TOKEN: `${VALUE}-2` } });
     const before = JSON.stringify(await db.pool.any(sql.unsafe`SELECT value_sealed FROM secret_values ORDER BY key`));
     const stranger = randomBytes(32);
-    await t.rejects(resealSecrets(db.pool, { current: stranger, all: [{ name: 'current', key: stranger }] }, 'all'), { code: 'SVC_ERR_SECRETS_OPEN', message: /SVC_SECRET_KEY_OLD/ });
+    await t.rejects(resealSecrets(db.pool, { current: stranger, all: [{ name: 'current', key: stranger }] }, 'all'), { code: 'SVC_ERR_MASTER_KEY_MISMATCH', message: /^store secrets: secret deploy:API_KEY opens with none of the configured master keys \(unopenable: secrets: secret deploy:API_KEY; secrets: secret deploy:TOKEN\)\. Restore the previous master key as SVC_SECRET_KEY_OLD/ });
     t.equal(JSON.stringify(await db.pool.any(sql.unsafe`SELECT value_sealed FROM secret_values ORDER BY key`)), before, 'nothing changed');
     await t.rejects(resealSecrets(db.pool, { all: [] }, 'all'), { code: 'SVC_ERR_SECRETS_NO_MASTER_KEY' });
   });
