@@ -20,6 +20,7 @@ export const SVC_ADMIN_CLI: CliDefinition = {
     'admin-token': 'Admin tokens for the orchestrator admin API: create (scoped or unrestricted), list and revoke',
     'agent-token': 'Agent tokens: create, list and revoke the credentials agents connect with',
     approvals: 'Approval holds of runs: list them with their votes, approve or reject as an operator',
+    attestations: 'Provenance attestations: list them, print a signed bundle, sign pending statements now (offline-backfill)',
     cache: 'Source, dependency and user caches: list and purge',
     cluster: 'The orchestrator nodes sharing the database: which are alive and which leads',
     'cluster-settings': 'Settings every orchestrator of the cluster follows (attempt limit, sealed-secrets retry back-off): show and set, applied without a restart',

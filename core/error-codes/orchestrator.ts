@@ -90,7 +90,16 @@ export const ORCHESTRATOR_ERROR_CODES = {
   // IDENTITY
   SVC_ERR_IDENTITY_ARTIFACT: { kind: 'input', message: 'artifact.name must be 1 to 1000 printable characters' },
   SVC_ERR_IDENTITY_ATTESTATION_ORPHAN: { kind: 'input', message: 'attestation {id} has no job row' },
+  SVC_ERR_IDENTITY_ATTESTATION_NOT_FOUND: { kind: 'not_found', message: 'no attestation has id {id} (svc-admin attestations list shows them)' },
+  SVC_ERR_IDENTITY_ATTESTATION_PENDING: {
+    kind: 'conflict',
+    message: 'attestation {id} is still pending ({code}): it is signed once a key is ready, or now with "svc-admin attestations backfill"',
+  },
   SVC_ERR_IDENTITY_AUDIENCE: { kind: 'input', message: 'audience must be 1 to 1000 printable characters' },
+  SVC_ERR_IDENTITY_BACKFILL_NO_KEY: {
+    kind: 'unavailable',
+    message: 'no statement was signed ({code}): there is no usable active signing key; create one with "svc-admin signing-key generate" and run this again ({remaining} pending)',
+  },
   SVC_ERR_IDENTITY_JWKS_INVALID: { kind: 'internal', message: '{issuer}/.well-known/jwks.json is not a JWKS of EC P-256 keys' },
   SVC_ERR_IDENTITY_JWKS_UNREACHABLE: { kind: 'unavailable', message: 'could not read {issuer}/.well-known/jwks.json: {reason}' },
   SVC_ERR_IDENTITY_JWK_INVALID: { kind: 'internal', message: 'public key {kid} is not an EC P-256 JWK: {issues}' },

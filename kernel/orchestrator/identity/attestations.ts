@@ -14,7 +14,7 @@ import {
 import { compileSchema } from '../../../schemas/validate.ts';
 import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
 import { InputError } from '../../../core/errors.ts';
-import { loadRunJob, type RunJobRow } from './claims.ts';
+import { isUuid, loadRunJob, type RunJobRow } from './claims.ts';
 import { preAuthEncoding, provenanceStatement, rawToDerSignature, sha256Hex, type Artifact } from './dsse.ts';
 import type { Minter } from './mint.ts';
 
@@ -204,4 +204,15 @@ export async function listAttestations(pool: DatabasePool, filter: { runId?: str
            to_char(fulfilled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS fulfilled_at
     FROM attestations WHERE ${run} AND ${status} ORDER BY created_at DESC, id LIMIT ${limit}`);
   return [...rows];
+}
+
+/** One attestation's row (pending or fulfilled), or undefined. */
+export async function listAttestationById(pool: DatabasePool, id: string): Promise<AttestationRow | undefined> {
+  if (!isUuid(id)) return undefined;
+  const row = await pool.maybeOne(sqlTyped(AttestationRow)`
+    SELECT id::text AS id, run_id::text AS run_id, job_id::text AS job_id, artifact_name, artifact_sha256, statement_hash, status,
+           attestation_origin, defer_code, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at,
+           to_char(fulfilled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS fulfilled_at
+    FROM attestations WHERE id = ${id}::uuid`);
+  return row ?? undefined;
 }
