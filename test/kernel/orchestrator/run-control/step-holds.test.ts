@@ -6,12 +6,15 @@ import t from 'tap';
 import { answerStepHold } from '../../../../kernel/orchestrator/run-control/step-holds.ts';
 import { heldSteps } from '../../../../kernel/orchestrator/run-control/gates-plan.ts';
 import { decideRun, holdsOfRun } from '../../../../kernel/orchestrator/run-control/approvals.ts';
+import { applyCommentCommand } from '../../../../kernel/orchestrator/run-control/comments.ts';
 import { cancelRunIn } from '../../../../kernel/orchestrator/dispatch/cancel.ts';
+import type { NormalizedEvent } from '../../../../schemas/event.ts';
 import { AGENT_COMMANDS_CHANNEL } from '../../../../kernel/orchestrator/dispatch/notify.ts';
 import { buildJobDispatch, loadDispatchRow } from '../../../../kernel/orchestrator/dispatch/message.ts';
 import { progressRun, recordJobComplete } from '../../../../kernel/orchestrator/dispatch/progression.ts';
 import { createListener, sql, type DatabasePool } from '../../../../kernel/services/db/index.ts';
 import type { LockApproval, LockStep } from '../../../../schemas/lock.ts';
+import type { RunPlan } from '../../../../kernel/orchestrator/runs/create.ts';
 import { eachDatabase, testLogger } from '../../../fixtures/db.ts';
 import { moveStatus, until } from '../../../fixtures/runs.ts';
 import { ALICE_ONLY, job, jobStates, lockWorkflow, migrated, newRun, pass } from './harness.ts';
@@ -29,7 +32,7 @@ function steps(approval: LockApproval): LockStep[] {
 }
 
 /** A run of one job `ship` whose step 2 (`deploy`) is held, dispatched to AGENT and running. */
-async function runningJob(pool: DatabasePool, approval: LockApproval, overrides = {}): Promise<{ runId: string; jobId: string }> {
+async function runningJob(pool: DatabasePool, approval: LockApproval, overrides: Partial<RunPlan> = {}): Promise<{ runId: string; jobId: string }> {
   const runId = await newRun(pool, lockWorkflow([job('ship', { steps: steps(approval) })]), overrides);
   const jobId = (await jobStates(pool, runId))['ship']!.id;
   await pool.transaction(async (tx) => {
@@ -159,6 +162,26 @@ t.test('step holds', async (t) => {
       });
       t.match((await holdsOfRun(db.pool, runId))[0], { status: 'cancelled', outcome: 'cancelled: the job ended failed' });
       t.match((await decide(runId, 'alice')).decisions[0]?.ignoredReason, /its step hold is cancelled/);
+    });
+
+    await t.test('/svc approve in a pull-request comment decides a step hold: a non-approver ignored with the reason, the approver releases it', async (t) => {
+      const event = { provider: 'github', eventName: 'pull_request', pullRequest: { number: 41 }, repository: { fullName: 'acme/widgets' } } as unknown as NormalizedEvent;
+      const { runId, jobId } = await runningJob(db.pool, ALICE_ONLY, { event, subjectKind: 'pull_request' });
+      await ask(db.pool, jobId);
+      let n = 0;
+      const comment = async (author: string) => {
+        const deliveryId = `step-comment-${(n += 1)}`;
+        await db.pool.query(sql.unsafe`
+          INSERT INTO approval_commands (id, org_id, delivery_id, repository, pull_request, command, argument, author)
+          VALUES (gen_random_uuid(), 'org-1', ${deliveryId}, 'acme/widgets', 41, 'approve', '', ${author})`);
+        return applyCommentCommand(db.pool, { orgId: 'org-1', deliveryId, repository: 'acme/widgets', pullRequest: 41, author, command: 'approve', argument: '' });
+      };
+      t.match(await comment('mallory'), /ignored: mallory may not decide this step hold: it needs 1 of users alice/);
+      t.equal((await holdsOfRun(db.pool, runId))[0]?.status, 'pending');
+      t.equal(decisionsFor(jobId).length, 0, 'nothing pushed for an ignored command');
+      t.match(await comment('alice'), /step deploy of job ship: approved/);
+      t.match(await until('the approval is pushed', () => decisionsFor(jobId)[0]), { message: { status: 'approved', reason: 'Approval approved by alice' } });
+      t.match((await holdsOfRun(db.pool, runId))[0]?.votes, [{ actor: 'mallory', via: 'comment', counted: false }, { actor: 'alice', via: 'comment', counted: true }]);
     });
 
     await t.test('refused requests change nothing: another agent, a step the lock does not hold, a step it does not have', async (t) => {
