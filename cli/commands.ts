@@ -16,6 +16,8 @@ export const COMMANDS = await loadCommands(import.meta.url, {
   'preview': './commands/preview',
   'reject': './commands/reject',
   'run': './commands/run',
+  'runs:artifacts': './commands/runs/artifacts',
+  'runs:download': './commands/runs/download',
   'runs:list': './commands/runs/list',
   'runs:logs': './commands/runs/logs',
   'runs:show': './commands/runs/show',
