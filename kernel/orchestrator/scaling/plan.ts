@@ -1,8 +1,11 @@
 // Which queued jobs get a scale-up this pass: pure, so the rules read in one place. A job needs
 // one when no online agent can take it: a static agent whose labels cover the job always can (it
-// frees up); an ephemeral agent that has not taken its one job covers one job only. A job with a
-// scale-up still waiting for its agent is covered too. The first scaler (config order) whose
-// agents' label set covers the job and that is within its limits is asked.
+// frees up); an ephemeral agent that has not taken its one job covers one job only, and so does
+// a scale-up still waiting for its agent. The dispatcher gives an agent whichever queued job it
+// satisfies first, not the one it was started for, so waiting scale-ups cover jobs by labels: a
+// job keeps its own waiting scale-up first, the others are shared out in queue order. The first
+// scaler (config order) whose agents' label set covers an uncovered job and that is within its
+// limits is asked.
 import type { ResolvedScaler } from '../../../core/scalers/config-file.ts';
 import { satisfies } from '../dispatch/labels.ts';
 
@@ -25,6 +28,12 @@ export interface ScalerUsage {
   startedLastMinute: number;
 }
 
+export interface WaitingScaleUp {
+  jobId: string | null;
+  agentId: string | null;
+  scaler: string;
+}
+
 export interface PlannedScaleUp {
   jobId: string;
   scaler: ResolvedScaler;
@@ -35,10 +44,8 @@ export interface PlanInput {
   jobs: readonly PlanJob[];
   /** Connected agents that can still take a job (ephemeral ones that took theirs are left out). */
   agents: readonly OnlineAgent[];
-  /** Jobs whose scale-up is still waiting for its agent. */
-  waitingJobs: ReadonlySet<string>;
-  /** Agents of those waiting scale-ups (kept for their job, not counted for another). */
-  waitingAgents: ReadonlySet<string>;
+  /** Scale-ups still waiting for their agent to take a job (any node). */
+  waiting: readonly WaitingScaleUp[];
   scalers: readonly ResolvedScaler[];
   usage: ReadonlyMap<string, ScalerUsage>;
 }
@@ -51,17 +58,36 @@ export interface Plan {
 
 export function planScaleUps(input: PlanInput): Plan {
   const statics = input.agents.filter((a) => !a.ephemeral);
-  const spare = input.agents.filter((a) => a.ephemeral && !input.waitingAgents.has(a.id));
+  // An agent of a waiting scale-up is counted once, as that scale-up.
+  const waitingAgents = new Set(input.waiting.flatMap((w) => (w.agentId === null ? [] : [w.agentId])));
+  const spare = input.agents.filter((a) => a.ephemeral && !waitingAgents.has(a.id));
+  const gates = new Map(input.scalers.map((s) => [s.name, s.gate] as const));
+  // Scale-ups of a scaler no longer configured are being reaped: they cover nothing.
+  const pending = input.waiting.filter((w) => gates.has(w.scaler));
+  const queued = new Set(input.jobs.map((j) => j.id));
+  const own = new Set<string>();
+  for (let i = pending.length - 1; i >= 0; i -= 1) {
+    const jobId = pending[i]!.jobId;
+    if (jobId !== null && queued.has(jobId) && !own.has(jobId)) {
+      own.add(jobId);
+      pending.splice(i, 1);
+    }
+  }
   const usage = new Map<string, ScalerUsage>();
   for (const s of input.scalers) usage.set(s.name, { ...(input.usage.get(s.name) ?? { live: 0, startedLastMinute: 0 }) });
   const scaleUps: PlannedScaleUp[] = [];
   const deferred: string[] = [];
   for (const job of input.jobs) {
-    if (input.waitingJobs.has(job.id)) continue;
+    if (own.has(job.id)) continue;
     if (statics.some((a) => satisfies(job.matchers, a.labels))) continue;
     const free = spare.findIndex((a) => satisfies(job.matchers, a.labels));
     if (free >= 0) {
       spare.splice(free, 1);
+      continue;
+    }
+    const shared = pending.findIndex((w) => satisfies(job.matchers, gates.get(w.scaler) as readonly string[]));
+    if (shared >= 0) {
+      pending.splice(shared, 1);
       continue;
     }
     const serving = input.scalers.filter((s) => satisfies(job.matchers, s.gate));

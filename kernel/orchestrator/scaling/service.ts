@@ -153,7 +153,7 @@ export class ScalingService {
     const jobs = await this.#queuedJobs();
     if (jobs.length === 0) return;
     const [agents, waiting, usage] = await Promise.all([store.availableAgents(pool), store.waitingScaleUps(pool), store.scalerUsage(pool)]);
-    const plan = planScaleUps({ jobs, agents, waitingJobs: waiting.jobs, waitingAgents: waiting.agents, scalers: this.#config.scalers, usage });
+    const plan = planScaleUps({ jobs, agents, waiting, scalers: this.#config.scalers, usage });
     if (plan.deferred.length > 0) this.#o.logger.debug({ jobs: plan.deferred }, 'jobs wait for a scaler below its limits');
     for (const { jobId, scaler } of plan.scaleUps) {
       if (this.#stopped) return;

@@ -3,7 +3,7 @@
 // is only advanced by the node that started its agent (node_id), and a job's waiting scale-up is
 // unique (partial index), so two leaders in a hand-over cannot both scale one job up.
 import { sql, type DatabasePool } from '../../services/db/index.ts';
-import type { OnlineAgent, ScalerUsage } from './plan.ts';
+import type { OnlineAgent, ScalerUsage, WaitingScaleUp } from './plan.ts';
 
 export const LIVE_STATES = ['starting', 'connected', 'busy'] as const;
 
@@ -30,14 +30,11 @@ export async function availableAgents(pool: DatabasePool): Promise<OnlineAgent[]
   return rows.map((r) => ({ id: r.id, labels: new Set(r.labels), ephemeral: r.ephemeral }));
 }
 
-/** Scale-ups still waiting for their agent (any node): job ids and agent ids. */
-export async function waitingScaleUps(pool: DatabasePool): Promise<{ jobs: Set<string>; agents: Set<string> }> {
+/** Scale-ups still waiting for their agent to take a job (any node), oldest first. */
+export async function waitingScaleUps(pool: DatabasePool): Promise<WaitingScaleUp[]> {
   const rows = (await pool.any(sql.unsafe`
-    SELECT job_id::text AS job_id, agent_id FROM scale_ups WHERE state IN ('starting', 'connected')`)) as readonly { job_id: string | null; agent_id: string | null }[];
-  return {
-    jobs: new Set(rows.flatMap((r) => (r.job_id === null ? [] : [r.job_id]))),
-    agents: new Set(rows.flatMap((r) => (r.agent_id === null ? [] : [r.agent_id]))),
-  };
+    SELECT job_id::text AS job_id, agent_id, scaler FROM scale_ups WHERE state IN ('starting', 'connected') ORDER BY created_at`)) as readonly { job_id: string | null; agent_id: string | null; scaler: string }[];
+  return rows.map((r) => ({ jobId: r.job_id, agentId: r.agent_id, scaler: r.scaler }));
 }
 
 /** Per scaler: agents alive or starting, and scale-ups in the last minute (every node's). */
