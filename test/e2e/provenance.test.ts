@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import t from 'tap';
+import { sql } from '../../kernel/services/db/index.ts';
 import { eachDatabase, inCi, type Test } from '../fixtures/db.ts';
 import { ORG, REPOSITORY, startJobsStack, type JobsStack } from '../fixtures/jobs-stack.ts';
 import { until } from '../fixtures/runs.ts';
@@ -289,11 +290,14 @@ await eachDatabase(t, async (t, db) => {
     // A node comes back; its sweep signs the remaining statement as `deferred`.
     await stack.startOrchestrator();
     const out = join(stack.root, 'deferred');
-    const bundles = await until('the node to sign the remaining statement', async () => {
-      const rows = await stack.admin(['attestations', 'list', '--run', run.id, '--json']);
-      const list = (JSON.parse(rows.stdout) as { attestations: Array<{ id: string; status: string; attestation_origin: string | null }> }).attestations;
-      return list.every((a) => a.status === 'fulfilled') ? list : undefined;
-    }, 180_000, 1000);
+    await until('the node to sign the remaining statement', async () => {
+      const open = await stack.pool.oneFirst(sql.unsafe`SELECT count(*)::int AS n FROM attestations WHERE run_id = ${run.id} AND status = 'pending'`);
+      return Number(open) === 0 ? true : undefined;
+    }, 180_000, 500);
+    const rows = await stack.admin(['attestations', 'list', '--run', run.id, '--json']);
+    t.equal(rows.code, 0, rows.stderr);
+    const bundles = (JSON.parse(rows.stdout) as { attestations: Array<{ id: string; status: string; attestation_origin: string | null }> }).attestations;
+    t.same(bundles.map((b) => b.status), ['fulfilled', 'fulfilled']);
     const origins = Object.fromEntries(bundles.map((b) => [b.id, b.attestation_origin]));
     t.equal(origins[first.attestationId], 'offline-backfill', 'the oldest was backfilled by the operator');
     t.equal(origins[second.attestationId], 'deferred', 'the other was fulfilled by the node');
