@@ -13,7 +13,7 @@ import { InputError, SvcError } from '../../core/errors.ts';
 import { receivedCode } from '../../core/error-codes.ts';
 import type { ArtifactInfo } from '../../schemas/wire/agent.ts';
 import { DigestMismatchError, downloadToFile, normalizeDigest, sha256File, uploadFile } from './download.ts';
-import { extractArchive } from './extract.ts';
+import { extractArchive, scanArchive } from './extract.ts';
 import type { RunnerApiContext } from './runner-api.ts';
 
 export interface ArtifactUploadResult {
@@ -96,6 +96,8 @@ export async function uploadArtifact(ctx: ArtifactContext, name: string, paths: 
     // Symlinks are stored as links (never followed), so a link cannot pull outside files in;
     // extraction refuses links that point out of the destination.
     await tar.c({ gzip: true, file, cwd: ctx.workspace, portable: true, follow: false }, [...new Set(rels)]);
+    // What a download would refuse (a link pointing out of the tree) is refused here already.
+    await scanArchive(file);
     const digest = `sha256:${await sha256File(file)}`;
     const sizeBytes = (await stat(file)).size;
     const fileCount = await countEntries(file);

@@ -4,72 +4,19 @@
 // downloads from this run and from the upstream run, the relay's list and chunk reads, and the
 // retention sweep.
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import t from 'tap';
-import { adminAuthSubsystem } from '../../../../kernel/orchestrator/admin-auth/index.ts';
-import { startOrchestrator } from '../../../../kernel/orchestrator/app.ts';
 import { ARTIFACT_CHUNK_BYTES, listRunArtifacts, readArtifactChunk } from '../../../../kernel/orchestrator/artifacts/api.ts';
-import { createArtifactsSubsystem } from '../../../../kernel/orchestrator/artifacts/subsystem.ts';
 import { sweepArtifacts } from '../../../../kernel/orchestrator/artifacts/sweep.ts';
-import { createDispatchSubsystem } from '../../../../kernel/orchestrator/dispatch/index.ts';
-import type { StorageExtensionPoint } from '../../../../core/extension-points/storage.ts';
 import { sql, type DatabasePool } from '../../../../kernel/services/db/index.ts';
-import { orchestratorPlugins } from '../../../../plugins/builtin.ts';
-import { eachDatabase, testLogger, type TestDb } from '../../../fixtures/db.ts';
-import { insertRun } from '../../../fixtures/runs.ts';
-import { TestAgent } from '../../../fixtures/test-agent.ts';
+import { startArtifactsNode, runWithAgents } from '../../../fixtures/artifacts-node.ts';
+import { eachDatabase } from '../../../fixtures/db.ts';
+import type { TestAgent } from '../../../fixtures/test-agent.ts';
 
 t.setTimeout(600_000);
 
-type T = Parameters<Parameters<typeof eachDatabase>[1]>[0];
-
-interface Node {
-  url: string;
-  storage: StorageExtensionPoint;
-}
-
-async function startNode(t: T, dbUrl: string, env: Record<string, string> = {}): Promise<Node> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'svc-artifacts-'));
-  const orch = await startOrchestrator({
-    env: {
-      SVC_DATABASE_URL: dbUrl,
-      SVC_SERVER_PORT: '0',
-      SVC_SERVER_HOST: '127.0.0.1',
-      SVC_DATA_DIR: dataDir,
-      SVC_SECRET_KEY: 'a'.repeat(64),
-      SVC_AGENT_AUTH: 'none',
-      SVC_STORAGE_TYPE: 'filesystem',
-      ...env,
-    },
-    cwd: dataDir,
-    logger: testLogger,
-    plugins: orchestratorPlugins,
-    subsystems: [adminAuthSubsystem, createDispatchSubsystem({ tickMs: 150, heartbeatMs: 1_000, registerTimeoutMs: 3_000 }), createArtifactsSubsystem({ sweepMs: 0 })],
-  });
-  t.teardown(async () => {
-    await orch.stop();
-    await rm(dataDir, { recursive: true, force: true });
-  });
-  return { url: orch.url, storage: orch.ctx.host.select('storage', 'filesystem') };
-}
+const startNode = startArtifactsNode;
 
 const digestOf = (body: Buffer | string): string => `sha256:${createHash('sha256').update(body).digest('hex')}`;
-
-/** A run with jobs `a` and `b`, each dispatched to its own test agent. */
-async function runWithAgents(t: T, node: Node, db: TestDb, tag: string) {
-  const agents: Record<string, TestAgent> = {};
-  for (const job of ['a', 'b']) {
-    agents[job] = await TestAgent.online({ url: node.url, agentId: `${tag}-${job}`, labels: [`${tag}-${job}`] });
-    t.teardown(() => agents[job]!.close());
-  }
-  const run = await insertRun(db.pool, { jobs: [{ name: 'a', runsOn: [`${tag}-a`] }, { name: 'b', runsOn: [`${tag}-b`] }] });
-  const jobs = { a: run.jobs['a']!.id, b: run.jobs['b']!.id };
-  await agents['a']!.waitFor('job.dispatch', (m) => m.jobId === jobs.a);
-  await agents['b']!.waitFor('job.dispatch', (m) => m.jobId === jobs.b);
-  return { runId: run.runId, jobs, agents: agents as { a: TestAgent; b: TestAgent } };
-}
 
 interface UploadOutcome {
   code?: string;
