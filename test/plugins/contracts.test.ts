@@ -83,10 +83,6 @@ const HARNESSES: Harnesses = {
         await s3.createBucket(bucket);
         return s3.pluginConfig({ bucket });
       },
-      // s3rver keeps a key's last segment as a file name plus a 15-byte suffix: a 255-byte
-      // segment passes the file system's name limit (S3 itself takes 1024-byte keys). The other
-      // unusual keys of this point run in test/plugins/storage/s3.test.ts.
-      skip: { 'keys: unusual but valid keys round-trip': 's3rver cannot store a 255-byte key segment (file name limit)' },
     };
   },
   'custody:aws-kms': async () => {
