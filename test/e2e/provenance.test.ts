@@ -23,7 +23,7 @@ import { eachDatabase, inCi, type Test } from '../fixtures/db.ts';
 import { ORG, REPOSITORY, startJobsStack, type JobsStack } from '../fixtures/jobs-stack.ts';
 import { until } from '../fixtures/runs.ts';
 
-t.setTimeout(900_000);
+t.setTimeout(2_400_000);
 
 const PYTHON = '/usr/bin/python3';
 const OUTSIDE_VERIFIER = fileURLToPath(new URL('../fixtures/dsse-verify.py', import.meta.url));
