@@ -1,8 +1,8 @@
 // Step-level approval holds end to end with REAL processes (test/fixtures/jobs-stack.ts):
 // svc-relay, svc-orchestrator, one svc-agent running the job's steps in its process sandbox, real
 // PostgreSQL, a bare repository with the post-receive hook. The job `ship` has three steps; step 2
-// (`deploy`) is held for alice. Each step prints a marker line, so the job's log shows which
-// steps ran. Checked:
+// (`deploy`) is held for alice (test/fixtures/step-holds.ts). Each step prints a marker line, so
+// the job's log shows which steps ran. Checked:
 //   - step 1 runs, the job pauses before step 2 (still `running`, its reason says what it waits
 //     for, one pending step hold, step 2's marker absent for several seconds);
 //   - `svc approve` by mallory (through the relay) exits 1 with the reason and changes nothing;
@@ -15,108 +15,14 @@
 import { join } from 'node:path';
 import t from 'tap';
 import { sql } from '../../kernel/services/db/index.ts';
-import { eachDatabase, type Test } from '../fixtures/db.ts';
-import { ORG, startJobsStack, type JobsStack } from '../fixtures/jobs-stack.ts';
+import { eachDatabase } from '../fixtures/db.ts';
+import { ORG, startJobsStack } from '../fixtures/jobs-stack.ts';
 import { REPO_ROOT, runProgram } from '../fixtures/programs.ts';
-import { until } from '../fixtures/runs.ts';
+import { count, holdsOf, logText, pausedAtDeploy, pushTo, runFor, shipOf, sleep, stepHeldWorkflow, stepsOf, terminalRun } from '../fixtures/step-holds.ts';
 
 t.setTimeout(1_800_000);
 
 const EXPIRY_S = 6;
-
-const workflow = (name: string, timeoutSeconds: number) => `import { job, push, step, workflow } from 'svc/sdk';
-export default workflow('${name}', {
-  on: push({ branches: ['${name}'] }),
-  jobs: {
-    ship: job({
-      runsOn: 'e2e',
-      steps: [
-        step('build', async () => { console.log('marker: build ran'); }),
-        step('deploy', async () => { console.log('marker: deploy ran'); }, {
-          approval: { clauses: [{ users: ['alice'] }], reason: 'production deploy', timeoutSeconds: ${timeoutSeconds} },
-        }),
-        step('notify', async () => { console.log('marker: notify ran'); }),
-      ],
-    }),
-  },
-});
-`;
-
-interface Job {
-  id: string;
-  status: string;
-  reason: string | null;
-}
-interface Hold {
-  level: string;
-  step_index: number | null;
-  step_name: string | null;
-  status: string;
-  outcome: string | null;
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function shipOf(stack: JobsStack, runId: string): Promise<Job | null> {
-  return (await stack.pool.maybeOne(sql.unsafe`select id::text as id, status, reason from jobs where run_id = ${runId} and name = 'ship'`)) as Job | null;
-}
-
-async function holdsOf(stack: JobsStack, runId: string): Promise<Hold[]> {
-  return (await stack.pool.any(sql.unsafe`
-    select level, step_index, step_name, status, outcome from approval_holds where run_id = ${runId} order by created_at`)) as unknown as Hold[];
-}
-
-async function logText(stack: JobsStack, jobId: string): Promise<string> {
-  const rows = (await stack.pool.any(sql.unsafe`select lines from job_logs where job_id = ${jobId} order by seq`)) as unknown as Array<{ lines: Array<{ text: string }> }>;
-  return rows.flatMap((r) => r.lines.map((l) => l.text)).join('\n');
-}
-
-async function stepsOf(stack: JobsStack, jobId: string): Promise<Array<{ name: string; status: string; reason: string | null }>> {
-  return (await stack.pool.any(sql.unsafe`select name, status, reason from job_steps where job_id = ${jobId} order by index`)) as unknown as Array<{ name: string; status: string; reason: string | null }>;
-}
-
-const count = (text: string, marker: string) => text.split('\n').filter((l) => l.includes(marker)).length;
-
-/** A commit pushed to `branch` (its workflow runs there only); the hook must have delivered it. */
-async function pushTo(stack: JobsStack, branch: string, note: string): Promise<string> {
-  const sha = await stack.remote.commit({ 'notes.txt': `${branch} ${note}\n` }, `${branch}: ${note}`);
-  const pushed = await stack.remote.push(`HEAD:refs/heads/${branch}`);
-  if (/NOT delivered/.test(pushed.stderr)) throw new Error(`the hook did not deliver the push to ${branch}: ${pushed.stderr}`);
-  return sha;
-}
-
-async function runFor(stack: JobsStack, sha: string, name: string): Promise<string> {
-  return until(`the ${name} run of ${sha.slice(0, 8)}`, async () => {
-    const id = (await stack.pool.maybeOneFirst(sql.unsafe`select id::text from runs where sha = ${sha} and workflow = ${name} and parent_run_id is null`)) as string | null;
-    return id ?? undefined;
-  }, 180_000, 100);
-}
-
-async function terminalRun(stack: JobsStack, runId: string): Promise<{ status: string; reason: string | null }> {
-  return until(`run ${runId} to end`, async () => {
-    const run = (await stack.pool.one(sql.unsafe`select status, reason from runs where id = ${runId}`)) as { status: string; reason: string | null };
-    return ['completed', 'failed', 'cancelled', 'skipped'].includes(run.status) ? run : undefined;
-  }, 240_000, 200);
-}
-
-/** The run's `ship` job once it waits before step 2 (step 1 done, one pending step hold). */
-async function pausedAtDeploy(t: Test, stack: JobsStack, runId: string): Promise<Job> {
-  const job = await until('ship to pause before deploy', async () => {
-    const ship = await shipOf(stack, runId);
-    if (ship !== null && ['completed', 'failed', 'cancelled', 'skipped'].includes(ship.status)) throw new Error(`ship ended ${ship.status} (${ship.reason ?? ''}) without pausing`);
-    const holds = await holdsOf(stack, runId);
-    return ship !== null && holds.some((h) => h.status === 'pending') ? ship : undefined;
-  }, 240_000, 100);
-  t.match(await holdsOf(stack, runId), [{ level: 'step', step_index: 1, step_name: 'deploy', status: 'pending' }], 'one pending hold on step 2');
-  const ship = (await shipOf(stack, runId))!;
-  t.match(ship, { status: 'running', reason: 'Awaiting approval (step deploy): production deploy' }, 'the job keeps running on its agent and says what it waits for');
-  const log = await until('step 1 output in the log', async () => {
-    const text = await logText(stack, job.id);
-    return text.includes('marker: build ran') && text.includes('waiting for an approval before this step runs') ? text : undefined;
-  }, 60_000, 200);
-  t.equal(count(log, 'marker: deploy ran'), 0, 'step 2 has not run');
-  return ship;
-}
 
 await eachDatabase(t, async (t, db) => {
   const stack = await startJobsStack(t, db);
@@ -148,7 +54,7 @@ await eachDatabase(t, async (t, db) => {
 
   await stack.remote.commit({ 'README.md': 'step approvals e2e\n' }, 'init');
   for (const branch of ['main', 'gate', 'expiring']) await stack.remote.push(`HEAD:refs/heads/${branch}`);
-  await stack.pushWorkflow({ '.svc/workflows/gate.ts': workflow('gate', 3600), '.svc/workflows/expiring.ts': workflow('expiring', EXPIRY_S) }, 'add workflows');
+  await stack.pushWorkflow({ '.svc/workflows/gate.ts': stepHeldWorkflow('gate', 3600), '.svc/workflows/expiring.ts': stepHeldWorkflow('expiring', EXPIRY_S) }, 'add workflows');
   await stack.startAgent({ SVC_AGENT_ID: 'step-approvals-agent' });
 
   await t.test('step 1 runs, step 2 waits; a non-approver is ignored with the reason; two approvals resume it once', async (t) => {
