@@ -94,8 +94,11 @@ const rowsOf = async (pool: DatabasePool): Promise<Row[]> =>
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Each connected scaled agent runs its job to completion and then goes away, as an ephemeral agent does. */
-function runJobsAndExit(): () => void {
+/**
+ * Each connected scaled agent runs its job to completion and then goes away, as an ephemeral
+ * agent does: once the orchestrator has recorded the result (the real agent flushes first).
+ */
+function runJobsAndExit(pool: DatabasePool): () => void {
   const handled = new Set<string>();
   const timer = setInterval(() => {
     for (const [id, agent] of scalerLog.agents) {
@@ -104,7 +107,7 @@ function runJobsAndExit(): () => void {
       void agent.waitFor('job.dispatch', () => true, 300_000).then(async (d) => {
         agent.jobStatus(d.jobId, 'running');
         agent.jobStatus(d.jobId, 'completed');
-        await sleep(200);
+        await until('the job result recorded', async () => ((await jobRow(pool, d.jobId)).status === 'completed' ? true : undefined), 300_000, 50);
         await agent.close();
       }, () => undefined);
     }
@@ -119,7 +122,7 @@ t.test('scale-up: one agent per uncovered job, the scaler labels, within maxAgen
     const file = join(dir, 'scalers.json');
     await writeFile(file, yamlOf([{ name: 'gpu-pool', labels: ['gpu', 'big'], maxAgents: 2, startsPerMinute: 100, idleTimeoutMs: 300_000 }]));
     const orch = await startNode(t, db.url, file);
-    const stopRunning = runJobsAndExit();
+    const stopRunning = runJobsAndExit(db.pool);
     t.teardown(stopRunning);
 
     const { runId, all } = await insertRun(db.pool, {
@@ -223,7 +226,7 @@ t.test('scaler config: validated at start with one line; re-read after a reload;
     const file = join(dir, 'scalers.json');
     await writeFile(file, yamlOf([{ name: 'gpu', labels: ['gpu'] }]));
     const orch = await startNode(t, db.url, file);
-    const stopRunning = runJobsAndExit();
+    const stopRunning = runJobsAndExit(db.pool);
     t.teardown(stopRunning);
     const { all } = await insertRun(db.pool, { trustTier: 'unknown', jobs: [{ name: 'arm', runsOn: ['arm-box'] }] });
     const jobId = all[0]!.id;
