@@ -20,7 +20,8 @@ import { eachDatabase } from '../fixtures/db.ts';
 import { ORG, startJobsStack } from '../fixtures/jobs-stack.ts';
 import { startS3Server } from '../fixtures/s3-server.ts';
 
-t.setTimeout(900_000);
+// Two databases, each a whole stack of real processes: generous for a machine with both cores busy.
+t.setTimeout(1_800_000);
 
 const WORKFLOW = `import { job, push, workflow } from 'svc/sdk';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
