@@ -11,6 +11,7 @@ import { genericSourcePlugin } from './sources/generic/index.ts';
 import { githubProvider } from './providers/github/index.ts';
 import { gitProvider } from './providers/git/index.ts';
 import { localScaler } from './scalers/local/index.ts';
+import { kubernetesScaler } from './scalers/kubernetes/index.ts';
 import { loadScalerConfig } from '../core/scalers/config-file.ts';
 import { join, resolve } from 'node:path';
 
@@ -73,6 +74,11 @@ const SCALERS: Record<string, { plugin: SvcPlugin; slice: (env: PluginEnvironmen
   local: {
     plugin: localScaler as SvcPlugin,
     slice: (env, settings) => ({ orchestratorUrl: env.publicUrl, workRoot: join(env.dataDir, 'scaler-local'), ...settings }),
+  },
+  // Agents connect to orchestratorUrl; in a cluster the operator names the Service (docs/kubernetes.md).
+  kubernetes: {
+    plugin: kubernetesScaler as SvcPlugin,
+    slice: (env, settings) => ({ orchestratorUrl: env.publicUrl, ...settings }),
   },
 };
 

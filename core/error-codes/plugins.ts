@@ -30,6 +30,8 @@ export const PLUGINS_ERROR_CODES = {
   SVC_ERR_CUSTODY_NO_ACTIVE_KEY: { kind: 'unavailable', message: 'no active signing key yet (svc-admin signing-key generate creates one)' },
   // SCALER
   SVC_ERR_SCALER_CONFIG_INVALID: { kind: 'input', message: 'scaler config {file}: {what}' },
+  SVC_ERR_SCALER_KUBERNETES_API: { kind: 'unavailable', message: 'kubernetes scaler: {operation} in namespace {namespace} failed: {reason}' },
+  SVC_ERR_SCALER_KUBERNETES_CONFIG: { kind: 'input', message: 'kubernetes scaler: {reason}' },
   SVC_ERR_SCALER_REQUEST_INVALID: { kind: 'input', message: 'scale-up request is invalid: {reason}' },
   SVC_ERR_SCALER_SPAWN: { kind: 'internal', message: 'local scaler could not start an agent: {reason}' },
   // STORAGE

@@ -26,6 +26,7 @@ import { startS3Server } from '../fixtures/s3-server.ts';
 import { buildTestImage } from '../fixtures/rootfs/build.ts';
 import { masterKeys, migrateOrchestrator } from '../kernel/orchestrator/identity/fixtures.ts';
 import processScaler from '../fixtures/plugins/process-scaler.ts';
+import { startKubeApiServer } from '../fixtures/kube-api-server.ts';
 
 const fixture = (path: string) => fileURLToPath(new URL(`../fixtures/${path}`, import.meta.url));
 type AnyHarness = ContractHarnesses[PluginKind];
@@ -117,7 +118,46 @@ const HARNESSES: Harnesses = {
       max: 2,
       stopGraceMs: 5000,
     })),
+  'scaler:kubernetes': kubernetesHarness,
 };
+
+/**
+ * `kubernetes` with the real client against the stand-in API server, a namespace per point; an
+ * agent "runs" while its pod is Running (the server plays the kubelet), with the labels of its
+ * SVC_AGENT_LABELS. Every request body must have passed the OpenAPI schema.
+ */
+async function kubernetesHarness(): Promise<AnyHarness> {
+  const server = await startKubeApiServer();
+  t.teardown(() => server.close());
+  const namespaces = new WeakMap<ContractScope, string>();
+  let next = 0;
+  return {
+    config: async (scope: ContractScope) => {
+      const namespace = `contract-${++next}`;
+      namespaces.set(scope, namespace);
+      return {
+        orchestratorUrl: 'http://127.0.0.1:9',
+        kubeconfig: await server.writeKubeconfig(await scope.tempDir()),
+        namespace,
+        image: 'registry.example/svc-agent:contract',
+        tokenSecret: { name: 'svc-agent-token' },
+        max: 2,
+        cleanupIntervalMs: 500,
+      };
+    },
+    running: async (scope: ContractScope) => {
+      // A refused body fails the point that sent it (every point that starts agents looks here).
+      if (server.violations.length > 0) throw new Error(`request bodies invalid against the OpenAPI schema: ${JSON.stringify(server.violations)}`);
+      return server
+        .pods(namespaces.get(scope))
+        .filter((p) => p.status.phase === 'Running')
+        .map((p) => {
+          const env = (p.spec.containers[0].env ?? []) as Array<{ name: string; value?: string }>;
+          return { id: p.metadata.labels?.['svc.dev/agent-id'] ?? '', labels: (env.find((e) => e.name === 'SVC_AGENT_LABELS')?.value ?? '').split(',') };
+        });
+    },
+  } satisfies ContractHarnesses['scaler'];
+}
 
 async function dbCustodyHarness(): Promise<AnyHarness | { skip: string }> {
   const system = await systemAvailability();
