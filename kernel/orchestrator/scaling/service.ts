@@ -54,7 +54,7 @@ export class ScalingService {
       if (!host.has('scaler', s.plugin)) {
         throw new InputError(
           'SVC_ERR_SCALER_CONFIG_INVALID',
-          `scaler config ${s.file}: scaler "${s.name}" names plugin "${s.plugin}", which is not a signed-in scaler plugin (built in: local; others through plugins.modules)`,
+          `scaler config ${s.file}: scaler "${s.name}" names plugin "${s.plugin}", which is not a signed-in scaler plugin (built in: local, kubernetes; others through plugins.modules)`,
           { details: { file: s.file } },
         );
       }
