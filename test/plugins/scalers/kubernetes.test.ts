@@ -47,7 +47,7 @@ const baseSettings = async (extra: Record<string, unknown> = {}) => {
   };
 };
 
-async function signIn(t: Tap.Test, settings: Record<string, unknown>): Promise<{ host: PluginHost; scaler: ScalerExtensionPoint }> {
+async function signIn(t: { teardown(fn: () => unknown): void }, settings: Record<string, unknown>): Promise<{ host: PluginHost; scaler: ScalerExtensionPoint }> {
   const host = createPluginHost({ logger: testLogger, config: { 'scaler:kubernetes': settings } });
   t.teardown(() => host.close());
   await host.signIn(kubernetesScaler);
