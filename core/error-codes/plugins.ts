@@ -53,6 +53,10 @@ export const PLUGINS_ERROR_CODES = {
   SVC_ERR_STORAGE_PRESIGN_UNCONFIGURED: { kind: 'internal', message: 'filesystem storage was created without pre-signing options' },
   SVC_ERR_STORAGE_ROOT: { kind: 'internal', message: 'storage root {root} is not a directory' },
   SVC_ERR_STORAGE_S3: { kind: 'unavailable', message: 'S3 {operation} of "{key}" in bucket "{bucket}" at {endpoint} failed: {s3Code}: {reason}' },
+  SVC_ERR_STORAGE_S3_CONFIG: {
+    kind: 'input',
+    message: 'set both SVC_STORAGE_ACCESS_KEY_ID and SVC_STORAGE_SECRET_ACCESS_KEY, or neither (the AWS default credential chain)',
+  },
   SVC_ERR_STORAGE_TOO_LARGE: { kind: 'input', message: 'object is larger than the {limit}-byte limit' },
   SVC_ERR_STORAGE_UNREACHABLE: {
     kind: 'unavailable',
