@@ -8,6 +8,8 @@ import { runRunner, type ApiRequestMessage, type RunnerRun } from '../../fixture
 t.setTimeout(600_000);
 
 // Job `ruled` of steps.ts: first, never (rule: skipped), docs (rule: skipped), last.
+/** Only a hang guard: a loaded machine may take long to start a runner. */
+const HANG_GUARD_MS = 300_000;
 const HELD_LAST = { approvalSteps: [{ index: 3, name: 'last' }] };
 
 function clean(t: Test, run: RunnerRun): void {
@@ -19,7 +21,7 @@ const approvalRequests = (run: RunnerRun) => run.messages.filter((m): m is ApiRe
 
 t.test('approved: the step waits for the decision, then runs', async (t) => {
   const run = await runRunner({
-    file: 'steps.ts',
+    file: 'steps.ts', timeoutMs: HANG_GUARD_MS,
     workflowName: 'steps',
     jobName: 'ruled',
     start: HELD_LAST,
@@ -40,7 +42,7 @@ t.test('approved: the step waits for the decision, then runs', async (t) => {
 
 t.test('rejected: the step fails with the reason, nothing after it runs', async (t) => {
   const run = await runRunner({
-    file: 'steps.ts',
+    file: 'steps.ts', timeoutMs: HANG_GUARD_MS,
     workflowName: 'steps',
     jobName: 'ruled',
     start: { approvalSteps: [{ index: 0, name: 'first' }] },
@@ -60,7 +62,7 @@ t.test('rejected: the step fails with the reason, nothing after it runs', async 
 });
 
 t.test('expired: the step fails with the expiry', async (t) => {
-  const run = await runRunner({ file: 'steps.ts', workflowName: 'steps', jobName: 'ruled', start: HELD_LAST, api: () => ({ status: 'expired', reason: 'Approval expired: no decision within 60 s' }) });
+  const run = await runRunner({ file: 'steps.ts', timeoutMs: HANG_GUARD_MS, workflowName: 'steps', jobName: 'ruled', start: HELD_LAST, api: () => ({ status: 'expired', reason: 'Approval expired: no decision within 60 s' }) });
   clean(t, run);
   t.equal(run.result?.status, 'failed');
   t.equal(run.result?.reason, 'step "last" failed: Approval expired: no decision within 60 s');
@@ -69,7 +71,7 @@ t.test('expired: the step fails with the expiry', async (t) => {
 
 t.test('a cancel while the step waits: the step is cancelled, the job takes the cancel path', async (t) => {
   const run = await runRunner({
-    file: 'steps.ts',
+    file: 'steps.ts', timeoutMs: HANG_GUARD_MS,
     workflowName: 'steps',
     jobName: 'ruled',
     start: HELD_LAST,
@@ -87,7 +89,7 @@ t.test('a cancel while the step waits: the step is cancelled, the job takes the 
 });
 
 t.test('the job timeout ends the wait: the step fails with the timeout', async (t) => {
-  const run = await runRunner({ file: 'steps.ts', workflowName: 'steps', jobName: 'ruled', start: { ...HELD_LAST, jobTimeoutMs: 1_500 }, api: () => new Promise(() => {}) });
+  const run = await runRunner({ file: 'steps.ts', timeoutMs: HANG_GUARD_MS, workflowName: 'steps', jobName: 'ruled', start: { ...HELD_LAST, jobTimeoutMs: 1_500 }, api: () => new Promise(() => {}) });
   clean(t, run);
   t.equal(run.result?.status, 'failed');
   t.equal(run.result?.reason, 'step "last" failed: job timed out after 1500 ms');
@@ -95,7 +97,7 @@ t.test('the job timeout ends the wait: the step fails with the timeout', async (
 });
 
 t.test('no approvalSteps: nothing is asked', async (t) => {
-  const run = await runRunner({ file: 'steps.ts', workflowName: 'steps', jobName: 'ruled' });
+  const run = await runRunner({ file: 'steps.ts', timeoutMs: HANG_GUARD_MS, workflowName: 'steps', jobName: 'ruled' });
   clean(t, run);
   t.equal(run.result?.status, 'completed');
   t.equal(approvalRequests(run).length, 0);
