@@ -1,12 +1,13 @@
 // Master-key rotation over every sealed store, end to end with the real programs (svc-orchestrator,
 // svc-admin) on real PostgreSQL (docs/master-key.md). Under key k1: a GitHub App source (the fake
 // GitHub API over HTTP; its private key is a sealed provider credential), a generic HMAC source, a
-// git source (a real bare repository), a secret, a run-status webhook secret, a sealed config field
-// and the orchestrator's db-custody signing key. Then `svc-admin rotate-key` with SVC_SECRET_KEY=k2
-// SVC_SECRET_KEY_OLD=k1 prints one count line per store; the old key is removed and the
-// orchestrator restarted with k2 alone: every source verifies a signed webhook (and a forged one
-// is still refused), the GitHub App key mints installation tokens, the run-status webhook arrives
-// signed with its secret, a job receives the secret, and the config version and signing key open.
+// git source (a real bare repository), all three added with `svc-admin source add`; a secret, a
+// run-status webhook secret and a sealed config field; the orchestrator's db-custody signing key.
+// Then `svc-admin rotate-key` with SVC_SECRET_KEY=k2 SVC_SECRET_KEY_OLD=k1 prints one count line
+// per store; the old key is removed and the orchestrator restarted with k2 alone: every source
+// verifies a signed webhook (and a forged one is still refused), the GitHub App key mints
+// installation tokens, the run-status webhook arrives signed with its secret, a job receives the
+// secret, and the config version and signing key open.
 // A start with only the removed key stops, naming the store.
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -18,6 +19,10 @@ import t from 'tap';
 import { RUN_STATUS_WEBHOOK_HEADERS } from '../../schemas/run-status-webhook.ts';
 import { buildLock, serializeLock } from '../../workflow/lock/lock-file.ts';
 import { sql } from '../../kernel/services/db/index.ts';
+import { readConfigVersion, writeConfigVersion } from '../../kernel/orchestrator/config/versions.ts';
+import { setStatusWebhook } from '../../kernel/orchestrator/forge-status/index.ts';
+import { createContext, setSecret } from '../../kernel/orchestrator/secrets/index.ts';
+import { parseMasterKey } from '../../kernel/services/crypto/sealing.ts';
 import { eachDatabase, type Test } from '../fixtures/db.ts';
 import { generateAppKeyPair, startFakeGithub } from '../fixtures/fake-github.ts';
 import { createGitRemote } from '../fixtures/git-repos.ts';
@@ -27,7 +32,8 @@ import { REPO_ROOT, runProgram, startProgram, type StartedProgram } from '../fix
 import { insertRun, until } from '../fixtures/runs.ts';
 import { TestAgent } from '../fixtures/test-agent.ts';
 
-t.setTimeout(1_200_000);
+// Two database kinds, three orchestrator starts and five svc-admin runs each, on busy machines.
+t.setTimeout(1_800_000);
 
 const APP_ID = '5151';
 const INSTALLATION = '99';
@@ -98,7 +104,7 @@ await eachDatabase(t, async (t, db) => {
     for (const p of started.reverse()) await p.stop().catch(() => undefined);
   });
   const startOrch = async (keyEnv: Record<string, string>) => {
-    const orch = await startProgram(join(REPO_ROOT, 'bin/svc-orchestrator.ts'), 'svc-orchestrator', { env: env(keyEnv), readyTimeoutMs: 120_000 });
+    const orch = await startProgram(join(REPO_ROOT, 'bin/svc-orchestrator.ts'), 'svc-orchestrator', { env: env(keyEnv), readyTimeoutMs: 300_000 });
     started.push(orch);
     return orch;
   };
@@ -107,7 +113,7 @@ await eachDatabase(t, async (t, db) => {
   // Everything sealed under k1.
   const onlyK1 = { SVC_SECRET_KEY: k1 };
   let orch = await startOrch(onlyK1);
-  const ok = async (args: string[], keyEnv = onlyK1) => {
+  const ok = async (args: string[], keyEnv: Record<string, string> = onlyK1) => {
     const out = await admin(args, keyEnv);
     t.equal(out.code, 0, `svc-admin ${args.join(' ')}: ${out.stderr}`);
     return out;
@@ -117,10 +123,13 @@ await eachDatabase(t, async (t, db) => {
   const github = JSON.parse((await ok(['source', 'add', 'github', '--org', 'acme', '--app-id', APP_ID, '--private-key-file', keyFile, '--setting', `apiBaseUrl=${fake.url}`, '--json'])).stdout) as { source: { id: string }; secret: string };
   const generic = JSON.parse((await ok(['source', 'add', 'generic', '--org', 'acme', '--source-id', 'deploys', '--event-type', 'header:x-event-type', '--json'])).stdout) as { source: { id: string }; secret: string };
   const git = JSON.parse((await ok(['source', 'add', 'git', '--org', 'acme', '--setting', `remoteUrl=${remote.url}`, '--setting', 'repository=acme/app', '--json'])).stdout) as { source: { id: string }; secret: string };
-  await ok(['context', 'create', 'deploy', '--branches', 'main', '--repositories', 'acme/*']);
-  await ok(['secret', 'set', 'deploy', 'TOKEN', '--value', SECRET_VALUE]);
-  await ok(['source', 'status-webhook', 'set', github.source.id, '--url', receiverUrl, '--secret', STATUS_SECRET]);
-  await ok(['config', 'set', `cluster.joinToken=${JOIN_TOKEN}`, '--description', 'a sealed field']);
+  // The rest through the same store functions the commands use (fewer program starts: each is
+  // slow on a busy machine; the commands themselves are tested in test/admin-cli/).
+  const k1Key = parseMasterKey(k1);
+  await createContext(db.pool, { name: 'deploy', branches: ['main'], repositories: ['acme/*'] });
+  await setSecret(db.pool, k1Key, 'deploy', 'TOKEN', SECRET_VALUE);
+  await setStatusWebhook(db.pool, k1Key, github.source.id, { url: receiverUrl, secret: STATUS_SECRET });
+  const version = await writeConfigVersion(db.pool, k1Key, { config: { cluster: { joinToken: JOIN_TOKEN } }, createdBy: 'cli:set', description: 'a sealed field' });
 
   /** Signed deliveries to every source, each accepted (200) and recorded under its expected status. */
   const verifyEverySource = async (t: Test) => {
@@ -209,8 +218,7 @@ await eachDatabase(t, async (t, db) => {
 
     const jwks = (await (await fetch(`${base}/.well-known/jwks.json`)).json()) as { keys: unknown[] };
     t.equal(jwks.keys.length, 1, 'the signing key is served');
-    const exported = await ok(['config', 'export'], { SVC_SECRET_KEY: k2 });
-    t.match(exported.stdout, JOIN_TOKEN, 'the sealed config field opens (svc-admin config export)');
+    t.match((await readConfigVersion(db.pool, [{ name: 'current', key: parseMasterKey(k2) }], version.version))?.config, { cluster: { joinToken: JOIN_TOKEN } }, 'the sealed config field opens with k2 alone');
 
     const agent = await TestAgent.online({ url: base, agentId: 'rotation-agent', labels: ['rotation-e2e'] });
     t.teardown(() => agent.close());
