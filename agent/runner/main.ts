@@ -1,8 +1,9 @@
 // The step runner: a child process the agent forks (inside the job's sandbox) with an IPC
-// channel. It says `runner.ready` as soon as it listens, waits for `runner.start`, loads the
-// workflow module, runs the one job, reports steps, log lines, secrets to mask and API calls
-// over IPC, sends `runner.result` and exits 0. The exit code is not the job's status; the result
-// message is. A runner that exits without a result crashed (the agent reports that). Load
+// channel (Node's own, or the unix socket named by SVC_RUNNER_IPC_SOCKET: transport.ts). It
+// says `runner.ready` as soon as it listens, waits for `runner.start`, loads the workflow
+// module, runs the one job, reports steps, log lines, secrets to mask and API calls over IPC,
+// sends `runner.result` and exits 0. The exit code is not the job's status; the result message
+// is. A runner that exits without a result crashed (the agent reports that). Load
 // failures (bad start message, missing file, unknown job) are a failed runner.result.
 //
 // Cancel: `runner.cancel {force:false}` aborts the running step (ctx.signal; its commands get
@@ -21,19 +22,21 @@
 // `main.ts --warm` (no IPC): load what a job loads, write the compile cache, exit 0. The agent
 // runs it once at start, outside any sandbox, so runners confined read-only still find a warm cache.
 import { enableCompileCache, flushCompileCache } from 'node:module';
+import { openRunnerTransport } from './transport.ts';
 
 const warm = process.argv[2] === '--warm';
-if (!warm && typeof process.send !== 'function') {
-  process.stderr.write('svc step runner: start me with an IPC channel (child_process.fork); I am run by the agent\n');
+const transport = warm ? undefined : openRunnerTransport();
+if (!warm && transport === undefined) {
+  process.stderr.write('svc step runner: start me with an IPC channel (child_process.fork, or SVC_RUNNER_IPC_SOCKET); I am run by the agent\n');
   process.exit(2);
 }
 
 enableCompileCache();
 const early: unknown[] = [];
 let deliver: (message: unknown) => void = (message) => early.push(message);
-if (!warm) {
-  process.on('message', (message) => deliver(message));
-  process.send!({ type: 'runner.ready', pid: process.pid });
+if (transport !== undefined) {
+  transport.onMessage((message) => deliver(message));
+  transport.send({ type: 'runner.ready', pid: process.pid });
 }
 
 try {
@@ -49,7 +52,7 @@ try {
     flushCompileCache();
     process.exit(0);
   }
-  deliver = startRunner();
+  deliver = startRunner(transport!);
   for (const message of early.splice(0)) deliver(message);
 } catch (error) {
   // A broken install: report it as the job's result rather than dying silently.
@@ -58,5 +61,5 @@ try {
     process.stderr.write(`${reason}\n`);
     process.exit(1);
   }
-  process.send!({ type: 'runner.result', status: 'failed', reason, outputs: {}, steps: [] }, undefined, undefined, () => process.exit(0));
+  transport!.send({ type: 'runner.result', status: 'failed', reason, outputs: {}, steps: [] }, () => process.exit(0));
 }

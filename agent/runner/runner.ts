@@ -10,16 +10,17 @@ import { RunnerJob, type ResultMessage } from './job.ts';
 import { loadJob, loadWorkflow } from './load-workflow.ts';
 import { FilterExecution, findGeneratedJob, GenerateExecution, HooksExecution, newRuntime, type Execution } from './roles.ts';
 import { captureProcessOutput, LogSink } from './log-capture.ts';
+import type { RunnerTransport } from './transport.ts';
 
 /** Load the SDK entry workflow files import as `svc/sdk` (the same instance they will get). */
 export async function preloadSdk(): Promise<void> {
   await import(sdkEntryUrl());
 }
 
-export function startRunner(): (message: unknown) => void {
+export function startRunner(transport: RunnerTransport): (message: unknown) => void {
   function send(message: RunnerToAgent, done?: () => void): void {
     try {
-      process.send!(message, undefined, undefined, done === undefined ? undefined : () => done());
+      transport.send(message, done);
     } catch {
       // The channel is gone: the agent stopped listening; nothing to report to.
       done?.();
@@ -118,9 +119,10 @@ export function startRunner(): (message: unknown) => void {
     complaint: (text) => sink.line('(runner)', 'system', text),
   });
 
-  // No agent to report to: stop the job's commands and leave.
-  process.on('disconnect', () => {
+  // No agent to report to: stop the job's commands and leave (saying why, for the runner's stderr).
+  transport.onDisconnect((reason) => {
     for (const activity of allActivities()) activity.killNow();
+    output.stderr(`svc step runner: ${reason}; stopping the job\n`);
     process.exit(1);
   });
   process.on('SIGTERM', () => {

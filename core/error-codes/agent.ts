@@ -85,6 +85,7 @@ export const AGENT_ERROR_CODES = {
   SVC_ERR_RUNNER_CHECK_RESULT: { kind: 'input', message: 'check must return { drift: boolean, reason?: string }' },
   SVC_ERR_RUNNER_DYNAMIC_JOB: { kind: 'input', message: 'job {jobName} is a dynamicJobs(...) generator; this runner runs only static jobs' },
   SVC_ERR_RUNNER_GENERATOR: { kind: 'input', message: 'must be built with job(...)' },
+  SVC_ERR_RUNNER_IPC_FRAME: { kind: 'input', message: 'runner IPC frame refused: {reason}' },
   SVC_ERR_RUNNER_JOB_NOT_FOUND: { kind: 'not_found', message: 'workflow {name} has no job {jobName} (jobs: {jobNames})' },
   SVC_ERR_RUNNER_JOB_OUTPUTS_INVALID: { kind: 'input', message: 'the job outputs option must be a function' },
   SVC_ERR_RUNNER_NOT_IN_STEP: { kind: 'input', message: 'ctx.setSecretOutput works only in a step body' },
@@ -97,10 +98,7 @@ export const AGENT_ERROR_CODES = {
   SVC_ERR_SANDBOX_FIRECRACKER_BOOT: { kind: 'unavailable', message: '{what} within {timeoutMs} ms' },
   SVC_ERR_SANDBOX_FOREIGN_PROCESS: { kind: 'input', message: 'this process was not started by the container sandbox' },
   SVC_ERR_SANDBOX_IMAGE: { kind: 'input', message: 'container image {image} is not a valid image reference' },
-  SVC_ERR_SANDBOX_IPC: {
-    kind: 'unavailable',
-    message: 'docker cannot hand the step runner its IPC channel (no --preserve-fds); install podman for container jobs',
-  },
+  SVC_ERR_SANDBOX_IPC: { kind: 'unavailable', message: 'the step runner\'s IPC channel cannot be set up: {reason}' },
   SVC_ERR_SANDBOX_UNAVAILABLE: { kind: 'unavailable', message: 'the sandbox cannot start the job: {reason}' },
   SVC_ERR_SANDBOX_WORKSPACE: { kind: 'input', message: 'the container sandbox needs the job source directory' },
 } as const satisfies ErrorCatalogue;

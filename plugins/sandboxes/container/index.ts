@@ -2,7 +2,9 @@
 // when its engine is reachable). The job workspace and scratch directory are bind-mounted
 // read-write at the same paths as on the host, the Node binary and the svc package read-only at
 // the same paths, so the runner needs nothing from the image but a libc. The IPC channel is the
-// agent's own descriptor handed into the container (`--preserve-fds 1`, NODE_CHANNEL_FD=3).
+// agent's own descriptor handed into the container (podman: `--preserve-fds 1`, NODE_CHANNEL_FD=3)
+// or, where no descriptor can cross (docker), a unix socket in the bind-mounted scratch directory
+// that the runner connects to (socket-ipc.ts; `ipcTransport`).
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -13,13 +15,20 @@ import { definePlugin } from '../../../core/plugins/define-plugin.ts';
 import type { SandboxAvailability, SandboxExit, SandboxExtensionPoint, SandboxProcess, Workspace } from '../../../core/extension-points/sandbox.ts';
 import { InputError, UnavailableError } from '../../../core/errors.ts';
 import { isHostProcess, killHostProcess, spawnHostProcess } from '../shared/child.ts';
-import { PODMAN_RUN_FLAGS, detectRuntime, type DetectedRuntime } from './runtime.ts';
+import { RUNNER_IPC_SOCKET_ENV } from '../../../core/ipc/framed-json.ts';
+import { DOCKER_RUN_FLAGS, PODMAN_RUN_FLAGS, detectRuntime, dockerUserFlags, type DetectedRuntime } from './runtime.ts';
+import { listenRunnerSocket, type RunnerSocket } from './socket-ipc.ts';
 
 export const ContainerSandboxConfig = Type.Object(
   {
     runtime: Type.Union([Type.Literal('auto'), Type.Literal('podman'), Type.Literal('docker')], { default: 'auto' }),
     /** Give the container the default network (off: `--network none`). */
     network: Type.Boolean({ default: true }),
+    /**
+     * How the step runner's IPC reaches it: `fd` hands the agent's Node IPC descriptor in (podman
+     * only), `socket` a unix socket in the scratch dir (any runtime), `auto` fd on podman, socket on docker.
+     */
+    ipcTransport: Type.Optional(Type.Union([Type.Literal('auto'), Type.Literal('fd'), Type.Literal('socket')], { default: 'auto' })),
     tmpRoot: Type.Optional(Type.String({ minLength: 1 })),
   },
   { additionalProperties: false },
@@ -30,6 +39,10 @@ const IMAGE = /^[A-Za-z0-9][A-Za-z0-9._\/:@-]{0,254}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export function createContainerSandbox(config: ContainerSandboxConfig): SandboxExtensionPoint {
+  const transport = config.ipcTransport ?? 'auto';
+  if (config.runtime === 'docker' && transport === 'fd') {
+    throw new UnavailableError('SVC_ERR_SANDBOX_IPC', "the step runner's IPC channel cannot be set up: docker cannot hand a descriptor into a container (no --preserve-fds); use ipcTransport 'socket' or 'auto'");
+  }
   let detected: ReturnType<typeof detectRuntime> | undefined;
   const runtime = () => (detected ??= detectRuntime(config.runtime));
   const names = new WeakMap<SandboxProcess, { runtime: DetectedRuntime; name: string }>();
@@ -54,8 +67,8 @@ export function createContainerSandbox(config: ContainerSandboxConfig): SandboxE
       const rt = await requireRuntime();
       const image = request.image;
       if (image === undefined || !IMAGE.test(image)) throw new InputError('SVC_ERR_SANDBOX_IMAGE', `container image ${JSON.stringify(image ?? '')} is not a valid image reference`);
-      if (request.ipc && rt.kind === 'docker') {
-        throw new UnavailableError('SVC_ERR_SANDBOX_IPC', 'docker cannot hand the step runner its IPC channel (no --preserve-fds); install podman for container jobs');
+      if (request.ipc && rt.kind === 'docker' && transport === 'fd') {
+        throw new UnavailableError('SVC_ERR_SANDBOX_IPC', "the step runner's IPC channel cannot be set up: docker cannot hand a descriptor into a container (no --preserve-fds); use ipcTransport 'socket' or 'auto'");
       }
       for (const key of Object.keys(request.env)) if (!ENV_NAME.test(key)) throw new InputError('SVC_ERR_SANDBOX_ENV', `environment name ${JSON.stringify(key)} is not valid`);
       const name = `svc-job-${request.workspace.dir.split('/').slice(-2, -1)[0]?.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 60) ?? 'job'}-${randomBytes(4).toString('hex')}`;
@@ -66,14 +79,17 @@ export function createContainerSandbox(config: ContainerSandboxConfig): SandboxE
       for (const p of request.readPaths ?? []) if (!p.startsWith(request.workspace.dir)) bind(p, 'ro');
       // Values travel in the runtime's own environment (`-e NAME` copies it), not on its command line.
       const envFlags = Object.keys(request.env).flatMap((k) => ['-e', k]);
-      const ipcFlags = request.ipc ? ['--preserve-fds', '1', '-e', 'NODE_CHANNEL_FD', '-e', 'NODE_CHANNEL_SERIALIZATION_MODE'] : [];
+      const useSocket = request.ipc === true && (transport === 'socket' || (transport === 'auto' && rt.kind === 'docker'));
+      if (useSocket && request.workspace.tmpDir === undefined) throw new InputError('SVC_ERR_SANDBOX_WORKSPACE', 'the container sandbox needs the job scratch directory for the IPC socket');
+      const socket: RunnerSocket | undefined = useSocket ? await listenRunnerSocket(request.workspace.tmpDir!) : undefined;
+      const ipcFlags = !request.ipc ? [] : useSocket ? ['-e', RUNNER_IPC_SOCKET_ENV] : ['--preserve-fds', '1', '-e', 'NODE_CHANNEL_FD', '-e', 'NODE_CHANNEL_SERIALIZATION_MODE'];
       const argv = [
         rt.path,
         'run',
         '--rm',
         '--name',
         name,
-        ...(rt.kind === 'podman' ? PODMAN_RUN_FLAGS : []),
+        ...(rt.kind === 'podman' ? PODMAN_RUN_FLAGS : [...DOCKER_RUN_FLAGS, ...dockerUserFlags()]),
         ...(config.network ? [] : ['--network', 'none']),
         ...mounts,
         ...envFlags,
@@ -84,14 +100,22 @@ export function createContainerSandbox(config: ContainerSandboxConfig): SandboxE
         image,
         ...request.argv,
       ];
-      const proc = spawnHostProcess({
-        argv,
-        env: { PATH: process.env['PATH'] ?? '/usr/local/bin:/usr/bin:/bin', ...request.env, ...(request.ipc ? { NODE_CHANNEL_SERIALIZATION_MODE: 'json' } : {}) },
-        cwd: request.workspace.dir,
-        ...(request.ipc ? { ipc: true } : {}),
-      });
-      names.set(proc, { runtime: rt, name });
-      return proc;
+      const ipcEnv: Record<string, string> = !request.ipc ? {} : socket !== undefined ? { [RUNNER_IPC_SOCKET_ENV]: socket.path } : { NODE_CHANNEL_SERIALIZATION_MODE: 'json' };
+      let proc;
+      try {
+        proc = spawnHostProcess({
+          argv,
+          env: { PATH: process.env['PATH'] ?? '/usr/local/bin:/usr/bin:/bin', ...request.env, ...ipcEnv },
+          cwd: request.workspace.dir,
+          ...(request.ipc && socket === undefined ? { ipc: true } : {}),
+        });
+      } catch (error) {
+        await socket?.close();
+        throw error;
+      }
+      const out = socket === undefined ? proc : socket.attach(proc);
+      names.set(out, { runtime: rt, name });
+      return out;
     },
     async kill(proc, options): Promise<SandboxExit> {
       if (!isHostProcess(proc)) throw new InputError('SVC_ERR_SANDBOX_FOREIGN_PROCESS', 'this process was not started by the container sandbox');

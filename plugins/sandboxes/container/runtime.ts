@@ -1,6 +1,7 @@
-// Which container CLI this host can use. podman is preferred: it runs without a daemon and can
-// hand the step runner's IPC descriptor into the container (`--preserve-fds`). docker counts only
-// when its engine answers (a docker client without a daemon is common and useless).
+// Which container CLI this host can use, and the run flags each needs. podman is preferred: it
+// runs without a daemon and can hand the step runner's IPC descriptor into the container
+// (`--preserve-fds`); docker cannot, so its runner connects to a unix socket (socket-ipc.ts).
+// docker counts only when its engine answers (a docker client without a daemon is common and useless).
 import { execa } from 'execa';
 import { findExecutable } from '../shared/which.ts';
 
@@ -34,3 +35,22 @@ export async function detectRuntime(preference: 'auto' | RuntimeKind): Promise<D
 
 /** Flags every `podman run` needs on these hosts (toolchain.md: runc and explicit ulimits). */
 export const PODMAN_RUN_FLAGS: readonly string[] = ['--runtime', 'runc', '--ulimit', 'nofile=1024:1024', '--ulimit', 'nproc=1024:1024'];
+
+/**
+ * Flags every `docker run` gets. `--init`: a small init is PID 1, so `docker stop`'s SIGTERM reaches
+ * the runner and orphaned step processes are reaped. nofile as on podman, so jobs see the same
+ * limit on either runtime; nproc is left to the daemon: without user-namespace remapping it would
+ * count every process the agent's user runs on the host, not the job's.
+ */
+export const DOCKER_RUN_FLAGS: readonly string[] = ['--init', '--ulimit', 'nofile=1024:1024'];
+
+/**
+ * docker runs containers as the image's user (root) unless told: run as the agent's uid:gid so the
+ * files a job writes in the bind-mounted workspace stay the agent's to clean up, and the runner
+ * may connect to the agent's 0600 IPC socket. (rootless podman maps container root to the agent's user.)
+ */
+export function dockerUserFlags(): string[] {
+  const uid = process.getuid?.();
+  const gid = process.getgid?.();
+  return uid === undefined || gid === undefined ? [] : ['--user', `${uid}:${gid}`];
+}
