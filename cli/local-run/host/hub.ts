@@ -28,6 +28,7 @@ const WHAT: Record<string, string> = {
   'cache.user.restore.request': 'ctx.cache.restore',
   'cache.user.save.request': 'ctx.cache.save',
   'cache.upload.request': 'build cache uploads',
+  'attestation.create.request': 'ctx.attestProvenance (provenance signing)',
 };
 
 export class LocalHub {
