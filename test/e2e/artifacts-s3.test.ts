@@ -12,7 +12,8 @@ import { eachDatabase } from '../fixtures/db.ts';
 import { startJobsStack } from '../fixtures/jobs-stack.ts';
 import { startS3Server } from '../fixtures/s3-server.ts';
 
-t.setTimeout(900_000);
+// Two database variants of a whole stack each; generous for a machine whose cores are busy.
+t.setTimeout(2_400_000);
 
 await eachDatabase(t, async (t, db) => {
   const s3 = await startS3Server({ bucket: 'svc-artifacts-e2e' });

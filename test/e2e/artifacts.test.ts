@@ -10,7 +10,8 @@ import { artifactsFlow } from '../fixtures/artifacts-e2e.ts';
 import { eachDatabase } from '../fixtures/db.ts';
 import { startJobsStack } from '../fixtures/jobs-stack.ts';
 
-t.setTimeout(900_000);
+// Two database variants of a whole stack each; generous for a machine whose cores are busy.
+t.setTimeout(2_400_000);
 
 await eachDatabase(t, async (t, db) => {
   const stack = await startJobsStack(t, db);

@@ -18,7 +18,7 @@ import { eachDatabase, type Test } from '../../fixtures/db.ts';
 import type { TestAgent } from '../../fixtures/test-agent.ts';
 import { tempDir } from '../fixtures/trees.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_800_000);
 
 const RESPONSE_OF: Record<string, OrchestratorToAgent['type']> = {
   'artifact.upload.request': 'artifact.upload.response',
@@ -33,7 +33,8 @@ function requester(agent: TestAgent, sent: string[]): OrchestratorRequest {
     agent.sendRaw(message);
     const type = RESPONSE_OF[message.type];
     if (type === undefined) throw new Error(`no response type for ${message.type}`);
-    return agent.waitFor(type, (m) => (m as { requestId?: string }).requestId === message.requestId);
+    // A hang guard far above any answer time on a busy machine.
+    return agent.waitFor(type, (m) => (m as { requestId?: string }).requestId === message.requestId, 300_000);
   };
 }
 

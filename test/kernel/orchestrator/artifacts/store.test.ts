@@ -12,7 +12,11 @@ import { startArtifactsNode, runWithAgents } from '../../../fixtures/artifacts-n
 import { eachDatabase } from '../../../fixtures/db.ts';
 import type { TestAgent } from '../../../fixtures/test-agent.ts';
 
-t.setTimeout(600_000);
+// Generous: the machine's two cores may be busy with other suites.
+t.setTimeout(1_800_000);
+
+/** A hang guard for one answer, far above any answer time on a busy machine. */
+const ANSWER_MS = 300_000;
 
 const startNode = startArtifactsNode;
 
@@ -37,19 +41,19 @@ async function upload(agent: TestAgent, jobId: string, name: string, body: Buffe
     fileCount: extra.fileCount ?? 1,
     ...(extra.retentionDays === undefined ? {} : { retentionDays: extra.retentionDays }),
   });
-  const response = await agent.waitFor('artifact.upload.response', (m) => m.requestId === requestId);
+  const response = await agent.waitFor('artifact.upload.response', (m) => m.requestId === requestId, ANSWER_MS);
   if (response.error) return { code: response.error.code };
   const put = await fetch(response.uploadUrl as string, { method: 'PUT', body });
   if (!put.ok) throw new Error(`PUT → ${put.status}`);
   agent.sendRaw({ type: 'artifact.commit.request', jobId, requestId });
-  const commit = await agent.waitFor('artifact.commit.response', (m) => m.requestId === requestId);
+  const commit = await agent.waitFor('artifact.commit.response', (m) => m.requestId === requestId, ANSWER_MS);
   return commit.error ? { code: commit.error.code } : { artifact: commit.artifact as UploadOutcome['artifact'] };
 }
 
 async function download(agent: TestAgent, jobId: string, name: string, from?: 'current' | 'upstream') {
   const requestId = randomUUID();
   agent.sendRaw({ type: 'artifact.download.request', jobId, requestId, name, ...(from === undefined ? {} : { from }) });
-  return agent.waitFor('artifact.download.response', (m) => m.requestId === requestId);
+  return agent.waitFor('artifact.download.response', (m) => m.requestId === requestId, ANSWER_MS);
 }
 
 async function fetchBytes(url: string): Promise<Buffer> {
@@ -110,9 +114,9 @@ t.test('upload, commit, download; per-run content-addressed layout; names unique
     // A commit without a PUT.
     const requestId = randomUUID();
     agents.a.sendRaw({ type: 'artifact.upload.request', jobId: jobs.a, requestId, name: 'never-put', digest: digestOf('x'), sizeBytes: 1, fileCount: 1 });
-    await agents.a.waitFor('artifact.upload.response', (m) => m.requestId === requestId);
+    await agents.a.waitFor('artifact.upload.response', (m) => m.requestId === requestId, ANSWER_MS);
     agents.a.sendRaw({ type: 'artifact.commit.request', jobId: jobs.a, requestId });
-    t.match((await agents.a.waitFor('artifact.commit.response', (m) => m.requestId === requestId)).error, { code: 'SVC_ERR_ARTIFACT_UPLOAD_MISSING' });
+    t.match((await agents.a.waitFor('artifact.commit.response', (m) => m.requestId === requestId, ANSWER_MS)).error, { code: 'SVC_ERR_ARTIFACT_UPLOAD_MISSING' });
     t.match((await download(agents.b, jobs.b, 'never-put')).error, { code: 'SVC_ERR_ARTIFACT_NOT_FOUND' }, 'an uncommitted upload is never downloadable');
   });
 });
@@ -206,7 +210,7 @@ t.test('retention sweep deletes expired rows and their objects, and stale upload
     t.ok((await upload(agents.b, jobs.b, 'fresh', 'fresh bytes')).artifact);
     const requestId = randomUUID();
     agents.a.sendRaw({ type: 'artifact.upload.request', jobId: jobs.a, requestId, name: 'crashed', digest: digestOf('half'), sizeBytes: 4, fileCount: 1 });
-    const pending = await agents.a.waitFor('artifact.upload.response', (m) => m.requestId === requestId);
+    const pending = await agents.a.waitFor('artifact.upload.response', (m) => m.requestId === requestId, ANSWER_MS);
     await fetch(pending.uploadUrl as string, { method: 'PUT', body: 'half' });
 
     const objects = async () => (await node.storage.list(`artifacts/org-1/${runId}/`)).objects.map((o) => o.key).sort();
