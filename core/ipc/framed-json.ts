@@ -29,7 +29,10 @@ export function encodeFrame(message: unknown, maxBytes: number = MAX_FRAME_BYTES
   return Buffer.concat([header, payload]);
 }
 
-/** Turns arriving chunks into messages; throws (InputError SVC_ERR_RUNNER_IPC_FRAME) on the first bad frame. */
+/**
+ * Turns arriving chunks into messages, handed to `deliver` in order as each frame completes; throws
+ * (InputError SVC_ERR_RUNNER_IPC_FRAME) at the first bad frame, after the good ones before it.
+ */
 export class FrameDecoder {
   readonly #maxBytes: number;
   readonly #utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -41,11 +44,10 @@ export class FrameDecoder {
     this.#maxBytes = maxBytes;
   }
 
-  push(chunk: Buffer): unknown[] {
+  push(chunk: Buffer, deliver: (message: unknown) => void): void {
     if (this.#failed) throw frameError('the stream already failed');
     this.#chunks.push(chunk);
     this.#buffered += chunk.length;
-    const out: unknown[] = [];
     while (this.#buffered >= HEADER_BYTES) {
       const buffer = this.#take();
       const length = buffer.readUInt32BE(0);
@@ -60,13 +62,14 @@ export class FrameDecoder {
       } catch {
         this.#fail(`the ${length} byte payload is not valid UTF-8`);
       }
+      let message: unknown;
       try {
-        out.push(JSON.parse(text));
+        message = JSON.parse(text);
       } catch (error) {
         this.#fail(`the ${length} byte payload is not JSON (${error instanceof Error ? error.message : String(error)})`);
       }
+      deliver(message);
     }
-    return out;
   }
 
   /** The stream ended: an error when it stopped inside a frame. */
@@ -121,14 +124,13 @@ export function framedSocket(socket: Socket, handlers: FramedHandlers, maxBytes:
     socket.destroy();
   };
   socket.on('data', (chunk: Buffer) => {
-    let messages: unknown[];
     try {
-      messages = decoder.push(chunk);
+      decoder.push(chunk, (message) => {
+        if (!closed) handlers.message(message);
+      });
     } catch (error) {
       refuse(error);
-      return;
     }
-    for (const message of messages) if (!closed) handlers.message(message);
   });
   socket.on('end', () => {
     try {
