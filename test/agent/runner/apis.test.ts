@@ -26,7 +26,7 @@ const agentApi = (request: ApiRequestMessage): unknown => {
     case 'cache.save':
       return { saved: true };
     case 'artifacts.upload':
-      return { name: 'dist', sizeBytes: 42 };
+      return { name: 'dist', sizeBytes: 42, digest: 'sha256:' + 'a'.repeat(64), fileCount: 1 };
     case 'attest':
       return { bundlePaths: ['dist/app.js.svc.json'], deferred: false };
   }
@@ -54,7 +54,7 @@ t.test('emit, oidc, cache, artifacts and attest round-trip through the agent', a
   t.same(JSON.parse(out['deferred']!), { deferred: true, code: 'unavailable' });
   t.same(JSON.parse(out['restored']!), { hit: true, matchedKey: 'deps-abc' });
   t.same(JSON.parse(out['saved']!), { saved: true });
-  t.same(JSON.parse(out['uploaded']!), { name: 'dist', sizeBytes: 42 });
+  t.same(JSON.parse(out['uploaded']!), { name: 'dist', sizeBytes: 42, digest: 'sha256:' + 'a'.repeat(64), fileCount: 1 });
   t.same(JSON.parse(out['attested']!), { bundlePaths: ['dist/app.js.svc.json'], deferred: false });
   t.match(out['refused'], /^ctx\.cache\.save: key: .+; paths: /, 'bad args are refused in the runner with their paths');
   t.equal(out['agentError'], 'SVC_ERR_TEST_EVENTS_REFUSED: emit failed: event refused', 'an agent error rejects with its code');
