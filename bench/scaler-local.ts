@@ -165,7 +165,11 @@ try {
     until(`run ${runId}`, async () => {
       const row = (await pool.one(sql.unsafe`SELECT status, reason FROM runs WHERE id = ${runId}`)) as { status: string; reason: string | null };
       if (!['completed', 'failed', 'cancelled', 'skipped'].includes(row.status)) return undefined;
-      if (row.status !== 'completed') throw new Error(`run ${runId} ${row.status}: ${row.reason ?? ''}`);
+      if (row.status !== 'completed') {
+        // Name the failing job's own reason and steps: the run's reason only says which job failed.
+        const jobs = await pool.any(sql.unsafe`SELECT j.name, j.status, j.reason, j.agent_id FROM jobs j WHERE j.run_id = ${runId}`);
+        throw new Error(`run ${runId} ${row.status}: ${row.reason ?? ''}\n${JSON.stringify(jobs, null, 1)}`);
+      }
       return row;
     }, 300_000);
   const noAgentOnline = () => until('no agent online', async () => ((await pool.oneFirst(sql.unsafe`SELECT count(*)::int FROM agents WHERE connected`)) === 0 ? true : undefined), 120_000);

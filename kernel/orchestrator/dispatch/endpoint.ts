@@ -93,6 +93,8 @@ class AgentConnection {
   #registering = false;
   #chain: Promise<void> = Promise.resolve();
   #closed = false;
+  /** This side closed the socket (refusal, protocol error): later frames are not handled. */
+  #refusing = false;
   #alive = true;
   #timers: NodeJS.Timeout[] = [];
 
@@ -151,12 +153,15 @@ class AgentConnection {
   }
 
   #close(code: number, reason: string): void {
-    if (this.#closed) return;
+    if (this.#closed || this.#refusing) return;
+    this.#refusing = true;
     this.#socket.close(code, closeReason(reason));
   }
 
   async #onFrame(data: Buffer, isBinary: boolean): Promise<void> {
-    if (this.#closed) return;
+    // Frames that arrived before the peer closed are still handled (see #onClose); frames after
+    // a close this side started are not.
+    if (this.#refusing) return;
     if (isBinary) {
       this.#protocolError('SVC_ERR_PROTOCOL_FRAME', 'frames must be JSON text');
       return;
@@ -325,6 +330,13 @@ class AgentConnection {
   #onClose(): void {
     this.#closed = true;
     for (const timer of this.#timers) clearTimeout(timer);
+    // The session ends only after every frame received before the close is handled: an ephemeral
+    // agent sends its job's result and leaves at once, and ending the session first would fail
+    // that job as "disconnected while the job was running" and drop the result queued behind it.
+    this.#chain = this.#chain.then(() => this.#endSession());
+  }
+
+  #endSession(): void {
     const session = this.#session;
     if (session === undefined) return;
     const current = this.#service.registry.remove(session);
