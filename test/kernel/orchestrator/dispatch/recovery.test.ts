@@ -114,3 +114,27 @@ t.test('ephemeral agents: started job fails at once, unstarted job requeued, att
     await e4.close();
   });
 });
+
+t.test('ephemeral agent that reports its result and leaves at once: the result counts, not the disconnect', async (t) => {
+  await eachDatabase(t, async (t, db) => {
+    const node = await startNode(t, db.url, { SVC_AGENT_MAX_RECONNECT_DELAY_MS: '60000' });
+    for (const round of [1, 2, 3]) {
+      const agent = await TestAgent.online({ url: node.url, agentId: `last-word-${round}`, ephemeral: true, labels: [`last-word-${round}`] });
+      const { runId, jobs } = await insertRun(db.pool, { jobs: [{ name: 'job', runsOn: [`last-word-${round}`] }] });
+      const jobId = jobs['job']!.id;
+      await agent.waitFor('job.dispatch');
+      // Both statuses and the close go out back to back, as svc-agent does after an ephemeral job:
+      // the close reaches the orchestrator while it is still recording `running`.
+      agent.jobStatus(jobId, 'running');
+      agent.jobStatus(jobId, 'completed');
+      await agent.close();
+      await until(`run ${runId} to end`, async () => {
+        const run = await runRow(db.pool, runId);
+        return ['completed', 'failed', 'cancelled'].includes(run.status) ? run : undefined;
+      });
+      const row = await jobRow(db.pool, jobId);
+      t.equal(row.status, 'completed', `round ${round}: ${row.reason ?? ''}`);
+      t.equal((await runRow(db.pool, runId)).status, 'completed');
+    }
+  });
+});
