@@ -14,7 +14,7 @@ import { receivedCode } from '../../core/error-codes.ts';
 import type { ArtifactInfo } from '../../schemas/wire/agent.ts';
 import { DigestMismatchError, downloadToFile, normalizeDigest, sha256File, uploadFile } from './download.ts';
 import { extractArchive, scanArchive } from './extract.ts';
-import type { RunnerApiContext } from './runner-api.ts';
+import type { RunnerApiContext } from './runner-api-context.ts';
 
 export interface ArtifactUploadResult {
   name: string;

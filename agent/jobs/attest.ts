@@ -14,7 +14,7 @@ import type { AttestationCreateResponse } from '../../schemas/wire/agent.ts';
 import type { RunnerApiShapes } from '../../schemas/wire/runner.ts';
 import { sha256File } from './download.ts';
 import { uploadArtifact, workspacePath } from './artifacts.ts';
-import type { RunnerApiContext } from './runner-api.ts';
+import type { RunnerApiContext } from './runner-api-context.ts';
 
 type AttestArgs = Static<(typeof RunnerApiShapes)['attest']['args']>;
 type AttestResult = Static<(typeof RunnerApiShapes)['attest']['result']>;

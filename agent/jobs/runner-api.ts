@@ -8,19 +8,19 @@ import * as tar from 'tar';
 import type { Static } from 'typebox';
 import { InputError, SvcError, UnavailableError, messageOf } from '../../core/errors.ts';
 import { receivedCode } from '../../core/error-codes.ts';
-import type { AgentToOrchestrator, OrchestratorToAgent } from '../../schemas/wire/agent.ts';
+import type { OrchestratorToAgent } from '../../schemas/wire/agent.ts';
 import { RunnerApiShapes } from '../../schemas/wire/runner.ts';
 import { compileSchema, formatIssues } from '../../schemas/validate.ts';
-import type { SecretSet } from '../logs/masker.ts';
 import { downloadToFile, normalizeDigest, sha256File, uploadFile } from './download.ts';
 import { extractArchive } from './extract.ts';
 import { awaitStepApproval, type StepDecision } from './step-approval.ts';
 import { downloadArtifact, uploadArtifact } from './artifacts.ts';
 import { attestProvenance } from './attest.ts';
+import type { RunnerApiContext } from './runner-api-context.ts';
 
 export type { StepDecision };
 
-export type OrchestratorRequest = (message: AgentToOrchestrator & { requestId: string }) => Promise<OrchestratorToAgent>;
+export type { OrchestratorRequest, RunnerApiContext } from './runner-api-context.ts';
 
 type Api = keyof typeof RunnerApiShapes;
 const argChecks = Object.fromEntries(Object.entries(RunnerApiShapes).map(([api, shape]) => [api, compileSchema(shape.args)])) as {
@@ -28,18 +28,6 @@ const argChecks = Object.fromEntries(Object.entries(RunnerApiShapes).map(([api, 
 };
 type Args<K extends Api> = Static<(typeof RunnerApiShapes)[K]['args']>;
 
-export interface RunnerApiContext {
-  jobId: string;
-  workspace: string;
-  scratch: string;
-  secrets: SecretSet;
-  request: OrchestratorRequest;
-  /** Messages that have no response. */
-  send(message: AgentToOrchestrator): void;
-  signal: AbortSignal;
-  /** A step-hold decision the orchestrator pushed, or null after `ms` (step-approval.ts). */
-  awaitStepDecision?: (index: number, ms: number) => Promise<StepDecision | null>;
-}
 
 function failed(response: OrchestratorToAgent): void {
   const error = (response as { error?: { code: string; message: string } }).error;

@@ -12,7 +12,7 @@ import { cancelRunTx } from '../dispatch/cancel.ts';
 import { notifyJobsQueued, RUN_CONTROL_CHANNEL } from '../dispatch/notify.ts';
 import { progressRun, recordJobComplete } from '../dispatch/progression.ts';
 import { approvalApplies } from './gates-plan.ts';
-import { stepHoldDecided } from './step-holds.ts';
+import { stepHoldDecided } from './step-hold-decision.ts';
 import { clauseAllows, clausesMet, describeClauses, noPrincipals, type ActorPrincipals, type PrincipalResolver } from './principals.ts';
 
 export { RUN_CONTROL_CHANNEL };

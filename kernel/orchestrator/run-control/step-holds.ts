@@ -12,16 +12,10 @@ import type { LockApproval, LockJob, LockStep, LockWorkflow } from '../../../sch
 import type { ApprovalStepRequest, ApprovalStepResponse, StepHoldStatus } from '../../../schemas/wire/agent.ts';
 import { sql, type DatabasePool } from '../../services/db/index.ts';
 import { InputError, NotAllowedError, NotFoundError } from '../../../core/errors.ts';
-import { notifyAgent } from '../dispatch/notify.ts';
 import { ensureHold, type HoldRow } from './approvals.ts';
+import { STEP_HOLD_REASON_PREFIX, decisionReason } from './step-hold-decision.ts';
 import { approvalApplies } from './gates-plan.ts';
 import { describeClauses } from './principals.ts';
-
-/** Prefix of a job's reason while one of its steps awaits a decision (cleared on release). */
-export const STEP_HOLD_REASON_PREFIX = 'Awaiting approval (step ';
-
-/** Largest reason pushed through NOTIFY (its payload must stay under 8000 bytes). */
-const MAX_PUSHED_REASON = 3_000;
 
 /** The sentence a job's reason carries while its step waits. */
 function waitingReason(step: string, hold: Pick<HoldRow, 'reason' | 'clauses'>): string {
@@ -101,28 +95,4 @@ export async function answerStepHold(pool: DatabasePool, agentId: string, messag
   });
 }
 
-/** What the agent shows for a final decision (the failed step's reason unless approved). */
-export function decisionReason(status: Exclude<StepHoldStatus, 'pending'>, outcome: string | null): string {
-  return `Approval ${outcome ?? status}`;
-}
-
-/**
- * A step hold was decided inside `tx`: the job's waiting reason is cleared and its agent is told
- * (delivered at commit; an agent that is away learns it when it asks again).
- */
-export async function stepHoldDecided(tx: CommonQueryMethods, hold: Pick<HoldRow, 'job_id' | 'step_index'>, status: Exclude<StepHoldStatus, 'pending'>, outcome: string): Promise<void> {
-  if (hold.job_id === null || hold.step_index === null) return;
-  const job = (await tx.maybeOne(sql.unsafe`
-    UPDATE jobs SET reason = NULL, updated_at = now()
-    WHERE id = ${hold.job_id} AND status IN ('dispatched', 'running', 'recovering') AND reason LIKE ${`${STEP_HOLD_REASON_PREFIX}%`}
-    RETURNING agent_id, status`)) as { agent_id: string | null; status: string } | null;
-  const agent = job?.agent_id ?? ((await tx.maybeOneFirst(sql.unsafe`SELECT agent_id FROM jobs WHERE id = ${hold.job_id} AND status IN ('dispatched', 'running')`)) as string | null);
-  if (agent === null || agent === undefined) return;
-  await notifyAgent(tx, agent, {
-    type: 'approval.step.decision',
-    jobId: hold.job_id,
-    index: hold.step_index,
-    status,
-    reason: decisionReason(status, outcome).slice(0, MAX_PUSHED_REASON),
-  });
-}
+export { STEP_HOLD_REASON_PREFIX, decisionReason, stepHoldDecided } from './step-hold-decision.ts';
