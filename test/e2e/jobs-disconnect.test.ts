@@ -1,5 +1,6 @@
 // Agent loss mid-job with REAL processes (test/fixtures/jobs-stack.ts), spec "Queued job when
-// its agent disconnects", SVC_AGENT_MAX_RECONNECT_DELAY_MS=2000 (recovery window 4 s):
+// its agent disconnects", SVC_AGENT_MAX_RECONNECT_DELAY_MS=30000 (recovery window 60 s: a
+// restarted agent process must get back inside it even on a machine whose cores are busy):
 //   1. a static agent SIGKILLed mid-step and restarted with the same id (and work dir) inside
 //      the window → the job is re-attached, not re-dispatched (attempts 1), and completes;
 //   2. killed again and not restarted → the job fails: the agent did not reconnect within the
@@ -68,7 +69,7 @@ async function statusBecomes(stack: JobsStack, id: string, statuses: string[], t
 }
 
 await eachDatabase(t, async (t, db) => {
-  const reconnect = { SVC_AGENT_MAX_RECONNECT_DELAY_MS: '2000' };
+  const reconnect = { SVC_AGENT_MAX_RECONNECT_DELAY_MS: '30000' };
   const stack = await startJobsStack(t, db, { orchestratorEnv: reconnect });
   const workDir = join(stack.root, 'static-agent');
   const staticEnv = { ...reconnect, SVC_AGENT_ID: 'e2e-static', SVC_AGENT_WORK_DIR: workDir };
@@ -83,7 +84,7 @@ await eachDatabase(t, async (t, db) => {
     const recovering = await statusBecomes(stack, job.id, ['recovering'], 60_000);
     t.equal(recovering.agent_id, 'e2e-static', 'recovering, still owned by the agent');
     agent = await stack.startAgent(staticEnv);
-    const run = await stack.waitForRun(sha, 60_000);
+    const run = await stack.waitForRun(sha, 300_000);
     const done = await jobNow(stack, job.id);
     t.equal(done.status, 'completed', done.reason ?? '');
     t.equal(run.status, 'completed');
@@ -101,12 +102,12 @@ await eachDatabase(t, async (t, db) => {
       agent.child.kill('SIGKILL');
       await agent.stop();
       await statusBecomes(stack, job2.id, ['recovering'], 60_000);
-      const failed = await statusBecomes(stack, job2.id, ['failed', 'completed'], 30_000);
+      const failed = await statusBecomes(stack, job2.id, ['failed', 'completed'], 300_000);
       t.equal(failed.status, 'failed');
-      t.equal(failed.reason, 'Agent e2e-static did not reconnect within the recovery window (4s)');
-      t.ok(Date.now() - killedAt >= 3_500, 'not before the window ran out');
+      t.equal(failed.reason, 'Agent e2e-static did not reconnect within the recovery window (60s)');
+      t.ok(Date.now() - killedAt >= 55_000, 'not before the window ran out');
       t.equal(failed.attempts, 1, 'not re-dispatched to another agent');
-      t.equal((await stack.waitForRun(sha2, 30_000)).status, 'failed');
+      t.equal((await stack.waitForRun(sha2, 300_000)).status, 'failed');
     });
   });
 
