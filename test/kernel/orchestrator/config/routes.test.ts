@@ -85,9 +85,13 @@ await eachDatabase(t, async (t, db) => {
     const bad = await call(orch, 'PUT', '/admin/config', { config: { queue: { maxDepth: 'lots' } } });
     t.equal(bad.status, 400);
     t.match(bad.body.error, { code: 'SVC_ERR_CONFIG_VERSION_INVALID', message: /queue\.maxDepth/ });
-    const s3 = await call(orch, 'PUT', '/admin/config', { config: { storage: { type: 's3', bucket: 'ci-cache' } } });
+    // An s3 setting while storage stays on the filesystem: nothing would read it.
+    const s3 = await call(orch, 'PUT', '/admin/config', { config: { storage: { bucket: 'ci-cache' } } });
     t.equal(s3.status, 400, 'a field this version does not honour');
-    t.match(s3.body.error, { code: 'SVC_ERR_CONFIG_UNSUPPORTED', message: /config storage\.type: s3 storage is not supported in this version.*config storage\.bucket: / });
+    t.match(s3.body.error, { code: 'SVC_ERR_CONFIG_UNSUPPORTED', message: /config storage\.bucket: an s3 storage setting, and storage\.type is filesystem/ });
+    const noBucket = await call(orch, 'PUT', '/admin/config', { config: { storage: { type: 's3' } } });
+    t.equal(noBucket.status, 400, 's3 without a bucket');
+    t.match(noBucket.body.error, { code: 'SVC_ERR_CONFIG_UNSUPPORTED', message: /config storage\.type: s3 storage needs a bucket/ });
     t.same((await call(orch, 'GET', '/admin/config/versions')).body, { versions: [] });
   });
 
