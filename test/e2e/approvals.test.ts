@@ -470,4 +470,4 @@ await eachDatabase(t, async (t, db) => {
       t.match(step?.detail ?? '', new RegExp(`/svc ${c.command} by ${c.author}: `));
     }
   });
-});
+}, { concurrent: true });

@@ -11,6 +11,8 @@
 //     cancelled by svc:concurrency with the cancelInProgress reason, the newest completes;
 //   - `keyed` (`group: (ctx) => 'g-' + ctx.event.branch`): the key the filter pseudo-job
 //     evaluated on the agent is recorded in runs.concurrency_group.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import t from 'tap';
 import { eachDatabase } from '../fixtures/db.ts';
 import { startJobsStack, type JobsStack } from '../fixtures/jobs-stack.ts';
@@ -20,12 +22,18 @@ import { sql } from '../../kernel/services/db/index.ts';
 t.setTimeout(1_800_000);
 
 /**
- * How long the `work` job sleeps: long next to a push (several seconds on a loaded machine), so
- * the control runs overlap and later grouped runs exist while the first still runs.
+ * The `free` and `serial` work waits for a gate file named after its commit, which the test
+ * creates: the test decides when each run's work ends, so overlap and ordering are shown by
+ * states observed while the work is held, never by how long anything took. The directory is
+ * outside /tmp, which the process sandbox replaces with an empty tmpfs; the host file system is
+ * bound read-only into the sandbox, so a gate created later is seen.
  */
-const WORK_MS = 20_000;
+const gated = (gateDir: string) => `const gate = ${JSON.stringify(gateDir)} + '/' + String(ctx.event.sha);
+        while (!existsSync(gate)) await new Promise((resolve) => setTimeout(resolve, 100));`;
+const sleepFor = (ms: string) => `await new Promise((resolve) => setTimeout(resolve, ${ms}));`;
 
-const sleeper = (name: string, branch: string, concurrency: string, sleepMs: string) => `import { job, push, workflow } from 'svc/sdk';
+const worker = (name: string, branch: string, concurrency: string, wait: string) => `import { job, push, workflow } from 'svc/sdk';
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 export default workflow('${name}', {
   on: push({ branches: ['${branch}'] }),
@@ -33,10 +41,10 @@ export default workflow('${name}', {
   jobs: {
     work: job({
       runsOn: 'e2e',
-      steps: (s) => s.step('sleep', async (ctx) => {
+      steps: (s) => s.step('work', async (ctx) => {
         const note = await readFile('notes.txt', 'utf8').catch(() => '');
         console.log('work start ' + String(ctx.event.sha ?? '').slice(0, 12));
-        await new Promise((resolve) => setTimeout(resolve, ${sleepMs}));
+        ${wait}
         console.log('work done ' + String(ctx.event.sha ?? '').slice(0, 12));
       }),
     }),
@@ -44,14 +52,14 @@ export default workflow('${name}', {
 });
 `;
 
-const WORKFLOWS = {
-  '.svc/workflows/free.ts': sleeper('free', 'free', '', String(WORK_MS)),
-  '.svc/workflows/serial.ts': sleeper('serial', 'serial', "concurrency: { group: 'deploy', max: 1 },", String(WORK_MS)),
+const workflows = (gateDir: string) => ({
+  '.svc/workflows/free.ts': worker('free', 'free', '', gated(gateDir)),
+  '.svc/workflows/serial.ts': worker('serial', 'serial', "concurrency: { group: 'deploy', max: 1 },", gated(gateDir)),
   // The runs a newer one cancels sleep far longer than the test lasts; the last push (its
   // notes.txt says "final") sleeps briefly.
-  '.svc/workflows/latest.ts': sleeper('latest', 'latest', "concurrency: { group: 'latest-only', cancelInProgress: true },", "note.includes('final') ? 1000 : 600000"),
-  '.svc/workflows/keyed.ts': sleeper('keyed', 'keyed/*', "concurrency: { group: (ctx) => 'g-' + String(ctx.event.branch) },", '10'),
-};
+  '.svc/workflows/latest.ts': worker('latest', 'latest', "concurrency: { group: 'latest-only', cancelInProgress: true },", sleepFor("note.includes('final') ? 1000 : 600000")),
+  '.svc/workflows/keyed.ts': worker('keyed', 'keyed/*', "concurrency: { group: (ctx) => 'g-' + String(ctx.event.branch) },", sleepFor('10')),
+});
 const BRANCHES = ['free', 'serial', 'latest', 'keyed/one', 'keyed/two'];
 
 interface RunTimes {
@@ -156,15 +164,26 @@ const describe = (runs: RunTimes[], jobs: WorkJob[]): string =>
 
 await eachDatabase(t, async (t, db) => {
   const stack = await startJobsStack(t, db);
+  const gateDir = await mkdtemp(join('/var/tmp', 'svc-e2e-gates-'));
+  t.teardown(() => rm(gateDir, { recursive: true, force: true }));
+  const release = (sha: string) => writeFile(join(gateDir, sha), '');
   // Every branch exists before any workflow does: later pushes are plain fast-forward updates.
   await stack.remote.commit({ 'README.md': 'concurrency e2e\n' }, 'init');
   for (const branch of ['main', ...BRANCHES]) await stack.remote.push(`HEAD:refs/heads/${branch}`);
   // The workflows only run on their own branches: this push to main starts none of them.
-  await stack.pushWorkflow(WORKFLOWS, 'add workflows');
+  await stack.pushWorkflow(workflows(gateDir), 'add workflows');
   for (const n of [1, 2, 3]) await stack.startAgent({ SVC_AGENT_ID: `conc-agent-${n}` });
 
   await t.test('control: without a group, three pushes of the same workflow overlap', async (t) => {
     const shas = await pushThree(stack, 'free', 'free');
+    // All three works hold at their gates at once: nothing serialized them.
+    await until('the work of all three free runs running at once', async () => {
+      const runs = await Promise.all(shas.map((sha) => runTimes(stack, sha, 'free')));
+      if (runs.some((r) => r === null)) return undefined;
+      const works = await Promise.all(runs.map((r) => workJob(stack, r!.id)));
+      return works.every((w) => w.status === 'running') ? true : undefined;
+    }, 240_000, 200);
+    for (const sha of shas) await release(sha);
     const runs = await Promise.all(shas.map((sha) => terminalRun(stack, sha, 'free')));
     const jobs = await Promise.all(runs.map((r) => workJob(stack, r.id)));
     const summary = describe(runs, jobs);
@@ -179,14 +198,25 @@ await eachDatabase(t, async (t, db) => {
 
   await t.test("group 'deploy', max 1: three pushes run one at a time, in push order", async (t) => {
     const shas = await pushThree(stack, 'serial', 'serial');
-    // While run 1 is admitted, a later run waits for admission; note the status it shows then.
     const statusWhileWaiting = new Set<string>();
-    await until('a later serial run waiting for admission while run 1 is admitted', async () => {
-      const [run1, ...later] = await Promise.all(shas.map((sha) => runTimes(stack, sha, 'serial')));
-      const waiting = later.filter((r) => r?.concurrency_state === 'waiting');
-      for (const r of waiting) statusWhileWaiting.add(r!.status);
-      return waiting.length > 0 && run1?.concurrency_state === 'admitted' && run1.finished_at === null ? true : undefined;
-    }, 120_000, 100);
+    // Run k's work holds at its gate; the later runs wait for admission and their work is not
+    // dispatched. Then run k's gate opens and run k+1 is admitted.
+    for (const k of [0, 1, 2]) {
+      await until(`serial run ${k + 1} running its work while the later runs wait for admission`, async () => {
+        const runs = await Promise.all(shas.map((sha) => runTimes(stack, sha, 'serial')));
+        if (runs.some((r) => r === null)) return undefined;
+        const later = runs.slice(k + 1);
+        for (const r of later) if (r!.concurrency_state === 'waiting') statusWhileWaiting.add(r!.status);
+        if (runs[k]!.concurrency_state !== 'admitted' || later.some((r) => r!.concurrency_state !== 'waiting')) return undefined;
+        return (await workJob(stack, runs[k]!.id)).status === 'running' ? runs : undefined;
+      }, 240_000, 100);
+      for (const sha of shas.slice(k + 1)) {
+        const run = (await runTimes(stack, sha, 'serial'))!;
+        const work = (await stack.pool.maybeOne(sql.unsafe`select dispatched_at from jobs where run_id = ${run.id} and name = 'work'`)) as { dispatched_at: unknown } | null;
+        t.equal(work?.dispatched_at ?? null, null, `while run ${k + 1} holds the group, the work of a later run is not dispatched`);
+      }
+      await release(shas[k]!);
+    }
     const runs = await Promise.all(shas.map((sha) => terminalRun(stack, sha, 'serial')));
     const jobs = await Promise.all(runs.map((r) => workJob(stack, r.id)));
     const summary = describe(runs, jobs);
@@ -247,4 +277,4 @@ await eachDatabase(t, async (t, db) => {
       t.same(filters, ['completed'], 'the filter pseudo-job evaluated it');
     }
   });
-});
+}, { concurrent: true });

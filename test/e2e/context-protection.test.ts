@@ -11,7 +11,7 @@
 //     6 s after it became ready;
 //   - concurrency limit 1: two runs' jobs never hold the context at once.
 import { createHash } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import t from 'tap';
 import { eachDatabase } from '../fixtures/db.ts';
@@ -28,14 +28,18 @@ const SECRETS = {
 } as const;
 type ContextName = keyof typeof SECRETS;
 
-/** How long a `limited` job sleeps while it holds the context: long next to a push. */
-const LIMITED_SLEEP_MS = 25_000;
 const WAIT_TIMER_S = 6;
 
 const derived = (value: string) => `length=${value.length} sha256=${createHash('sha256').update(value).digest('hex').slice(0, 12)}`;
 
-const workflow = (context: ContextName, sleepMs: number) => `import { job, push, workflow } from 'svc/sdk';
+/**
+ * With `gateDir`, the step holds (with the context) until the test creates a file named after
+ * the commit there: the test, not a sleep, decides how long a `limited` job keeps the context.
+ * The directory is outside /tmp, which the process sandbox replaces with an empty tmpfs.
+ */
+const workflow = (context: ContextName, gateDir?: string) => `import { job, push, workflow } from 'svc/sdk';
 import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 export default workflow('${context}', {
   on: push({ branches: ['${context}'] }),
   jobs: {
@@ -45,7 +49,8 @@ export default workflow('${context}', {
       steps: (s) => s.step('use-secret', async (ctx) => {
         const value = ctx.secrets.get('TOKEN');
         console.log('ship received ' + (value === undefined ? 'nothing' : 'length=' + value.length + ' sha256=' + createHash('sha256').update(value).digest('hex').slice(0, 12)));
-        await new Promise((resolve) => setTimeout(resolve, ${sleepMs}));
+        ${gateDir === undefined ? '' : `const gate = ${JSON.stringify(gateDir)} + '/' + String(ctx.event.sha);
+        while (!existsSync(gate)) await new Promise((resolve) => setTimeout(resolve, 100));`}
         console.log('ship done');
       }),
     }),
@@ -130,6 +135,8 @@ const sleep = (msec: number) => new Promise((resolve) => setTimeout(resolve, mse
 
 await eachDatabase(t, async (t, db) => {
   const stack = await startJobsStack(t, db);
+  const gateDir = await mkdtemp(join('/var/tmp', 'svc-e2e-gates-'));
+  t.teardown(() => rm(gateDir, { recursive: true, force: true }));
   const admin = async (args: string[]) => {
     const out = await stack.admin(args);
     t.equal(out.code, 0, `svc-admin ${args.join(' ')}: ${out.stderr}`);
@@ -158,9 +165,9 @@ await eachDatabase(t, async (t, db) => {
   await stack.remote.commit({ 'README.md': 'context protection e2e\n' }, 'init');
   for (const branch of ['main', 'reviewed', 'timed', 'limited']) await stack.remote.push(`HEAD:refs/heads/${branch}`);
   await stack.pushWorkflow({
-    '.svc/workflows/reviewed.ts': workflow('reviewed', 10),
-    '.svc/workflows/timed.ts': workflow('timed', 10),
-    '.svc/workflows/limited.ts': workflow('limited', LIMITED_SLEEP_MS),
+    '.svc/workflows/reviewed.ts': workflow('reviewed'),
+    '.svc/workflows/timed.ts': workflow('timed'),
+    '.svc/workflows/limited.ts': workflow('limited', gateDir),
   }, 'add workflows');
   for (const n of [1, 2]) await stack.startAgent({ SVC_AGENT_ID: `ctx-agent-${n}` });
 
@@ -260,6 +267,8 @@ await eachDatabase(t, async (t, db) => {
       return running !== undefined && blocked !== undefined ? { running, blocked } : undefined;
     }, 180_000, 100);
     t.not(seen.running.id, seen.blocked.id);
+    // Let both steps end: the blocked one still waits for the context, then runs through.
+    for (const sha of [sha1, sha2]) await writeFile(join(gateDir, sha), '');
 
     const ended = [await terminalRun(stack, runs[0]!.id), await terminalRun(stack, runs[1]!.id)];
     const jobs = (await Promise.all(runs.map((r) => shipOf(stack, r.id)))).sort((a, b) => a.dispatched_at! - b.dispatched_at!);
@@ -276,4 +285,4 @@ await eachDatabase(t, async (t, db) => {
       t.notMatch(logs, SECRETS.limited);
     }
   });
-});
+}, { concurrent: true });

@@ -340,4 +340,4 @@ await eachDatabase(t, async (t, db) => {
     const runs = await one(stack, sql.unsafe`SELECT count(*)::int AS n FROM runs WHERE triggering_event_id = ${id}`);
     t.equal(runs['n'], 1, 'exactly one run');
   });
-});
+}, { concurrent: true });

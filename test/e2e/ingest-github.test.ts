@@ -154,4 +154,4 @@ await eachDatabase(t, async (t, db) => {
     t.equal(run.workflowModified, true, 'the head lock differs: recorded as workflow_modified');
     t.ok(fake.log.some((l) => l.includes(`ref=${SHA_A}`) && l.includes('/contents/')), 'the head lock was fetched to compare');
   });
-});
+}, { concurrent: true });

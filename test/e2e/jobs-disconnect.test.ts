@@ -125,4 +125,4 @@ await eachDatabase(t, async (t, db) => {
     t.equal(failed.reason, 'Agent e2e-ephemeral (ephemeral) disconnected while the job was running');
     t.comment(`failed ${Date.now() - killedAt} ms after the kill`);
   });
-});
+}, { concurrent: true });

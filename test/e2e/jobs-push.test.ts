@@ -261,7 +261,7 @@ await eachDatabase(t, async (t, db) => {
     t.ok((sampleOf(relay, 'svc_http_requests_total', { method: 'POST', status_class: '2xx' }) ?? 0) >= 3, 'the pushes\' webhooks counted at the relay');
     t.notMatch(relay, /route="\/webhook\/acme/, 'routes by pattern, never the raw URL');
   });
-});
+}, { concurrent: true });
 
 /** The terminal run of `workflow` at `sha` (a push may start several workflows). */
 async function until(stack: Awaited<ReturnType<typeof startJobsStack>>, sha: string, workflow: string): Promise<string> {

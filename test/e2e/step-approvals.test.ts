@@ -138,4 +138,4 @@ await eachDatabase(t, async (t, db) => {
     t.equal(count(await logText(stack, ship.id), 'marker: deploy ran'), 0, 'step 2 never ran');
     t.equal((await stack.pool.oneFirst(sql.unsafe`select status from runs where id = ${runId}`)) as string, 'cancelled', 'the run stays cancelled');
   });
-});
+}, { concurrent: true });
