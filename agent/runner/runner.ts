@@ -29,6 +29,8 @@ export function startRunner(transport: RunnerTransport): (message: unknown) => v
 
   let execution: Execution | undefined;
   let finished = false;
+  /** The result went out: only the exit is left. */
+  let reported = false;
   let cancelledEarly: string | undefined;
   const forced = Promise.withResolvers<void>();
 
@@ -50,6 +52,7 @@ export function startRunner(transport: RunnerTransport): (message: unknown) => v
     channel.close('the job ended');
     setTimeout(() => process.exit(0), 5_000).unref();
     send(result, () => {
+      reported = true;
       output.restore();
       process.exit(0);
     });
@@ -135,6 +138,13 @@ export function startRunner(transport: RunnerTransport): (message: unknown) => v
 
   // Errors that escape workflow code fail the step or hook running now, never the runner.
   const escaped = (kind: string) => (error: unknown) => {
+    // Thrown by an exit hook of something the job loaded (a failed write on the read-only
+    // sandbox, say), after the result went out: nothing is left to report it to, and swallowing
+    // it here would abort the exit and keep the job's sandbox alive until the 5 s fallback.
+    if (reported) {
+      process.stderr.write(`svc step runner: ${kind} while exiting: ${messageOf(error)}\n`);
+      process.exit(0);
+    }
     const wrapped = new Error(`${kind}: ${messageOf(error)}`, { cause: error });
     const activity = currentActivity();
     if (activity?.escape(wrapped) === true) return;

@@ -146,6 +146,16 @@ t.test('console, process writes, command output and ctx.log become log lines of 
   t.same(run.lines('printing', 'stderr'), ['from console.error', 'err1', 'an error line']);
 });
 
+t.test('an exit hook that throws after the result went out ends the runner at once, saying so', async (t) => {
+  const run = await steps('exit-hook');
+  t.same(run.invalid, []);
+  t.equal(run.result?.status, 'completed', 'the result was sent before the exit');
+  t.equal(run.exitCode, 0);
+  // Without the exit path the error was swallowed, the exit aborted, and the runner (with the
+  // job's sandbox) lived on until its 5 s fallback timer; now it says why and exits.
+  t.match(run.stderr, /svc step runner: uncaught exception while exiting: exit hook failed/);
+});
+
 t.test('an unhandled rejection or uncaught exception in workflow code fails the step', async (t) => {
   const rejected = await steps('escaped');
   clean(t, rejected);
