@@ -1,6 +1,7 @@
-// `svc run <event> --local [--debug] [--json] [--branch <name>] [--env KEY=VALUE]…`: run the
-// workflows an event built from the local checkout matches, on this machine, as an ephemeral
-// agent (cli/local-run/). Exit 0 when every job completed, 1 otherwise.
+// `svc run <event> --local [--uncommitted] [--debug] [--json] [--branch <name>] [--env KEY=VALUE]…`:
+// run the workflows an event built from the local checkout matches, on this machine, as an
+// ephemeral agent (cli/local-run/). Jobs get the repository's files at HEAD (with --uncommitted,
+// the working tree's changes too). Exit 0 when every job completed, 1 otherwise.
 // `svc run local` is retired (usage error, exit 2); `svc run remote` has its own command.
 import { enableCompileCache } from 'node:module';
 import { Args, Flags } from '@oclif/core';
@@ -12,6 +13,7 @@ export default class Run extends SvcCommand {
   static override description = 'Run a workflow for an event: `svc run <event> --local` on this machine, `svc run remote` on the orchestrator';
   static override examples = [
     '<%= config.bin %> run push --local',
+    '<%= config.bin %> run push --local --uncommitted',
     '<%= config.bin %> run pr --local --branch main --env API_KEY=dev-key',
     '<%= config.bin %> run tag:v1.2.0 --local --json',
   ];
@@ -20,6 +22,9 @@ export default class Run extends SvcCommand {
   static override args = { event: Args.string({ description: 'event to simulate (push, pr, tag:<name>, …; the forms of `svc preview`)' }) };
   static override flags = {
     local: Flags.boolean({ description: 'run on this machine as an ephemeral agent' }),
+    uncommitted: Flags.boolean({
+      description: 'give jobs the working tree\'s uncommitted changes on top of HEAD: modified tracked files and untracked files git does not ignore (deleted files absent)',
+    }),
     debug: Flags.boolean({ description: 'print filter verdicts, secret sources and agent/runner diagnostics (stderr)' }),
     branch: Flags.string({ description: 'branch the event is on (for pr and review events: the base branch)' }),
     env: Flags.string({ description: 'a secret for this run, KEY=VALUE (repeatable; wins over .svc/.secrets and .svc/.env.local)', multiple: true }),
@@ -51,6 +56,7 @@ export default class Run extends SvcCommand {
         cwd: process.cwd(),
         event: args.event,
         ...(flags.branch === undefined ? {} : { branch: flags.branch }),
+        uncommitted: flags.uncommitted,
         env: flags.env ?? [],
         debug: flags.debug,
         // Under --json stdout carries only the summary; the stream goes to stderr.

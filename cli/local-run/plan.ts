@@ -1,5 +1,6 @@
 // What `svc run <event> --local` runs: the workflows compiled in memory from the working tree,
 // the synthetic event `svc preview` builds from local git state, and the orchestrator's matcher.
+// Outside a git repository the event has no commit and no branch unless `--branch` names one.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { InputError } from '../../core/errors.ts';
@@ -21,6 +22,8 @@ export interface PlannedWorkflow {
 
 export interface LocalRunPlan {
   root: string;
+  /** Whether `root` is in a git work tree (else `state` is made up: no branch, commit or changed files). */
+  inGit: boolean;
   state: LocalGitState;
   label: string;
   event: NormalizedEvent;
@@ -32,14 +35,29 @@ export interface LocalRunPlan {
   warnings: string[];
 }
 
+/** What a directory outside git tells the event builder: nothing but its name. */
+function noGitState(root: string): LocalGitState {
+  return {
+    top: root,
+    branch: null,
+    sha: null,
+    parentSha: null,
+    commitMessage: null,
+    defaultBranch: null,
+    changedFilesBase: 'not a git repository',
+    changedFiles: null,
+    repository: `local/${path.basename(root)}`,
+    user: '',
+    latestTag: null,
+  };
+}
+
 export async function planLocalRun(options: { cwd: string; event: string; branch?: string }): Promise<LocalRunPlan> {
   const spec = parseEventSpec(options.event);
   const { root, found } = findProjectRoot(options.cwd);
   if (!found) throw new InputError('SVC_ERR_COMPILE_SVC_DIR_MISSING', `no .svc/ directory in ${root} or above: run \`svc init\` first`);
-  const state = await readLocalGitState(root);
-  if (state === undefined) {
-    throw new InputError('SVC_ERR_RUN_NOT_A_REPOSITORY', `${root} is not in a git work tree: a local run builds its event from git (branch, commit, changed files); run \`git init\` and commit`);
-  }
+  const gitState = await readLocalGitState(root);
+  const state = gitState ?? noGitState(root);
   const compiled = await compileWorkflows({ repoRoot: root, mode: 'memory' });
   const built = buildPreviewEvent(spec, state, options.branch === undefined ? {} : { branch: options.branch });
   const lock = compiled.lock;
@@ -75,6 +93,7 @@ export async function planLocalRun(options: { cwd: string; event: string; branch
   matched.sort((a, b) => (order.get(a.entry.name) ?? 0) - (order.get(b.entry.name) ?? 0));
   return {
     root,
+    inGit: gitState !== undefined,
     state,
     label: built.label,
     event: built.event,

@@ -1,5 +1,6 @@
 // `svc run <event> --local`: plan (compile in memory, synthetic event, match), prepare the
-// caches like a build job would (source bundle of the working tree, npm ci once), then run every
+// caches like a build job would (source bundle of the working tree's `.svc/` over the repository's
+// files at HEAD — with `uncommitted`, the working tree's changes too — npm ci once), then run every
 // matched workflow's jobs on this machine through the agent's job executor and the real step
 // runner, printing masked step logs as they stream and a summary per job.
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -9,6 +10,7 @@ import { pino } from 'pino';
 import { startLocalFileServer } from './host/file-server.ts';
 import { LocalHub, type EmittedEvent } from './host/hub.ts';
 import { localAgentEnvironment, localSources } from './host/prepare.ts';
+import type { RepoFilesOrigin } from './host/repo-files.ts';
 import { runLocalWorkflow, type LocalJobResult } from './host/run-jobs.ts';
 import { SecretSet } from '../../agent/logs/masker.ts';
 import { SvcError, messageOf } from '../../core/errors.ts';
@@ -21,6 +23,8 @@ export interface LocalRunOptions {
   cwd: string;
   event: string;
   branch?: string;
+  /** `--uncommitted`: jobs get the working tree's tracked changes and untracked, not ignored files on top of HEAD. */
+  uncommitted?: boolean;
   /** `--env KEY=VALUE` flags. */
   env: readonly string[];
   debug: boolean;
@@ -41,6 +45,8 @@ export interface LocalWorkflowSummary {
 export interface LocalRunSummary {
   event: string;
   sha: string | null;
+  /** Where the jobs' repository files came from, and how many (null when nothing ran). */
+  files: { origin: RepoFilesOrigin; count: number } | null;
   status: 'completed' | 'failed' | 'no_match';
   workflows: LocalWorkflowSummary[];
   unmatched: Array<{ workflow: string; reason: string }>;
@@ -65,6 +71,12 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunSummar
   for (const value of Object.values(secrets.values)) mask.add(value);
   const say = (text: string) => options.write(`${mask.mask(text)}\n`);
   for (const w of plan.warnings) options.diag(`warning: ${w}\n`);
+  // One line when the jobs cannot get a commit's tree.
+  if (!plan.inGit || plan.state.sha === null) {
+    const why = plan.inGit ? 'no commit yet' : 'not a git repository';
+    const event = plan.inGit ? '' : options.branch === undefined ? '; the event has no commit and no branch (name one with --branch)' : '; the event has no commit';
+    options.diag(`note: ${why}: the jobs get the working tree's files (without what .gitignore and .svcignore exclude)${event}\n`);
+  }
   say(`event: ${plan.label}`);
   if (options.debug) {
     for (const m of plan.matched) options.diag([`match    ${m.entry.name} via ${m.trigger}`, ...verdictLines(m.verdicts), ''].join('\n'));
@@ -74,6 +86,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunSummar
   const summary: LocalRunSummary = {
     event: plan.label,
     sha: plan.state.sha,
+    files: null,
     status: 'no_match',
     workflows: [],
     unmatched: plan.unmatched.map((u) => ({ workflow: u.workflow, reason: u.reason })),
@@ -120,7 +133,15 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunSummar
     const logger = options.debug ? pino({ level: 'debug', name: 'svc-local-agent' }, pino.destination({ fd: 2, sync: true })) : pino({ level: 'silent' });
     const bwrapSetting = process.env['SVC_AGENT_BWRAP'];
     const env = await localAgentEnvironment({ logger, ...(bwrapSetting === 'always' || bwrapSetting === 'never' || bwrapSetting === 'auto' ? { bwrap: bwrapSetting } : {}) });
-    const sources = localSources({ repoRoot: plan.root, lockText: plan.lockText, workDir, files, signal: abort.signal, log: (text) => say(`[local] ${text}`) });
+    const sources = localSources({
+      repoRoot: plan.root,
+      lockText: plan.lockText,
+      workDir,
+      files,
+      signal: abort.signal,
+      log: (text) => say(`[local] ${text}`),
+      repo: { git: plan.inGit ? { top: plan.state.top, sha: plan.state.sha } : null, uncommitted: options.uncommitted === true },
+    });
     const base = {
       sha: plan.state.sha ?? ZERO_SHA,
       ref: plan.event.ref,
@@ -131,6 +152,9 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunSummar
       secrets: secrets.values,
       isTestRun: true,
     };
+    // First, so a failure to gather them is reported as such (not as a dependency install's).
+    const staged = await sources.repoFiles();
+    summary.files = { origin: staged.origin, count: staged.files };
     const deps = await sources.deps().catch((error: unknown) => {
       throw new SvcError('SVC_ERR_LOCAL_RUN_DEPS', `installing the .svc/ dependencies failed: ${messageOf(error)}`, { cause: error });
     });

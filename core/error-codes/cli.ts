@@ -79,6 +79,7 @@ export const CLI_ERROR_CODES = {
   SVC_ERR_HOOK_WRITE_FAILED: { kind: 'input', message: 'cannot write {file}: {reason}' },
   // LOCAL
   SVC_ERR_LOCAL_RUN_DEPS: { kind: 'internal', message: 'installing the .svc/ dependencies failed: {reason}' },
+  SVC_ERR_LOCAL_RUN_FILES: { kind: 'internal', message: 'cannot gather the repository files for the jobs: {reason}' },
   SVC_ERR_LOCAL_RUN_UNAVAILABLE: {
     kind: 'unavailable',
     message: '{what} is not available in a local run (there is no orchestrator); run it remotely (`svc run remote`) or guard the step with ctx.isTestRun',

@@ -70,10 +70,6 @@ export const ORCHESTRATOR_ERROR_CODES = {
   SVC_ERR_RUNS_STEP_NOT_FOUND: { kind: 'not_found', message: 'job {job} has no step {index}' },
   SVC_ERR_RUNS_TRIGGERED_BY: { kind: 'input', message: 'triggeredBy must name who asked for the re-run (1 to 200 characters)' },
   // RUN
-  SVC_ERR_RUN_NOT_A_REPOSITORY: {
-    kind: 'input',
-    message: '{root} is not in a git work tree: a local run builds its event from git (branch, commit, changed files); run `git init` and commit',
-  },
   SVC_ERR_RUN_NOT_FOUND: { kind: 'not_found', message: 'no run {runId}' },
   // DISPATCH
   SVC_ERR_DISPATCH_CANCELLED_BY: { kind: 'input', message: 'cancelledBy must name who cancelled (1 to 200 characters)' },

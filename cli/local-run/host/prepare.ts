@@ -1,29 +1,55 @@
 // What a local run's jobs restore from, made the way a build job makes it: the workflow
 // directory bundled from the working tree (with the lock compiled in memory, so uncommitted
-// changes run and the content hash check passes), `npm ci --ignore-scripts` once into a
+// changes run and the content hash check passes) laid over the repository's files (HEAD's tree,
+// as an agent's checkout holds it; repo-files.ts), `npm ci --ignore-scripts` once into a
 // dependency tarball, both served over loopback to the in-process agent.
-import { mkdir, rm } from 'node:fs/promises';
+import { cp, mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { AGENT_SDK_VERSION, DEFAULT_RUNNER_PATH, PACKAGE_ROOT } from '../../../agent/agent.ts';
 import { createProcessSandbox } from '../../../plugins/sandboxes/process/index.ts';
 import { installDependencies } from '../../../agent/build-job/deps.ts';
 import { bundleSource, type SourceBundle } from '../../../agent/build-job/source-bundle.ts';
+import { listTree, writeTarball } from '../../../agent/build-job/tarball.ts';
 import type { SandboxChoice } from '../../../agent/jobs/executor.ts';
 import { pathWithNode } from '../../../agent/jobs/restore.ts';
 import type { LocalFileServer } from './file-server.ts';
+import { stageRepoFiles, type RepoFiles, type RepoFilesOptions } from './repo-files.ts';
 
 export interface LocalSources {
-  /** Source tarball per distinct hashFiles list (most workflows share one). */
+  /** Source tarball per distinct hashFiles list (most workflows share one): the repository's files with the bundle on top. */
   source(hashFiles: readonly string[] | undefined): Promise<{ url: string; digest: string; bundle: SourceBundle }>;
+  /** The repository files every job gets (staged once, on first use). */
+  repoFiles(): Promise<RepoFiles>;
   /** The dependency tarball, when `.svc/package-lock.json` exists (installed once, on first use). */
   deps(): Promise<{ url: string; hash: string } | null>;
 }
 
-export function localSources(options: { repoRoot: string; lockText: string; workDir: string; files: LocalFileServer; signal: AbortSignal; log(text: string): void }): LocalSources {
+export function localSources(options: {
+  repoRoot: string;
+  lockText: string;
+  workDir: string;
+  files: LocalFileServer;
+  signal: AbortSignal;
+  log(text: string): void;
+  /** Where the repository's files come from (HEAD, HEAD plus uncommitted changes, the working tree). */
+  repo: Pick<RepoFilesOptions, 'git' | 'uncommitted'>;
+}): LocalSources {
   const bundles = new Map<string, Promise<{ url: string; digest: string; bundle: SourceBundle }>>();
   let first: Promise<{ url: string; digest: string; bundle: SourceBundle }> | undefined;
   let deps: Promise<{ url: string; hash: string } | null> | undefined;
+  let repo: Promise<RepoFiles> | undefined;
+  const repoFiles = () => {
+    repo ??= (async () => {
+      const started = Date.now();
+      const staged = await stageRepoFiles({ root: options.repoRoot, ...options.repo, into: join(options.workDir, 'repo'), signal: options.signal });
+      const from = { head: 'HEAD', 'head+uncommitted': 'HEAD with the uncommitted changes', 'working-tree': 'the working tree' }[staged.origin];
+      options.log(`repository files: ${staged.files} from ${from} in ${Date.now() - started} ms`);
+      if (staged.skippedLinks.length > 0) options.log(`left out ${staged.skippedLinks.length} symlink(s) pointing outside the repository: ${staged.skippedLinks.slice(0, 5).join(', ')}${staged.skippedLinks.length > 5 ? ', …' : ''}`);
+      return staged;
+    })();
+    return repo;
+  };
   const source = (hashFiles: readonly string[] | undefined) => {
     const key = JSON.stringify(hashFiles ?? []);
     let entry = bundles.get(key);
@@ -34,7 +60,15 @@ export function localSources(options: { repoRoot: string; lockText: string; work
         const started = Date.now();
         const bundle = await bundleSource({ repoRoot: options.repoRoot, workDir, lockText: options.lockText, ...(hashFiles === undefined ? {} : { hashFiles }) });
         options.log(`bundled ${bundle.files.length} files of .svc/ (${bundle.bytes} bytes, sha256 ${bundle.sha256.slice(0, 12)}) in ${Date.now() - started} ms`);
-        return { url: options.files.serve(bundle.file), digest: bundle.sha256, bundle };
+        // The job's tree: the repository's files, then the bundle over them (its .svc/ and
+        // hashFiles are what the content hash covers), as an agent lays the cached source over
+        // its checkout.
+        const tree = join(workDir, 'tree');
+        await cp((await repoFiles()).dir, tree, { recursive: true, verbatimSymlinks: true, errorOnExist: false, force: true });
+        await cp(bundle.stageDir, tree, { recursive: true, verbatimSymlinks: true, errorOnExist: false, force: true });
+        const tarball = await writeTarball(tree, await listTree(tree, (await readdir(tree)).sort()), join(workDir, 'tree.tar.gz'));
+        await rm(tree, { recursive: true, force: true });
+        return { url: options.files.serve(tarball.file), digest: tarball.sha256, bundle };
       })();
       bundles.set(key, entry);
       first ??= entry;
@@ -43,6 +77,7 @@ export function localSources(options: { repoRoot: string; lockText: string; work
   };
   return {
     source,
+    repoFiles,
     deps() {
       deps ??= (async () => {
         const { bundle } = await (first ?? source(undefined));

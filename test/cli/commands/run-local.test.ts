@@ -1,6 +1,9 @@
 // `svc run <event> --local` as a real child process on a real git repository: a two-job
 // workflow (needs, matrix, outputs passed on, a rule-skipped step, a masked secret, a recorded
-// emit, an orchestrator-only API refused), exit codes, --json, --debug, and bad input.
+// emit, an orchestrator-only API refused), exit codes, --json, --debug, and bad input; the
+// repository files a job gets (HEAD, --uncommitted, the working tree outside git).
+import { unlinkSync } from 'node:fs';
+import { join } from 'node:path';
 import t from 'tap';
 import { parseEnvFlags, parseSecretsText } from '../../../cli/local-run/secrets.ts';
 import { commitAll, runSvc, tempRepo, writeFiles } from '../../fixtures/workflow-trees/index.ts';
@@ -153,10 +156,85 @@ t.test('no match, usage errors and bad input', async (t) => {
   t.equal(badFile.code, 1);
   t.match(badFile.stderr, /SVC_ERR_LOCAL_SECRETS_SYNTAX: \.svc\/\.secrets line 1: unterminated double quote/);
 
+  // Outside git the event has no branch unless --branch names one: nothing matches, said once on stderr.
   const plain = tempRepo(t, { '.svc/workflows/ci.ts': CI });
   const noGit = await runSvc(plain, ['run', 'push', '--local']);
-  t.equal(noGit.code, 1);
-  t.match(noGit.stderr, /not in a git work tree/);
+  t.equal(noGit.code, 0);
+  t.match(noGit.stderr, /^note: not a git repository: the jobs get the working tree's files .*no branch \(name one with --branch\)$/m);
+  t.match(noGit.stdout, /no workflow matches push; nothing to run/);
+});
+
+const FILES = `import { job, push, step, workflow } from 'svc/sdk';
+
+export default workflow('files', {
+  on: push({ branches: ['main'] }),
+  jobs: {
+    read: job({
+      runsOn: 'linux',
+      steps: [
+        step('show', async (ctx) => {
+          await ctx.$\`cat data.txt\`;
+          await ctx.$\`ls -A\`;
+        }),
+      ],
+    }),
+  },
+});
+`;
+
+/** Whether `ls -A` in the job listed `file`. */
+const listed = (out: string, file: string) => out.split('\n').includes(`[read] show | ${file}`);
+
+t.test('jobs get the repository files as committed; --uncommitted adds the working tree changes', async (t) => {
+  const dir = repo(t, { '.svc/workflows/files.ts': FILES, 'data.txt': 'A\n', 'gone.txt': 'tracked\n', '.gitignore': 'ignored.txt\n' });
+  writeFiles(dir, { 'data.txt': 'B\n', 'new.txt': 'untracked\n', 'ignored.txt': 'ignored\n' });
+  unlinkSync(join(dir, 'gone.txt'));
+
+  const committed = await runSvc(dir, ['run', 'push', '--local']);
+  t.equal(committed.code, 0);
+  if (committed.code !== 0) t.comment(committed.stdout + committed.stderr);
+  t.match(committed.stdout, /^\[read\] show \| A$/m, 'the committed content');
+  t.notMatch(committed.stdout, /^\[read\] show \| B$/m);
+  t.ok(listed(committed.stdout, 'gone.txt'), 'a tracked file deleted in the working tree is in HEAD');
+  t.notOk(listed(committed.stdout, 'new.txt'), 'an untracked file is not');
+  t.notOk(listed(committed.stdout, 'ignored.txt'));
+  t.ok(listed(committed.stdout, '.svc'), 'the workflow tree is there');
+  t.notOk(listed(committed.stdout, '.git'));
+  t.match(committed.stdout, /\[local\] repository files: 3 from HEAD in \d+ ms/);
+  t.notMatch(committed.stderr, /^note:/m);
+
+  const uncommitted = await runSvc(dir, ['run', 'push', '--local', '--uncommitted', '--json']);
+  t.equal(uncommitted.code, 0);
+  if (uncommitted.code !== 0) t.comment(uncommitted.stdout + uncommitted.stderr);
+  t.match(uncommitted.stderr, /^\[read\] show \| B$/m, 'the modification');
+  t.ok(listed(uncommitted.stderr, 'new.txt'), 'the untracked, not ignored file');
+  t.notOk(listed(uncommitted.stderr, 'gone.txt'), 'the deleted file is absent');
+  t.notOk(listed(uncommitted.stderr, 'ignored.txt'), 'an ignored file is absent');
+  t.match(JSON.parse(uncommitted.stdout), { status: 'completed', files: { origin: 'head+uncommitted', count: 3 } });
+});
+
+t.test('no commit yet, or no git at all: the working tree less what is ignored, said on stderr', async (t) => {
+  const files = { '.svc/workflows/files.ts': FILES, 'data.txt': 'W\n', '.gitignore': 'ignored.txt\n', '.svcignore': 'private.txt\n', 'ignored.txt': 'x\n', 'private.txt': 'x\n' };
+  const fresh = tempRepo(t, files, { git: true });
+  const noCommit = await runSvc(fresh, ['run', 'push', '--local']);
+  t.equal(noCommit.code, 0);
+  if (noCommit.code !== 0) t.comment(noCommit.stdout + noCommit.stderr);
+  t.match(noCommit.stderr, /^note: no commit yet: the jobs get the working tree's files \(without what \.gitignore and \.svcignore exclude\)$/m);
+  t.match(noCommit.stdout, /^\[read\] show \| W$/m);
+
+  const plain = tempRepo(t, files);
+  const noGit = await runSvc(plain, ['run', 'push', '--local', '--branch', 'main']);
+  t.equal(noGit.code, 0);
+  if (noGit.code !== 0) t.comment(noGit.stdout + noGit.stderr);
+  t.equal(noGit.stderr.split('\n').filter((l) => l.startsWith('note:')).length, 1, 'one line says so');
+  t.match(noGit.stderr, /^note: not a git repository: .*; the event has no commit$/m);
+  t.match(noGit.stdout, /^\[read\] show \| W$/m);
+  for (const out of [noCommit.stdout, noGit.stdout]) {
+    t.ok(listed(out, 'data.txt'));
+    t.notOk(listed(out, 'ignored.txt'), '.gitignore is respected');
+    t.notOk(listed(out, 'private.txt'), '.svcignore is respected');
+    t.notOk(listed(out, '.git'));
+  }
 });
 
 t.test('secret files and --env flags parse', async (t) => {
