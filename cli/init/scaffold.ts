@@ -3,7 +3,7 @@
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ConflictError, InputError, messageOf } from '../../core/errors.ts';
-import { CI_FIXTURE, CI_WORKFLOW, DEFAULT_SVCIGNORE, packageJson, SVC_GITIGNORE, tsconfigJson } from './templates.ts';
+import { CI_FIXTURE, DEFAULT_SVCIGNORE, packageJson, SVC_GITIGNORE, tsconfigJson } from './templates.ts';
 
 export interface ScaffoldOptions {
   root: string;
@@ -11,6 +11,8 @@ export interface ScaffoldOptions {
   force?: boolean;
   /** The version of svc to depend on in `.svc/package.json`. */
   svcVersion: string;
+  /** The text of `.svc/workflows/ci.ts` (templates.ts `ciWorkflow`, from what the repository holds). */
+  workflow: string;
 }
 
 export interface ScaffoldResult {
@@ -19,11 +21,11 @@ export interface ScaffoldResult {
   overwritten: string[];
 }
 
-export function scaffoldFiles(svcVersion: string): ReadonlyArray<{ path: string; text: string }> {
+export function scaffoldFiles(svcVersion: string, workflow: string): ReadonlyArray<{ path: string; text: string }> {
   return [
     { path: '.svc/.svcignore', text: DEFAULT_SVCIGNORE },
     { path: '.svc/.gitignore', text: SVC_GITIGNORE },
-    { path: '.svc/workflows/ci.ts', text: CI_WORKFLOW },
+    { path: '.svc/workflows/ci.ts', text: workflow },
     { path: '.svc/tests/ci.fixture.ts', text: CI_FIXTURE },
     { path: '.svc/tsconfig.json', text: tsconfigJson() },
     { path: '.svc/package.json', text: packageJson(svcVersion) },
@@ -38,7 +40,7 @@ async function exists(file: string): Promise<boolean> {
 }
 
 export async function scaffold(options: ScaffoldOptions): Promise<ScaffoldResult> {
-  const files = scaffoldFiles(options.svcVersion);
+  const files = scaffoldFiles(options.svcVersion, options.workflow);
   const present: string[] = [];
   for (const f of files) if (await exists(path.join(options.root, f.path))) present.push(f.path);
   if (present.length > 0 && options.force !== true) {

@@ -1,44 +1,51 @@
 // What `svc init` writes under `.svc/`. Kept as text here (not asset files) so the compiled
-// package needs no copy step. The example workflow exercises the common shapes: two triggers,
-// two jobs joined by `needs`, and a matrix.
+// package needs no copy step. The workflow is built from what the repository holds
+// (cli/init/detect.ts), so the first run passes.
 import { DEFAULT_SVCIGNORE } from '../../workflow/hash/index.ts';
+import type { Detection } from './detect.ts';
 
-export const CI_WORKFLOW = `// CI for this repository: runs on pushes to main and on pull requests.
-// \`svc compile\` turns this file into .svc/svc.lock.json; commit both (\`svc hook install\` keeps
-// the lock in step on every commit). \`svc preview push\` shows what an event would run.
+/** A TypeScript string literal (single quotes, as the rest of the generated code). */
+function quote(text: string): string {
+  return `'${text.replace(/\\/g, '\\\\').replace(/'/g, "\\'").replace(/\n/g, '\\n')}'`;
+}
+
+/** `await ctx.$\`<command>\`;` with the command's text escaped for a template literal. */
+function shellLine(command: string): string {
+  return `await ctx.$\`${command.replace(/[`\\]/g, '\\$&').replace(/\$\{/g, '\\${')}\`;`;
+}
+
+/**
+ * `.svc/workflows/ci.ts` for what `svc init` detected: one job on `linux` whose steps build and
+ * test the project (cli/init/detect.ts), on pushes to `branch` and on pull requests.
+ */
+export function ciWorkflow(detection: Detection, branch: string): string {
+  const steps = detection.steps.map((step) => {
+    const body = step.commands.map((c) => `            ${shellLine(c)}`).join('\n');
+    return `          .step(${quote(step.name)}, async (ctx) => {\n${body}\n          })`;
+  });
+  const what =
+    detection.kind === 'none'
+      ? `\`svc init\` found ${detection.basis}, so the job\n// lists the repository's files: replace that step with your build.`
+      : `\`svc init\` detected: ${detection.label} (${detection.basis}).`;
+  return `// CI for this repository. ${what}
+// Runs on pushes to ${branch} and on pull requests. \`svc compile\` turns this file into
+// .svc/svc.lock.json; commit both (\`svc hook install\` keeps the lock in step on every commit).
+// \`svc preview push\` shows what an event would run; \`svc run push --local\` runs it here.
 import { job, pr, push, workflow } from 'svc/sdk';
 
 export default workflow('ci', {
-  on: [push({ branches: ['main'] }), pr()],
+  on: [push({ branches: [${quote(branch)}] }), pr()],
   jobs: {
-    lint: job({
+    build: job({
       runsOn: ['linux'],
       steps: (s) =>
         s
-          .step('install', async (ctx) => {
-            await ctx.$\`npm ci\`;
-          })
-          .step('lint', async (ctx) => {
-            await ctx.$\`npm run lint --if-present\`;
-          }),
-    }),
-    test: job({
-      runsOn: ['linux'],
-      needs: ['lint'],
-      matrix: { node: ['22', '24'] },
-      steps: (s) =>
-        s
-          .step('install', async (ctx) => {
-            ctx.log.info(\`testing on Node \${ctx.matrix.node}\`);
-            await ctx.$\`npm ci\`;
-          })
-          .step('test', async (ctx) => {
-            await ctx.$\`npm test\`;
-          }),
+${steps.join('\n')},
     }),
   },
 });
 `;
+}
 
 export const CI_FIXTURE = `// A test fixture for \`svc run remote\`: the event to run the workflows against. Branch, sha and
 // repository default to the local git checkout; override them here when needed.

@@ -1,11 +1,13 @@
-// `svc init`, `svc types` and `svc workflows` as real child processes in temp repositories.
+// `svc init`, `svc types` and `svc workflows` as real child processes in temp repositories, and
+// the first run `svc init` promises: init, compile and `svc run push --local` pass in an empty
+// repository and in a small npm project.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { parseLock } from '../../../workflow/lock/lock-file.ts';
 import { DEFAULT_SVCIGNORE } from '../../../workflow/hash/index.ts';
-import { runSvc, tempRepo, writeFiles } from '../../fixtures/workflow-trees/index.ts';
+import { commitAll, git, runSvc, tempRepo, writeFiles } from '../../fixtures/workflow-trees/index.ts';
 
 t.setTimeout(600_000);
 
@@ -15,8 +17,10 @@ t.test('init scaffolds .svc/, writes types and compiles a valid lock', async (t)
   const dir = tempRepo(t, { 'README.md': 'hello\n' }, { git: true });
   const result = await runSvc(dir, ['init', '--json']);
   t.equal(result.code, 0, result.stderr);
-  const out = JSON.parse(result.stdout) as { created: string[]; workflows: string[]; lockPath: string; types: string; root: string };
+  const out = JSON.parse(result.stdout) as { created: string[]; workflows: string[]; lockPath: string; types: string; root: string; detected: unknown; branch: string };
   t.same(out.created, SCAFFOLD);
+  t.same(out.detected, { kind: 'none', label: 'no project files', basis: 'no package.json, go.mod, pyproject.toml, Cargo.toml or Makefile', steps: ['files'], notes: [] });
+  t.equal(out.branch, 'main');
   t.same(out.workflows, ['ci']);
   t.equal(out.lockPath, '.svc/svc.lock.json');
   t.equal(out.types, '.svc/types/svc-sdk.d.ts');
@@ -24,7 +28,7 @@ t.test('init scaffolds .svc/, writes types and compiles a valid lock', async (t)
   const lock = parseLock(readFileSync(path.join(dir, '.svc/svc.lock.json'), 'utf8'));
   const ci = lock.workflows[0]!;
   t.same(ci.triggers.map((tr) => tr.type), ['push', 'pr']);
-  t.same(ci.jobs.map((j) => [j.name, j.needs, j.matrix?.type === 'static' ? j.matrix.size : 0]), [['lint', [], 0], ['test', ['lint'], 2]]);
+  t.same(ci.jobs.map((j) => [j.name, j.runsOn, j.needs, j.matrix ?? null]), [['build', ['linux'], [], null]]);
   const pkg = JSON.parse(readFileSync(path.join(dir, '.svc/package.json'), 'utf8')) as { type: string; devDependencies: Record<string, string> };
   t.equal(pkg.type, 'module');
   t.match(pkg.devDependencies['svc'], /^\^\d+\.\d+\.\d+/);
@@ -40,7 +44,7 @@ t.test('init scaffolds .svc/, writes types and compiles a valid lock', async (t)
   const typecheck = () => spawnSync('env', ['-u', 'NODE_OPTIONS', tscBin, '-p', path.join(dir, '.svc/tsconfig.json')], { encoding: 'utf8' });
   const clean = typecheck();
   t.equal(clean.status, 0, `editor types resolve svc/sdk\n${clean.stdout}${clean.stderr}`);
-  writeFileSync(path.join(dir, '.svc/workflows/ci.ts'), readFileSync(path.join(dir, '.svc/workflows/ci.ts'), 'utf8').replace("needs: ['lint']", "needs: ['nope']"));
+  writeFileSync(path.join(dir, '.svc/workflows/ci.ts'), readFileSync(path.join(dir, '.svc/workflows/ci.ts'), 'utf8').replace("runsOn: ['linux'],", "runsOn: ['linux'],\n      needs: ['nope'],"));
   const broken = typecheck();
   t.not(broken.status, 0, 'an unknown need is a type error');
   t.match(broken.stdout, /ci\.ts\(\d+,\d+\): error TS\d+/, 'reported as a type error in the workflow file');
@@ -93,10 +97,10 @@ t.test('svc workflows lists the lock', async (t) => {
   t.equal(text.code, 0, text.stderr);
   t.match(text.stdout, /^ci {2}\(\.svc\/workflows\/ci\.ts#default\)$/m);
   t.match(text.stdout, /on: {3}push\(branches: main\) \| pr\(actions: opened,reopened,synchronize\)/);
-  t.match(text.stdout, /jobs: lint, test ×2 ← lint/);
+  t.match(text.stdout, /jobs: build$/m);
   const json = JSON.parse((await runSvc(dir, ['workflows', '--json'])).stdout) as { workflows: { name: string; jobs: { name: string; matrixSize?: number }[] }[] };
   t.same(json.workflows.map((w) => w.name), ['ci']);
-  t.same(json.workflows[0]!.jobs.map((j) => [j.name, j.matrixSize]), [['lint', undefined], ['test', 2]]);
+  t.same(json.workflows[0]!.jobs.map((j) => [j.name, j.matrixSize]), [['build', undefined]]);
 
   writeFiles(dir, { '.svc/svc.lock.json': '{"broken": true}' });
   const broken = await runSvc(dir, ['workflows']);
@@ -106,4 +110,44 @@ t.test('svc workflows lists the lock', async (t) => {
   const missing = await runSvc(none, ['workflows']);
   t.equal(missing.code, 1);
   t.match(missing.stderr, /SVC_ERR_LOCK_MISSING: .*run `svc compile`/);
+});
+
+t.test('first run: init, compile and run push --local pass in an empty repository', async (t) => {
+  const dir = tempRepo(t, { 'README.md': 'hello\n' }, { git: true });
+  commitAll(dir, 'readme');
+  const init = await runSvc(dir, ['init']);
+  t.equal(init.code, 0, init.stderr);
+  t.match(init.stdout, /^detected {4}no project files \(no package\.json, go\.mod, pyproject\.toml, Cargo\.toml or Makefile\): steps files$/m);
+  const compile = await runSvc(dir, ['compile']);
+  t.equal(compile.code, 0, compile.stderr);
+  const run = await runSvc(dir, ['run', 'push', '--local']);
+  t.equal(run.code, 0, 'every job completed');
+  if (run.code !== 0) t.comment(run.stdout + run.stderr);
+  t.match(run.stdout, /\[build\] files \| .* README\.md$/m, 'the job sees the committed README');
+  t.match(run.stdout, /summary: completed\n {2}ci: completed\n\s+completed\s+build/);
+});
+
+t.test('first run: init, compile and run push --local pass in a small npm project', async (t) => {
+  const dir = tempRepo(t, {
+    'package.json': `${JSON.stringify({ name: 'demo', version: '1.0.0', private: true, scripts: { test: 'node -e "console.log(\'demo tests pass\')"' } }, null, 2)}\n`,
+    // What `npm install --package-lock-only` writes for a package without dependencies.
+    'package-lock.json': `${JSON.stringify({ name: 'demo', version: '1.0.0', lockfileVersion: 3, requires: true, packages: { '': { name: 'demo', version: '1.0.0' } } }, null, 2)}\n`,
+  }, { git: true });
+  git(dir, ['checkout', '-q', '-b', 'develop']);
+  commitAll(dir, 'package');
+  const init = await runSvc(dir, ['init', '--json']);
+  t.equal(init.code, 0, init.stderr);
+  const out = JSON.parse(init.stdout) as { detected: { kind: string; steps: string[] }; branch: string };
+  t.match(out, { detected: { kind: 'npm', basis: 'package-lock.json', steps: ['install', 'test'] }, branch: 'develop' });
+  const workflow = readFileSync(path.join(dir, '.svc/workflows/ci.ts'), 'utf8');
+  t.match(workflow, "push({ branches: ['develop'] })", 'the push trigger names the current branch');
+  t.match(workflow, 'await ctx.$`npm ci`;');
+  const compile = await runSvc(dir, ['compile']);
+  t.equal(compile.code, 0, compile.stderr);
+  const run = await runSvc(dir, ['run', 'push', '--local']);
+  t.equal(run.code, 0, 'every job completed');
+  if (run.code !== 0) t.comment(run.stdout + run.stderr);
+  t.match(run.stdout, /\[build\] <== install completed/);
+  t.match(run.stdout, /\[build\] test \| demo tests pass/);
+  t.match(run.stdout, /summary: completed/);
 });
