@@ -120,7 +120,7 @@ await eachDatabase(t, async (t, db) => {
   const jobs = await stack.jobsOf(scaledRun!.id);
   t.same(jobs.filter((j) => j.kind !== 'build').map((j) => j.name).sort(), ['one', 'three', 'two']);
   for (const job of jobs) {
-    t.equal(job.status, 'completed', `${job.kind} ${job.name} completed`);
+    t.equal(job.status, 'completed', `${job.kind} ${job.name} completed (${job.reason ?? ''})`);
     t.match(job.agent_id, /^local-[0-9a-f]{12}$/, `${job.kind} ${job.name} ran on an agent the local scaler started`);
   }
   const agentIds = jobs.map((j) => j.agent_id as string);

@@ -189,7 +189,7 @@ t.test('force cancel kills a long-running hook at once and finishes cancelled', 
   t.match(run.result?.reason, /^cancelled \(force cancel/);
   t.same(run.marks(), ['run a', 'step a.cleanup', 'job.onSuccess', 'job.cleanup'], 'no hook ran after the force cancel');
   t.ok(await gone(pids[0]!), 'the hook’s sleep was killed');
-  t.ok(run.elapsedMs < 10_000, `finished at once (${run.elapsedMs} ms)`);
+  t.ok(run.elapsedMs < 15_000, `finished at once, not after the 30 s sleep (${run.elapsedMs} ms)`);
 });
 
 t.test('force cancel during a step: no hooks, step cancelled, rest skipped', async (t) => {
