@@ -165,4 +165,4 @@ await eachDatabase(t, async (t, db) => {
   t.equal(nowhere.status, 'queued');
   t.equal(nowhere.agent_id, null);
   t.equal((await stack.pool.oneFirst(sql.unsafe`select count(*)::int from scale_ups`)) as number, jobs.length, 'no scale-up for the unserved label');
-}, { concurrent: true });
+});
