@@ -13,6 +13,7 @@ import { identityServiceRef } from '../../kernel/orchestrator/service-refs.ts';
 import { ORCHESTRATOR_SUBSYSTEMS } from '../../kernel/orchestrator/subsystems.ts';
 import { orchestratorPlugins } from '../../plugins/builtin.ts';
 import { eachDatabase } from '../fixtures/db.ts';
+import { programPath } from '../fixtures/programs.ts';
 import { insertRunJob, silent } from '../kernel/orchestrator/identity/fixtures.ts';
 
 t.setTimeout(600_000);
@@ -31,7 +32,8 @@ async function freePort(): Promise<number> {
 }
 
 function cli(bin: 'svc' | 'svc-admin', args: string[], env: Record<string, string>) {
-  return execa(process.execPath, [join(ROOT, `bin/${bin}.ts`), ...args], {
+  // The compiled bin under the suite (SVC_TEST_DIST=1), the source otherwise.
+  return execa(process.execPath, [programPath(join(ROOT, `bin/${bin}.ts`)), ...args], {
     cwd: dir,
     env: { PATH: process.env['PATH'] ?? '', HOME: dir, SVC_DATA_DIR: dir, ...env },
     extendEnv: false,

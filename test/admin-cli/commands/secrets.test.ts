@@ -11,7 +11,7 @@ import { openContextSecrets } from '../../../kernel/orchestrator/secrets/index.t
 import { parseMasterKey } from '../../../kernel/services/crypto/sealing.ts';
 import { sql } from '../../../kernel/services/db/index.ts';
 import { eachDatabase } from '../../fixtures/db.ts';
-import { REPO_ROOT, runProgram, type ProgramResult } from '../../fixtures/programs.ts';
+import { programPath, REPO_ROOT, runProgram, type ProgramResult } from '../../fixtures/programs.ts';
 
 t.setTimeout(600_000);
 const BIN = join(REPO_ROOT, 'bin/svc-admin.ts');
@@ -19,7 +19,7 @@ const SECRET = 'pa55-word-value-7f3a9c';
 
 function withStdin(args: string[], env: NodeJS.ProcessEnv, input: string): Promise<ProgramResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: REPO_ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [programPath(BIN), ...args], { cwd: REPO_ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
