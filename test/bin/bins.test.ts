@@ -48,3 +48,23 @@ t.test('the compiled svc runs under Node 24', { skip: process.env['CI'] !== 'tru
   t.equal(r.code, 0);
   t.match(r.stdout, /svc\/0\.9\.0/);
 });
+
+// The README's "export PATH=$PWD/node_modules/.bin:$PATH" gives the built bins by name, run by
+// the bundled Node 24 their shebang finds first on that PATH (scripts/link-bins.ts, in build).
+t.test('after the build, node_modules/.bin holds every bin, linked to its compiled file and runnable by name', { skip: process.env['SVC_TEST_DIST'] === '1' ? false : 'needs the build (SVC_TEST_DIST=1)' }, async (t) => {
+  const { realpath, stat } = await import('node:fs/promises');
+  const { execFile } = await import('node:child_process');
+  const pkg = JSON.parse(await (await import('node:fs/promises')).readFile(join(REPO_ROOT, 'package.json'), 'utf8')) as { bin: Record<string, string> };
+  const binDir = join(REPO_ROOT, 'node_modules', '.bin');
+  for (const [name, target] of Object.entries(pkg.bin)) {
+    t.equal(await realpath(join(binDir, name)), await realpath(join(REPO_ROOT, target)), `${name} → ${target}`);
+    t.ok(((await stat(join(REPO_ROOT, target))).mode & 0o111) !== 0, `${target} is executable`);
+  }
+  const version = await new Promise<{ code: number; stdout: string }>((resolve) => {
+    execFile('svc', ['--version'], { env: { PATH: `${binDir}:/usr/bin:/bin`, HOME: process.env['HOME'] ?? '/tmp' }, timeout: 60_000 }, (error, stdout) =>
+      resolve({ code: error === null ? 0 : Number((error as { code?: unknown }).code ?? 1), stdout }),
+    );
+  });
+  t.equal(version.code, 0, 'svc --version by name');
+  t.match(version.stdout, /^svc\/\d+\.\d+\.\d+ .*node-v2[4-9]\./, 'run by the bundled Node 24, not the system Node');
+});
