@@ -47,6 +47,7 @@ export const COMMANDS = await loadCommands(import.meta.url, {
   'context:protect': './commands/context/protect',
   'deliveries:list': './commands/deliveries/list',
   'deliveries:show': './commands/deliveries/show',
+  'deliveries:retry': './commands/deliveries/retry',
   'forge-status:list': './commands/forge-status/list',
   'forge-status:show': './commands/forge-status/show',
   'event-dlq:list': './commands/event-dlq/list',

@@ -145,6 +145,17 @@ export const SvcConfig = Type.Object(
       },
       strict,
     ),
+    /** Verified deliveries kept after a passing failure and retried by the orchestrator (docs/ingest.md). */
+    ingestRetry: Type.Object(
+      {
+        /** First retry delay; doubles per attempt (between half and all of it) up to maxMs. */
+        baseMs: PositiveInt,
+        maxMs: PositiveInt,
+        /** Past this age a kept delivery is recorded failed (an operator can still retry it). */
+        giveUpAfterMs: PositiveInt,
+      },
+      strict,
+    ),
     eventLog: Type.Object(
       {
         maxPayloadBytes: PositiveInt,

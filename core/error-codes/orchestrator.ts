@@ -250,6 +250,10 @@ export const ORCHESTRATOR_ERROR_CODES = {
   // DELIVERY (the webhook event log as operators read it)
   SVC_ERR_DELIVERY_FILTER_INVALID: { kind: 'input', message: '{filter} "{value}" is not valid: {why}' },
   SVC_ERR_DELIVERY_NOT_FOUND: { kind: 'not_found', message: 'no delivery {deliveryId} in org {orgId}' },
+  SVC_ERR_DELIVERY_NOT_KEPT: {
+    kind: 'not_found',
+    message: 'delivery {deliveryId} of org {orgId} is not kept for retry: only a delivery that failed for a passing reason after it was verified keeps its bytes; ask the sender to redeliver it',
+  },
   // CLUSTER
   SVC_ERR_CLUSTER_JOIN_REFUSED: {
     kind: 'authentication',

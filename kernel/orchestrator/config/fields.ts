@@ -23,6 +23,7 @@ export const SHARED_CONFIG_PATHS: readonly string[] = Object.freeze([
   'pgCustomerSecrets',
   'cluster',
   'events',
+  'ingestRetry',
   'eventLog',
   'forgeStatus',
   'cache',

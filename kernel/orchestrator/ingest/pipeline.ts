@@ -29,7 +29,8 @@ import { OutcomeBatcher } from './record/outcome-batch.ts';
 import { dispatchRuns, type DispatchResult, type NotifyJobsQueued, type RunTarget } from './steps/create-runs.ts';
 import { EventLogWriter } from './record/event-log.ts';
 import { processGeneric } from './entry/generic.ts';
-import { LockCache } from './steps/lock-fetch.ts';
+import { LockCache, permanentFetchFailure } from './steps/lock-fetch.ts';
+import { DEFAULT_RETRY_POLICY, keepForRetry, type RetryPolicy } from './retry/store.ts';
 import { matchEvent, type Candidate } from './steps/match.ts';
 import { normalizeDelivery } from './steps/normalize.ts';
 import { RegistrationCache, replaceRegistrations } from './steps/registrations.ts';
@@ -61,6 +62,8 @@ export interface IngestDeps {
   sourceCacheTtlMs?: number;
   /** Event-log payload writer tuning (tests). */
   eventLog?: { concurrency?: number; maxQueuedBytes?: number; flushMs?: number };
+  /** `ingestRetry`, read per failure (a reload applies it); absent: the defaults. */
+  retryPolicy?: () => RetryPolicy;
 }
 
 /** Delivery ids seen finished on this node (the in-memory half of dedup). */
@@ -230,6 +233,7 @@ export class IngestPipeline implements PipelineServices {
       return await body();
     } catch (error) {
       if (error instanceof IngestStop) {
+        if (error.status === 'retrying') return await this.#keep(state, claim.sourceId, error.detail);
         if (error.result === 'shed_retry_later') {
           state.steps.add('retry', 'shed', error.detail);
           await recordRetry(this.deps.pool, delivery, claim.sourceId, error.detail, state.steps.entries);
@@ -249,10 +253,29 @@ export class IngestPipeline implements PipelineServices {
         this.markSeen(delivery.orgId, delivery.deliveryId);
         return { result: error.result, message: error.detail, status: error.status, runIds: [], deliveryId: delivery.deliveryId };
       }
+      // Unexpected (a database error, a provider bug): kept and retried like a passing failure.
+      // Only when even that cannot be written is the sender told to come back (shed, 429).
+      const reason = `failed: ${messageOf(error)}`.slice(0, 500);
+      const kept = await this.#keep(state, claim.sourceId, reason).catch(() => null);
+      if (kept !== null) {
+        state.logger.warn({ err: error }, 'ingest failed; delivery kept for retry');
+        return kept;
+      }
       state.steps.add('retry', 'shed', messageOf(error));
-      await recordRetry(this.deps.pool, delivery, claim.sourceId, `failed: ${messageOf(error)}`.slice(0, 500), state.steps.entries).catch(() => undefined);
+      await recordRetry(this.deps.pool, delivery, claim.sourceId, reason, state.steps.entries).catch(() => undefined);
       throw error;
     }
+  }
+
+  /** A verified delivery that failed for a passing reason: kept with its bytes, answered accepted (retry/store.ts). */
+  async #keep(state: DeliveryState, sourceId: string, reason: string): Promise<IngestOutcome> {
+    const { delivery } = state;
+    state.steps.add('retry', 'kept', reason);
+    const policy = this.deps.retryPolicy?.() ?? DEFAULT_RETRY_POLICY;
+    const kept = await keepForRetry(this.deps.pool, { delivery, sourceId, reason, steps: state.steps.entries, policy });
+    const status = kept.state === 'failed' ? 'failed' : 'retrying';
+    if (status === 'failed') state.logger.error({ attempts: kept.attempts, reason }, 'delivery given up after retries');
+    return { result: 'accepted', status, message: kept.message, runIds: [], deliveryId: delivery.deliveryId };
   }
 
   settingsProblem(provider: SourceProviderExtensionPoint | undefined, source: OpenedSource): string | null {
@@ -345,7 +368,11 @@ export class IngestPipeline implements PipelineServices {
       try {
         read = await this.locks.fetch(provider, providerSource, repository, trust.lockSha);
       } catch (error) {
-        stop('shed', `lock file could not be fetched: ${messageOf(error)}`, 'shed_retry_later');
+        // A commit the forge does not have, or a lock over the size limit, stays so: recorded
+        // failed and answered accepted. Anything else (unreachable, 5xx, rate limit) can pass.
+        const why = `lock file could not be fetched: ${messageOf(error)}`;
+        if (permanentFetchFailure(error)) stop('failed', why);
+        stop('retrying', why);
       }
       if (read.kind === 'corrupt') stop('lockfile_corrupt', read.message);
       if (read.kind === 'lock') {

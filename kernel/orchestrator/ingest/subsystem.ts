@@ -17,6 +17,7 @@ import { startEventLogRetention } from './record/retention.ts';
 import { webhookRoutes } from './entry/http-route.ts';
 import { createIngest } from './pipeline.ts';
 import { createIngestPool } from './pool.ts';
+import { startRetryWorker } from './retry/worker.ts';
 
 function storageOf(ctx: OrchestratorContext): StorageExtensionPoint | undefined {
   try {
@@ -48,6 +49,7 @@ export const ingestSubsystem: Subsystem = {
       notifyJobsQueued,
       // Read per delivery: `ctx.config` is the holder's current snapshot, so a reload applies it.
       queueMaxDepth: () => ctx.config.queue.maxDepth,
+      retryPolicy: () => ctx.config.ingestRetry,
     });
     // Cached sources and registrations are dropped when another process (svc-admin, another
     // node) changes them; a listener that lost its connection drops everything.
@@ -82,6 +84,15 @@ export const ingestSubsystem: Subsystem = {
     deps.onStop(() => retention.stop());
     const released = await releaseInterrupted(ctx.db, ctx.nodeId);
     if (released > 0) logger.warn({ released }, 'deliveries interrupted by the last stop are replayable again');
+    // Deliveries kept after a passing failure (retry/store.ts), retried by whichever node is free.
+    const retries = startRetryWorker({
+      pool: ctx.db,
+      logger,
+      nodeId: ctx.nodeId,
+      ingest: (delivery) => pipeline.ingestDelivery(delivery),
+      pollMs: Math.min(1000, ctx.config.ingestRetry.baseMs),
+    });
+    deps.onStop(() => retries.stop());
 
     if (ctx.config.platform.url === undefined) {
       await ctx.http.register(webhookRoutes(pipeline));

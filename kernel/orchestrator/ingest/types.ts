@@ -21,6 +21,9 @@ export const DELIVERY_STATUSES = [
   'ignored_fork',
   'skipped',
   'approval_command',
+  // Kept after a passing failure and retried by the orchestrator (retry/store.ts); `failed` once given up, or never retryable.
+  'retrying',
+  'failed',
 ] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 

@@ -13,7 +13,8 @@ export type { ClaimOptions };
 export const STALE_PROCESSING_SECONDS = 120;
 
 /** Statuses a later delivery of the same id may replace. */
-const UPGRADABLE = ['shed', 'rejected_signature', 'rejected_unknown_source', 'rejected_misconfigured'];
+// `retrying` and `failed` (kept deliveries, retry/store.ts): the retry, a redelivery or an operator finishes them.
+const UPGRADABLE = ['shed', 'retrying', 'failed', 'rejected_signature', 'rejected_unknown_source', 'rejected_misconfigured'];
 
 export function eventLogKey(orgId: string, deliveryId: string): string {
   return `event-log/${orgId}/${encodeURIComponent(deliveryId)}.json.gz`;
@@ -56,7 +57,7 @@ export type Claim = { claimed: true; generation: number } | { claimed: false; st
 /** The ON CONFLICT condition under which this attempt owns the record (else it is a duplicate). */
 export function takeOver(windowSeconds: number | undefined) {
   const window = windowSeconds === undefined ? null : windowSeconds;
-  const expired = sql.fragment`(${window}::int is not null and webhook_deliveries.status not in ('processing', 'shed')
+  const expired = sql.fragment`(${window}::int is not null and webhook_deliveries.status not in ('processing', 'shed', 'retrying')
       and webhook_deliveries.created_at < now() - make_interval(secs => ${window}::int))`;
   const where = sql.fragment`webhook_deliveries.status = any(${sql.array(UPGRADABLE, 'text')})
       or (webhook_deliveries.status = 'processing' and webhook_deliveries.updated_at < now() - make_interval(secs => ${STALE_PROCESSING_SECONDS}))

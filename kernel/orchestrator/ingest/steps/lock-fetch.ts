@@ -1,12 +1,12 @@
 // Step 9: the lock file at a commit, through the provider, LRU-cached by (source, repository,
 // sha) (`lockfileCache.max` / `ttlMs`). None is a normal outcome (no run, no error); a lock this
 // orchestrator cannot accept is `lockfile_corrupt` with the spec's message. Fetch failures are
-// not cached: the delivery is retried later.
+// not cached: the delivery is kept and retried (retry/store.ts) unless the failure cannot pass.
 import { LRUCache } from 'lru-cache';
 import { parseLock } from '../../../../workflow/lock/lock-file.ts';
 import { checkLockAcceptance, type Lock } from '../../../../schemas/lock.ts';
 import type { ProviderSource, RepositoryRef, SourceProviderExtensionPoint } from '../../../../core/extension-points/provider.ts';
-import { messageOf } from '../../../../core/errors.ts';
+import { InputError, NotFoundError, isSvcError, messageOf } from '../../../../core/errors.ts';
 
 export const LOCK_PATH = '.svc/svc.lock.json';
 
@@ -34,6 +34,21 @@ export function readLockText(bytes: Uint8Array): LockRead {
   } catch (error) {
     return { kind: 'corrupt', reason: 'invalid', message: messageOf(error) };
   }
+}
+
+/**
+ * A fetch failure that retrying cannot fix: the commit is not at the forge (not found), the
+ * request itself is wrong (input), or the lock is over a size limit (`…_TOO_LARGE`). Everything
+ * else (unreachable, timeouts, 5xx, rate limits, credentials being rotated) may pass.
+ */
+export function permanentFetchFailure(error: unknown): boolean {
+  if (error instanceof NotFoundError || error instanceof InputError) return true;
+  if (!isSvcError(error)) return false;
+  if (error.code.endsWith('_TOO_LARGE')) return true;
+  // A provider's HTTP refusal of the request itself (422 "no commit found", 400); 401/403 may be
+  // a credential being rotated, 408/429 are load: those pass.
+  const status = error.details?.['status'];
+  return typeof status === 'number' && status >= 400 && status < 500 && ![401, 403, 408, 429].includes(status);
 }
 
 export class LockCache {

@@ -32,7 +32,8 @@ export class Forge {
   readonly changed = new Map<string, string[]>();
   lockFetches = 0;
   fileReads = 0;
-  failLockFetch: string | null = null;
+  /** A message (a plain Error: a passing failure) or the error to throw from every lock fetch. */
+  failLockFetch: string | Error | null = null;
   failCredentials = false;
 
   put(sha: string, path: string, content: string): void {
@@ -74,7 +75,7 @@ export class Forge {
         normalize: (d, payload) => normalizeGithubPayload('forge', d.headers.eventType, payload),
         fetchLockFile: async ({ sha }) => {
           forge.lockFetches += 1;
-          if (forge.failLockFetch !== null) throw new Error(forge.failLockFetch);
+          if (forge.failLockFetch !== null) throw typeof forge.failLockFetch === 'string' ? new Error(forge.failLockFetch) : forge.failLockFetch;
           const text = forge.files.get(sha)?.get(LOCK_PATH);
           return text === undefined ? null : Buffer.from(text);
         },
@@ -227,7 +228,7 @@ export async function deliveryRow(db: TestDb, deliveryId: string, orgId = 'acme'
     from webhook_deliveries where org_id = ${orgId} and delivery_id = ${deliveryId}`)) as DeliveryRow | null;
 }
 
-export async function count(db: TestDb, table: 'runs' | 'jobs' | 'webhook_deliveries' | 'registrations' | 'approval_commands' | 'ingest_events', where = sql.fragment`true`): Promise<number> {
+export async function count(db: TestDb, table: 'runs' | 'jobs' | 'webhook_deliveries' | 'webhook_delivery_retries' | 'registrations' | 'approval_commands' | 'ingest_events', where = sql.fragment`true`): Promise<number> {
   const row = (await db.pool.one(sql.unsafe`select count(*)::int as n from ${sql.identifier([table])} where ${where}`)) as { n: number };
   return row.n;
 }

@@ -7,6 +7,7 @@ import { LOCK_SCHEMA_VERSION } from '../../../../schemas/lock.ts';
 import { sourcePointerKey } from '../../../../kernel/orchestrator/ingest/steps/caches.ts';
 import { rotateSourceSecret } from '../../../../kernel/orchestrator/sources/store.ts';
 import { sql } from '../../../../kernel/services/db/index.ts';
+import { NotFoundError } from '../../../../core/errors.ts';
 import { eachDatabase } from '../../../fixtures/db.ts';
 import { issueCommentPayload, pullRequestPayload, pushPayload, SHA_A, SHA_B } from '../../../fixtures/github-payloads.ts';
 import { job, trig, workflow } from '../../../fixtures/locks.ts';
@@ -116,14 +117,34 @@ await eachDatabase(t, async (t, db) => {
     t.equal(after?.attempts, 2);
   });
 
-  await t.test('a lock fetch failure is retried later, not recorded as an outcome', async (t) => {
+  await t.test('a lock fetch failure that can pass: accepted, kept for retry, finished by a later attempt', async (t) => {
     h.forge.failLockFetch = 'forge unreachable';
     const d = delivery(pushPayload({ after: 'c'.repeat(40) }), { secret: secretNow });
     const outcome = await h.pipeline.ingestDelivery(d);
-    t.equal(outcome.result, 'shed_retry_later');
-    t.equal((await deliveryRow(db, d.deliveryId))?.status, 'shed');
+    t.same([outcome.result, outcome.status], ['accepted', 'retrying'], 'the sender is not asked to resend what it never will');
+    t.match(outcome.message, /kept for retry \(attempt 1 failed; next at .*\): lock file could not be fetched: forge unreachable/);
+    const row = await deliveryRow(db, d.deliveryId);
+    t.equal(row?.status, 'retrying');
+    t.match(row?.steps.at(-1), { step: 'retry', outcome: 'kept', detail: /forge unreachable/ });
+    const kept = (await db.pool.one(sql.unsafe`select state, attempts, body, headers from webhook_delivery_retries where delivery_id = ${d.deliveryId}`)) as { state: string; attempts: number; body: Buffer; headers: Record<string, string> };
+    t.same([kept.state, kept.attempts], ['waiting', 1]);
+    t.ok(Buffer.from(kept.body).equals(d.body), 'the exact signed bytes are kept');
+    t.same(kept.headers, d.headers);
     h.forge.failLockFetch = null;
-    t.equal((await h.pipeline.ingestDelivery(d)).status, 'no_lock_file', 'the replay completes');
+    t.equal((await h.pipeline.ingestDelivery({ ...d, replay: true })).status, 'no_lock_file', 'the retry completes');
+    t.equal((await deliveryRow(db, d.deliveryId))?.status, 'no_lock_file', 'the record is finished in place');
+  });
+
+  await t.test('a lock fetch failure that cannot pass (no such commit): recorded failed with the reason, answered accepted, not kept', async (t) => {
+    h.forge.failLockFetch = new NotFoundError('SVC_ERR_GIT_UNKNOWN_SHA', `commit ${'9'.repeat(40)} is not in the remote of source x`);
+    const d = delivery(pushPayload({ after: '9'.repeat(40) }), { secret: secretNow });
+    const outcome = await h.pipeline.ingestDelivery(d);
+    h.forge.failLockFetch = null;
+    t.same([outcome.result, outcome.status], ['accepted', 'failed']);
+    const row = await deliveryRow(db, d.deliveryId);
+    t.equal(row?.status, 'failed');
+    t.match(row?.message, /lock file could not be fetched: commit 9{40} is not in the remote/);
+    t.equal(await count(db, 'webhook_delivery_retries', sql.fragment`delivery_id = ${d.deliveryId}`), 0, 'nothing kept: retrying cannot help');
   });
 
   await t.test('no lock file: no run, no error', async (t) => {
