@@ -3,7 +3,8 @@
 // an org from `svc-admin relay org create` and a github source from `svc-admin source add github`.
 // A signed GitHub-shaped push with GitHub's own header names, posted to the relay, becomes a run
 // with queued jobs (the lock served by the fake at that sha); a pull request from a fork is
-// trusted `unknown` and uses the base commit's lock.
+// trusted `unknown` and uses the base commit's lock. With GitHub unreachable for a minute, pushes
+// are answered 200, kept and retried by the orchestrator until each becomes its run.
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -67,6 +68,9 @@ await eachDatabase(t, async (t, db) => {
     SVC_PLATFORM_URL: relayUrl,
     SVC_PLATFORM_TOKEN: platformToken,
     SVC_INSTANCE_ID: 'e2e-orch-github',
+    // Kept deliveries retried every 1 s doubling to 4 s: minutes of back-off would outlast the test.
+    SVC_INGEST_RETRY_BASE_MS: '1000',
+    SVC_INGEST_RETRY_MAX_MS: '4000',
   };
   const admin = (args: string[]) => runProgram(join(REPO_ROOT, 'bin/svc-admin.ts'), args, { env: orchEnv, timeoutMs: 60_000 });
 
@@ -153,5 +157,38 @@ await eachDatabase(t, async (t, db) => {
     t.same(run.jobs.filter((j) => j.kind === 'job').map((j) => j.name).sort(), ['build', 'test'], 'the base lock, not the fork head');
     t.equal(run.workflowModified, true, 'the head lock differs: recorded as workflow_modified');
     t.ok(fake.log.some((l) => l.includes(`ref=${SHA_A}`) && l.includes('/contents/')), 'the head lock was fetched to compare');
+  });
+
+  await t.test('GitHub unreachable for a minute: pushes that arrive meanwhile all become runs once it is back, sent once', async (t) => {
+    const shas = ['1', '2', '3', '4'].map((c) => c.repeat(40));
+    for (const sha of shas) fake.addCommit('acme/app', sha, { parent: SHA_B, files: { '.svc/svc.lock.json': baseLock } });
+    const outageStarted = Date.now();
+    await fake.pause();
+    const sent: string[] = [];
+    for (const sha of shas) {
+      const res = await post('push', pushPayload({ after: sha, ref: 'refs/heads/outage' }));
+      t.equal(res.status, 200, `accepted while GitHub is down: ${res.body}`);
+      sent.push(res.deliveryId);
+    }
+    const records = async () =>
+      (await db.pool.any(sql.unsafe`select d.status, coalesce(r.attempts, 0) as attempts from webhook_deliveries d
+        left join webhook_delivery_retries r using (org_id, delivery_id) where d.delivery_id = any(${sql.array(sent, 'text')})`)) as Array<{ status: string; attempts: number }>;
+    // Retried and failed again during the outage: kept, never dropped, never answered 429.
+    await waitFor('a second failed attempt of every push', async () => {
+      const rows = await records();
+      return rows.length === shas.length && rows.every((r) => r.status === 'retrying' && r.attempts >= 2) ? rows : undefined;
+    });
+    t.equal((await runs()).filter((r) => sent.includes(r.deliveryId)).length, 0, 'no run while the lock cannot be read');
+    const left = 60_000 - (Date.now() - outageStarted);
+    if (left > 0) await new Promise((r) => setTimeout(r, left));
+    await fake.resume();
+    const made = await waitFor('a run for every push', async () => {
+      const found = (await runs()).filter((r) => sent.includes(r.deliveryId));
+      return found.length === shas.length ? found : undefined;
+    }, 120_000);
+    t.same(made.map((r) => r.sha).sort(), [...shas].sort(), 'one run per push, at its own commit');
+    t.same((await records()).map((r) => r.status), shas.map(() => 'matched'), 'every record finished matched');
+    const kept = (await db.pool.one(sql.unsafe`select count(*)::int as n from webhook_delivery_retries where delivery_id = any(${sql.array(sent, 'text')})`)) as { n: number };
+    t.equal(kept.n, 0, 'nothing left kept');
   });
 }, { concurrent: true });

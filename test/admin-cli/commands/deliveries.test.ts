@@ -1,4 +1,4 @@
-// svc-admin deliveries list/show as real processes against a real database (few spawns: each
+// svc-admin deliveries list/show/retry as real processes against a real database (few spawns: each
 // costs seconds): the list is one line per record, newest first, narrowed by filters, `--json`
 // gives the records; show prints the header, the pipeline steps one per line, the runs and the
 // payload (stored under its key, or omitted with the reason); an unknown delivery exits 1 and a
@@ -108,6 +108,27 @@ t.test('list and show', async (t) => {
       const bad = await run('list', '--since', 'yesterday');
       t.equal(bad.code, 1);
       t.match(bad.stderr, /SVC_ERR_DELIVERY_FILTER_INVALID: since "yesterday" is not valid: give an ISO timestamp .* or a duration back from now \(30m, 1h, 7d\)/);
+    });
+
+    await t.test('retry: a kept delivery that gave up is due now; one never kept is refused', async (t) => {
+      await insertDelivery(db.pool, { org: 'acme', id: 'gh-kept', status: 'failed', minutesAgo: 30, message: 'gave up after 9 attempts' });
+      await db.pool.query(sql.unsafe`
+        INSERT INTO webhook_delivery_retries (org_id, delivery_id, routing_key, provider_kind, headers, body, client_ip, received_at,
+          state, attempts, next_attempt_at, last_error, created_at)
+        VALUES ('acme', 'gh-kept', 'github:100', 'github', '{}'::jsonb, '\\x7b7d'::bytea, '127.0.0.1', now(), 'failed', 9,
+          now() + interval '1 day', 'lock file could not be fetched: GitHub is unavailable', now() - interval '2 days')`);
+      const retried = await run('retry', 'gh-kept', '--org', 'acme', '--json');
+      t.equal(retried.code, 0, retried.stderr);
+      t.match(JSON.parse(retried.stdout), { deliveryId: 'gh-kept', orgId: 'acme', attempts: 9, lastError: /GitHub is unavailable/ });
+      const row = (await db.pool.one(sql.unsafe`
+        SELECT r.state, r.next_attempt_at <= now() AS due, r.created_at > now() - interval '1 hour' AS new_clock, d.status
+        FROM webhook_delivery_retries r JOIN webhook_deliveries d USING (org_id, delivery_id) WHERE r.delivery_id = 'gh-kept'`)) as Record<string, unknown>;
+      t.same(row, { state: 'waiting', due: true, new_clock: true, status: 'retrying' });
+
+      const refused = await run('retry', 'gh-1', '--org', 'acme');
+      t.equal(refused.code, 1);
+      t.match(refused.stderr, /SVC_ERR_DELIVERY_NOT_KEPT: delivery gh-1 of org acme is not kept for retry.*ask the sender to redeliver it/);
+      t.equal((await db.pool.one(sql.unsafe`SELECT status FROM webhook_deliveries WHERE delivery_id = 'gh-1'`) as { status: string }).status, 'matched', 'nothing changed');
     });
   });
 });
