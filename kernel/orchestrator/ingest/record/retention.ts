@@ -7,6 +7,7 @@
 // deleted here. Rows are archived in batches so no pass holds many row locks at once.
 import type { Logger } from 'pino';
 import { Type } from 'typebox';
+import { purgeFailed } from '../retry/store.ts';
 import { messageOf } from '../../../../core/errors.ts';
 import { sqlTyped, type DatabasePool } from '../../../services/db/index.ts';
 import type { SvcMetrics } from '../../../services/metrics.ts';
@@ -59,9 +60,12 @@ export function startEventLogRetention(options: EventLogRetentionOptions): Event
   const runOnce = (): Promise<number> => {
     if (running !== null) return running;
     running = archiveOldDeliveries(options.pool, options.warmDays)
-      .then((n) => {
+      .then(async (n) => {
         archived.inc(n);
         if (n > 0) options.logger.info({ archived: n, warmDays: options.warmDays }, 'event-log records past the warm window archived');
+        // Bytes of deliveries given up on go with the warm window too; their records stay `failed`.
+        const purged = await purgeFailed(options.pool, options.warmDays);
+        if (purged > 0) options.logger.info({ purged, warmDays: options.warmDays }, 'kept bytes of failed deliveries past the warm window removed');
         return n;
       })
       .finally(() => {

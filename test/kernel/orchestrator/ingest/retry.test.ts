@@ -6,7 +6,7 @@
 // first is not processed twice, and a lease a dead node held runs out by itself.
 import t from 'tap';
 import { isSvcError } from '../../../../core/errors.ts';
-import { leaseDue, requestRetry } from '../../../../kernel/orchestrator/ingest/retry/store.ts';
+import { leaseDue, purgeFailed, requestRetry } from '../../../../kernel/orchestrator/ingest/retry/store.ts';
 import { startRetryWorker } from '../../../../kernel/orchestrator/ingest/retry/worker.ts';
 import { sql } from '../../../../kernel/services/db/index.ts';
 import { eachDatabase } from '../../../fixtures/db.ts';
@@ -26,7 +26,7 @@ await eachDatabase(t, async (t, db) => {
   const { secret } = await h.addSource();
   // A commit per push: a lock once read is cached, and each case needs its fetch to fail first.
   const shaOf = (n: number) => String(n).repeat(40);
-  for (let n = 1; n <= 6; n++) h.forge.putLock(shaOf(n), [workflow('ci', [trig.push({ branches: ['main'] })])]);
+  for (let n = 1; n <= 8; n++) h.forge.putLock(shaOf(n), [workflow('ci', [trig.push({ branches: ['main'] })])]);
   // Polled by hand: the timer's interval is far past the test's length.
   const worker = startRetryWorker({ pool: db.pool, logger: db.logger, nodeId: 'node-a', ingest: (d) => h.pipeline.ingestDelivery(d), pollMs: 3_600_000 });
   t.teardown(() => worker.stop());
@@ -125,5 +125,19 @@ await eachDatabase(t, async (t, db) => {
     await new Promise((r) => setTimeout(r, 200));
     t.equal(await worker.poll(), 1, 'due again once the lease ran out');
     t.equal((await deliveryRow(db, d.deliveryId))?.status, 'matched');
+  });
+
+  await t.test('kept bytes of a failed delivery go after the warm window; waiting ones stay', async (t) => {
+    h.forge.failLockFetch = 'ETIMEDOUT';
+    const failed = push(7);
+    const waiting = push(8);
+    await h.pipeline.ingestDelivery(failed);
+    await h.pipeline.ingestDelivery(waiting);
+    h.forge.failLockFetch = null;
+    await db.pool.query(sql.unsafe`update webhook_delivery_retries set state = 'failed', updated_at = now() - interval '31 days' where delivery_id = ${failed.deliveryId}`);
+    await db.pool.query(sql.unsafe`update webhook_delivery_retries set updated_at = now() - interval '31 days' where delivery_id = ${waiting.deliveryId}`);
+    t.equal(await purgeFailed(db.pool, 30), 1);
+    t.equal(await kept(failed.deliveryId), null);
+    t.match(await kept(waiting.deliveryId), { state: 'waiting' }, 'a delivery still being retried keeps its bytes');
   });
 }, { concurrent: true });
