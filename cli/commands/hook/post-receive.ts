@@ -1,6 +1,7 @@
 // `svc hook post-receive`: run as a bare repository's hooks/post-receive, turn each pushed branch
 // or tag into a signed, GitHub-shaped push webhook for the `git` provider. With `--install <repo>`
-// it writes the repository's `svc.*` git config and the hook script instead.
+// it writes the repository's `svc.*` git config and the hook script instead; with `--flush` it
+// sends the pushes kept in the repository's outbox (those the receiver did not take) now.
 import { Flags } from '@oclif/core';
 import { SvcCommand, USAGE_ERROR_CODE } from '../../../core/cli/base-command.ts';
 import { InputError } from '../../../core/errors.ts';
@@ -28,6 +29,7 @@ export default class HookPostReceive extends SvcCommand {
   static override examples = [
     '<%= config.bin %> hook post-receive --install /srv/git/app.git --webhook-url https://ci.example.com/webhook/acme/git --secret-file /etc/svc/app.secret --source-id 6f1c2b8e-… --repository acme/app --remote-url ssh://git@git.example.com/srv/git/app.git',
     "echo '<old-sha> <new-sha> refs/heads/main' | <%= config.bin %> hook post-receive   # in the bare repository, to resend a push",
+    '<%= config.bin %> hook post-receive --flush --git-dir /srv/git/app.git   # send the pushes kept in the outbox now',
   ];
   static override flags = {
     install: Flags.string({ description: 'install the hook into this bare repository instead of running it' }),
@@ -38,6 +40,7 @@ export default class HookPostReceive extends SvcCommand {
     'remote-url': Flags.string({ description: 'with --install: clone URL agents use (default file://<repository path>)' }),
     force: Flags.boolean({ description: 'with --install: replace a post-receive hook svc did not write' }),
     'git-dir': Flags.string({ description: 'repository to read when running the hook (default $GIT_DIR, else the current directory)' }),
+    flush: Flags.boolean({ description: "send the pushes kept in the repository's outbox (svc-outbox/) now; reads no stdin" }),
   };
 
   async run(): Promise<HookReport | InstallHookResult> {
@@ -45,7 +48,7 @@ export default class HookPostReceive extends SvcCommand {
     if (flags.install !== undefined) return this.#install(flags);
     const installOnly = (['webhook-url', 'secret-file', 'source-id', 'repository', 'remote-url', 'force'] as const).filter((f) => flags[f] !== undefined && flags[f] !== false);
     if (installOnly.length > 0) throw new InputError(USAGE_ERROR_CODE, `--${installOnly[0]} is only used with --install <bare repository>`);
-    if (process.stdin.isTTY) {
+    if (flags.flush !== true && process.stdin.isTTY) {
       throw new InputError(
         USAGE_ERROR_CODE,
         'this reads "<old-sha> <new-sha> <ref>" lines on stdin, as git runs a post-receive hook; to set the hook up use --install <bare repository>',
@@ -54,9 +57,11 @@ export default class HookPostReceive extends SvcCommand {
     const gitDir = flags['git-dir'] ?? process.env['GIT_DIR'] ?? '.';
     const report = await runPostReceive({
       git: hookGit(gitDir),
-      stdin: await readStdin(),
+      stdin: flags.flush === true ? '' : await readStdin(),
+      flushOnly: flags.flush === true,
       env: process.env,
-      print: (line) => process.stdout.write(`${line}\n`),
+      // With --json stdout carries the report alone; the per-push lines go to stderr then.
+      print: (line) => (this.jsonEnabled() ? process.stderr : process.stdout).write(`${line}\n`),
       warn: (line) => process.stderr.write(`${line}\n`),
     });
     // git ignores a post-receive hook's exit code (the push is done); a person resending sees it.

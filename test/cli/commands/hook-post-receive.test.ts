@@ -1,7 +1,7 @@
 // `svc hook post-receive` end to end: a real bare repository with the installed hook, real
 // `git push`, a real HTTP receiver that checks the signature the way the kernel does, and the
 // payload run through the shared normalizer and the `git` provider.
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -232,13 +232,65 @@ t.test('transient failures are retried with the same delivery id', async (t) => 
   t.match(payloadOf(hook.got[0]!), { sender: { login: 'carol' } }, 'sender from $USER');
 });
 
-t.test('a refused delivery is not retried and is reported clearly', async (t) => {
-  const hook = await receiver(t, () => ({ status: 401, body: { error: { code: 'SVC_ERR_TEST_INGEST_SIGNATURE', message: 'bad signature' } } }));
-  const { head, run, warnings } = await bareWithConfig(t, hook.url);
+t.test('a refused delivery is not retried at once and is reported clearly; one a config fix cures is kept, a refused body is not', async (t) => {
+  let status = 401;
+  const hook = await receiver(t, () => ({ status, body: { error: { code: 'SVC_ERR_TEST_INGEST_SIGNATURE', message: 'bad signature' } } }));
+  const { remote, head, run, warnings } = await bareWithConfig(t, hook.url);
   const report = await run(`${ZERO_SHA} ${head} refs/heads/main\n`);
   t.equal(hook.got.length, 1);
   t.equal(report.ok, false);
-  t.match(warnings[0], /svc: warning: push main was NOT delivered to .* \(401 SVC_ERR_TEST_INGEST_SIGNATURE: bad signature\); CI will not run for it\. to resend, run in .*: echo '0{40} [0-9a-f]{40} refs\/heads\/main' \| svc hook post-receive/);
+  t.match(warnings[0], /svc: warning: push main was NOT delivered to .* \(401 SVC_ERR_TEST_INGEST_SIGNATURE: bad signature\); kept in .*svc-outbox and sent again at the next push, or now with: svc hook post-receive --flush --git-dir /);
+  t.equal(report.outbox, 1, 'a wrong secret is fixed in config; the kept push is signed again then');
+
+  status = 422;
+  const again = await run(`${ZERO_SHA} ${head} refs/tags/v2\n`);
+  t.match(again.resent, [{ ref: 'refs/heads/main', delivered: false, status: 422 }]);
+  t.match(warnings[1], /push main \(kept since .*\) was refused by .* \(422 SVC_ERR_TEST_INGEST_SIGNATURE: bad signature\) and removed from the outbox/);
+  t.match(warnings[2], /push tag v2 was NOT delivered to .* \(422 .*\); CI will not run for it\. to resend, run in .*: echo '0{40} [0-9a-f]{40} refs\/tags\/v2' \| svc hook post-receive/);
+  t.equal(again.outbox, 0, 'the same bytes would be refused again: nothing kept');
+  t.same(await readdir(join(remote.bare, 'svc-outbox')), []);
+});
+
+t.test('the outbox: pushes the receiver did not take are sent first at the next push, with their delivery ids, in push order', async (t) => {
+  let up = false;
+  const hook = await receiver(t, () => (up ? { status: 200, body: { status: 'accepted' } } : { status: 503, headers: { 'retry-after': '0' } }));
+  const { remote, head, run, lines, warnings } = await bareWithConfig(t, hook.url);
+  const first = await run(`${ZERO_SHA} ${head} refs/heads/main\n`);
+  const second = await run(`${ZERO_SHA} ${head} refs/tags/v1\n`);
+  t.equal(second.resent.length, 1, 'the kept push was tried again first');
+  t.equal(second.outbox, 2, 'both kept while the receiver is down');
+  t.match(warnings.at(-1), /push tag v1 was NOT delivered .*kept in/);
+  const files = (await readdir(join(remote.bare, 'svc-outbox'))).sort();
+  t.equal(files.length, 2);
+  t.equal((await stat(join(remote.bare, 'svc-outbox', files[0]!))).mode & 0o777, 0o600, 'kept bodies are readable by the repository owner only');
+
+  up = true;
+  const sentBefore = hook.got.length;
+  const third = await run(`${ZERO_SHA} ${head} refs/heads/topic\n`);
+  t.ok(third.ok);
+  t.equal(third.outbox, 0);
+  const sent = hook.got.slice(sentBefore);
+  t.same(sent.map((r) => payloadOf(r)['ref']), ['refs/heads/main', 'refs/tags/v1', 'refs/heads/topic'], 'kept pushes first, in push order');
+  t.equal(sent[0]!.headers['x-provider-delivery'], first.deliveries[0]!.deliveryId, 'sent again under its first delivery id (dedup makes a repeat harmless)');
+  t.equal(sent[1]!.headers['x-provider-delivery'], second.deliveries[0]!.deliveryId);
+  for (const r of sent) checkSigned(t, r);
+  t.match(lines, [/^svc: resent push main \(kept since .*\) -> 200 accepted$/, /^svc: resent push tag v1 \(kept since .*\) -> 200 accepted$/, 'svc: push topic -> 200 accepted']);
+});
+
+t.test('svc hook post-receive --flush sends the outbox now (no stdin); an unreadable outbox file is named', async (t) => {
+  let up = false;
+  const hook = await receiver(t, () => (up ? { status: 200, body: { status: 'accepted' } } : { status: 500 }));
+  const { remote, head, run } = await bareWithConfig(t, hook.url);
+  await run(`${ZERO_SHA} ${head} refs/heads/main\n`);
+  await writeFile(join(remote.bare, 'svc-outbox', '000000000000000-broken.json'), '{not json');
+  up = true;
+  const flushed = await runProgram(SVC, ['hook', 'post-receive', '--flush', '--git-dir', remote.bare, '--json'], { timeoutMs: 120_000 });
+  t.equal(flushed.code, 1, 'exit 1: a file is left in the outbox');
+  t.match(flushed.stderr, /outbox file .*000000000000000-broken\.json cannot be read .*move it away or delete it/);
+  const report = JSON.parse(flushed.stdout) as { resent: Array<{ ref: string; delivered: boolean }>; deliveries: unknown[]; outbox: number };
+  t.match(report, { resent: [{ ref: 'refs/heads/main', delivered: true }], deliveries: [] });
+  t.equal(hook.got.filter((r) => payloadOf(r)['ref'] === 'refs/heads/main').length > 1, true, 'sent again');
+  t.same((await readdir(join(remote.bare, 'svc-outbox'))).filter((f) => f !== '000000000000000-broken.json'), [], 'the delivered push left the outbox');
 });
 
 t.test('persistent server errors: three attempts, then a warning', async (t) => {
