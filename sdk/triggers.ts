@@ -25,7 +25,12 @@ export interface RequiresFilter {
   readonly requires?: readonly ContentRequirement[];
 }
 
-/** A glob over the whole message, or a regular expression. */
+/**
+ * A glob over the whole message, or a regular expression (an unanchored search). The
+ * orchestrator gives an expression at most 100 ms on a commit message, off its event loop: one
+ * that takes longer (catastrophic backtracking such as `/(a+)+$/`) is treated as not matching,
+ * the workflow does not run and the delivery record says why.
+ */
 export type CommitMessageFilter = string | RegExp;
 
 export interface PushOptions extends RepositoryFilter, RequiresFilter {

@@ -4,7 +4,8 @@
 import type { NormalizedEvent } from '../../schemas/event.ts';
 import type { Lock } from '../../schemas/lock.ts';
 import { compileLock, type CompiledWorkflow } from './compiled-lock.ts';
-import { evaluateTrigger } from './trigger.ts';
+import type { MessageRegex } from './patterns.ts';
+import { evaluateTrigger, messageRegexesOf } from './trigger.ts';
 import type { FilterVerdict, LockMatchResult, MatchOptions, WorkflowMatch, WorkflowNonMatch } from './types.ts';
 
 function toMatch(cw: CompiledWorkflow, triggerIndex: number, orgWide: boolean, verdicts: FilterVerdict[]): WorkflowMatch {
@@ -82,6 +83,11 @@ export function matchSchedule(lock: Lock, workflowName: string, triggerIndex: nu
     },
   ];
   return toMatch(cw, triggerIndex, false, verdicts);
+}
+
+/** The regular-expression commit-message filters of the lock that the event would test (for `regexResults`). */
+export function lockMessageRegexes(lock: Lock, event: NormalizedEvent): MessageRegex[] {
+  return messageRegexesOf(compileLock(lock).workflows.flatMap((cw) => cw.triggers), event);
 }
 
 /** Whether any trigger of the lock filters on paths. */

@@ -116,14 +116,29 @@ export function describeSelection(label: string, value: string, list: PatternLis
   return `${subject} matches none of ${list.shown}`;
 }
 
+/** A regular-expression commit-message filter, as a caller evaluates it off the event loop. */
+export interface MessageRegex {
+  /** The key of its outcome in `MatchOptions.regexResults`. */
+  readonly key: string;
+  readonly source: string;
+  readonly flags: string;
+  /** `/source/flags`, for verdict details. */
+  readonly shown: string;
+}
+
 export type MessageMatcher =
-  | { readonly ok: true; readonly test: Test; readonly shown: string }
+  | { readonly ok: true; readonly test: Test; readonly shown: string; readonly regex?: MessageRegex }
   | { readonly ok: false; readonly error: string; readonly shown: string };
 
 // `/` has no meaning in a commit message; picomatch gives it path semantics (`*` stops there,
 // `..` segments never match). Swapping it for a private-use character on both sides removes
 // those semantics without touching the rest of the glob syntax.
 const SLASH = '\uE000';
+
+/** The key of a regular expression's outcome in `MatchOptions.regexResults`. */
+export function messageRegexKey(source: string, flags: string): string {
+  return `r\u0000${flags}\u0000${source}`;
+}
 
 /**
  * A commit-message filter → a test of the message.
@@ -133,10 +148,12 @@ const SLASH = '\uE000';
  *   anywhere), braces expand; write `*text*` to find text anywhere, `release:*` for a prefix.
  *   Case-sensitive.
  * - `regex`: `new RegExp(source, flags).test(message)`, an unanchored search over the whole
- *   message. An invalid expression is reported, never thrown.
+ *   message. An invalid expression is reported, never thrown. `test` runs it on the calling
+ *   thread with no time bound (fine for `svc preview` on a developer's own machine); a server
+ *   evaluates `regex` off its event loop instead and passes the outcome in `regexResults`.
  */
 export function compileCommitMessage(filter: LockCommitMessage): MessageMatcher {
-  const key = filter.kind === 'glob' ? `g\u0000${filter.pattern}` : `r\u0000${filter.flags}\u0000${filter.source}`;
+  const key = filter.kind === 'glob' ? `g\u0000${filter.pattern}` : messageRegexKey(filter.source, filter.flags);
   const cached = messages.get(key);
   if (cached) return cached;
   let matcher: MessageMatcher;
@@ -155,6 +172,7 @@ export function compileCommitMessage(filter: LockCommitMessage): MessageMatcher 
       matcher = {
         ok: true,
         shown,
+        regex: { key, source: filter.source, flags: filter.flags, shown },
         test: (message) => {
           // Harmless for the schema's flags (i, m, s, u); keeps a hand-made `g`/`y` stateless.
           re.lastIndex = 0;

@@ -8,7 +8,8 @@ import type { NormalizedEvent } from '../../schemas/event.ts';
 import { LockTriggerMembers, type LockTrigger, type LockTriggerType } from '../../schemas/lock.ts';
 import { compileMessageUnion, formatIssues } from '../../schemas/validate.ts';
 import { InputError } from '../../core/errors.ts';
-import { compileTrigger, evaluateTrigger, webhookEventName, type CompiledTrigger } from './trigger.ts';
+import type { MessageRegex } from './patterns.ts';
+import { compileTrigger, evaluateTrigger, messageRegexesOf, webhookEventName, type CompiledTrigger } from './trigger.ts';
 import type { FilterVerdict, MatchOptions } from './types.ts';
 
 export interface Registration {
@@ -100,6 +101,11 @@ export function buildRegistrationIndex<R extends Registration>(registrations: re
       return (buckets.get(key('global', orgId, type)) ?? []).filter((r) => r.repository.toLowerCase() !== source);
     },
   };
+}
+
+/** The regular-expression commit-message filters of the event's candidate registrations (for `regexResults`). */
+export function registrationMessageRegexes<R extends Registration>(index: RegistrationIndex<R>, event: NormalizedEvent, orgId: string): MessageRegex[] {
+  return messageRegexesOf(index.candidatesFor(event, orgId).map((r) => index.compiled(r)!), event);
 }
 
 /**

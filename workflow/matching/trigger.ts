@@ -13,6 +13,7 @@ import {
   select,
   showList,
   type MessageMatcher,
+  type MessageRegex,
   type PatternList,
 } from './patterns.ts';
 import type { FilterName, FilterVerdict, MatchOptions, Verdict } from './types.ts';
@@ -248,8 +249,33 @@ function commitMessageVerdict(v: Verdicts, matcher: MessageMatcher | null, event
     v.add('commitMessage', 'indeterminate', `${why} to test against ${matcher.shown}`);
     return;
   }
-  const ok = matcher.test(message);
-  v.add('commitMessage', ok ? 'pass' : 'fail', `commit message ${quote(firstLine(message))} ${ok ? 'matches' : 'does not match'} ${matcher.shown}`);
+  const subject = `commit message ${quote(firstLine(message))}`;
+  let ok: boolean;
+  if (matcher.regex !== undefined && options.regexResults !== undefined) {
+    const result = options.regexResults.get(matcher.regex.key) ?? { undecided: 'was not evaluated' };
+    if (typeof result !== 'boolean') {
+      // Like any undecided filter the workflow does not run; the detail says why.
+      v.add('commitMessage', 'indeterminate', `regular expression ${matcher.shown} ${result.undecided} on ${subject}; treated as not matching`);
+      return;
+    }
+    ok = result;
+  } else {
+    ok = matcher.test(message);
+  }
+  v.add('commitMessage', ok ? 'pass' : 'fail', `${subject} ${ok ? 'matches' : 'does not match'} ${matcher.shown}`);
+}
+
+/**
+ * The regular-expression commit-message filters an event would test among these triggers (those
+ * of its own trigger family), once each: what a caller evaluates for `regexResults`.
+ */
+export function messageRegexesOf(triggers: Iterable<CompiledTrigger>, event: NormalizedEvent): MessageRegex[] {
+  const found = new Map<string, MessageRegex>();
+  for (const compiled of triggers) {
+    const matcher = compiled.commitMessage;
+    if (compiled.trigger.type === event.type && matcher?.ok && matcher.regex) found.set(matcher.regex.key, matcher.regex);
+  }
+  return [...found.values()];
 }
 
 function refTypeOf(ref: string | null): 'branch' | 'tag' | null {

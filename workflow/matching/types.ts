@@ -131,4 +131,15 @@ export interface MatchOptions {
   readonly internal?: InternalEventFields;
   /** Only this workflow may match (a dispatch or re-run naming one workflow). */
   readonly targetWorkflow?: string;
+  /**
+   * Outcomes of regular-expression commit-message filters the caller evaluated off its event
+   * loop under a time bound, by `MessageRegex.key` (`lockMessageRegexes`, `registrationMessageRegexes`),
+   * against the message this match uses. When given, no regular expression runs here: a key
+   * that is missing, or an outcome that names why it was not decided (`took longer than
+   * 100 ms`), makes its filter `indeterminate`. Without it expressions run synchronously.
+   */
+  readonly regexResults?: ReadonlyMap<string, RegexResult>;
 }
+
+/** Whether the expression matched, or why that is not known. */
+export type RegexResult = boolean | { readonly undecided: string };

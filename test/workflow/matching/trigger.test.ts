@@ -1,8 +1,9 @@
 // Filter-level behaviour of one trigger: paths, commit messages, repository scope and the
 // organization-wide policy.
 import t from 'tap';
-import { lockUsesPathFilters, matchLock, workflowsNeedChangedFiles } from '../../../workflow/matching/match-lock.ts';
-import type { OrgWidePolicy } from '../../../workflow/matching/types.ts';
+import { lockMessageRegexes, lockUsesPathFilters, matchLock, workflowsNeedChangedFiles } from '../../../workflow/matching/match-lock.ts';
+import { messageRegexKey } from '../../../workflow/matching/patterns.ts';
+import type { OrgWidePolicy, RegexResult } from '../../../workflow/matching/types.ts';
 import { pullRequestPayload, pushPayload, ZERO } from '../../fixtures/github-payloads.ts';
 import { lockOf, lockWith, trig, workflow } from '../../fixtures/locks.ts';
 import { filterVerdict, gh, outcome, summary } from './helpers.ts';
@@ -116,6 +117,38 @@ t.test('commitMessage regex: unanchored search with flags', async (t) => {
   // Same answer twice (no lastIndex state).
   t.equal(summary(outcome(lock, push({ message: 'deploy' }))), 'match');
   t.equal(summary(outcome(lock, push({ message: 'deploy' }))), 'match');
+});
+
+t.test('commitMessage regex with outcomes evaluated by the caller (regexResults): no expression runs here', async (t) => {
+  const hostile = { kind: 'regex' as const, source: '(a+)+$', flags: '' };
+  const lock = lockOf([
+    workflow('hostile', [trig.push({ commitMessage: hostile })]),
+    workflow('deploy', [trig.push({ commitMessage: { kind: 'regex', source: '^deploy', flags: 'i' } }), trig.pr({ commitMessage: { kind: 'regex', source: 'pr-only', flags: '' } })]),
+    workflow('again', [trig.push({ commitMessage: hostile })]),
+    workflow('plain', [trig.push({ commitMessage: { kind: 'glob', pattern: '*' } })]),
+  ]);
+  const event = push({ message: 'aaaa' });
+  // Each expression the event would test, once: not the pull-request trigger's, not the glob.
+  const regexes = lockMessageRegexes(lock, event);
+  t.same(regexes.map((r) => r.shown), ['/(a+)+$/', '/^deploy/i']);
+  t.equal(regexes[0]?.key, messageRegexKey('(a+)+$', ''));
+
+  // The outcome given wins over running the expression (which would match "aaaa").
+  const results = new Map<string, RegexResult>([[regexes[0]!.key, { undecided: 'took longer than 100 ms' }], [regexes[1]!.key, true]]);
+  const r = matchLock(event, lock, { regexResults: results });
+  t.same(r.matched.map((m) => m.workflow), ['deploy', 'plain']);
+  t.same(r.unmatched.map((u) => [u.workflow, u.verdict]), [['hostile', 'indeterminate'], ['again', 'indeterminate']]);
+  t.equal(
+    r.unmatched[0]?.reasons.find((v) => v.filter === 'commitMessage')?.detail,
+    'regular expression /(a+)+$/ took longer than 100 ms on commit message "aaaa"; treated as not matching',
+  );
+  const decided = matchLock(event, lock, { regexResults: new Map([[regexes[0]!.key, false], [regexes[1]!.key, false]]) });
+  t.same(decided.unmatched.map((u) => [u.workflow, u.verdict]), [['hostile', 'no_match'], ['deploy', 'no_match'], ['again', 'no_match']]);
+  // An expression the caller did not evaluate is not run either.
+  const missing = matchLock(event, lock, { regexResults: new Map() });
+  t.match(missing.unmatched[0]?.reasons.find((v) => v.filter === 'commitMessage')?.detail, /^regular expression \/\(a\+\)\+\$\/ was not evaluated on commit message "aaaa"/);
+  // Without regexResults (svc preview, the pure matcher) it runs as before.
+  t.same(matchLock(event, lock).matched.map((m) => m.workflow), ['hostile', 'again', 'plain']);
 });
 
 t.test('commitMessage on a branch deletion: indeterminate, and the workflow does not run', async (t) => {

@@ -3,9 +3,10 @@
 // indeterminate, naming why, rather than guessing.
 import type { NormalizedEvent } from '../../../../schemas/event.ts';
 import type { Lock } from '../../../../schemas/lock.ts';
-import { workflowsNeedChangedFiles } from '../../../../workflow/matching/index.ts';
+import { lockMessageRegexes, workflowsNeedChangedFiles } from '../../../../workflow/matching/index.ts';
 import type { ProviderSource, RepositoryRef, SourceProviderExtensionPoint } from '../../../../core/extension-points/provider.ts';
 import { messageOf } from '../../../../core/errors.ts';
+import { messageRegexResults, type MessageRegexOptions } from './message-regex.ts';
 
 export type ChangedFiles =
   | { needed: false }
@@ -18,8 +19,11 @@ export async function changedFilesFor(
   repository: RepositoryRef,
   event: NormalizedEvent,
   lock: Lock,
+  regexOptions: MessageRegexOptions = {},
 ): Promise<ChangedFiles> {
-  const workflows = workflowsNeedChangedFiles(lock, event, { lockRepository: repository.fullName });
+  // The probe tests commit-message filters too: their expressions run off the event loop first.
+  const regexResults = await messageRegexResults(event, lockMessageRegexes(lock, event), regexOptions);
+  const workflows = workflowsNeedChangedFiles(lock, event, { lockRepository: repository.fullName, regexResults });
   if (workflows.length === 0) return { needed: false };
   const head = event.pullRequest?.headSha ?? event.sha;
   const base = event.pullRequest?.baseSha ?? event.beforeSha;
