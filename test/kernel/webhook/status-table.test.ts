@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { startOrchestrator, type Orchestrator } from '../../../kernel/orchestrator/app.ts';
 import { createSource } from '../../../kernel/orchestrator/sources/store.ts';
+import { ingestPipelineRef } from '../../../kernel/orchestrator/service-refs.ts';
 import { ORCHESTRATOR_SUBSYSTEMS } from '../../../kernel/orchestrator/subsystems.ts';
 import { hmacSha256Hex } from '../../../kernel/services/crypto/hmac.ts';
 import { MAX_WEBHOOK_BYTES } from '../../../kernel/webhook/parse-request.ts';
@@ -191,12 +192,15 @@ async function independentDoor(t: Test, dbUrl: string): Promise<Door> {
       if (ack === 'rejected_unknown_source') return push(uniqueId(), { target: '8' });
       if (ack === 'rejected_misconfigured') return push(uniqueId(), { target: '9', key: misconfigured.secret });
       if (ack === 'shed_retry_later') {
-        forge.failLockFetch = 'the forge is down';
+        // Back-pressure answers 429: every in-flight slot of the node taken. (A passing failure such
+        // as the forge being down is kept and answered 200: test/kernel/orchestrator/ingest/retry.test.ts.)
+        const admission = o.get(ingestPipelineRef).admission;
+        const held: Array<() => void> = [];
+        for (let release = admission.admit(); release !== null; release = admission.admit()) held.push(release);
         try {
-          // A commit not seen before: the lock cache has nothing for it, so the forge is asked.
-          return await push(uniqueId(), { sha: randomBytes(20).toString('hex') });
+          return await push(uniqueId());
         } finally {
-          forge.failLockFetch = null;
+          for (const release of held) release();
         }
       }
       return push(uniqueId());

@@ -117,7 +117,7 @@ t.test('filters: checked before any query', async (t) => {
   t.same(parseDeliveryFilter({}), { limit: 50 }, 'default limit 50');
   t.same(parseDeliveryFilter({ sourceId: S1.toUpperCase() }).source, { id: S1 }, 'a source id (any case)');
   t.same(parseDeliveryFilter({ sourceId: 'github:100' }).source, { routingKey: 'github:100' }, 'else a routing key');
-  t.throws(() => parseDeliveryFilter({ status: 'bogus' }), { code: 'SVC_ERR_DELIVERY_FILTER_INVALID', message: /^status "bogus" is not valid: use one of processing, matched, no_match, .*approval_command$/ });
+  t.throws(() => parseDeliveryFilter({ status: 'bogus' }), { code: 'SVC_ERR_DELIVERY_FILTER_INVALID', message: /^status "bogus" is not valid: use one of processing, matched, no_match, .*approval_command, retrying, failed$/ });
   t.throws(() => parseDeliveryFilter({ status: 'Matched' }), { code: 'SVC_ERR_DELIVERY_FILTER_INVALID' }, 'statuses are exact');
   for (const limit of [0, 1001, 1.5, -3, Number.NaN]) t.throws(() => parseDeliveryFilter({ limit }), { code: 'SVC_ERR_DELIVERY_FILTER_INVALID', message: /^limit ".*" is not valid: use a whole number from 1 to 1000$/ }, `limit ${limit}`);
   t.throws(() => parseDeliveryFilter({ since: '1h', until: '2h' }), { code: 'SVC_ERR_DELIVERY_FILTER_INVALID', message: /^since "1h" is not valid: it is after until/ });
