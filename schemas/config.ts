@@ -145,6 +145,8 @@ export const SvcConfig = Type.Object(
       },
       strict,
     ),
+    /** Reconciliation after downtime: forge delivery logs read by the leader (docs/ingest.md). */
+    reconcile: Type.Object({ intervalMs: PositiveInt, lookbackMs: PositiveInt }, strict),
     /** Verified deliveries kept after a passing failure and retried by the orchestrator (docs/ingest.md). */
     ingestRetry: Type.Object(
       {

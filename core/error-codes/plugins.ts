@@ -95,6 +95,7 @@ export const PLUGINS_ERROR_CODES = {
     message: '{path} of {owner}/{repo} at {sha} is {byteLength} bytes, over the {maxReadFileBytes}-byte limit',
   },
   SVC_ERR_GITHUB_FORBIDDEN: { kind: 'authentication', message: '{what}: GitHub refused access (403): {detail}' },
+  SVC_ERR_GITHUB_HOOK_DELIVERY_ID: { kind: 'input', message: 'hook delivery id "{id}" is not a GitHub delivery id' },
   SVC_ERR_GITHUB_INSTALLATION_ID: { kind: 'input', message: 'installation id "{installationId}" must be a positive decimal number' },
   SVC_ERR_GITHUB_INSTALLATION_RESPONSE: { kind: 'unavailable', message: 'GitHub returned no installation id for {owner}/{repo}' },
   SVC_ERR_GITHUB_LOCK_TOO_LARGE: {

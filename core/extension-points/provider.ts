@@ -69,6 +69,19 @@ export interface ProviderSource {
   credentials: Readonly<Record<string, string>>;
 }
 
+/** One attempt in the forge's own log of the webhooks it sent (GitHub: an App's hook deliveries). */
+export interface ForgeDeliveryAttempt {
+  /** The forge's id of this attempt (what `redeliver` takes). */
+  id: string;
+  /** The delivery id the webhook carried (GitHub's `X-GitHub-Delivery`); the same on every attempt. */
+  deliveryId: string;
+  deliveredAt: Date;
+  /** HTTP status the receiver answered; 0 when no answer came. */
+  statusCode: number;
+  event: string;
+  redelivery: boolean;
+}
+
 /** What a forge is told about a run: waiting, running, or finished with a conclusion. */
 export type RunReportState = 'queued' | 'in_progress' | 'completed';
 /** How a finished run ended, in the vocabulary forges share (GitHub check-run conclusions). */
@@ -162,6 +175,15 @@ export interface SourceProviderExtensionPoint extends PluginInstance {
    *   operators see it on the delivery.
    */
   reportRunStatus?(request: RunStatusReport): Promise<RunStatusResult>;
+  /**
+   * Optional, with `redeliver`: the forge's log of webhook attempts for this source since
+   * `since`, newest first. The kernel's reconciliation (kernel/orchestrator/reconcile/) asks for
+   * it after downtime and has the forge send again every delivery no attempt of which was
+   * answered 2xx and that the orchestrator never recorded.
+   */
+  listDeliveryAttempts?(request: { source: ProviderSource; since: Date }): Promise<ForgeDeliveryAttempt[]>;
+  /** Asks the forge to send attempt `id` again (same delivery id, so a repeat is a duplicate). */
+  redeliver?(request: { source: ProviderSource; id: string }): Promise<void>;
 }
 
 export const sourceProviderExtensionPoint = createExtensionPointRef<SourceProviderExtensionPoint>()({

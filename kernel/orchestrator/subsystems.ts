@@ -19,6 +19,7 @@ import { runsSubsystem } from './runs/subsystem.ts';
 import { scalingSubsystem } from './scaling/subsystem.ts';
 import { schedulingSubsystem } from './scheduling/index.ts';
 import { schedulesSubsystem } from './schedules/subsystem.ts';
+import { reconcileSubsystem } from './reconcile/subsystem.ts';
 import { checkoutAuthSubsystem } from './sources/checkout-auth.ts';
 
 export const ORCHESTRATOR_SUBSYSTEMS: readonly Subsystem[] = [
@@ -51,6 +52,8 @@ export const ORCHESTRATOR_SUBSYSTEMS: readonly Subsystem[] = [
   forgeStatusSubsystem,
   // Linked mode only: relayed deliveries to ingest, relayed dashboard requests to runs.
   relayLinkSubsystem,
+  // After downtime: deliveries the forge could not hand over are asked for again.
+  reconcileSubsystem,
   // The public plan catalogue (GET /api/v1/billing/plans).
   billingSubsystem,
 ];

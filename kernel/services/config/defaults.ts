@@ -23,6 +23,8 @@ export function configDefaults(): SvcConfig {
     },
     // Not shown by the spec: our choices.
     events: { maxChainDepth: 10, rateLimitPerOrgPerMinute: 6000, retryBaseMs: 1000, retryMaxMs: 5 * 60_000 },
+    // Not shown by the spec: our choices (a pass every 10 min over the last day; GitHub keeps three).
+    reconcile: { intervalMs: 10 * 60_000, lookbackMs: 24 * 3600_000 },
     // Not shown by the spec: our choices (2 s doubling to 5 min; given up after a day).
     ingestRetry: { baseMs: 2000, maxMs: 5 * 60_000, giveUpAfterMs: 24 * 3600_000 },
     eventLog: { maxPayloadBytes: 5 * 1024 * 1024, warmRetentionDays: 30 }, // spec: 5 MB; warm 30 days

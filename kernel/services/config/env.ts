@@ -48,6 +48,8 @@ export const CONFIG_ENV: Readonly<Record<string, string>> = Object.freeze({
   SVC_EVENTS_RATE_LIMIT_PER_ORG_PER_MINUTE: 'events.rateLimitPerOrgPerMinute',
   SVC_EVENTS_RETRY_BASE_MS: 'events.retryBaseMs',
   SVC_EVENTS_RETRY_MAX_MS: 'events.retryMaxMs',
+  SVC_RECONCILE_INTERVAL_MS: 'reconcile.intervalMs',
+  SVC_RECONCILE_LOOKBACK_MS: 'reconcile.lookbackMs',
   SVC_INGEST_RETRY_BASE_MS: 'ingestRetry.baseMs',
   SVC_INGEST_RETRY_MAX_MS: 'ingestRetry.maxMs',
   SVC_INGEST_RETRY_GIVE_UP_AFTER_MS: 'ingestRetry.giveUpAfterMs',

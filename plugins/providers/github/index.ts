@@ -7,6 +7,7 @@ import { normalizeGithubPayload } from '../shared/github-payload.ts';
 import { GithubAppClient } from './app-client.ts';
 import { GithubCheckRuns } from './check-runs.ts';
 import { extractDeliveryHeaders, hubSignatureInput } from './headers.ts';
+import { GithubHookDeliveries } from './hook-deliveries.ts';
 import { GithubRepositoryApi } from './repository-api.ts';
 import { GithubProviderConfig, GithubSourceSettings } from './settings.ts';
 
@@ -37,6 +38,7 @@ export const githubProvider = definePlugin({
     const client = new GithubAppClient({ logger, refreshMarginMs: config.tokenRefreshMarginMs, requestTimeoutMs: config.requestTimeoutMs });
     const api = new GithubRepositoryApi({ client, config, logger });
     const checkRuns = new GithubCheckRuns({ client, api, logger });
+    const hookDeliveries = new GithubHookDeliveries(client);
     return {
       providerKind: GITHUB_PROVIDER_KIND,
       sourceSettingsSchema: GithubSourceSettings,
@@ -50,6 +52,8 @@ export const githubProvider = definePlugin({
       changedFiles: (request) => api.changedFiles(request),
       checkoutCredentials: (request) => api.checkoutCredentials(request),
       reportRunStatus: (request) => checkRuns.report(request),
+      listDeliveryAttempts: ({ source, since }) => hookDeliveries.list(source, since),
+      redeliver: ({ source, id }) => hookDeliveries.redeliver(source, id),
       close: () => client.clear(),
     };
   },

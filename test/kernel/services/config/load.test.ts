@@ -135,6 +135,8 @@ const FIELDS: Record<string, FieldCase> = {
   'events.rateLimitPerOrgPerMinute': int(100, 200),
   'events.retryBaseMs': int(250, 500),
   'events.retryMaxMs': int(10_000, 20_000),
+  'reconcile.intervalMs': int(60_000, 120_000),
+  'reconcile.lookbackMs': int(3_600_000, 7_200_000),
   'ingestRetry.baseMs': int(500, 700),
   'ingestRetry.maxMs': int(30_000, 40_000),
   'ingestRetry.giveUpAfterMs': int(600_000, 900_000),
