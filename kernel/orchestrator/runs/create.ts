@@ -126,15 +126,18 @@ export async function createRun(tx: CommonQueryMethods, plan: RunPlan): Promise<
   if (conc !== undefined || plan.workflow.jobs.some((j) => isGated(plan.workflow, j))) await notifyRunControl(tx);
 
   let ownsBuild = false;
-  if (plan.buildKey !== null) {
-    const runsOn = plan.workflow.jobs[0]?.runsOn ?? [];
+  const runsOn = plan.workflow.jobs[0]?.runsOn ?? [];
+  // Runs share a build only when it runs where their jobs would: a build labelled for agents
+  // nobody serves (another workflow of the same commit) must never hold this run's jobs.
+  const buildKey = plan.buildKey === null ? null : `${plan.buildKey}@${[...runsOn].sort().join(',')}`;
+  if (buildKey !== null) {
     // A held run builds only once approved (a build runs install scripts), and privately: other
     // runs must not wait on a build a rejection would cancel.
     for (let attempt = 0; attempt < 3; attempt += 1) {
       const build = await tx.maybeOne(sqlTyped(JobIdRow)`
         insert into jobs (id, run_id, org_id, name, display_name, kind, runs_on, status, build_key, queued_at)
         values (${randomUUID()}, ${runId}, ${plan.orgId}, ${BUILD_JOB_NAME}, ${`build ${plan.workflow.contentHash.slice(0, 12)}`}, 'build',
-          ${sql.array(runsOn, 'text')}, ${held ? 'waiting' : 'queued'}, ${held ? null : plan.buildKey}, ${held ? null : sql.fragment`now()`})
+          ${sql.array(runsOn, 'text')}, ${held ? 'waiting' : 'queued'}, ${held ? null : buildKey}, ${held ? null : sql.fragment`now()`})
         on conflict (org_id, build_key) where kind = 'build' and status in ('waiting', 'queued', 'dispatched', 'running', 'recovering') do nothing
         returning id::text as id, status`);
       if (build !== null) {
@@ -145,7 +148,7 @@ export async function createRun(tx: CommonQueryMethods, plan: RunPlan): Promise<
       // waiting on it) waits for this transaction and then sees this run's waiting jobs. A build
       // that ended between the insert and the lock is no longer active: try the insert again.
       const active = await tx.maybeOne(sql.unsafe`
-        select id from jobs where org_id = ${plan.orgId} and build_key = ${plan.buildKey} and kind = 'build'
+        select id from jobs where org_id = ${plan.orgId} and build_key = ${buildKey} and kind = 'build'
           and status in ('waiting', 'queued', 'dispatched', 'running', 'recovering') for share`);
       if (active !== null) break;
     }
@@ -178,7 +181,7 @@ export async function createRun(tx: CommonQueryMethods, plan: RunPlan): Promise<
     // Gated jobs (approval, concurrency, secret contexts) and jobs of a run in a concurrency
     // group reach `queued` through progression and the run-control worker, never at creation.
     const gated = isGated(plan.workflow, job);
-    const ready = !held && conc === undefined && needs.length === 0 && plan.buildKey === null;
+    const ready = !held && conc === undefined && needs.length === 0 && buildKey === null;
     const queued = ready && !gated;
     const jobGroup = job.concurrency === undefined || job.concurrency.hasGroup ? null : defaultJobGroup(plan.workflowRepository, plan.workflow.name, job.name);
     for (const instance of instancesOf(job)) {
@@ -187,7 +190,7 @@ export async function createRun(tx: CommonQueryMethods, plan: RunPlan): Promise<
         insert into jobs (id, run_id, org_id, name, display_name, kind, matrix, needs, runs_on, status, waits_for_build, queued_at, gated, concurrency_group, ready_at)
         values (${id}, ${runId}, ${plan.orgId}, ${job.name}, ${instance.displayName}, 'job',
           ${instance.matrix === null ? null : sql.jsonb(instance.matrix)}, ${sql.array(needs, 'text')}, ${sql.array(job.runsOn, 'text')},
-          ${queued ? 'queued' : 'waiting'}, ${plan.buildKey}, ${queued ? sql.fragment`now()` : null}, ${gated}, ${jobGroup},
+          ${queued ? 'queued' : 'waiting'}, ${buildKey}, ${queued ? sql.fragment`now()` : null}, ${gated}, ${jobGroup},
           ${ready && gated ? sql.fragment`now()` : null})`);
       jobIds.push(id);
       if (queued) queuedJobs += 1;

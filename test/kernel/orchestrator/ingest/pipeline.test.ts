@@ -246,6 +246,19 @@ await eachDatabase(t, async (t, db) => {
     t.same([r4?.payload_omitted, r4?.payload_omitted_reason, r4?.payload_key], [true, 'storage_failed', null]);
   });
 
+  await t.test('a build is shared only by runs whose jobs run where it does: an unserved label holds nobody else', async (t) => {
+    const sha = '6'.repeat(40);
+    // Two workflows of one commit with one content hash (as the compiler gives every workflow of a
+    // .svc tree): the first one's jobs ask for agents nobody serves.
+    const unserved = { ...workflow('nightly', [trig.push()], [{ ...job('sweep'), runsOn: ['nobody-serves-this'] }]), contentHash: contentHashOf('shared-tree') };
+    const served = { ...workflow('deployer', [trig.push()], [job('deploy')]), contentHash: contentHashOf('shared-tree') };
+    h.forge.putLock(sha, [unserved, served], { lockfileHash: `npm:${'6'.repeat(64)}` });
+    const outcome = await h.pipeline.ingestDelivery(delivery(pushPayload({ after: sha, ref: 'refs/heads/topic' }), { secret: secretNow }));
+    t.equal(outcome.runIds.length, 2);
+    const builds = (await db.pool.any(sql.unsafe`select build_key, runs_on from jobs where kind = 'build' and build_key like ${`${contentHashOf('shared-tree')}:%`} order by build_key`)) as Array<{ build_key: string; runs_on: string[] }>;
+    t.same(builds.map((b) => [b.build_key.split('@')[1], b.runs_on]), [['linux', ['linux']], ['nobody-serves-this', ['nobody-serves-this']]], 'one build per place the jobs run');
+  });
+
   await t.test('build coalescing: two concurrent deliveries, one build job; matrix expansion', async (t) => {
     const sha = '2'.repeat(40);
     const matrixJob = { ...job('test'), matrix: { type: 'static' as const, axes: { os: ['linux', 'mac'], node: [20, 22] }, size: 4 } };
@@ -256,7 +269,8 @@ await eachDatabase(t, async (t, db) => {
     ]);
     t.equal(a.status, 'matched');
     t.equal(b.status, 'matched');
-    const key = `${contentHashOf('matrix')}:npm:${'9'.repeat(64)}`;
+    // The key names where the build runs (the first job's labels) after the content and lock hashes.
+    const key = `${contentHashOf('matrix')}:npm:${'9'.repeat(64)}@linux`;
     t.equal(await count(db, 'jobs', sql.fragment`kind = 'build' and build_key = ${key}`), 1, 'one build job for the key');
     const jobsA = await jobsOfRun(db, a.runIds[0]!);
     const jobsB = await jobsOfRun(db, b.runIds[0]!);
