@@ -18,7 +18,7 @@ import { eachDatabase } from '../fixtures/db.ts';
 import { startJobsStack, type JobsStack } from '../fixtures/jobs-stack.ts';
 import { until } from '../fixtures/runs.ts';
 
-// Hang guards only: one agent works through five chained runs, slowly on a loaded machine.
+// Hang guards only: one agent per half works through five chained runs, slowly on a loaded machine.
 t.setTimeout(1_800_000);
 
 const JOIN_TOKEN = 'e2e-cluster-join-token-5f3a9c';
@@ -121,8 +121,6 @@ async function leadersOf(stack: JobsStack): Promise<string[]> {
   return (rows as Row[]).map((r) => String(r['node_id']));
 }
 
-// Database halves in turn: three nodes, a relay and an agent each; both at once starved the one
-// agent of each half on a loaded two-core machine.
 await eachDatabase(t, async (t, db) => {
   const stack = await startJobsStack(t, db, {
     repositories: ['acme/lib'],
@@ -343,4 +341,4 @@ await eachDatabase(t, async (t, db) => {
     const runs = await one(stack, sql.unsafe`SELECT count(*)::int AS n FROM runs WHERE triggering_event_id = ${id}`);
     t.equal(runs['n'], 1, 'exactly one run');
   });
-});
+}, { concurrent: true });
