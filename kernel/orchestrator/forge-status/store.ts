@@ -221,11 +221,7 @@ export async function pruneDeliveries(pool: DatabasePool, days: number = DELIVER
   return rows.length;
 }
 
-/** Exponential back-off with jitter: attempt n waits between half and all of min(max, base · 2^(n-1)). */
-export function backoffMs(attempt: number, baseMs: number, maxMs: number, random: () => number = Math.random): number {
-  const ceiling = Math.min(maxMs, baseMs * 2 ** Math.min(30, Math.max(0, attempt - 1)));
-  return Math.floor(ceiling / 2 + (random() * ceiling) / 2);
-}
+export { backoffMs } from '../../../core/backoff.ts';
 
 // ---- reading (admin routes, svc-admin forge-status) ----
 

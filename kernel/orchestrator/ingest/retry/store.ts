@@ -4,6 +4,7 @@
 // The delivery record (webhook_deliveries) says `retrying` meanwhile and `failed` after.
 import { Type, type Static } from 'typebox';
 import type { CommonQueryMethods } from 'slonik';
+import { backoffMs } from '../../../../core/backoff.ts';
 import { NotFoundError } from '../../../../core/errors.ts';
 import { sql, sqlTyped, type DatabasePool } from '../../../services/db/index.ts';
 import { takeOver } from '../record/delivery-record.ts';
@@ -43,11 +44,12 @@ export async function keepForRetry(pool: DatabasePool, input: KeepInput): Promis
         received_at, next_attempt_at, last_error)
       values (${delivery.orgId}, ${delivery.deliveryId}, ${delivery.routingKey}, ${delivery.providerKind}, ${delivery.sourceId ?? null},
         ${sql.jsonb(delivery.headers as never)}, ${sql.binary(delivery.body)}, ${delivery.clientIp}, ${delivery.receivedAt.toISOString()},
-        now() + ${delayOf(1, policy)} * interval '1 millisecond', ${input.reason})
+        now() + ${backoffMs(1, policy.baseMs, policy.maxMs)} * interval '1 millisecond', ${input.reason})
       on conflict (org_id, delivery_id) do update set
         attempts = webhook_delivery_retries.attempts + 1,
         created_at = case when webhook_delivery_retries.state = 'failed' then now() else webhook_delivery_retries.created_at end,
         state = 'waiting', last_error = excluded.last_error, lease_node = null, lease_until = null, updated_at = now(),
+        -- backoffMs (core/backoff.ts) of the attempt after this one, in SQL: the count is in the row.
         next_attempt_at = now() + least(${policy.maxMs}::float8, ${policy.baseMs}::float8 * power(2, least(30, webhook_delivery_retries.attempts)))
           * (0.5 + random() * 0.5) * interval '1 millisecond'
       returning state, attempts, next_attempt_at::text as "nextAttemptAt",
@@ -78,11 +80,6 @@ async function recordKept(tx: CommonQueryMethods, input: KeepInput, status: 'ret
     where ${over.where}`);
 }
 
-/** Attempt n's delay: between half and all of min(max, base · 2^(n-1)). */
-export function delayOf(attempt: number, policy: RetryPolicy, random: () => number = Math.random): number {
-  const ceiling = Math.min(policy.maxMs, policy.baseMs * 2 ** Math.min(30, Math.max(0, attempt - 1)));
-  return Math.floor(ceiling / 2 + (random() * ceiling) / 2);
-}
 
 const DueRow = Type.Object({
   orgId: Type.String(),
