@@ -11,10 +11,10 @@ import { canonicalStringify } from '../../workflow/lock/canonical-json.ts';
 import { createTreeHasher, type HashWarning, lockfileHash, siblingsDigest } from '../../workflow/hash/index.ts';
 import { CompileErrorCode, CompileScope, workflowToLockEntry } from '../../workflow/compile/lock-entry.ts';
 import { describeUnhonoured, unhonouredFeatures } from '../../workflow/runtime-support.ts';
-import { buildLock, serializeLock } from '../../workflow/lock/lock-file.ts';
+import { buildLock, LOCK_FILE_NAME, serializeLock } from '../../workflow/lock/lock-file.ts';
 import { loadWorkflows, type LoadedWorkflow, type WorkflowMode } from './load-workflows.ts';
 
-export const LOCK_FILE_NAME = 'svc.lock.json';
+export { LOCK_FILE_NAME };
 
 export type CompileMode = 'write' | 'check' | 'memory';
 

@@ -4,6 +4,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { InputError } from '../../core/errors.ts';
+import type { Lock } from '../../schemas/lock.ts';
 import {
   evaluateRequirements,
   explainWorkflow,
@@ -13,8 +14,8 @@ import {
   type WorkflowMatch,
   type WorkflowNonMatch,
 } from '../../workflow/matching/index.ts';
-import { compileWorkflows } from '../compiler/compile.ts';
 import { findProjectRoot } from '../compiler/project-root.ts';
+import { readFreshLock } from './fresh-lock.ts';
 import { buildPreviewEvent, parseEventSpec } from './local-event.ts';
 import { readLocalGitState } from './local-git-state.ts';
 import { summarizeTrigger } from './trigger-summary.ts';
@@ -87,6 +88,19 @@ function unmatchedOf(entry: WorkflowNonMatch, verdicts: FilterVerdict[], eventTy
   return { workflow: entry.workflow, verdict: entry.verdict, reason: describeReasons(reasons, eventType), reasons, verdicts };
 }
 
+/**
+ * The committed lock when `.svc/` is unchanged since it was compiled (what the orchestrator will
+ * match against), otherwise a compile in memory. The compiler, which imports every workflow
+ * module, is loaded only in the second case.
+ */
+async function lockToPreview(root: string): Promise<{ lock: Lock; warnings: string[] }> {
+  const fresh = await readFreshLock(root);
+  if (fresh !== undefined) return fresh;
+  const { compileWorkflows } = await import('../compiler/compile.ts');
+  const compiled = await compileWorkflows({ repoRoot: root, mode: 'memory' });
+  return { lock: compiled.lock, warnings: [...compiled.warnings.map((w) => w.message), ...compiled.notes] };
+}
+
 export async function previewEvent(options: PreviewOptions): Promise<PreviewResult> {
   const spec = parseEventSpec(options.event);
   const { root, found } = findProjectRoot(options.cwd);
@@ -95,7 +109,7 @@ export async function previewEvent(options: PreviewOptions): Promise<PreviewResu
   if (state === undefined) {
     throw new InputError('SVC_ERR_PREVIEW_NOT_A_REPOSITORY', `${root} is not in a git work tree: preview builds its event from git (branch, commit, changed files); run \`git init\` and commit`);
   }
-  const compiled = await compileWorkflows({ repoRoot: root, mode: 'memory' });
+  const compiled = await lockToPreview(root);
   const built = buildPreviewEvent(spec, state, options.branch === undefined ? {} : { branch: options.branch });
   const lock = compiled.lock;
   const result = matchLock(built.event, lock, built.options);
@@ -153,6 +167,6 @@ export async function previewEvent(options: PreviewOptions): Promise<PreviewResu
     changedFiles: { base: state.changedFilesBase, files: state.changedFiles },
     matched,
     unmatched,
-    warnings: [...compiled.warnings.map((w) => w.message), ...compiled.notes],
+    warnings: compiled.warnings,
   };
 }

@@ -1,7 +1,8 @@
 // Both CLIs (svc, svc-admin) live in one npm package, so each carries its own oclif settings
 // instead of the package.json "oclif" block, and names its command table explicitly.
 import { readFileSync } from 'node:fs';
-import { Config, flush, handle, run } from '@oclif/core';
+import { arch, platform } from 'node:os';
+import type { Config } from '@oclif/core';
 
 export interface CliDefinition {
   bin: string;
@@ -27,10 +28,11 @@ function packageRoot(): string {
 export async function loadCliConfig(def: CliDefinition): Promise<Config> {
   const root = packageRoot();
   const compiled = !import.meta.url.endsWith('.ts');
-  const pkg = JSON.parse(readFileSync(`${root}package.json`, 'utf8')) as Record<string, unknown>;
+  const pkg = readPackage();
   const slash = def.commandsModule.lastIndexOf('/');
   const dir = def.commandsModule.slice(0, slash);
   const file = def.commandsModule.slice(slash + 1);
+  const { Config } = await import('@oclif/core');
   return Config.load({
     root: compiled ? `${root}dist/${dir}` : `${root}${dir}`,
     pjson: {
@@ -47,8 +49,25 @@ export async function loadCliConfig(def: CliDefinition): Promise<Config> {
   });
 }
 
+function readPackage(): Record<string, unknown> {
+  return JSON.parse(readFileSync(`${packageRoot()}package.json`, 'utf8')) as Record<string, unknown>;
+}
+
+/**
+ * `--version` answered without loading oclif (about half of a bare CLI start): the line oclif
+ * itself prints, `<name>/<version> <platform>-<arch> node-<version>`.
+ */
+export function versionLine(pkg: Record<string, unknown> = readPackage()): string {
+  const cpu = arch() === 'ia32' ? 'x86' : arch();
+  return `${String(pkg['name'])}/${String(pkg['version'])} ${platform()}-${cpu} node-${process.version}`;
+}
+
 export async function runCli(def: CliDefinition, argv: string[]): Promise<number> {
-  const config = await loadCliConfig(def);
+  if (argv.length === 1 && argv[0] === '--version') {
+    process.stdout.write(`${versionLine()}\n`);
+    return 0;
+  }
+  const [config, { flush, handle, run }] = await Promise.all([loadCliConfig(def), import('@oclif/core')]);
   try {
     await run(argv, config);
     await flush();

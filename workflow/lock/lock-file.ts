@@ -15,6 +15,9 @@ import { canonicalStringify } from './canonical-json.ts';
 import { CompileErrorCode } from '../compile/compile-scope.ts';
 import { declaresApproval, isOrganizationWide } from '../compile/lock-entry.ts';
 
+/** The lock's file name inside `.svc/`. */
+export const LOCK_FILE_NAME = 'svc.lock.json';
+
 const lockCheck = compileSchema(Lock);
 
 export interface BuildLockOptions {

@@ -155,3 +155,43 @@ t.test('event argument grammar', async (t) => {
     t.throws(() => parseEventSpec(bad), { code: 'SVC_ERR_CLI_USAGE' }, JSON.stringify(bad));
   }
 });
+
+t.test('a lock compiled from the same .svc/ tree is used as it is; any change under .svc/ compiles again', async (t) => {
+  const { compileWorkflows } = await import('../../../cli/compiler/compile.ts');
+  const { readFreshLock } = await import('../../../cli/preview/fresh-lock.ts');
+  const dir = repository(t);
+  t.equal(await readFreshLock(dir), undefined, 'no lock yet');
+  const inMemory = await previewEvent({ cwd: dir, event: 'push' });
+  const compiled = await compileWorkflows({ repoRoot: dir, mode: 'write' });
+  const fresh = await readFreshLock(dir);
+  t.ok(fresh, 'the lock just written is fresh');
+  t.equal(fresh?.lock.contentHash, compiled.lock.contentHash);
+  const fromLock = await previewEvent({ cwd: dir, event: 'push' });
+  t.same(names(fromLock), names(inMemory), 'the committed lock and a compile in memory agree');
+  t.same(fromLock.matched.map((m) => m.jobs), inMemory.matched.map((m) => m.jobs));
+
+  // An uncompiled edit to a workflow: the lock is stale, and preview shows the edit.
+  writeFiles(dir, { '.svc/workflows/docs.ts': workflowFile('docs', "push({ branches: ['nowhere'] })") });
+  t.equal(await readFreshLock(dir), undefined, 'an edited workflow makes the lock stale');
+  t.ok((await previewEvent({ cwd: dir, event: 'push' })).unmatched.some((u) => u.workflow === 'docs'), 'the edit shows');
+  await compileWorkflows({ repoRoot: dir, mode: 'write' });
+  t.ok(await readFreshLock(dir), 'fresh again after compiling');
+
+  // A new file anywhere under .svc/ (a helper a workflow may import) changes the tree digest.
+  writeFiles(dir, { '.svc/lib/helper.ts': 'export const x = 1;\n' });
+  t.equal(await readFreshLock(dir), undefined, 'a new helper file makes the lock stale');
+  await compileWorkflows({ repoRoot: dir, mode: 'write' });
+
+  // A lock edited by hand, or written by another compile schema, is never trusted.
+  const { readFileSync, writeFileSync } = await import('node:fs');
+  const lockPath = path.join(dir, '.svc', 'svc.lock.json');
+  const text = readFileSync(lockPath, 'utf8');
+  writeFileSync(lockPath, text.replace('"main"', '"mainline"'));
+  t.equal(await readFreshLock(dir), undefined, 'a hand-edited lock is not used');
+  const { computeLockContentHash } = await import('../../../workflow/lock/lock-file.ts');
+  const older = JSON.parse(text) as { contentHash: string; workflows: { compileSchemaVersion: number }[] };
+  for (const w of older.workflows) w.compileSchemaVersion -= 1;
+  older.contentHash = computeLockContentHash(older as never);
+  writeFileSync(lockPath, JSON.stringify(older));
+  t.equal(await readFreshLock(dir), undefined, 'a lock of an older compile schema is not used');
+});

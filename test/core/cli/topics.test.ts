@@ -2,7 +2,7 @@
 // subcommand's text as the topic's (`svc runs` read "Print the log lines of a run…").
 import t from 'tap';
 import { CLI_DEFINITIONS } from '../../../core/cli/definitions.ts';
-import { loadCliConfig } from '../../../core/cli/run-oclif.ts';
+import { loadCliConfig, versionLine } from '../../../core/cli/run-oclif.ts';
 
 for (const def of CLI_DEFINITIONS) {
   t.test(`${def.bin}: every topic is described for itself`, async (t) => {
@@ -22,3 +22,10 @@ for (const def of CLI_DEFINITIONS) {
     for (const name of Object.keys(def.topics)) t.ok(topicNames.has(name), `declared topic "${name}" has commands`);
   });
 }
+
+t.test('--version, answered before oclif loads, is the line oclif itself would print', async (t) => {
+  for (const def of CLI_DEFINITIONS) {
+    const config = await loadCliConfig(def);
+    t.equal(versionLine(), config.userAgent, `${def.bin} --version`);
+  }
+});
