@@ -9,6 +9,7 @@ export const PLATFORM_ERROR_CODES = {
   // HTTP
   SVC_ERR_HTTP_BAD_REQUEST: { kind: 'input', message: 'bad request: {reason}' },
   SVC_ERR_HTTP_BODY_TOO_LARGE: { kind: 'input', message: 'request body of {bytes} bytes is larger than the limit of {limit} bytes' },
+  SVC_ERR_HTTP_HEADERS_TOO_LARGE: { kind: 'input', message: 'request headers are larger than the server accepts ({limit} in all); send large values in the body' },
   SVC_ERR_HTTP_INVALID_BODY: { kind: 'input', message: 'request body does not match its schema: {issues}' },
   SVC_ERR_HTTP_INVALID_HEADERS: { kind: 'input', message: 'headers do not match their schema: {issues}' },
   SVC_ERR_HTTP_INVALID_PARAMS: { kind: 'input', message: 'path parameters do not match their schema: {issues}' },
@@ -17,6 +18,7 @@ export const PLATFORM_ERROR_CODES = {
   SVC_ERR_HTTP_MALFORMED_JSON: { kind: 'input', message: 'request body is not valid JSON: {reason}' },
   SVC_ERR_HTTP_METHOD_NOT_ALLOWED: { kind: 'input', message: 'method {method} is not allowed for {path}' },
   SVC_ERR_HTTP_NOT_FOUND: { kind: 'not_found', message: 'no route or WebSocket endpoint for {method} {path}' },
+  SVC_ERR_HTTP_REQUEST_TIMEOUT: { kind: 'input', message: "the request did not arrive in full within the server's request timeout" },
   SVC_ERR_HTTP_UNSUPPORTED_MEDIA_TYPE: { kind: 'input', message: 'unsupported content type' },
   // PROTOCOL
   SVC_ERR_PROTOCOL_ALREADY_REGISTERED: { kind: 'conflict', message: 'this connection is already registered' },

@@ -10,6 +10,7 @@ import { ErrorResponse } from '../../../schemas/http/error.ts';
 import { UnavailableError, messageOf } from '../../../core/errors.ts';
 import { LOG_REDACTED, isRedactedKey, type Logger } from '../../../core/logging.ts';
 import type { SvcMetrics } from '../metrics.ts';
+import { lingeringClientErrorHandler } from './client-error.ts';
 import { mapError } from './error-mapping.ts';
 import { installRequestMetrics } from './request-metrics.ts';
 import { svcValidatorCompiler } from './validator.ts';
@@ -112,6 +113,7 @@ export function createHttpServer(options: CreateHttpServerOptions): SvcHttpServe
     genReqId: requestIdOf,
     // Compare paths exactly; a trailing slash is a different route.
     routerOptions: { ignoreTrailingSlash: false },
+    clientErrorHandler: lingeringClientErrorHandler(logger),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(svcValidatorCompiler);
