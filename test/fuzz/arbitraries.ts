@@ -1,0 +1,93 @@
+// Generators shared by the fuzz suites (fast-check): what a hostile or broken sender can put in a
+// webhook request — header sets of known and unknown names with any printable value, bodies of
+// random bytes, text, JSON, or a real payload with fields replaced by values of the wrong type.
+// Values stay within what an HTTP client can send at all (no CR/LF in header values): what the
+// wire itself forbids is the parser's business, covered by test/kernel/services/http/client-error.
+import fc from 'fast-check';
+import { errorCodeEntry } from '../../core/error-codes.ts';
+
+/** How many generated cases each property runs: SVC_FUZZ_RUNS, or the suite's default. */
+export function fuzzRuns(defaultRuns: number): number {
+  const fromEnv = Number(process.env['SVC_FUZZ_RUNS']);
+  return Number.isSafeInteger(fromEnv) && fromEnv > 0 ? fromEnv : defaultRuns;
+}
+
+const printable = fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c));
+export const headerValue = fc.oneof(
+  fc.string({ unit: printable, maxLength: 120 }),
+  fc.constantFrom('', ' ', 'sha256=', 'sha256=' + '0'.repeat(64), 'Bearer ', 'application/json; charset=utf-16', 'gzip', '\t'),
+);
+const headerName = fc.oneof(
+  fc.constantFrom(
+    'content-type',
+    'content-encoding',
+    'x-hub-signature-256',
+    'x-hub-signature',
+    'x-github-event',
+    'x-github-delivery',
+    'x-github-hook-installation-target-id',
+    'x-provider-event',
+    'x-provider-delivery',
+    'x-provider-hook-installation-target-id',
+    'x-request-id',
+    'idempotency-key',
+    'x-delivery-id',
+    'authorization',
+    'x-forwarded-for',
+    'user-agent',
+  ),
+  fc.stringMatching(/^x-[a-z0-9-]{1,24}$/),
+);
+export const headerSet = fc.dictionary(headerName, headerValue, { maxKeys: 8 });
+
+/** A JSON value without the lone surrogates JSON.stringify would still write. */
+const jsonValue = fc.jsonValue({ maxDepth: 4 });
+
+/** `base` with some top-level fields replaced, removed or added (wrong types included). */
+export function mutatedObject(base: Record<string, unknown>): fc.Arbitrary<Record<string, unknown>> {
+  const keys = Object.keys(base);
+  return fc
+    .record({
+      replace: fc.dictionary(fc.constantFrom(...keys), jsonValue, { maxKeys: 4 }),
+      remove: fc.subarray(keys, { maxLength: 3 }),
+      add: fc.dictionary(fc.string({ maxLength: 12 }), jsonValue, { maxKeys: 2 }),
+    })
+    .map(({ replace, remove, add }) => {
+      const out: Record<string, unknown> = { ...base, ...add, ...replace };
+      for (const k of remove) delete out[k];
+      return out;
+    });
+}
+
+export function bodyOf(payload: Record<string, unknown>): fc.Arbitrary<Buffer> {
+  return fc.oneof(
+    { weight: 2, arbitrary: fc.uint8Array({ maxLength: 2_048 }).map((b) => Buffer.from(b)) },
+    { weight: 2, arbitrary: fc.string({ maxLength: 1_024 }).map((s) => Buffer.from(s, 'utf8')) },
+    { weight: 2, arbitrary: jsonValue.map((v) => Buffer.from(JSON.stringify(v) ?? 'null')) },
+    { weight: 4, arbitrary: mutatedObject(payload).map((v) => Buffer.from(JSON.stringify(v))) },
+    { weight: 1, arbitrary: fc.constantFrom(Buffer.alloc(0), Buffer.from('{'), Buffer.from('{"a":'.repeat(2_000)), Buffer.from('[]'), Buffer.from('null')) },
+  );
+}
+
+/** The answer's shape: 2xx with a status word, or a refusal with a catalogued code. */
+export function answerProblem(status: number, text: string, allowed: ReadonlySet<number>): string | undefined {
+  if (!allowed.has(status)) return `status ${status} is not one the spec allows here`;
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return `status ${status} with a body that is not JSON: ${text.slice(0, 80)}`;
+  }
+  if (status < 300) return typeof (body as { status?: unknown }).status === 'string' ? undefined : `2xx without a status word: ${text.slice(0, 80)}`;
+  const code = (body as { error?: { code?: unknown } }).error?.code;
+  if (typeof code !== 'string' || errorCodeEntry(code) === undefined) return `status ${status} without a catalogued error code: ${text.slice(0, 120)}`;
+  return undefined;
+}
+
+export function tally(counts: Map<string, number>, key: string): void {
+  counts.set(key, (counts.get(key) ?? 0) + 1);
+}
+
+export function describeTally(counts: Map<string, number>): string {
+  return [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k}: ${v}`).join(', ');
+}
