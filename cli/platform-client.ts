@@ -127,14 +127,14 @@ export async function platformSettings(env: NodeJS.ProcessEnv = process.env): Pr
   const token = pick('SVC_TOKEN', file.token);
   const org = pick('SVC_ORG', file.org);
   if (token === undefined || platformUrl === undefined) {
-    throw new AuthenticationError('SVC_ERR_CLI_NOT_LOGGED_IN', 'not logged in: run "svc login --token <PAT> --platform-url <url>" (or set SVC_PLATFORM_URL and SVC_TOKEN)');
+    throw new AuthenticationError('SVC_ERR_CLI_NOT_LOGGED_IN', 'not logged in: run "svc login --platform-url <url>" (or "svc login --token <PAT>", or set SVC_PLATFORM_URL and SVC_TOKEN)');
   }
   if (org === undefined) throw new InputError('SVC_ERR_CLI_NO_ORG', 'no org chosen: run "svc org use <org>" (or set SVC_ORG)');
   return { platformUrl: checkPlatformUrl(platformUrl), org: checkOrg(org), token };
 }
 
 function errorFor(status: number, code: ErrorCode, message: string, retryAfter: string | null): SvcError {
-  if (status === 401) return new AuthenticationError(code, `${message} (run "svc login --token <PAT>" with a valid token)`);
+  if (status === 401) return new AuthenticationError(code, `${message} (run "svc login" again, or "svc login --token <PAT>" with a valid token)`);
   if (status === 403) return new NotAllowedError(code, message);
   if (status === 404) return new NotFoundError(code, message);
   if (status === 429) return new RateLimitedError(code, message, retryAfterSeconds(retryAfter));

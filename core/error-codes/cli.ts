@@ -33,7 +33,7 @@ export const CLI_ERROR_CODES = {
   },
   SVC_ERR_CLI_NOT_LOGGED_IN: {
     kind: 'authentication',
-    message: 'not logged in: run "svc login --token <PAT> --platform-url <url>" (or set SVC_PLATFORM_URL and SVC_TOKEN)',
+    message: 'not logged in: run "svc login --platform-url <url>" (or "svc login --token <PAT>", or set SVC_PLATFORM_URL and SVC_TOKEN)',
   },
   SVC_ERR_CLI_NO_ORG: { kind: 'input', message: 'no org chosen: run "svc org use <org>" (or set SVC_ORG)' },
   SVC_ERR_CLI_ORCHESTRATOR_UNREACHABLE: { kind: 'unavailable', message: 'could not reach {issuer}/v1/verify-attestation: {reason}' },

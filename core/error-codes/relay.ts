@@ -7,7 +7,7 @@ export const RELAY_ERROR_CODES = {
   // RELAY
   SVC_ERR_RELAY_AUTH_INVALID: {
     kind: 'authentication',
-    message: 'the token is not valid (revoked, rotated or mistyped); ask an operator for a new one ("svc-admin relay pat create")',
+    message: 'the token is not valid (revoked, expired, rotated or mistyped); log in again ("svc login") or ask an operator for a new one ("svc-admin relay pat create")',
   },
   SVC_ERR_RELAY_AUTH_MISSING: {
     kind: 'authentication',

@@ -50,7 +50,7 @@ export async function identify(db: DatabasePool, request: FastifyRequest): Promi
     const orgId = await orgForToken(db, token);
     if (orgId !== undefined) return { kind: 'platform', orgId, actor: 'platform-token', via: 'bearer' };
   }
-  throw new AuthenticationError('SVC_ERR_RELAY_AUTH_INVALID', 'the token is not valid (revoked, rotated or mistyped); ask an operator for a new one ("svc-admin relay pat create")');
+  throw new AuthenticationError('SVC_ERR_RELAY_AUTH_INVALID', 'the token is not valid (revoked, expired, rotated or mistyped); log in again ("svc login") or ask an operator for a new one ("svc-admin relay pat create")');
 }
 
 /** The caller, who must belong to `orgId`. */

@@ -7,11 +7,10 @@
 // The only value of any secrecy on the page is the user code the person is confirming; the CSRF
 // token is derived one-way from the session (kernel/relay/sessions/store.ts).
 import type { Logger } from 'pino';
-import { AuthenticationError, InputError } from '../../../core/errors.ts';
+import { AuthenticationError, InputError, RateLimitedError } from '../../../core/errors.ts';
 import type { DatabasePool } from '../../services/db/index.ts';
 import type { SvcHttpServer } from '../../services/http/index.ts';
 import { TokenBuckets } from '../../webhook/rate-limiter.ts';
-import { RateLimitedError } from '../../../core/errors.ts';
 import { checkCsrf, csrfTokenFor, formField, html, sendErrorPage, sendPage, sessionCookieOf, sessionFor, type Html, type Session } from '../sessions/index.ts';
 import { decideUserCode, normalizeUserCode } from './store.ts';
 

@@ -20,8 +20,11 @@ import { createDeviceCode, pollDeviceCode, type PollOutcome } from './store.ts';
 export const DEVICE_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:device_code';
 /** New code pairs per client address and minute (burst as large). */
 export const DEVICE_CODES_PER_IP_RPM = 10;
-/** Token polls per client address and minute, whatever the codes (slow_down governs each code). */
-export const DEVICE_POLLS_PER_IP_RPM = 120;
+/**
+ * Token polls per client address and minute, whatever the codes (slow_down governs each code):
+ * room for 50 logins at once behind one NAT at the default 5 s interval.
+ */
+export const DEVICE_POLLS_PER_IP_RPM = 600;
 
 export interface DeviceRouteOptions {
   db: DatabasePool;

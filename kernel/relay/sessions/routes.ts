@@ -71,6 +71,8 @@ export function registerSessionRoutes(scope: SvcHttpServer, options: { db: Datab
       if (pat === undefined) {
         throw new AuthenticationError('SVC_ERR_RELAY_SIGNIN_INVALID', 'that is not a valid personal access token (revoked, expired or mistyped); paste a "svcpat_…" token');
       }
+      // A browser signing in again leaves no second live session behind.
+      await closeSession(db, sessionCookieOf(request));
       const session = await openSession(db, pat.id);
       setSessionCookie(reply, request, session.value, SESSION_TTL_SECONDS);
       logger.info({ orgId: pat.orgId, user: pat.user, patId: pat.id }, 'browser signed in');

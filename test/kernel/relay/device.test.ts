@@ -52,8 +52,12 @@ await eachDatabase(t, async (t, db) => {
     t.match(proxied.headers.get('set-cookie'), /; Secure$/);
     t.equal(proxied.headers.get('location'), '/device', 'a missing next goes to /device');
 
+    const firstCookie = browser.cookie!;
     const outside = await browser.post('/signin', { token: alice.token, next: '//evil.example/x' });
     t.equal(outside.location, '/device', 'next is a local path only');
+    t.not(browser.cookie, firstCookie, 'signing in again gives a new session');
+    const old = await fetch(`${url}/device`, { redirect: 'manual', headers: { cookie: firstCookie } });
+    t.equal(old.status, 303, '… and ends the one the browser had');
   });
 
   await t.test('sign-in refusals store nothing', async (t) => {
