@@ -76,7 +76,8 @@ export function registerDevicePage(scope: SvcHttpServer, options: { db: Database
           : html`<h1>Denied</h1><p role="status">The login was refused; the terminal that asked gets no token.</p>`;
       return sendPage(reply, 200, decision === 'approve' ? 'Approved' : 'Denied', body);
     } catch (error) {
-      return sendErrorPage(reply, request, logger, error, 'Approve svc login', html`<p><a href="/device">Back</a> · <a href="/signin?next=%2Fdevice">Sign in</a></p>`);
+      const links = html`<p><a href="/device">Back</a> · <a href="/signin?next=%2Fdevice">Sign in</a></p>`;
+      return sendErrorPage(reply, request, logger, error, 'Approve svc login', (problem) => html`<h1>Approve svc login</h1>\n${problem}\n${links}`);
     }
   });
 }

@@ -31,15 +31,24 @@ export function formField(request: FastifyRequest, name: string): string | undef
   return typeof value === 'string' ? value : undefined;
 }
 
-/** A refusal as a page: the status and code of the one HTTP mapping, the message for people. */
-export function sendErrorPage(reply: FastifyReply, request: FastifyRequest, logger: Logger, error: unknown, title: string, extra: Html = html``): FastifyReply {
+/**
+ * A refusal as a page: the status and code of the one HTTP mapping, the message for people;
+ * `render` places the message (default: a heading, the message, `extra`).
+ */
+export function sendErrorPage(
+  reply: FastifyReply,
+  request: FastifyRequest,
+  logger: Logger,
+  error: unknown,
+  title: string,
+  render: (problem: Html) => Html = (problem) => html`<h1>${title}</h1>\n${problem}`,
+): FastifyReply {
   const mapped = mapError(error, { requestId: request.id });
   if (mapped.internal) logger.error({ err: error }, 'relay page failed');
   else if (isSvcError(error)) logger.info({ code: error.code, status: mapped.status }, error.message);
   for (const [name, value] of Object.entries(mapped.headers)) void reply.header(name, value);
-  return sendPage(reply, mapped.status, title, html`<h1>${title}</h1>
-<p class="error" role="alert">${mapped.body.error.message} <span class="note">(${mapped.body.error.code})</span></p>
-${extra}`);
+  const problem = html`<p class="error" role="alert">${mapped.body.error.message} <span class="note">(${mapped.body.error.code})</span></p>`;
+  return sendPage(reply, mapped.status, title, render(problem));
 }
 
 function signInForm(next: string, problem?: Html): Html {
@@ -78,7 +87,7 @@ export function registerSessionRoutes(scope: SvcHttpServer, options: { db: Datab
       logger.info({ orgId: pat.orgId, user: pat.user, patId: pat.id }, 'browser signed in');
       return reply.code(303).header('location', next).header('cache-control', 'no-store').send();
     } catch (error) {
-      return sendErrorPage(reply, request, logger, error, 'Sign in', signInForm(next));
+      return sendErrorPage(reply, request, logger, error, 'Sign in', (problem) => signInForm(next, problem));
     }
   });
 
