@@ -10,6 +10,7 @@ import { Type, type Static } from 'typebox';
 import { ApprovalResult, RunArtifact, RunArtifactChunk, RunLogsPage, RunView } from '../schemas/wire/relay.ts';
 import type { ApprovalDecisionBody } from '../schemas/http/approvals.ts';
 import { RunList, type RunStatus } from '../schemas/http/run-index.ts';
+import { PatCreated, PatList, PatRevoked, type PatCreateBody } from '../schemas/http/pats.ts';
 import { compileSchema, formatIssues } from '../schemas/validate.ts';
 import {
   AuthenticationError,
@@ -43,6 +44,9 @@ const checkRunList = compileSchema(RunList);
 const checkArtifacts = compileSchema(Type.Object({ artifacts: Type.Array(RunArtifact) }));
 const checkChunk = compileSchema(RunArtifactChunk);
 const checkApproval = compileSchema(ApprovalResult);
+const checkPatCreated = compileSchema(PatCreated);
+const checkPatList = compileSchema(PatList);
+const checkPatRevoked = compileSchema(PatRevoked);
 const checkWhoami = compileSchema(Type.Object({ orgId: Type.String(), kind: Type.String(), user: Type.Optional(Type.String()) }));
 
 export const ORG_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
@@ -123,14 +127,14 @@ export async function platformSettings(env: NodeJS.ProcessEnv = process.env): Pr
   const token = pick('SVC_TOKEN', file.token);
   const org = pick('SVC_ORG', file.org);
   if (token === undefined || platformUrl === undefined) {
-    throw new AuthenticationError('SVC_ERR_CLI_NOT_LOGGED_IN', 'not logged in: run "svc login --token <PAT> --platform-url <url>" (or set SVC_PLATFORM_URL and SVC_TOKEN)');
+    throw new AuthenticationError('SVC_ERR_CLI_NOT_LOGGED_IN', 'not logged in: run "svc login --platform-url <url>" (or "svc login --token <PAT>", or set SVC_PLATFORM_URL and SVC_TOKEN)');
   }
   if (org === undefined) throw new InputError('SVC_ERR_CLI_NO_ORG', 'no org chosen: run "svc org use <org>" (or set SVC_ORG)');
   return { platformUrl: checkPlatformUrl(platformUrl), org: checkOrg(org), token };
 }
 
 function errorFor(status: number, code: ErrorCode, message: string, retryAfter: string | null): SvcError {
-  if (status === 401) return new AuthenticationError(code, `${message} (run "svc login --token <PAT>" with a valid token)`);
+  if (status === 401) return new AuthenticationError(code, `${message} (run "svc login" again, or "svc login --token <PAT>" with a valid token)`);
   if (status === 403) return new NotAllowedError(code, message);
   if (status === 404) return new NotFoundError(code, message);
   if (status === 429) return new RateLimitedError(code, message, retryAfterSeconds(retryAfter));
@@ -169,7 +173,7 @@ export class PlatformClient {
     return this.#request('POST', path, body);
   }
 
-  async #request(method: 'GET' | 'POST', path: string, body?: unknown): Promise<unknown> {
+  async #request(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<unknown> {
     const url = `${this.platformUrl}${path}`;
     const headers: Record<string, string> = { authorization: `Bearer ${this.#token}`, accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
@@ -213,6 +217,21 @@ export class PlatformClient {
 
   async whoami(): Promise<Static<typeof checkWhoami.schema>> {
     return this.#checked(checkWhoami, await this.#get('/v1/whoami'), 'identity answer');
+  }
+
+  /** The caller's own personal access tokens (`svc pat list`); never their values. */
+  async listPats(): Promise<PatList> {
+    return this.#checked(checkPatList, await this.#get('/v1/pats'), 'token list');
+  }
+
+  /** A new token of the caller's user and org; its value is in this answer only (`svc pat create`). */
+  async createPat(body: PatCreateBody): Promise<PatCreated> {
+    return this.#checked(checkPatCreated, await this.#post('/v1/pats', body), 'new token');
+  }
+
+  /** Revokes one of the caller's own tokens (`svc pat revoke`). */
+  async revokePat(id: string): Promise<PatRevoked> {
+    return this.#checked(checkPatRevoked, await this.#request('DELETE', `/v1/pats/${encodeURIComponent(id)}`), 'revocation answer');
   }
 
   async showRun(runId: string): Promise<RunView> {

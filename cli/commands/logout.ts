@@ -15,7 +15,7 @@ export default class Logout extends SvcCommand {
     }
     const { token: _token, ...rest } = existing;
     await writePlatformConfig(rest);
-    if (!this.jsonEnabled()) this.log(`logged out: token removed from ${path} (revoke it with "svc-admin relay pat revoke" if it leaked)`);
+    if (!this.jsonEnabled()) this.log(`logged out: token removed from ${path} (the token itself stays valid: if it leaked, revoke it with "svc pat revoke <id>" from another login, or ask an operator)`);
     return { loggedOut: true, configPath: path };
   }
 }

@@ -19,7 +19,9 @@ export const CLI_ERROR_CODES = {
   SVC_ERR_CLI_CONFIG_INVALID: { kind: 'input', message: '{path} is not valid JSON ({reason}); fix it or remove it and run "svc login" again' },
   SVC_ERR_CLI_CONFIG_UNREADABLE: { kind: 'input', message: 'cannot read {path}: {reason}' },
   SVC_ERR_CLI_FILE: { kind: 'input', message: 'could not read artifact {path}: {reason}' },
-  SVC_ERR_CLI_LOGIN_NO_BROWSER: { kind: 'unavailable', message: 'the browser login flow is not available; pass --token' },
+  SVC_ERR_CLI_LOGIN_DENIED: { kind: 'not_allowed', message: 'the login was denied in the browser; nothing was stored' },
+  SVC_ERR_CLI_LOGIN_DEVICE_UNAVAILABLE: { kind: 'unavailable', message: 'the Platform at {platformUrl} did not start a device login: {reason}' },
+  SVC_ERR_CLI_LOGIN_EXPIRED: { kind: 'authentication', message: 'the code expired or was already used before this login completed; run "svc login" again' },
   SVC_ERR_CLI_LOGIN_WRONG_ORG: {
     kind: 'not_allowed',
     message: 'this token belongs to org {orgId}, not {org}; log in with a token of {org} or leave out --org',
@@ -31,7 +33,7 @@ export const CLI_ERROR_CODES = {
   },
   SVC_ERR_CLI_NOT_LOGGED_IN: {
     kind: 'authentication',
-    message: 'not logged in: run "svc login --token <PAT> --platform-url <url>" (or set SVC_PLATFORM_URL and SVC_TOKEN)',
+    message: 'not logged in: run "svc login --platform-url <url>" (or "svc login --token <PAT>", or set SVC_PLATFORM_URL and SVC_TOKEN)',
   },
   SVC_ERR_CLI_NO_ORG: { kind: 'input', message: 'no org chosen: run "svc org use <org>" (or set SVC_ORG)' },
   SVC_ERR_CLI_ORCHESTRATOR_UNREACHABLE: { kind: 'unavailable', message: 'could not reach {issuer}/v1/verify-attestation: {reason}' },

@@ -14,12 +14,15 @@ import { createMetrics, type SvcMetrics } from '../services/metrics.ts';
 import { BufferStore } from './buffer-store.ts';
 import { createDashboard } from './dashboard/index.ts';
 import { DedupWindow } from './dedup-window.ts';
+import { registerDeviceApiRoutes, registerDevicePage } from './device/index.ts';
 import { registerIngestRoutes } from './ingest-routes.ts';
 import { OrchestratorEndpoint } from './orchestrator-endpoint.ts';
 import { OrchestratorPool } from './orchestrator-pool.ts';
+import { registerPatRoutes } from './pats/routes.ts';
 import { relayMetrics } from './relay-metrics.ts';
 import { Replayer } from './replay.ts';
 import { NegativeCache, RoutingTable } from './routing-table.ts';
+import { acceptForms, registerSessionRoutes, registerStylesheet } from './sessions/index.ts';
 
 export const RELAY_MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 export const RELAY_MIGRATIONS_TABLE = 'relay_migrations';
@@ -52,6 +55,9 @@ export interface StartRelayOptions {
   shedRetryAfterSeconds?: number;
   /** How long a dashboard/CLI request waits for the orchestrator's answer. */
   dashboardTimeoutMs?: number;
+  /** Device login: least seconds between polls (RFC 8628 `interval`) and code lifetime. */
+  deviceIntervalSeconds?: number;
+  deviceCodeTtlSeconds?: number;
 }
 
 export interface Relay {
@@ -166,6 +172,20 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Relay
       shedRetryAfterSeconds: options.shedRetryAfterSeconds ?? 10,
     });
     dashboard.register(http); // dashboard actions + CLI run routes (kernel/relay/dashboard)
+    // Browser sign-in, device login and self-service tokens; forms are parsed in this scope only.
+    void http.register(async (scope) => {
+      acceptForms(scope);
+      registerStylesheet(scope);
+      registerSessionRoutes(scope, { db: database.pool, logger });
+      registerDevicePage(scope, { db: database.pool, logger });
+      registerDeviceApiRoutes(scope, {
+        db: database.pool,
+        logger,
+        ...(options.deviceIntervalSeconds !== undefined ? { intervalSeconds: options.deviceIntervalSeconds } : {}),
+        ...(options.deviceCodeTtlSeconds !== undefined ? { ttlSeconds: options.deviceCodeTtlSeconds } : {}),
+      });
+      registerPatRoutes(scope, { db: database.pool, logger });
+    });
     // Runs before the database closes and after the sockets: in-flight webhooks still get buffered.
     stops.push(async () => {
       // In-flight webhooks finish within the total budget; past it, cut what is left.

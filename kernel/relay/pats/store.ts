@@ -21,6 +21,7 @@ export interface CreatedPat {
   /** Shown once; only its SHA-256 is stored. */
   token: string;
   createdAt: string;
+  expiresAt: string | null;
 }
 
 export interface PatSummary {
@@ -31,6 +32,7 @@ export interface PatSummary {
   createdAt: string;
   lastUsedAt: string | null;
   revokedAt: string | null;
+  expiresAt: string | null;
 }
 
 export interface PatIdentity {
@@ -55,20 +57,33 @@ function checkPatId(id: string): string {
   return id.toLowerCase();
 }
 
-const IdRow = Type.Object({ created_at: Type.Number() });
+const IdRow = Type.Object({ created_at: Type.Number(), expires_at: Type.Union([Type.Number(), Type.Null()]) });
 
-export async function createPat(pool: DatabasePool, orgId: string, user: string, name = ''): Promise<CreatedPat> {
+/** A self-minted token lives at most this many days (`svc pat create --expires-in`). */
+export const MAX_PAT_EXPIRY_DAYS = 366;
+
+export function checkExpiryDays(days: number | undefined): number | undefined {
+  if (days === undefined) return undefined;
+  if (!Number.isInteger(days) || days < 1 || days > MAX_PAT_EXPIRY_DAYS) {
+    throw new InputError('SVC_ERR_RELAY_PAT_EXPIRY_INVALID', `the expiry must be a whole number of days from 1 to ${MAX_PAT_EXPIRY_DAYS}; got ${String(days).slice(0, 40)}`);
+  }
+  return days;
+}
+
+export async function createPat(pool: DatabasePool, orgId: string, user: string, name = '', options: { expiresInDays?: number } = {}): Promise<CreatedPat> {
   checkOrgId(orgId);
   checkUser(user);
   if (typeof name !== 'string' || name.length > 200 || /[\x00-\x1f\x7f]/.test(name)) throw new InputError('SVC_ERR_RELAY_PAT_NAME_INVALID', 'the token name must be at most 200 characters without control characters');
+  const days = checkExpiryDays(options.expiresInDays);
   const id = randomUUID();
   const token = PAT_PREFIX + randomBytes(32).toString('base64url');
+  const expires = days === undefined ? sql.fragment`null` : sql.fragment`now() + make_interval(days => ${days})`;
   const row = await pool.maybeOne(sqlTyped(IdRow)`
-    insert into relay_pats (id, org_id, user_name, name, token_sha256)
-    select ${id}, org_id, ${user}, ${name}, ${sql.binary(hashPat(token))} from relay_orgs where org_id = ${orgId}
-    returning created_at`);
+    insert into relay_pats (id, org_id, user_name, name, token_sha256, expires_at)
+    select ${id}, org_id, ${user}, ${name}, ${sql.binary(hashPat(token))}, ${expires} from relay_orgs where org_id = ${orgId}
+    returning created_at, expires_at`);
   if (row === null) throw new NotFoundError('SVC_ERR_RELAY_ORG_NOT_FOUND', `org "${orgId}" does not exist; create it with "relay org create ${orgId}"`);
-  return { id, orgId, user, name, token, createdAt: new Date(row.created_at).toISOString() };
+  return { id, orgId, user, name, token, createdAt: new Date(row.created_at).toISOString(), expiresAt: iso(row.expires_at) };
 }
 
 const SummaryRow = Type.Object({
@@ -79,26 +94,47 @@ const SummaryRow = Type.Object({
   created_at: Type.Number(),
   last_used_at: Type.Union([Type.Number(), Type.Null()]),
   revoked_at: Type.Union([Type.Number(), Type.Null()]),
+  expires_at: Type.Union([Type.Number(), Type.Null()]),
 });
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
-
-export async function listPats(pool: DatabasePool, orgId?: string): Promise<PatSummary[]> {
-  if (orgId !== undefined) checkOrgId(orgId);
-  const rows = await pool.any(sqlTyped(SummaryRow)`
-    select id::text as id, org_id, user_name, name, created_at, last_used_at, revoked_at from relay_pats
-    ${orgId === undefined ? sql.fragment`` : sql.fragment`where org_id = ${orgId}`}
-    order by org_id, created_at, id`);
-  return rows.map((r) => ({ id: r.id, orgId: r.org_id, user: r.user_name, name: r.name, createdAt: iso(r.created_at)!, lastUsedAt: iso(r.last_used_at), revokedAt: iso(r.revoked_at) }));
+function iso(ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString();
 }
 
-/** Revokes a token; revoking a revoked token changes nothing and says so. */
-export async function revokePat(pool: DatabasePool, id: string): Promise<{ id: string; alreadyRevoked: boolean }> {
+/** Every token (of one org, or of one user of one org). */
+export async function listPats(pool: DatabasePool, orgId?: string, user?: string): Promise<PatSummary[]> {
+  if (orgId !== undefined) checkOrgId(orgId);
+  const where =
+    orgId === undefined ? sql.fragment`` : user === undefined ? sql.fragment`where org_id = ${orgId}` : sql.fragment`where org_id = ${orgId} and user_name = ${user}`;
+  const rows = await pool.any(sqlTyped(SummaryRow)`
+    select id::text as id, org_id, user_name, name, created_at, last_used_at, revoked_at, expires_at from relay_pats
+    ${where}
+    order by org_id, created_at, id`);
+  return rows.map((r) => ({
+    id: r.id,
+    orgId: r.org_id,
+    user: r.user_name,
+    name: r.name,
+    createdAt: iso(r.created_at)!,
+    lastUsedAt: iso(r.last_used_at),
+    revokedAt: iso(r.revoked_at),
+    expiresAt: iso(r.expires_at),
+  }));
+}
+
+/**
+ * Revokes a token; revoking a revoked token changes nothing and says so. With `owner`, only a
+ * token of that org and user: another's is "not found" (its id is not confirmed to exist).
+ */
+export async function revokePat(pool: DatabasePool, id: string, owner?: { orgId: string; user: string }): Promise<{ id: string; alreadyRevoked: boolean }> {
   const patId = checkPatId(id);
-  const updated = await pool.query(sql.unsafe`update relay_pats set revoked_at = now() where id = ${patId} and revoked_at is null`);
+  const mine = owner === undefined ? sql.fragment`` : sql.fragment`and org_id = ${owner.orgId} and user_name = ${owner.user}`;
+  const updated = await pool.query(sql.unsafe`update relay_pats set revoked_at = now() where id = ${patId} and revoked_at is null ${mine}`);
   if (updated.rowCount > 0) return { id: patId, alreadyRevoked: false };
-  const exists = await pool.maybeOne(sql.unsafe`select 1 as one from relay_pats where id = ${patId}`);
-  if (exists === null) throw new NotFoundError('SVC_ERR_RELAY_PAT_NOT_FOUND', `no token ${patId}; list them with "relay pat list"`);
+  const exists = await pool.maybeOne(sql.unsafe`select 1 as one from relay_pats where id = ${patId} ${mine}`);
+  if (exists === null) {
+    throw new NotFoundError('SVC_ERR_RELAY_PAT_NOT_FOUND', owner === undefined ? `no token ${patId}; list them with "relay pat list"` : `no token ${patId} of yours; list them with "svc pat list"`);
+  }
   return { id: patId, alreadyRevoked: true };
 }
 
@@ -110,7 +146,7 @@ export async function patForToken(pool: DatabasePool, token: string): Promise<Pa
   const row = await pool.maybeOne(sqlTyped(IdentityRow)`
     select id::text as id, org_id, user_name,
       (last_used_at is null or last_used_at < now() - make_interval(secs => ${LAST_USED_RESOLUTION_SECONDS})) as stale
-    from relay_pats where token_sha256 = ${sql.binary(hashPat(token))} and revoked_at is null`);
+    from relay_pats where token_sha256 = ${sql.binary(hashPat(token))} and revoked_at is null and (expires_at is null or expires_at > now())`);
   if (row === null) return undefined;
   if (row.stale) await pool.query(sql.unsafe`update relay_pats set last_used_at = now() where id = ${row.id}`);
   return { id: row.id, orgId: row.org_id, user: row.user_name };

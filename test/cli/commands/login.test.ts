@@ -53,13 +53,12 @@ await eachDatabase(t, async (t, db) => {
     t.equal((await admin(['relay', 'pat', 'revoke', 'not-an-id'])).code, 1);
   });
 
-  await t.test('refusals store nothing: device, no flags, bad token, wrong org, no platform url', async (t) => {
+  await t.test('refusals store nothing: device or no flags without a platform url, bad token, wrong org', async (t) => {
+    // The browser and device flows themselves: test/cli/commands/device-login.test.ts.
     const device = await svc(['login', '--device']);
-    t.equal(device.code, 1);
-    t.match(device.stderr, /not available on this install.*--token/);
-    const bare = await svc(['login']);
-    t.equal(bare.code, 1);
-    t.match(bare.stderr, /svc login --token/);
+    t.equal(device.code, 2);
+    t.match(device.stderr, /no Platform address/);
+    t.equal((await svc(['login'])).code, 2);
     t.equal((await svc(['login', '--token', pat, '--device'])).code, 2, '--token with --device is a usage error');
     t.equal((await svc(['login', '--token', pat])).code, 2, 'no platform url is a usage error');
     t.equal((await svc(['login', '--token', pat, '--platform-url', 'ftp://x'])).code, 2);

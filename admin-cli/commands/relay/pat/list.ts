@@ -15,7 +15,7 @@ export default class RelayPatList extends SvcCommand {
     if (!this.jsonEnabled()) {
       if (tokens.length === 0) this.log('no tokens');
       for (const p of tokens) {
-        this.log(`${p.id}\t${p.orgId}\t${p.user}${p.name ? ` (${p.name})` : ''}\tcreated=${p.createdAt}\tlast-used=${p.lastUsedAt ?? 'never'}${p.revokedAt ? `\trevoked=${p.revokedAt}` : ''}`);
+        this.log(`${p.id}\t${p.orgId}\t${p.user}${p.name ? ` (${p.name})` : ''}\tcreated=${p.createdAt}\tlast-used=${p.lastUsedAt ?? 'never'}${p.expiresAt ? `\texpires=${p.expiresAt}` : ''}${p.revokedAt ? `\trevoked=${p.revokedAt}` : ''}`);
       }
     }
     return { tokens };

@@ -1,0 +1,32 @@
+// `svc pat create [--name <n>] [--expires-in <days>] [--json]`: a new personal access token of
+// the logged-in user and org, minted by the Platform. Its value is printed this once; the
+// Platform keeps only its hash.
+import { Flags } from '@oclif/core';
+import type { PatCreated } from '../../../schemas/http/pats.ts';
+import { SvcCommand, USAGE_ERROR_CODE } from '../../../core/cli/base-command.ts';
+import { InputError } from '../../../core/errors.ts';
+
+export default class PatCreate extends SvcCommand {
+  static override description = 'Create a personal access token of your own (the value is shown once)';
+  static override examples = ['<%= config.bin %> pat create --name ci-laptop --expires-in 30'];
+  static override flags = {
+    name: Flags.string({ description: 'a label to tell the token apart in "svc pat list"', default: '' }),
+    'expires-in': Flags.integer({ description: 'days until the token stops working (1-366; default: until revoked)' }),
+  };
+
+  async run(): Promise<PatCreated> {
+    const { flags } = await this.parse(PatCreate);
+    const days = flags['expires-in'];
+    if (days !== undefined && (days < 1 || days > 366)) throw new InputError(USAGE_ERROR_CODE, `--expires-in must be 1 to 366 days; got ${days}`);
+    const { PlatformClient } = await import('../../platform-client.ts');
+    const client = await PlatformClient.fromConfig();
+    const created = await client.createPat({ ...(flags.name !== '' ? { name: flags.name } : {}), ...(days !== undefined ? { expiresInDays: days } : {}) });
+    if (!this.jsonEnabled()) {
+      this.log(created.token);
+      process.stderr.write(
+        `token ${created.id}${created.name !== '' ? ` "${created.name}"` : ''} of ${created.user} (org ${created.orgId}), ${created.expiresAt === null ? 'valid until revoked' : `expires ${created.expiresAt}`}; it is shown only now\n`,
+      );
+    }
+    return created;
+  }
+}
