@@ -102,7 +102,7 @@ async function orgNotifications(pool: DatabasePool, orgId: string, limit: number
     createdAt: d.createdAt,
   }));
   const holds = await pool.any(sqlTyped(HoldRow)`
-    SELECT h.id::text AS id, h.run_id::text AS run_id, r.workflow_name AS workflow, r.repository, h.level, j.name AS job, h.step_name, h.context, h.reason,
+    SELECT h.id::text AS id, h.run_id::text AS run_id, r.workflow AS workflow, r.repository, h.level, j.name AS job, h.step_name, h.context, h.reason,
       h.expires_at, h.created_at
     FROM approval_holds h JOIN runs r ON r.id = h.run_id LEFT JOIN jobs j ON j.id = h.job_id
     WHERE h.org_id = ${orgId} AND h.status = 'pending'
