@@ -13,7 +13,8 @@ import type { MasterKeys } from '../../../services/crypto/master-keys.ts';
 import { sqlTyped, type DatabasePool } from '../../../services/db/index.ts';
 import { STATUS_BY_KIND } from '../../../services/http/index.ts';
 import { getContext, listContexts, listSecretKeys, setSecret, checkContextName, checkSecretKey, type SecretContext } from '../../secrets/index.ts';
-import { listForgeStatus } from '../../forge-status/index.ts';
+// store.ts, not the subsystem index: that one reaches back here through service-refs.
+import { listForgeStatus } from '../../forge-status/store.ts';
 
 type OrgRequest = Extract<RelayToOrchestrator, { type: 'org.secrets.list.request' | 'org.secret.set.request' | 'org.notifications.request' }>;
 type OrgResponse = Extract<OrchestratorToRelay, { type: 'org.secrets.list.response' | 'org.secret.set.response' | 'org.notifications.response' }>;
