@@ -144,6 +144,15 @@ await eachDatabase(t, async (t, db) => {
     t.equal(empty.exitCode, 1);
     t.match(empty.stderr, /must not be empty/);
     t.equal((await svc(['secrets', 'set', 'test'])).code, 2, 'missing name: usage error');
+    // The route itself: a malformed body is refused without echoing the value; another org's token is 403.
+    const url = `${stack.relayUrl}/v1/orgs/${ORG}/secrets/test/API_KEY`;
+    const bad = await fetch(url, { method: 'POST', headers: { ...stack.auth(alice), 'content-type': 'application/json' }, body: JSON.stringify({ value: 'echo-me-not', extra: 1 }) });
+    t.equal(bad.status, 400);
+    const badText = await bad.text();
+    t.match(badText, /SVC_ERR_HTTP_INVALID_BODY/);
+    t.notMatch(badText, 'echo-me-not');
+    const foreignToken = await fetch(url, { method: 'POST', headers: { ...stack.auth(mallory), 'content-type': 'application/json' }, body: JSON.stringify({ value: 'x1234567' }) });
+    t.equal(foreignToken.status, 403);
 
     const list = await json(['secrets', 'list']);
     const names = list.contexts.map((c: { name: string }) => c.name).sort();
