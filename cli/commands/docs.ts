@@ -27,7 +27,7 @@ export async function docTopics(): Promise<DocTopic[]> {
   try {
     names = (await readdir(docsDir())).filter((n) => n.endsWith('.md')).sort();
   } catch (error) {
-    throw new InputError('SVC_ERR_CLI_FILE', `the documentation folder ${docsDir()} cannot be read (${messageOf(error)}); is the package installed whole?`);
+    throw new InputError('SVC_ERR_CLI_DOCS_UNREADABLE', `the documentation folder ${docsDir()} cannot be read (${messageOf(error)}); is the package installed whole?`);
   }
   return Promise.all(names.map(async (n) => ({ topic: n.slice(0, -3), title: titleOf(await readFile(join(docsDir(), n), 'utf8'), n.slice(0, -3)) })));
 }

@@ -19,6 +19,7 @@ export const CLI_ERROR_CODES = {
   SVC_ERR_CLI_CONFIG_FILE: { kind: 'input', message: 'could not read --config {config}: {reason}' },
   SVC_ERR_CLI_CONFIG_INVALID: { kind: 'input', message: '{path} is not valid JSON ({reason}); fix it or remove it and run "svc login" again' },
   SVC_ERR_CLI_CONFIG_UNREADABLE: { kind: 'input', message: 'cannot read {path}: {reason}' },
+  SVC_ERR_CLI_DOCS_UNREADABLE: { kind: 'input', message: 'the documentation folder {dir} cannot be read ({reason}); is the package installed whole?' },
   SVC_ERR_CLI_FEEDBACK_WRITE: { kind: 'input', message: 'could not write the draft {file}: {reason}' },
   SVC_ERR_CLI_FILE: { kind: 'input', message: 'could not read artifact {path}: {reason}' },
   SVC_ERR_CLI_LOGIN_NO_BROWSER: { kind: 'unavailable', message: 'the browser login flow is not available; pass --token' },
