@@ -57,9 +57,19 @@ export function ingestPath(orgId: string, providerKind: string, sourceId: string
 }
 
 export function registerOrgRoutes(app: SvcHttpServer, options: OrgRoutesOptions): void {
-  const { db, broker, logger, pool } = options;
-  // Token and org before the query: a caller of another org learns nothing.
-  const onRequest = async (request: FastifyRequest): Promise<void> => void (await orgCaller(db, request));
+  registerRelayAnswered(app, options);
+  registerForwarded(app, options);
+}
+
+/** Token and org before the query: a caller of another org learns nothing. */
+function orgCheck(db: DatabasePool): (request: FastifyRequest) => Promise<void> {
+  return async (request) => void (await orgCaller(db, request));
+}
+
+/** Routes the relay answers from its own state: no orchestrator needed. */
+function registerRelayAnswered(app: SvcHttpServer, options: OrgRoutesOptions): void {
+  const { db, pool } = options;
+  const onRequest = orgCheck(db);
 
   app.get('/v1/orgs/:orgId/orchestrators', { onRequest }, async (request, reply) => {
     const { orgId } = request.params as { orgId: string };
@@ -98,6 +108,12 @@ export function registerOrgRoutes(app: SvcHttpServer, options: OrgRoutesOptions)
     const report: RunReport = await reportIndexedRuns(db, orgId, new Date(Date.now() - days * 86_400_000));
     return send(reply, 200, report);
   });
+}
+
+/** Routes forwarded to a connected orchestrator of the org. */
+function registerForwarded(app: SvcHttpServer, options: OrgRoutesOptions): void {
+  const { db, broker, logger } = options;
+  const onRequest = orgCheck(db);
 
   app.get('/v1/orgs/:orgId/secrets', { onRequest }, async (request, reply) => {
     try {
