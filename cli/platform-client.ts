@@ -9,8 +9,9 @@ import { dirname, join } from 'node:path';
 import { Type, type Static } from 'typebox';
 import { ApprovalResult, RunArtifact, RunArtifactChunk, RunLogsPage, RunView } from '../schemas/wire/relay.ts';
 import type { ApprovalDecisionBody } from '../schemas/http/approvals.ts';
-import { RunList, type RunStatus } from '../schemas/http/run-index.ts';
+import { RunList, RunReport, type RunStatus } from '../schemas/http/run-index.ts';
 import { PatCreated, PatList, PatRevoked, type PatCreateBody } from '../schemas/http/pats.ts';
+import { EndpointList, Notifications, OrchestratorList, SecretList, SecretSetResult } from '../schemas/http/org.ts';
 import { compileSchema, formatIssues } from '../schemas/validate.ts';
 import {
   AuthenticationError,
@@ -47,6 +48,12 @@ const checkApproval = compileSchema(ApprovalResult);
 const checkPatCreated = compileSchema(PatCreated);
 const checkPatList = compileSchema(PatList);
 const checkPatRevoked = compileSchema(PatRevoked);
+const checkOrchestrators = compileSchema(OrchestratorList);
+const checkEndpoints = compileSchema(EndpointList);
+const checkReport = compileSchema(RunReport);
+const checkSecrets = compileSchema(SecretList);
+const checkSecretSet = compileSchema(SecretSetResult);
+const checkNotifications = compileSchema(Notifications);
 const checkWhoami = compileSchema(Type.Object({ orgId: Type.String(), kind: Type.String(), user: Type.Optional(Type.String()) }));
 
 export const ORG_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
@@ -239,14 +246,50 @@ export class PlatformClient {
   }
 
   /** Recent runs of the org from the relay's run index (no orchestrator needed). */
-  async listRuns(filter: { limit?: number; status?: RunStatus; repository?: string; before?: string } = {}): Promise<RunList> {
+  async listRuns(filter: { limit?: number; status?: RunStatus; repository?: string; workflow?: string; branch?: string; before?: string } = {}): Promise<RunList> {
     const query = new URLSearchParams();
     if (filter.limit !== undefined) query.set('limit', String(filter.limit));
     if (filter.status !== undefined) query.set('status', filter.status);
     if (filter.repository !== undefined) query.set('repository', filter.repository);
+    if (filter.workflow !== undefined) query.set('workflow', filter.workflow);
+    if (filter.branch !== undefined) query.set('branch', filter.branch);
     if (filter.before !== undefined) query.set('before', filter.before);
     const qs = query.toString();
     return this.#checked(checkRunList, await this.#get(`/v1/orgs/${encodeURIComponent(this.org)}/runs${qs === '' ? '' : `?${qs}`}`), 'run list');
+  }
+
+  #orgPath(rest: string): string {
+    return `/v1/orgs/${encodeURIComponent(this.org)}/${rest}`;
+  }
+
+  /** Orchestrators of the org connected to the relay (`svc orchestrators`). */
+  async orchestrators(): Promise<OrchestratorList> {
+    return this.#checked(checkOrchestrators, await this.#get(this.#orgPath('orchestrators')), 'orchestrator list');
+  }
+
+  /** Webhook ingest endpoints the relay serves for the org (`svc endpoints`). */
+  async endpoints(): Promise<EndpointList> {
+    return this.#checked(checkEndpoints, await this.#get(this.#orgPath('endpoints')), 'endpoint list');
+  }
+
+  /** The org's runs of the last `days` summed up (`svc report`). */
+  async report(days: number): Promise<RunReport> {
+    return this.#checked(checkReport, await this.#get(this.#orgPath(`report?days=${days}`)), 'run report');
+  }
+
+  /** Secret contexts of the org and their key names, never values (`svc secrets list`). */
+  async secrets(): Promise<SecretList> {
+    return this.#checked(checkSecrets, await this.#get(this.#orgPath('secrets')), 'secret list');
+  }
+
+  /** Sets one secret of a test context (`svc secrets set`); the value goes in the body only. */
+  async setSecret(context: string, key: string, value: string): Promise<SecretSetResult> {
+    return this.#checked(checkSecretSet, await this.#post(this.#orgPath(`secrets/${encodeURIComponent(context)}/${encodeURIComponent(key)}`), { value }), 'secret answer');
+  }
+
+  /** Recent run-status deliveries and pending approvals (`svc notifications`). */
+  async notifications(limit: number): Promise<Notifications> {
+    return this.#checked(checkNotifications, await this.#get(this.#orgPath(`notifications?limit=${limit}`)), 'notifications');
   }
 
   /** Approves or rejects the run's pending holds as the token's user (`svc approve|reject`). */

@@ -9,6 +9,7 @@ export const SVC_CLI: CliDefinition = {
     hook: 'Git hooks: a pre-commit hook that keeps the lock compiled, and the post-receive hook a git server uses to send pushes',
     org: 'Which org the Platform commands act on',
     runs: 'Inspect runs through the Platform: recent runs, details, logs and artifacts',
+    secrets: 'Secrets of the org through the Platform: list names and contexts (never values), set test-context secrets',
   },
 };
 

@@ -5,6 +5,7 @@ import type { ErrorCatalogue } from './catalogue.ts';
 
 export const CLI_ERROR_CODES = {
   // CLI
+  SVC_ERR_CLI_ADMIN_NOT_INSTALLED: { kind: 'unavailable', message: 'svc-admin is not installed ({reason}); install the svc package that ships it, or run svc-admin where it is' },
   SVC_ERR_CLI_ARTIFACT_DIGEST: {
     kind: 'internal',
     message: 'artifact {name} of run {runId} arrived with digest {got}, but {digest} was recorded at upload; the stored object was altered or damaged, nothing was extracted',
@@ -18,6 +19,8 @@ export const CLI_ERROR_CODES = {
   SVC_ERR_CLI_CONFIG_FILE: { kind: 'input', message: 'could not read --config {config}: {reason}' },
   SVC_ERR_CLI_CONFIG_INVALID: { kind: 'input', message: '{path} is not valid JSON ({reason}); fix it or remove it and run "svc login" again' },
   SVC_ERR_CLI_CONFIG_UNREADABLE: { kind: 'input', message: 'cannot read {path}: {reason}' },
+  SVC_ERR_CLI_DOCS_UNREADABLE: { kind: 'input', message: 'the documentation folder {dir} cannot be read ({reason}); is the package installed whole?' },
+  SVC_ERR_CLI_FEEDBACK_WRITE: { kind: 'input', message: 'could not write the draft {file}: {reason}' },
   SVC_ERR_CLI_FILE: { kind: 'input', message: 'could not read artifact {path}: {reason}' },
   SVC_ERR_CLI_LOGIN_DENIED: { kind: 'not_allowed', message: 'the login was denied in the browser; nothing was stored' },
   SVC_ERR_CLI_LOGIN_DEVICE_UNAVAILABLE: { kind: 'unavailable', message: 'the Platform at {platformUrl} did not start a device login: {reason}' },

@@ -124,6 +124,10 @@ export const ORCHESTRATOR_ERROR_CODES = {
     message: 'context name {name} is not valid: 1-100 letters, digits, ".", "_" or "-", starting with a letter or digit',
   },
   SVC_ERR_SECRETS_CONTEXT_NOT_FOUND: { kind: 'not_found', message: 'context {name} does not exist: create it with svc-admin context create {name}' },
+  SVC_ERR_SECRETS_CONTEXT_NOT_TEST: {
+    kind: 'not_allowed',
+    message: 'context {name} is not a test context (allowLocalExecution is false): "svc secrets set" writes only test contexts',
+  },
   SVC_ERR_SECRETS_DENIED: {
     kind: 'not_allowed',
     message: 'secret context "{name}" does not exist (declared by the job or its workflow); nothing was released',

@@ -137,7 +137,10 @@ export class OrchestratorEndpoint {
     const helloTimer = setTimeout(() => {
       if (!state.helloDone) this.#protocolError(state, `no orchestrator.hello within ${this.#options.helloTimeoutMs} ms`);
     }, this.#options.helloTimeoutMs);
-    socket.on('pong', () => (state.alive = true));
+    socket.on('pong', () => {
+      state.alive = true;
+      state.connection?.touch();
+    });
     socket.on('error', (error) => log.warn({ err: error }, 'orchestrator socket error'));
     socket.on('close', (code, reason) => {
       clearTimeout(helloTimer);
@@ -173,6 +176,7 @@ export class OrchestratorEndpoint {
       if (!state.helloDone) return this.#protocolError(state, `first frame is not JSON: ${messageOf(error)}`);
       return this.#refuse(state, 'json', messageOf(error), log);
     }
+    state.connection?.touch();
     const checked = checkFrame.validate(parsed);
     if (!checked.ok) {
       if (!state.helloDone) return this.#protocolError(state, `invalid first frame: ${formatIssues(checked.issues)}`);
@@ -214,7 +218,7 @@ export class OrchestratorEndpoint {
     }
     if (socket.readyState !== socket.OPEN) return;
     this.#options.negativeCache.forgetOrg(orgId);
-    const connection = new OrchestratorConnection(socket, orgId, hello.orchestratorId);
+    const connection = new OrchestratorConnection(socket, orgId, hello.orchestratorId, hello.version ?? null);
     state.connection = connection;
     this.#options.pool.add(connection);
     connection.send({ type: 'relay.welcome', protocolVersion: PROTOCOL_VERSION, orgId, buffered: this.#options.buffer.count(orgId) });

@@ -17,11 +17,22 @@ export class OrchestratorConnection {
   readonly #socket: WebSocket;
   readonly #pending = new Map<string, (result: AttemptResult) => void>();
   #closed = false;
+  /** When the hello was accepted (`svc orchestrators`). */
+  readonly connectedAt = new Date();
+  /** The orchestrator's software version from its hello; null when it sent none. */
+  readonly version: string | null;
+  /** The last frame or heartbeat answer from the orchestrator. */
+  lastSeenAt = new Date();
 
-  constructor(socket: WebSocket, orgId: string, orchestratorId: string) {
+  constructor(socket: WebSocket, orgId: string, orchestratorId: string, version: string | null = null) {
     this.#socket = socket;
     this.orgId = orgId;
     this.orchestratorId = orchestratorId;
+    this.version = version;
+  }
+
+  touch(): void {
+    this.lastSeenAt = new Date();
   }
 
   get inFlight(): number {

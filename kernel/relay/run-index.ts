@@ -5,7 +5,7 @@
 // `last_rerun_at` and `cancelled_by` are what the Platform tracks (spec "Other records"): the
 // dashboard routes set them at once, the orchestrator's records confirm them.
 import { Type } from 'typebox';
-import type { RunStatus, RunSummary } from '../../schemas/http/run-index.ts';
+import type { RunReport, RunStatus, RunSummary } from '../../schemas/http/run-index.ts';
 import type { ExecutionStatus, JobStatusForward } from '../../schemas/wire/relay.ts';
 import { sql, sqlTyped, type DatabasePool } from '../services/db/index.ts';
 
@@ -81,6 +81,9 @@ export interface RunListFilter {
   limit: number;
   status?: RunStatus;
   repository?: string;
+  workflow?: string;
+  /** A branch name (`main`) or a full ref (`refs/heads/main`). */
+  branch?: string;
   before?: RunListCursor;
 }
 
@@ -120,6 +123,11 @@ export async function listIndexedRuns(pool: DatabasePool, orgId: string, filter:
   const where = [sql.fragment`org_id = ${orgId}`];
   if (filter.status !== undefined) where.push(sql.fragment`status = ${filter.status}`);
   if (filter.repository !== undefined) where.push(sql.fragment`repository = ${filter.repository}`);
+  if (filter.workflow !== undefined) where.push(sql.fragment`workflow = ${filter.workflow}`);
+  if (filter.branch !== undefined) {
+    const ref = filter.branch.startsWith('refs/') ? filter.branch : `refs/heads/${filter.branch}`;
+    where.push(sql.fragment`ref = ${ref}`);
+  }
   const before = filter.before;
   if (before !== undefined) {
     const at = before.createdAt.toISOString();
@@ -160,4 +168,49 @@ export async function listIndexedRuns(pool: DatabasePool, orgId: string, filter:
     lastRerunAt: iso(r.last_rerun_at),
     jobs: counts.get(r.run_id) ?? {},
   }));
+}
+
+const ReportRow = Type.Object({
+  workflow: Type.String(),
+  status: Type.String(),
+  n: Type.Number(),
+});
+
+/**
+ * `svc report`: the org's runs created since `since`, per workflow: how many, counts by status,
+ * the failure rate (failed among runs that ended completed or failed) and the median duration
+ * of ended runs (started, else created, to finished). From the index only, no orchestrator.
+ */
+export async function reportIndexedRuns(pool: DatabasePool, orgId: string, since: Date): Promise<RunReport> {
+  const rows = await pool.any(sqlTyped(ReportRow)`
+    select workflow, status, count(*)::int as n
+    from relay_runs where org_id = ${orgId} and created_at >= ${since.toISOString()}::timestamptz
+    group by workflow, status order by workflow, status`);
+  const durations = await pool.any(sqlTyped(Type.Object({ workflow: Type.String(), median_ms: Nullable(Type.Number()) }))`
+    select workflow, (percentile_cont(0.5) within group (order by extract(epoch from finished_at - coalesce(started_at, created_at)) * 1000))::float8 as median_ms
+    from relay_runs where org_id = ${orgId} and created_at >= ${since.toISOString()}::timestamptz and finished_at is not null
+    group by workflow`);
+  const medians = new Map(durations.map((d) => [d.workflow, d.median_ms]));
+  const byWorkflow = new Map<string, Record<string, number>>();
+  for (const r of rows) (byWorkflow.get(r.workflow) ?? byWorkflow.set(r.workflow, {}).get(r.workflow)!)[r.status] = r.n;
+  const line = (workflow: string, statuses: Record<string, number>) => {
+    const total = Object.values(statuses).reduce((a, b) => a + b, 0);
+    const failed = statuses['failed'] ?? 0;
+    const ended = failed + (statuses['completed'] ?? 0);
+    const median = medians.get(workflow);
+    return { workflow, total, statuses, failureRate: ended === 0 ? null : failed / ended, medianDurationMs: median === undefined || median === null ? null : Math.round(median) };
+  };
+  const workflows = [...byWorkflow].map(([w, st]) => line(w, st));
+  const all: Record<string, number> = {};
+  for (const w of workflows) for (const [st, n] of Object.entries(w.statuses)) all[st] = (all[st] ?? 0) + n;
+  const failed = all['failed'] ?? 0;
+  const ended = failed + (all['completed'] ?? 0);
+  return {
+    orgId,
+    since: since.toISOString(),
+    total: workflows.reduce((a, w) => a + w.total, 0),
+    statuses: all,
+    failureRate: ended === 0 ? null : failed / ended,
+    workflows,
+  };
 }

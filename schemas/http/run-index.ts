@@ -23,6 +23,9 @@ export const RunListQuery = Type.Object(
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_RUN_LIST_LIMIT })),
     status: Type.Optional(Type.Union(RUN_STATUSES.map((s) => Type.Literal(s)))),
     repository: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
+    workflow: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
+    /** A branch name (`main`) or a full ref (`refs/heads/main`, `refs/tags/v1`). */
+    branch: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
     before: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
   },
   strict,
@@ -70,3 +73,35 @@ export const RunList = Type.Object(
   strict,
 );
 export type RunList = Static<typeof RunList>;
+
+/** `svc report` (`GET /v1/orgs/:orgId/report?days=`): the org's recent runs summed up from the index. */
+export const DEFAULT_REPORT_DAYS = 7;
+export const MAX_REPORT_DAYS = 90;
+export const RunReportQuery = Type.Object({ days: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_REPORT_DAYS })) }, strict);
+export type RunReportQuery = Static<typeof RunReportQuery>;
+
+const Rate = Type.Union([Type.Number({ minimum: 0, maximum: 1 }), Type.Null()]);
+export const WorkflowReport = Type.Object(
+  {
+    workflow: Type.String(),
+    total: Type.Integer({ minimum: 0 }),
+    statuses: Type.Record(Type.String(), Type.Integer({ minimum: 0 })),
+    /** Failed among the runs that ended completed or failed; null when none ended so. */
+    failureRate: Rate,
+    /** Median of ended runs, started (else created) to finished; null when none ended. */
+    medianDurationMs: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()]),
+  },
+  strict,
+);
+export const RunReport = Type.Object(
+  {
+    orgId: Type.String(),
+    since: Type.String({ format: 'date-time' }),
+    total: Type.Integer({ minimum: 0 }),
+    statuses: Type.Record(Type.String(), Type.Integer({ minimum: 0 })),
+    failureRate: Rate,
+    workflows: Type.Array(WorkflowReport),
+  },
+  strict,
+);
+export type RunReport = Static<typeof RunReport>;

@@ -40,6 +40,8 @@ export const OrchestratorHello = Type.Object(
     protocolVersion: Type.Integer(),
     orchestratorId: Id,
     sources: Type.Array(RelaySource),
+    /** The orchestrator's software version (`svc orchestrators`); optional for older orchestrators. */
+    version: Type.Optional(Type.String({ maxLength: 100 })),
   },
   Strict,
 );
@@ -415,6 +417,105 @@ export const JobStatusForward = Type.Object(
 );
 export type JobStatusForward = Static<typeof JobStatusForward>;
 
+// ---- org-level requests of the developer CLI (`svc secrets`, `svc notifications`) ----
+
+/** A secret context as `svc secrets list` shows it: binding and key names, never a value. */
+export const OrgSecretContext = Type.Object(
+  {
+    name: Type.String(),
+    /** Test contexts (spec "Authentication" 7): the only ones `svc secrets set` may write. */
+    allowLocalExecution: Type.Boolean(),
+    repositories: Type.Array(Type.String()),
+    orgs: Type.Array(Type.String()),
+    bound: Type.Boolean(),
+    keys: Type.Array(Type.Object({ key: Type.String(), updatedAt: Type.String() }, Strict)),
+  },
+  Strict,
+);
+export type OrgSecretContext = Static<typeof OrgSecretContext>;
+
+export const OrgSecretsListRequest = Type.Object({ type: Type.Literal('org.secrets.list.request'), requestId: Id, orgId: Id }, Strict);
+export const OrgSecretsListResponse = Type.Object(
+  { type: Type.Literal('org.secrets.list.response'), requestId: Id, contexts: Type.Optional(Type.Array(OrgSecretContext)), error: Type.Optional(DashboardError) },
+  Strict,
+);
+
+/** The value travels only inside this frame (TLS on the relay link) and is sealed on arrival. */
+export const OrgSecretSetRequest = Type.Object(
+  {
+    type: Type.Literal('org.secret.set.request'),
+    requestId: Id,
+    orgId: Id,
+    actor: Type.String({ maxLength: 200 }),
+    context: Type.String({ minLength: 1, maxLength: 100 }),
+    key: Type.String({ minLength: 1, maxLength: 128 }),
+    value: Type.String({ minLength: 1, maxLength: 65_536 }),
+  },
+  Strict,
+);
+export const OrgSecretSetResult = Type.Object({ context: Type.String(), key: Type.String(), replaced: Type.Boolean() }, Strict);
+export type OrgSecretSetResult = Static<typeof OrgSecretSetResult>;
+export const OrgSecretSetResponse = Type.Object(
+  { type: Type.Literal('org.secret.set.response'), requestId: Id, result: Type.Optional(OrgSecretSetResult), error: Type.Optional(DashboardError) },
+  Strict,
+);
+
+const NullableStr = Type.Union([Type.String(), Type.Null()]);
+
+/** One outbound run-status delivery (forge status API or status webhook) and how it went. */
+export const NotificationDelivery = Type.Object(
+  {
+    id: Type.String(),
+    runId: Type.String(),
+    target: Type.String(),
+    providerKind: Type.String(),
+    runStatus: Type.String(),
+    state: Type.String(),
+    conclusion: NullableStr,
+    status: Type.String(),
+    attempts: Type.Integer({ minimum: 0 }),
+    lastError: NullableStr,
+    lastStatusCode: Type.Union([Type.Integer(), Type.Null()]),
+    deliveredAt: NullableStr,
+    createdAt: Type.String(),
+  },
+  Strict,
+);
+export type NotificationDelivery = Static<typeof NotificationDelivery>;
+
+/** A pending approval hold: a run (or job, step, context) waiting for `svc approve|reject`. */
+export const PendingApproval = Type.Object(
+  {
+    holdId: Type.String(),
+    runId: Type.String(),
+    workflow: Type.String(),
+    repository: Type.String(),
+    level: Type.String(),
+    job: NullableStr,
+    step: NullableStr,
+    context: NullableStr,
+    reason: NullableStr,
+    expiresAt: NullableStr,
+    createdAt: Type.String(),
+  },
+  Strict,
+);
+export type PendingApproval = Static<typeof PendingApproval>;
+
+export const OrgNotifications = Type.Object({ deliveries: Type.Array(NotificationDelivery), approvals: Type.Array(PendingApproval) }, Strict);
+export type OrgNotifications = Static<typeof OrgNotifications>;
+
+export const MAX_NOTIFICATIONS_LIMIT = 200;
+export const DEFAULT_NOTIFICATIONS_LIMIT = 20;
+export const OrgNotificationsRequest = Type.Object(
+  { type: Type.Literal('org.notifications.request'), requestId: Id, orgId: Id, limit: Type.Integer({ minimum: 1, maximum: MAX_NOTIFICATIONS_LIMIT }) },
+  Strict,
+);
+export const OrgNotificationsResponse = Type.Object(
+  { type: Type.Literal('org.notifications.response'), requestId: Id, notifications: Type.Optional(OrgNotifications), error: Type.Optional(DashboardError) },
+  Strict,
+);
+
 /** Messages the orchestrator sends to the relay. */
 export const OrchestratorToRelayMembers = [
   OrchestratorHello,
@@ -430,6 +531,9 @@ export const OrchestratorToRelayMembers = [
   RunLogsResponse,
   RunArtifactsResponse,
   RunArtifactChunkResponse,
+  OrgSecretsListResponse,
+  OrgSecretSetResponse,
+  OrgNotificationsResponse,
   ExecutionStatus,
   JobStatusForward,
 ] as const;
@@ -437,6 +541,6 @@ export const OrchestratorToRelay = Type.Union([...OrchestratorToRelayMembers]);
 export type OrchestratorToRelay = Static<typeof OrchestratorToRelay>;
 
 /** Messages the relay sends to an orchestrator. */
-export const RelayToOrchestratorMembers = [RelayWelcome, WebhookDeliver, RunRerunRequest, RunCancelRequest, RunApproveRequest, DashboardPayload, RunShowRequest, RunLogsRequest, RunArtifactsRequest, RunArtifactChunkRequest] as const;
+export const RelayToOrchestratorMembers = [RelayWelcome, WebhookDeliver, RunRerunRequest, RunCancelRequest, RunApproveRequest, DashboardPayload, RunShowRequest, RunLogsRequest, RunArtifactsRequest, RunArtifactChunkRequest, OrgSecretsListRequest, OrgSecretSetRequest, OrgNotificationsRequest] as const;
 export const RelayToOrchestrator = Type.Union([...RelayToOrchestratorMembers]);
 export type RelayToOrchestrator = Static<typeof RelayToOrchestrator>;

@@ -1,4 +1,4 @@
-// `svc runs list [--limit N] [--status S] [--repository owner/name] [--before <cursor>] [--json]`:
+// `svc runs list [--limit N] [--status S] [--repository owner/name] [--workflow W] [--branch B] [--before <cursor>] [--json]`:
 // the org's recent runs from the Platform's run index (docs/run-index.md). The relay answers from
 // its own records, so this works while no orchestrator of the org is connected. Text: one row per
 // run, newest first, then how to page on; `--json` prints the relay's answer `{ runs, nextBefore }`.
@@ -53,6 +53,7 @@ export default class RunsList extends SvcCommand {
   static override examples = [
     '<%= config.bin %> runs list',
     '<%= config.bin %> runs list --status failed --repository acme/app --limit 50',
+    '<%= config.bin %> runs list --workflow ci --branch main',
     '<%= config.bin %> runs list --before "2026-01-31T12:00:00.000Z,0b7c5b0e-…"',
     '<%= config.bin %> runs list --json',
   ];
@@ -60,6 +61,8 @@ export default class RunsList extends SvcCommand {
     limit: Flags.integer({ description: `how many runs (at most ${MAX_RUN_LIST_LIMIT})`, default: DEFAULT_RUN_LIST_LIMIT, min: 1, max: MAX_RUN_LIST_LIMIT }),
     status: Flags.string({ description: 'only runs with this status', options: [...RUN_STATUSES] }),
     repository: Flags.string({ description: 'only runs of this repository (owner/name)' }),
+    workflow: Flags.string({ description: 'only runs of this workflow (its name)' }),
+    branch: Flags.string({ description: 'only runs of this branch (main) or full ref (refs/tags/v1)' }),
     before: Flags.string({ description: 'the page before this cursor (the "nextBefore" a previous page printed) or ISO time' }),
   };
 
@@ -71,6 +74,8 @@ export default class RunsList extends SvcCommand {
       limit: flags.limit,
       ...(flags.status !== undefined ? { status: flags.status as (typeof RUN_STATUSES)[number] } : {}),
       ...(flags.repository !== undefined ? { repository: flags.repository } : {}),
+      ...(flags.workflow !== undefined ? { workflow: flags.workflow } : {}),
+      ...(flags.branch !== undefined ? { branch: flags.branch } : {}),
       ...(flags.before !== undefined ? { before: flags.before } : {}),
     });
     if (!this.jsonEnabled()) {

@@ -21,6 +21,7 @@ import {
 import { compileMessageUnion, compileSchema, formatIssues } from '../../../schemas/validate.ts';
 import { UnavailableError, isSvcError, messageOf } from '../../../core/errors.ts';
 import { trackSocket } from '../../services/ws-metrics.ts';
+import { packageVersion } from '../../../core/package-info.ts';
 import type { SvcMetrics } from '../../services/metrics.ts';
 
 export const CONNECT_PATH = '/v1/orchestrators/connect';
@@ -249,6 +250,7 @@ export function connectRelay(options: ConnectRelayOptions): RelayLink {
         protocolVersion: options.protocolVersion ?? PROTOCOL_VERSION,
         orchestratorId: options.orchestratorId,
         sources: helloSources(),
+        version: packageVersion(),
       });
     });
     ws.on('ping', () => armHeartbeat(ws));

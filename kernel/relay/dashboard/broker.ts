@@ -29,6 +29,9 @@ const RESPONSE_OF: Record<BrokerRequest['type'], BrokerResponse['type']> = {
   'run.logs.request': 'run.logs.response',
   'run.artifacts.request': 'run.artifacts.response',
   'run.artifact.chunk.request': 'run.artifact.chunk.response',
+  'org.secrets.list.request': 'org.secrets.list.response',
+  'org.secret.set.request': 'org.secret.set.response',
+  'org.notifications.request': 'org.notifications.response',
 };
 
 interface Pending {

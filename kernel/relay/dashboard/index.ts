@@ -25,7 +25,7 @@ export function createDashboard(options: { db: DatabasePool; pool: OrchestratorP
   const broker = new DashboardBroker({ pool: options.pool, logger, timeoutMs: options.timeoutMs ?? DASHBOARD_TIMEOUT_MS });
   return {
     handleResponse: (connection, message) => void broker.handleResponse(connection, message),
-    register: (app) => registerDashboardRoutes(app, { db: options.db, broker, logger }),
+    register: (app) => registerDashboardRoutes(app, { db: options.db, broker, logger, pool: options.pool }),
     close: () => broker.close(),
   };
 }

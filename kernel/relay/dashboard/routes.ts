@@ -12,22 +12,26 @@
 //                                                  base64 chunks of ≤ 2 MiB, the CLI checks the digest)
 //   GET  /v1/orgs/:orgId/runs?limit=&status=&…   → 200 RunList            (svc runs list; from the
 //                                                  relay's run index, no orchestrator asked: run-list.ts)
+//   GET  /v1/orgs/:orgId/{orchestrators,endpoints,secrets,notifications,report}, POST …/secrets/:context/:key
+//                                                (svc orchestrators|endpoints|secrets|notifications|report: org-routes.ts)
 //   GET  /v1/whoami                              → 200 { orgId, kind, user? } (svc login)
 // Order of checks: token (401), org (403), path and query (400), an orchestrator (503), its
 // answer (its status; 504 when it does not answer in time).
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { MAX_LOG_CURSOR_LENGTH, type DashboardError } from '../../../schemas/wire/relay.ts';
+import { MAX_LOG_CURSOR_LENGTH } from '../../../schemas/wire/relay.ts';
 import { ApprovalDecisionBody } from '../../../schemas/http/approvals.ts';
 import { compileSchema, formatIssues } from '../../../schemas/validate.ts';
 import { sql, type DatabasePool } from '../../services/db/index.ts';
-import { InputError, RateLimitedError, isSvcError } from '../../../core/errors.ts';
-import { receivedCode } from '../../../core/error-codes.ts';
+import { InputError } from '../../../core/errors.ts';
 import type { SvcHttpServer } from '../../services/http/index.ts';
 import { ORG_ID_PATTERN } from '../orgs.ts';
 import { authorize, identify, type Caller } from './auth.ts';
 import type { DashboardBroker } from './broker.ts';
+import type { OrchestratorPool } from '../orchestrator-pool.ts';
 import { registerRunListRoute } from './run-list.ts';
+import { registerOrgRoutes } from './org-routes.ts';
+import { RelayedError, failed, send, unwrap } from './relayed.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -35,43 +39,13 @@ export interface DashboardRoutesOptions {
   db: DatabasePool;
   broker: DashboardBroker;
   logger: Logger;
+  /** The connected orchestrators (`svc orchestrators`). */
+  pool: OrchestratorPool;
 }
 
 interface RunParams {
   orgId: string;
   runId: string;
-}
-
-class RelayedError extends Error {
-  readonly error: DashboardError;
-  constructor(error: DashboardError) {
-    super(error.message);
-    this.error = error;
-  }
-}
-
-function send(reply: FastifyReply, status: number, body: unknown): FastifyReply {
-  return reply.code(status).type('application/json; charset=utf-8').send(body);
-}
-
-function failed(reply: FastifyReply, error: unknown): FastifyReply {
-  if (error instanceof RelayedError) {
-    const e = error.error;
-    // Too many requests (the re-run cooldown): the shared mapping answers 429 with Retry-After.
-    if (e.status === 429 && e.retryAfterSeconds !== undefined) throw new RateLimitedError(receivedCode(e.code), e.message, Math.max(1, e.retryAfterSeconds));
-    if (e.retryAfterSeconds !== undefined) void reply.header('retry-after', String(Math.max(1, e.retryAfterSeconds)));
-    const status = Number.isInteger(e.status) && e.status >= 400 && e.status <= 599 ? e.status : 502;
-    return send(reply, status, { error: { code: e.code, message: e.message } });
-  }
-  // 504 for a timeout; other SvcErrors go to the shared mapping.
-  if (isSvcError(error) && typeof error.details?.['status'] === 'number') return send(reply, error.details['status'], { error: { code: error.code, message: error.message } });
-  throw error;
-}
-
-/** Throws the orchestrator's error, else returns the response. */
-function unwrap<T extends { error?: DashboardError }>(response: T): T {
-  if (response.error !== undefined) throw new RelayedError(response.error);
-  return response;
 }
 
 async function checked(db: DatabasePool, request: FastifyRequest): Promise<{ caller: Caller; orgId: string; runId: string }> {
@@ -212,6 +186,7 @@ export function registerDashboardRoutes(app: SvcHttpServer, options: DashboardRo
   });
 
   registerRunListRoute(app, db);
+  registerOrgRoutes(app, { db, broker, logger, pool: options.pool });
 
   app.get('/v1/whoami', async (request, reply) => {
     const caller = await identify(db, request);

@@ -1,4 +1,4 @@
-// `GET /v1/orgs/:orgId/runs?limit=&status=&repository=&before=` (`svc runs list`): an org's
+// `GET /v1/orgs/:orgId/runs?limit=&status=&repository=&workflow=&branch=&before=` (`svc runs list`): an org's
 // recent runs from the relay's own run index (kernel/relay/run-index.ts), so the answer needs no
 // connected orchestrator. Checks in the order of the other run routes: token (401), org of the
 // path (403), query (400: `SVC_ERR_HTTP_INVALID_QUERY` naming the failing parameter, or
@@ -43,6 +43,8 @@ export function registerRunListRoute(app: SvcHttpServer, db: DatabasePool): void
       limit,
       ...(query.status !== undefined ? { status: query.status } : {}),
       ...(query.repository !== undefined ? { repository: query.repository } : {}),
+      ...(query.workflow !== undefined ? { workflow: query.workflow } : {}),
+      ...(query.branch !== undefined ? { branch: query.branch } : {}),
       ...(query.before !== undefined ? { before: parseBefore(query.before) } : {}),
     });
     const last = runs.at(-1);

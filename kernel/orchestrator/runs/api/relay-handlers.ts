@@ -23,6 +23,7 @@ import { readLogPage } from './logs.ts';
 import { readRunPayload } from './payload.ts';
 import { rerunRun, type RerunDeps } from './rerun.ts';
 import { findRun, loadRunView } from './show.ts';
+import { answerOrgRequest, isOrgRequest } from './org-requests.ts';
 
 /** A response must fit the relay's 4 MiB frame limit with room to spare. */
 export const MAX_RESPONSE_BYTES = 3.5 * 1024 * 1024;
@@ -175,7 +176,14 @@ export type RelayRequestHandler = (message: RelayToOrchestrator, send: (message:
 /** What the relay link calls for each message; the runs subsystem provides it. */
 export function relayRequestHandler(ctx: OrchestratorContext, ingest: IngestParts): RelayRequestHandler {
   const deps = runsApiDeps(ctx, ingest);
+  const orgDeps = { pool: ctx.db, logger: deps.logger, masterKeys: ctx.masterKeys };
   return (message, send) => {
+    if (isOrgRequest(message)) {
+      void answerOrgRequest(orgDeps, message).then((response) => {
+        if (!send(response)) deps.logger.info({ type: response.type, requestId: response.requestId }, 'relay link down before the answer could be sent; the relay has timed the request out');
+      });
+      return true;
+    }
     if (!isDashboardRequest(message)) return false;
     void answerDashboardRequest(deps, message).then((response) => {
       if (!send(encodeResponse(response))) deps.logger.info({ type: response.type, requestId: response.requestId }, 'relay link down before the answer could be sent; the relay has timed the request out');
