@@ -22,7 +22,7 @@ import { runBuildJob, type BuildSteps } from '../build-job/job.ts';
 import { apiError, handleRunnerApi, type OrchestratorRequest, type StepDecision } from './runner-api.ts';
 import { SetupTimings } from './timings.ts';
 import type { AdoptedRunner, WarmRunners } from './warm-runner.ts';
-import { restoreDepsCached, restoreSourceCached } from './cached-restore.ts';
+import { moveTreeInto, restoreDepsCached, restoreSourceCached } from './cached-restore.ts';
 import type { CacheLease, TreeCache } from './tree-cache.ts';
 import type { RepoStores, StoreLease } from './repo-store.ts';
 
@@ -253,15 +253,27 @@ export class DispatchedJob {
         terminal = { status: 'completed', outputs };
       } else {
         if (this.dispatch.sourceTarUrl !== null) {
+          const source = { url: this.dispatch.sourceTarUrl, digest: this.dispatch.sourceTarDigest, jobRoot, srcDir, log, signal };
+          const restore = (into: string) => (caches === undefined ? restoreSource({ ...source, srcDir: into }).then(() => undefined) : restoreSourceCached({ ...source, srcDir: into, cache: caches.source }));
           if (config.checkout?.enabled === true) {
             // The project the steps work on comes from git; the workflow tree the lock was
-            // hashed over comes from the cache and replaces the checkout's `.svc/`.
-            repoLease = await this.#checkout(choice, { dir: srcDir, auth: this.dispatch.sourceAuth, sha: config.sha, depth: config.checkout.depth, home, path, signal, log });
+            // hashed over comes from the cache and replaces the checkout's `.svc/`. The tree is
+            // staged beside the workspace while the checkout fetches, then moved over it.
+            const staging = join(jobRoot, 'overlay');
+            await rm(staging, { recursive: true, force: true });
+            await mkdir(staging, { recursive: true });
+            const copyStart = performance.now();
+            const staged = restore(staging).finally(() => this.#timings.set('overlay', performance.now() - copyStart));
+            const [checkedOut, restored] = await Promise.allSettled([this.#checkout(choice, { dir: srcDir, auth: this.dispatch.sourceAuth, sha: config.sha, depth: config.checkout.depth, home, path, signal, log }), staged]);
+            if (checkedOut.status === 'fulfilled') repoLease = checkedOut.value;
+            if (restored.status === 'fulfilled') sourceLease = restored.value;
+            if (checkedOut.status === 'rejected') throw checkedOut.reason;
+            if (restored.status === 'rejected') throw restored.reason;
             await rm(join(srcDir, '.svc'), { recursive: true, force: true });
+            await moveTreeInto(staging, srcDir);
+          } else {
+            sourceLease = await restore(srcDir);
           }
-          const source = { url: this.dispatch.sourceTarUrl, digest: this.dispatch.sourceTarDigest, jobRoot, srcDir, log, signal };
-          if (caches === undefined) await restoreSource(source);
-          else sourceLease = await restoreSourceCached({ ...source, cache: caches.source });
         } else {
           repoLease = await this.#checkout(choice, { dir: srcDir, auth: this.dispatch.sourceAuth, sha: config.sha, depth: config.checkout?.depth, home, path, signal, log });
         }

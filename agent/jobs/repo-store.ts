@@ -250,8 +250,10 @@ export class RepoStores {
   }
 
   async #fetch(gen: Generation, env: Record<string, string>, options: StoreCheckoutOptions): Promise<void> {
-    await git(gen.dir, ['fetch', '-q', '--no-tags', '--depth=1', '--', options.auth.cloneUrl, `+${options.sha}:refs/svc/c/${options.sha}`], env, options.signal);
-    await git(gen.dir, ['cat-file', '-e', `${options.sha}^{commit}`], env, options.signal);
+    // Fewer processes: no maintenance run (gc is ours), no FETCH_HEAD, no submodule pass. The
+    // explicit refspec makes the fetch fail unless the commit arrived (the ref needs the object).
+    const flags = ['-q', '--no-tags', '--depth=1', '--no-auto-maintenance', '--no-write-fetch-head', '--no-recurse-submodules'];
+    await git(gen.dir, ['fetch', ...flags, '--', options.auth.cloneUrl, `+${options.sha}:refs/svc/c/${options.sha}`], env, options.signal);
     gen.commits.add(options.sha);
     const packs = (await readdir(join(gen.dir, 'objects', 'pack'))).filter((n) => n.endsWith('.pack')).length;
     if (packs > this.#limits.maxPacks) {
