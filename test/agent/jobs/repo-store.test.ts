@@ -89,6 +89,30 @@ t.test('force-pushed history: a rewritten branch still checks out', async (t) =>
   t.match(run.text, `log=${c3}\n`);
 });
 
+t.test('submodules and LFS pointers come out as the per-job fetch leaves them (not initialised, not smudged)', async (t) => {
+  const sub = await createGitRemote(t);
+  await sub.commit({ 'inner.txt': 'inner' }, 'sub');
+  await sub.push('HEAD:refs/heads/main');
+  await remote.git(['-c', 'protocol.file.allow=always', 'submodule', 'add', '-q', sub.url, 'sub']);
+  const lfsPointer = 'version https://git-lfs.github.com/spec/v1\noid sha256:' + 'a'.repeat(64) + '\nsize 12';
+  const head = await remote.commit({ '.gitattributes': 'big.bin filter=lfs diff=lfs merge=lfs -text\n', 'big.bin': `${lfsPointer}\n` }, 'submodule and lfs');
+  await remote.push('+HEAD:refs/heads/main');
+  const files = 'sub,big.bin';
+  const fromStore = await runAt(head, files);
+  t.equal(fromStore.done.status, 'completed', fromStore.done.reason ?? '');
+  t.match(fromStore.text, "checking out " + head + " (from the agent's repository store)");
+  // depth 0 takes the per-job fetch (the path every checkout took before the store).
+  const d = dispatchOf({ sourceAuth: { cloneUrl: remote.url }, jobConfig: { sha: head, contentHash: base.contentHash, checkout: { enabled: true, depth: 0 }, env: { SCRIPT: 'gitview', FILES: files } } });
+  orch.dispatch(d);
+  const perJob = { done: await terminal(d.jobId), text: logText(d.jobId) };
+  t.equal(perJob.done.status, 'completed', perJob.done.reason ?? '');
+  t.notMatch(perJob.text, 'repository store');
+  const shown = (text: string) => text.split('\n').filter((l) => l.startsWith('file ') || l.startsWith('status='));
+  t.same(shown(fromStore.text), shown(perJob.text), 'the same files either way');
+  t.ok(shown(fromStore.text).includes('file sub=DIR(0)'), 'the submodule is an empty directory');
+  t.match(fromStore.text, 'file big.bin=version https://git-lfs.github.com/spec/v1', 'the LFS pointer, not smudged');
+});
+
 t.test('concurrent jobs of one repository share the store without harm', async (t) => {
   const shas: string[] = [];
   for (let i = 0; i < 4; i++) {
