@@ -21,7 +21,7 @@
 //   used idle stores evicted), `maxIdleMs` (idle stores unused that long are deleted), and more
 //   than `maxPacks` packs (one per fetch) are repacked into one.
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import type { Logger } from 'pino';
@@ -236,8 +236,9 @@ export class RepoStores {
     await rm(gen.dir, { recursive: true, force: true });
     await mkdir(gen.dir, { recursive: true });
     await git(gen.dir, ['init', '-q', '--bare'], env, signal);
-    // No automatic gc (it would prune what running jobs borrow); one pack per fetch, compacted here.
-    for (const [k, v] of [['gc.auto', '0'], ['fetch.unpackLimit', '1'], ['core.logAllRefUpdates', 'false']]) await git(gen.dir, ['config', k!, v!], env, signal);
+    // No automatic gc (it would prune what running jobs borrow); one pack per fetch, compacted
+    // here. Appended as text: three `git config` processes cost more than the rest of the set-up.
+    await appendFile(join(gen.dir, 'config'), '[gc]\n\tauto = 0\n[fetch]\n\tunpackLimit = 1\n[core]\n\tlogAllRefUpdates = false\n');
     gen.commits.clear();
     await this.#record(gen);
   }
