@@ -20,6 +20,7 @@ import { pathWithNode } from './jobs/restore.ts';
 import { WarmRunners } from './jobs/warm-runner.ts';
 import { TreeCache } from './jobs/tree-cache.ts';
 import { InFlightStore } from './jobs/in-flight.ts';
+import { RepoStores } from './jobs/repo-store.ts';
 
 /** Orchestrator request timeout (spec Limits: the agent's request timeout is 15 seconds). */
 export const REQUEST_TIMEOUT_MS = 15_000;
@@ -29,6 +30,8 @@ export const TREE_CACHE_LIMITS = {
   source: { maxEntries: 32, maxBytes: 512 * 1024 * 1024 },
   deps: { maxEntries: 16, maxBytes: 4 * 1024 * 1024 * 1024 },
 } as const;
+/** Bounds of the repository object stores (docs/agent.md "Repository stores"). */
+export const REPO_STORE_LIMITS = { maxStores: 32, maxBytes: 8 * 1024 * 1024 * 1024, maxIdleMs: 7 * 24 * 3600_000, maxPacks: 64 } as const;
 /**
  * Sandbox names on the wire (`agent.register.sandboxes`, `job.context.sandbox`) use the spec's
  * vocabulary, which the orchestrator turns into `svc:sandbox:<type>` labels.
@@ -58,6 +61,8 @@ export interface AgentOptions {
   warmRunner?: boolean;
   /** Keep extracted source and dependency trees between jobs (default true). */
   treeCaches?: boolean;
+  /** Keep a git object store per repository for checkouts (default true). */
+  repoStores?: boolean;
   /** Test hook for reconnect timing. */
   baseReconnectDelayMs?: number;
 }
@@ -103,12 +108,15 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
           source: new TreeCache({ root: join(cacheRoot, 'source'), ...TREE_CACHE_LIMITS.source }),
           deps: new TreeCache({ root: join(cacheRoot, 'deps'), ...TREE_CACHE_LIMITS.deps }),
         };
-  const readPaths = caches === undefined ? [process.execPath, PACKAGE_ROOT] : [process.execPath, PACKAGE_ROOT, cacheRoot];
+  // A job's `.git` borrows the store's objects (alternates): the stores must be readable in its sandbox.
+  const repos = options.repoStores === false ? undefined : new RepoStores({ root: join(settings.workDir, 'git'), logger, ...REPO_STORE_LIMITS });
+  const readPaths = [process.execPath, PACKAGE_ROOT, ...(caches === undefined ? [] : [cacheRoot]), ...(repos === undefined ? [] : [repos.root])];
   // Node's compile cache for step runners, kept across jobs (Node keys entries by file and content).
   const compileCacheDir = join(settings.workDir, 'runner-cache');
   await mkdir(compileCacheDir, { recursive: true });
   await mkdir(join(settings.workDir, 'jobs'), { recursive: true });
   if (caches !== undefined) await mkdir(cacheRoot, { recursive: true });
+  if (repos !== undefined) await mkdir(repos.root, { recursive: true });
   const warm =
     options.warmRunner !== false && settings.sandbox === 'process'
       ? new WarmRunners({
@@ -193,6 +201,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       readPaths,
       compileCacheDir,
       ...(caches === undefined ? {} : { caches }),
+      ...(repos === undefined ? {} : { repos }),
       ...(warm === undefined ? {} : { warm: { sandbox: settings.sandbox, runners: warm } }),
       sdkVersion: AGENT_SDK_VERSION,
       send: resumed ? (m) => send(m.type === 'log.chunk' ? { ...m, seq: m.seq + RESUMED_SEQ_BASE } : m) : send,

@@ -2,7 +2,7 @@
 // rules are restore.ts's: a cache entry is only ever filled from a download whose sha256 matched
 // the dispatch, and an entry that changed since (the stat manifest) is never used.
 import { createHash } from 'node:crypto';
-import { cp, readdir, rm, symlink } from 'node:fs/promises';
+import { cp, lstat, readdir, rename, rm, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describeUrl, normalizeDigest } from './download.ts';
 import { JobFailure } from './failure.ts';
@@ -108,4 +108,25 @@ export async function restoreDepsCached(options: {
   }
   options.log(`dependencies restored from cache (sha256 ${digest}; node_modules linked from the agent's dependency cache)`);
   return { outcome: 'restored', lease };
+}
+
+/**
+ * Every entry of `from` moved into `to` (same file system): directories present in both are
+ * merged, anything else in `to` is replaced. `from` is left empty. Renames, not copies: the
+ * staged tree was copied once already.
+ */
+export async function moveTreeInto(from: string, to: string): Promise<void> {
+  for (const entry of await readdir(from, { withFileTypes: true })) {
+    const source = join(from, entry.name);
+    const target = join(to, entry.name);
+    if (entry.isDirectory()) {
+      const existing = await lstat(target).catch(() => undefined);
+      if (existing?.isDirectory() === true) {
+        await moveTreeInto(source, target);
+        continue;
+      }
+    }
+    await rm(target, { recursive: true, force: true });
+    await rename(source, target);
+  }
 }

@@ -48,10 +48,15 @@ async function git(args: string[], options: CheckoutOptions, env: Record<string,
   }
 }
 
-export async function checkout(options: CheckoutOptions): Promise<void> {
-  if (!SHA.test(options.sha)) throw new JobFailure('SVC_ERR_AGENT_CHECKOUT', `the run's commit ${JSON.stringify(options.sha.slice(0, 80))} is not a full hex commit id`);
-  const url = options.auth.cloneUrl;
+/** Refuses a commit id or clone URL git could read as something else (an option, a ref name). */
+export function validateCheckout(sha: string, url: string): void {
+  if (!SHA.test(sha)) throw new JobFailure('SVC_ERR_AGENT_CHECKOUT', `the run's commit ${JSON.stringify(sha.slice(0, 80))} is not a full hex commit id`);
   if (url === '' || url.startsWith('-')) throw new JobFailure('SVC_ERR_AGENT_CHECKOUT', `the clone URL ${JSON.stringify(url.slice(0, 200))} is not valid`);
+}
+
+export async function checkout(options: CheckoutOptions): Promise<void> {
+  validateCheckout(options.sha, options.auth.cloneUrl);
+  const url = options.auth.cloneUrl;
   await mkdir(options.dir, { recursive: true });
   const env = gitEnv(options.auth, options.home, options.path);
   const depth = options.depth ?? 1;

@@ -14,7 +14,7 @@ import { RunnerToAgentMembers, type AgentToRunner, type ConcurrencyGroups, type 
 import { compileMessageUnion, formatIssues } from '../../schemas/validate.ts';
 import { SecretSet, MIN_MASKED_LENGTH } from '../logs/masker.ts';
 import { LogPipeline } from '../logs/pipeline.ts';
-import { checkout } from './checkout.ts';
+import { checkout, type CheckoutOptions } from './checkout.ts';
 import { locateWorkflow, verifyContentHash } from './content-hash.ts';
 import { JobFailure, cancelledFailure } from './failure.ts';
 import { restoreDeps, restoreSource, pathWithNode } from './restore.ts';
@@ -22,8 +22,9 @@ import { runBuildJob, type BuildSteps } from '../build-job/job.ts';
 import { apiError, handleRunnerApi, type OrchestratorRequest, type StepDecision } from './runner-api.ts';
 import { SetupTimings } from './timings.ts';
 import type { AdoptedRunner, WarmRunners } from './warm-runner.ts';
-import { restoreDepsCached, restoreSourceCached } from './cached-restore.ts';
+import { moveTreeInto, restoreDepsCached, restoreSourceCached } from './cached-restore.ts';
 import type { CacheLease, TreeCache } from './tree-cache.ts';
+import type { RepoStores, StoreLease } from './repo-store.ts';
 
 const checkRunnerMessage = compileMessageUnion(RunnerToAgentMembers);
 
@@ -61,6 +62,8 @@ export interface JobEnvironment {
   compileCacheDir?: string;
   /** Extracted source and dependency trees kept between jobs (docs/agent.md "Tree caches"). */
   caches?: { source: TreeCache; deps: TreeCache };
+  /** Repository object stores for checkouts (docs/agent.md "Repository stores"). */
+  repos?: RepoStores;
   /** Warm spare runners for `warm.sandbox` jobs (docs/agent.md "Warm spare runner"). */
   warm?: { sandbox: string; runners: WarmRunners };
 }
@@ -207,6 +210,7 @@ export class DispatchedJob {
     const caches = this.#env.caches;
     let sourceLease: CacheLease | undefined;
     let depsLease: CacheLease | undefined;
+    let repoLease: StoreLease | undefined;
     let terminal: Terminal;
     try {
       const choice = this.#chooseSandbox();
@@ -249,17 +253,29 @@ export class DispatchedJob {
         terminal = { status: 'completed', outputs };
       } else {
         if (this.dispatch.sourceTarUrl !== null) {
+          const source = { url: this.dispatch.sourceTarUrl, digest: this.dispatch.sourceTarDigest, jobRoot, srcDir, log, signal };
+          const restore = (into: string) => (caches === undefined ? restoreSource({ ...source, srcDir: into }).then(() => undefined) : restoreSourceCached({ ...source, srcDir: into, cache: caches.source }));
           if (config.checkout?.enabled === true) {
             // The project the steps work on comes from git; the workflow tree the lock was
-            // hashed over comes from the cache and replaces the checkout's `.svc/`.
-            await checkout({ dir: srcDir, auth: this.dispatch.sourceAuth, sha: config.sha, depth: config.checkout.depth, home, path, signal, log });
+            // hashed over comes from the cache and replaces the checkout's `.svc/`. The tree is
+            // staged beside the workspace while the checkout fetches, then moved over it.
+            const staging = join(jobRoot, 'overlay');
+            await rm(staging, { recursive: true, force: true });
+            await mkdir(staging, { recursive: true });
+            const copyStart = performance.now();
+            const staged = restore(staging).finally(() => this.#timings.set('overlay', performance.now() - copyStart));
+            const [checkedOut, restored] = await Promise.allSettled([this.#checkout(choice, { dir: srcDir, auth: this.dispatch.sourceAuth, sha: config.sha, depth: config.checkout.depth, home, path, signal, log }), staged]);
+            if (checkedOut.status === 'fulfilled') repoLease = checkedOut.value;
+            if (restored.status === 'fulfilled') sourceLease = restored.value;
+            if (checkedOut.status === 'rejected') throw checkedOut.reason;
+            if (restored.status === 'rejected') throw restored.reason;
             await rm(join(srcDir, '.svc'), { recursive: true, force: true });
+            await moveTreeInto(staging, srcDir);
+          } else {
+            sourceLease = await restore(srcDir);
           }
-          const source = { url: this.dispatch.sourceTarUrl, digest: this.dispatch.sourceTarDigest, jobRoot, srcDir, log, signal };
-          if (caches === undefined) await restoreSource(source);
-          else sourceLease = await restoreSourceCached({ ...source, cache: caches.source });
         } else {
-          await checkout({ dir: srcDir, auth: this.dispatch.sourceAuth, sha: config.sha, depth: config.checkout?.depth, home, path, signal, log });
+          repoLease = await this.#checkout(choice, { dir: srcDir, auth: this.dispatch.sourceAuth, sha: config.sha, depth: config.checkout?.depth, home, path, signal, log });
         }
         this.#timings.mark('source');
         this.#throwIfCancelled();
@@ -319,7 +335,8 @@ export class DispatchedJob {
       }
       await rm(jobRoot, { recursive: true, force: true }).catch((error: unknown) => this.#logger.warn({ err: error }, 'work dir removal failed'));
       spare?.release();
-      // After the job's tree is gone: nothing links into the dependency entry any more.
+      // After the job's tree is gone: nothing links into the dependency entry or borrows the store's objects.
+      repoLease?.release();
       sourceLease?.release();
       depsLease?.release();
       this.#env.warm?.runners.replenish();
@@ -363,6 +380,20 @@ export class DispatchedJob {
         this.#currentStep = SETUP_STEP;
       },
     };
+  }
+
+  /**
+   * The commit's tree: from the repository store (default depth 1, sandboxes that see the host's
+   * paths), else a fetch of its own. A firecracker guest gets a copy of the workspace, where the
+   * store the `.git` borrows from does not exist; other depths need history the store does not keep.
+   */
+  async #checkout(choice: SandboxChoice, options: CheckoutOptions): Promise<StoreLease | undefined> {
+    const repos = this.#env.repos;
+    if (repos === undefined || (options.depth ?? 1) !== 1 || choice.name === 'firecracker') {
+      await checkout(options);
+      return undefined;
+    }
+    return repos.checkout({ ...options, phase: (name) => this.#timings.mark(name) });
   }
 
   #throwIfCancelled(): void {
