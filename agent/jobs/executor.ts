@@ -15,6 +15,7 @@ import { compileMessageUnion, formatIssues } from '../../schemas/validate.ts';
 import { SecretSet, MIN_MASKED_LENGTH } from '../logs/masker.ts';
 import { LogPipeline } from '../logs/pipeline.ts';
 import { checkout } from './checkout.ts';
+import { applyOverlay } from './overlay.ts';
 import { locateWorkflow, verifyContentHash } from './content-hash.ts';
 import { JobFailure, cancelledFailure } from './failure.ts';
 import { restoreDeps, restoreSource, pathWithNode } from './restore.ts';
@@ -249,10 +250,10 @@ export class DispatchedJob {
         terminal = { status: 'completed', outputs };
       } else {
         if (this.dispatch.sourceTarUrl !== null) {
-          if (config.checkout?.enabled === true) {
+          if (config.checkout?.enabled === true || config.overlay !== undefined) {
             // The project the steps work on comes from git; the workflow tree the lock was
             // hashed over comes from the cache and replaces the checkout's `.svc/`.
-            await checkout({ dir: srcDir, auth: this.dispatch.sourceAuth, sha: config.sha, depth: config.checkout.depth, home, path, signal, log });
+            await checkout({ dir: srcDir, auth: this.dispatch.sourceAuth, sha: config.sha, depth: config.checkout?.depth, home, path, signal, log });
             await rm(join(srcDir, '.svc'), { recursive: true, force: true });
           }
           const source = { url: this.dispatch.sourceTarUrl, digest: this.dispatch.sourceTarDigest, jobRoot, srcDir, log, signal };
@@ -261,6 +262,8 @@ export class DispatchedJob {
         } else {
           await checkout({ dir: srcDir, auth: this.dispatch.sourceAuth, sha: config.sha, depth: config.checkout?.depth, home, path, signal, log });
         }
+        // `svc run remote`: the developer's uncommitted changes on top of the commit.
+        if (config.overlay !== undefined) await applyOverlay({ overlay: config.overlay, jobRoot, srcDir, log, signal });
         this.#timings.mark('source');
         this.#throwIfCancelled();
         const location = await locateWorkflow(srcDir, config.workflow);
@@ -268,7 +271,7 @@ export class DispatchedJob {
         // already verified for this workflow's hash inputs is not hashed again. A checkout job's
         // tree also holds the checkout (hashFiles may name its files): always hashed.
         const fact = `contentHash\0${config.contentHash}\0${location.hashFiles.join('\0')}`;
-        const checkedOut = this.dispatch.sourceTarUrl === null || config.checkout?.enabled === true;
+        const checkedOut = this.dispatch.sourceTarUrl === null || config.checkout?.enabled === true || config.overlay !== undefined;
         if (!checkedOut && sourceLease?.hasFact(fact) === true) {
           log(`workflow content hash verified (${config.contentHash.replace(/^sha256:/, '')}; this exact source tree was verified by an earlier job)`);
         } else {
