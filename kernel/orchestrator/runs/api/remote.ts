@@ -167,8 +167,9 @@ export async function createRemoteRuns(deps: RemoteRunDeps, orgId: string, actor
       eventName: event.eventName,
       subjectKind: subjectKind(event),
       actor,
-      // A developer's uncommitted code: isolated user-cache scope, never the shared one.
-      trustTier: 'unknown',
+      // An authenticated member of the org started it (their token): trusted, like a push to the
+      // repository; identity tokens still tell it apart by source_origin = run-remote.
+      trustTier: 'trusted',
       isFork: 'false',
       headRef: event.pullRequest?.headRef ?? '',
       headRepository: event.pullRequest?.headRepository ?? '',
