@@ -14,6 +14,7 @@ import { TextPrinter } from '../commands/runs/logs.ts';
 import { fixtureOptions, loadFixtures, selectFixtures, type LoadedFixture } from './fixtures.ts';
 import { junitXml, type JunitRun } from './junit.ts';
 import { checkUploadSize, megabytes, packOverlay, UPLOAD_LIMITS, type UploadLimits } from './overlay.ts';
+import { overlaidTree } from './overlaid-tree.ts';
 import { planFixture } from './plan.ts';
 import { remoteSecrets } from './secrets.ts';
 
@@ -185,8 +186,15 @@ function resultLine(o: RemoteRunOutcome): string {
 export async function runRemote(options: RemoteRunOptions): Promise<{ outcomes: RemoteRunOutcome[]; passed: boolean }> {
   const state = await readLocalGitState(options.root);
   if (state === undefined) throw new InputError('SVC_ERR_REMOTE_RUN_NOT_GIT', `${options.root} is not in a git repository: a remote run applies the working tree's changes on top of a commit`);
-  const compiled = await compileWorkflows({ repoRoot: options.root, mode: 'memory' });
   const overlay = await packOverlay(state.top);
+  // The lock of the tree the agents will run (HEAD + overlay), not of every local file.
+  const tree = await overlaidTree(state.top, options.root, overlay);
+  let compiled: Awaited<ReturnType<typeof compileWorkflows>>;
+  try {
+    compiled = await compileWorkflows({ repoRoot: tree.root, mode: 'memory' });
+  } finally {
+    await tree.remove();
+  }
   const secrets = await remoteSecrets(options.root, options.env, options.context);
   const slot = await options.client.remoteUpload();
   const publicKey = Buffer.from(slot.publicKey, 'base64');

@@ -43,12 +43,12 @@ export default workflow('ci', {
 `;
 
 const FIXTURES = `import { fixture, push } from 'svc/sdk';
-export default fixture('ci-push', { event: push(), branch: 'main' });
-export const second = fixture('second-push', async () => ({ event: push(), branch: 'main' }));
+export default fixture('ci-push', { event: push(), branch: 'main', repo: 'acme/app' });
+export const second = fixture('second-push', async () => ({ event: push(), branch: 'main', repo: 'acme/app' }));
 `;
 
 const DENIED = `import { fixture, push } from 'svc/sdk';
-export default fixture('denied', { event: push(), branch: 'main', secrets: { deploy: 'prod' } });
+export default fixture('denied', { event: push(), branch: 'main', repo: 'acme/app', secrets: { deploy: 'prod' } });
 `;
 
 await eachDatabase(t, async (t, db) => {
