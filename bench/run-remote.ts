@@ -6,7 +6,9 @@
 // REAL processes: svc-relay, svc-orchestrator, svc-agent (process sandbox), the svc CLI, a git
 // repository with a post-receive hook; loopback only. Figures, no assertions.
 // Target: p50 ≤ 2 s for 1 MB.
-// Run: npm run build && node bench/run-remote.ts [iterations=5]
+// Run: npm run build && node bench/run-remote.ts --dist [iterations=5]
+//   --dist: the programs (svc, svc-relay, svc-orchestrator, svc-agent) are the compiled ones, as
+//   shipped (what a developer's `svc` is); otherwise they run from the sources (slower to start).
 // Database: a fresh database on SVC_TEST_DATABASE_URL (default local PostgreSQL), else an
 // embedded PostgreSQL.
 import { randomBytes } from 'node:crypto';
@@ -20,7 +22,8 @@ import { REPO_ROOT, runProgram } from '../test/fixtures/programs.ts';
 import { until } from '../test/fixtures/runs.ts';
 import { createDatabase } from '../kernel/services/db/index.ts';
 
-const ITERATIONS = Math.max(1, Math.min(50, Number(process.argv[2] ?? 5)));
+if (process.argv.includes('--dist')) process.env['SVC_TEST_DIST'] = '1';
+const ITERATIONS = Math.max(1, Math.min(50, Number(process.argv.slice(2).find((a) => !a.startsWith('--')) ?? 5)));
 const SIZES_MB = [1, 50];
 
 const WORKFLOW = `import { job, push, workflow } from 'svc/sdk';
@@ -66,16 +69,16 @@ try {
   const pat = await stack.relayAdmin(['relay', 'pat', 'create', ORG, '--user', 'bench', '--json']);
   const login = await stack.svc(['login', '--token', (JSON.parse(pat.stdout) as { token: string }).token, '--platform-url', stack.relayUrl]);
   if (login.code !== 0) throw new Error(login.stderr);
-  const env = { ...gitEnv(), XDG_CONFIG_HOME: join(stack.root, 'svc-config') };
+  const env: NodeJS.ProcessEnv = { ...gitEnv(), XDG_CONFIG_HOME: join(stack.root, 'svc-config') };
   for (const k of Object.keys(env)) if (k.startsWith('SVC_')) delete env[k];
-  console.log(`svc run remote → first step running, warm agent, ${ITERATIONS} iteration(s) per size (database: ${system.ok ? 'system' : 'embedded'})`);
+  console.log(`svc run remote → first step running, warm agent, ${ITERATIONS} iteration(s) per size (database: ${system.ok ? 'system' : 'embedded'}; programs: ${process.env['SVC_TEST_DIST'] === '1' ? 'dist' : 'sources'})`);
   for (const mb of SIZES_MB) {
     await writeFile(join(stack.remote.work, 'blob.bin'), randomBytes(mb * 1_000_000));
     const times: number[] = [];
     const cli: number[] = [];
     for (let i = 0; i < ITERATIONS; i++) {
       const started = Date.now();
-      const r = await runProgram(join(REPO_ROOT, 'bin/svc.ts'), ['run', 'remote', 'bench', '--no-wait'], { env, cwd: stack.remote.work, timeoutMs: 300_000 });
+      const r = await runProgram(join(REPO_ROOT, 'bin/svc.ts'), ['run', 'remote', 'bench', '--no-wait', '--debug'], { env, cwd: stack.remote.work, timeoutMs: 300_000 });
       const cliDone = Date.now();
       if (r.code !== 0) throw new Error(`svc run remote: ${r.stderr}`);
       const runId = r.stdout.trim();
@@ -91,6 +94,7 @@ try {
       }, 300_000, 50);
       times.push(at - started);
       cli.push(cliDone - started);
+      if (i === 0) console.log(`    ${mb} MB, first iteration, CLI ${(/timings: (.*)/.exec(r.stderr)?.[1] ?? '(no timings)')}`);
     }
     console.log(
       `  ${String(mb).padStart(3)} MB overlay: start → first step p50 ${percentile(times, 50).toFixed(0).padStart(6)} ms  p99 ${percentile(times, 99).toFixed(0).padStart(6)} ms` +

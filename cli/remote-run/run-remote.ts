@@ -184,9 +184,14 @@ function resultLine(o: RemoteRunOutcome): string {
 }
 
 export async function runRemote(options: RemoteRunOptions): Promise<{ outcomes: RemoteRunOutcome[]; passed: boolean }> {
+  const started = performance.now();
+  const marks: string[] = [];
+  const mark = (what: string) => void marks.push(`${what} ${(performance.now() - started).toFixed(0)} ms`);
   const state = await readLocalGitState(options.root);
+  mark('git state');
   if (state === undefined) throw new InputError('SVC_ERR_REMOTE_RUN_NOT_GIT', `${options.root} is not in a git repository: a remote run applies the working tree's changes on top of a commit`);
   const overlay = await packOverlay(state.top);
+  mark('overlay packed');
   // The lock of the tree the agents will run (HEAD + overlay), not of every local file.
   const tree = await overlaidTree(state.top, options.root, overlay);
   let compiled: Awaited<ReturnType<typeof compileWorkflows>>;
@@ -195,18 +200,24 @@ export async function runRemote(options: RemoteRunOptions): Promise<{ outcomes: 
   } finally {
     await tree.remove();
   }
+  mark('compiled');
   const secrets = await remoteSecrets(options.root, options.env, options.context);
   const slot = await options.client.remoteUpload();
+  mark('upload slot');
   const publicKey = Buffer.from(slot.publicKey, 'base64');
   const box = sealBox(publicKey, overlay.packed);
   if (checkUploadSize(box.length, options.limits ?? UPLOAD_LIMITS) === 'warn') {
     options.err(`warning: the working-tree overlay is ${megabytes(box.length)} MB (over ${megabytes((options.limits ?? UPLOAD_LIMITS).warnBytes)} MB); consider .svcignore for large generated files`);
   }
   if (options.progress) options.err(`uploading the working-tree overlay: ${overlay.files.length} file(s), ${overlay.deleted.length} deleted, ${megabytes(box.length)} MB sealed`);
+  mark('sealed');
   await upload(slot.uploadUrl, box, options.signal);
+  mark('uploaded');
   const secretsBox = Object.keys(secrets).length === 0 ? undefined : sealBox(publicKey, Buffer.from(JSON.stringify(secrets))).toString('base64');
   const base = { uploadId: slot.uploadId, lockfileHash: compiled.lock.lockfileHash ?? null, ...(secretsBox === undefined ? {} : { secretsBox }) };
   const { created, missed } = await createAll(options, base, state, compiled.lock);
+  mark('runs created');
+  if (options.debug) options.err(`debug: timings: ${marks.join(', ')}`);
   if (options.noWait) {
     for (const c of created) options.out(options.json ? JSON.stringify({ fixture: c.fixture, workflow: c.workflow, runId: c.runId, status: 'queued' }) : c.runId);
     for (const m of missed) options.err(resultLine(m));

@@ -70,7 +70,7 @@ await eachDatabase(t, async (t, db) => {
   t.equal(pat.code, 0, pat.stderr);
   const login = await stack.svc(['login', '--token', (JSON.parse(pat.stdout) as { token: string }).token, '--platform-url', stack.relayUrl]);
   t.equal(login.code, 0, login.stderr);
-  const env = { ...gitEnv(), XDG_CONFIG_HOME: join(stack.root, 'svc-config') };
+  const env: NodeJS.ProcessEnv = { ...gitEnv(), XDG_CONFIG_HOME: join(stack.root, 'svc-config') };
   for (const k of Object.keys(env)) if (k.startsWith('SVC_')) delete env[k];
   const svc = (args: string[], timeoutMs = 300_000) => runProgram(join(REPO_ROOT, 'bin/svc.ts'), args, { env, cwd: work, timeoutMs });
   const put = async (path: string, text: string | null) => {

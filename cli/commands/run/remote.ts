@@ -3,6 +3,7 @@
 // commit at HEAD plus the uncommitted changes, sealed and uploaded through the Platform. With no
 // name (and no --all or --pick) it lists the fixtures. Exit 0 when every run passed, 1 when one
 // failed, 2 on a usage error (`--pick` with a name, --all or --workflow; --pick off a terminal).
+import { enableCompileCache } from 'node:module';
 import { createInterface } from 'node:readline/promises';
 import { Args, Flags } from '@oclif/core';
 import { SvcCommand, USAGE_ERROR_CODE } from '../../../core/cli/base-command.ts';
@@ -43,6 +44,7 @@ export default class RunRemote extends SvcCommand {
     if (flags.pick && !(process.stdin.isTTY && process.stderr.isTTY)) {
       throw new InputError(USAGE_ERROR_CODE, '--pick needs a terminal to choose on; name the fixture instead (svc run remote <fixture>)');
     }
+    enableCompileCache();
     const { projectFixtures, runRemote, selectFixtures } = await import('../../remote-run/run-remote.ts');
     const { root, fixtures } = await projectFixtures(process.cwd());
     if (args.fixture === undefined && !flags.all && !flags.pick) {
