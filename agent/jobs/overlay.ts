@@ -1,6 +1,6 @@
 // `svc run remote` (docs/run-remote.md): the developer's working-tree overlay on top of the
 // checkout at `sha`. The job's dispatch names a pre-signed GET of the sealed box and its
-// AES-256-GCM key; the box holds `uint32 BE length | manifest JSON { deleted: [...] } | tar.gz`
+// AES-256-GCM key; the box holds `uint32 BE length | manifest JSON { deleted: [...] } | tar` (gzipped or not)
 // of the modified and new files (cli/remote-run/overlay.ts). A box that does not open, or a
 // hostile archive, fails the job before a step runs.
 import { readFile, rm, writeFile } from 'node:fs/promises';
@@ -25,7 +25,7 @@ function safeRelative(path: string): boolean {
 
 export async function applyOverlay(options: OverlayOptions): Promise<{ files: number; deleted: number }> {
   const boxFile = join(options.jobRoot, 'overlay.box');
-  const tarFile = join(options.jobRoot, 'overlay.tar.gz');
+  const tarFile = join(options.jobRoot, 'overlay.tar');
   await downloadToFile(options.overlay.url, boxFile, options.signal === undefined ? {} : { signal: options.signal });
   const plain = openBoxWithKey(Buffer.from(options.overlay.key, 'base64'), await readFile(boxFile));
   await rm(boxFile, { force: true });

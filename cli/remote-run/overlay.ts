@@ -2,10 +2,11 @@
 // modified, added or left untracked relative to HEAD, and the list of files deleted — never
 // git-ignored paths, root `.svcignore` matches, the `.git` directory, nor the local secret files
 // (those travel in their own sealed box). Packed as
-//   uint32 BE manifest length | manifest JSON `{ deleted: [...] }` | tar.gz of the files
+//   uint32 BE manifest length | manifest JSON `{ deleted: [...] }` | tar (gzipped up to 8 MiB)
 // then sealed to the orchestrator's key (core/remote-run-box.ts).
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import ignore from 'ignore';
 import * as tar from 'tar';
 import { InputError, messageOf } from '../../core/errors.ts';
@@ -14,6 +15,9 @@ import { git } from '../preview/local-git.ts';
 /** spec "Limits": under 50 MB normal, 50 to 500 MB a warning, over 500 MB an error. */
 export const UPLOAD_LIMITS = { warnBytes: 50 * 1000 * 1000, maxBytes: 500 * 1000 * 1000 };
 export type UploadLimits = typeof UPLOAD_LIMITS;
+
+/** Overlays whose tar is at most this large are gzipped. */
+export const GZIP_MAX_BYTES = 8 * 1024 * 1024;
 
 /** Local secret files: uploaded sealed as secrets, never as part of the tree. */
 export const LOCAL_SECRET_FILES = ['.svc/.secrets', '.svc/.env.local', '.svc/secrets.yaml'];
@@ -66,15 +70,18 @@ export async function packOverlay(top: string): Promise<Overlay> {
   const { files, deleted } = await overlayPaths(top);
   const chunks: Buffer[] = [];
   if (files.length > 0) {
-    // Level 1: most of the size saving on source text at a fraction of the time on large binary
-    // files (a 50 MB overlay packs in about a quarter of the default level's time).
-    const stream = tar.c({ gzip: { level: 1 }, cwd: top, portable: true, noDirRecurse: true }, files);
+    const stream = tar.c({ cwd: top, portable: true, noDirRecurse: true }, files);
     for await (const chunk of stream as AsyncIterable<Buffer>) chunks.push(chunk);
   }
+  let archive = Buffer.concat(chunks);
+  // Compressed when small (source text shrinks several times, quickly); a large overlay is mostly
+  // binary files gzip barely shrinks at ~20 MB/s, so it travels as a plain tar (the agent's
+  // extraction reads either).
+  if (archive.length > 0 && archive.length <= GZIP_MAX_BYTES) archive = gzipSync(archive, { level: 6 });
   const manifest = Buffer.from(JSON.stringify({ deleted }));
   const length = Buffer.alloc(4);
   length.writeUInt32BE(manifest.length);
-  return { files, deleted, packed: Buffer.concat([length, manifest, ...chunks]) };
+  return { files, deleted, packed: Buffer.concat([length, manifest, archive]) };
 }
 
 /** `ok`, `warn` (stderr warning) or an error (over the maximum). */
