@@ -3,8 +3,8 @@
 // AES-256-GCM key; the box holds `uint32 BE length | manifest JSON { deleted: [...] } | tar` (gzipped or not)
 // of the modified and new files (cli/remote-run/overlay.ts). A box that does not open, or a
 // hostile archive, fails the job before a step runs.
-import { readFile, rm, writeFile } from 'node:fs/promises';
-import { join, posix } from 'node:path';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { dirname, join, posix } from 'node:path';
 import { InputError } from '../../core/errors.ts';
 import { openBoxWithKey } from '../../core/remote-run-box.ts';
 import { downloadToFile } from './download.ts';
@@ -32,9 +32,13 @@ export async function applyOverlay(options: OverlayOptions): Promise<{ files: nu
   const length = plain.length >= 4 ? plain.readUInt32BE(0) : -1;
   if (length < 0 || 4 + length > plain.length) throw new InputError('SVC_ERR_AGENT_OVERLAY_INVALID', 'the overlay is truncated; run svc run remote again');
   let deleted: string[];
+  let writes: Array<{ path: string; text: string }>;
   try {
-    const manifest = JSON.parse(plain.subarray(4, 4 + length).toString('utf8')) as { deleted?: unknown };
+    const manifest = JSON.parse(plain.subarray(4, 4 + length).toString('utf8')) as { deleted?: unknown; write?: unknown };
     deleted = Array.isArray(manifest.deleted) ? manifest.deleted.filter((d): d is string => typeof d === 'string') : [];
+    writes = Array.isArray(manifest.write)
+      ? manifest.write.filter((w): w is { path: string; text: string } => typeof w === 'object' && w !== null && typeof w.path === 'string' && typeof w.text === 'string')
+      : [];
   } catch {
     throw new InputError('SVC_ERR_AGENT_OVERLAY_INVALID', 'the overlay\'s manifest is not valid JSON; run svc run remote again');
   }
@@ -47,6 +51,12 @@ export async function applyOverlay(options: OverlayOptions): Promise<{ files: nu
   for (const path of deleted) {
     if (!safeRelative(path)) throw new InputError('SVC_ERR_AGENT_OVERLAY_INVALID', `the overlay deletes ${JSON.stringify(path.slice(0, 200))}, a path outside the checkout; nothing more was applied`);
     await rm(join(options.srcDir, path), { force: true, recursive: true });
+  }
+  // The lock compiled from the overlaid tree: the workflow entries this run was matched against.
+  for (const w of writes) {
+    if (!safeRelative(w.path)) throw new InputError('SVC_ERR_AGENT_OVERLAY_INVALID', `the overlay writes ${JSON.stringify(w.path.slice(0, 200))}, a path outside the checkout; nothing more was applied`);
+    await mkdir(dirname(join(options.srcDir, w.path)), { recursive: true });
+    await writeFile(join(options.srcDir, w.path), w.text);
   }
   options.log(`working-tree overlay applied (${entries} archive entries, ${deleted.length} deleted file(s))`);
   return { files: entries, deleted: deleted.length };

@@ -2,7 +2,10 @@
 // modified, added or left untracked relative to HEAD, and the list of files deleted — never
 // git-ignored paths, root `.svcignore` matches, the `.git` directory, nor the local secret files
 // (those travel in their own sealed box). Packed as
-//   uint32 BE manifest length | manifest JSON `{ deleted: [...] }` | tar (gzipped up to 8 MiB)
+//   uint32 BE manifest length | manifest JSON `{ deleted: [...], write?: [{ path, text }] }` |
+//   tar (gzipped up to 8 MiB)
+// where `write` carries the lock compiled in memory as `.svc/svc.lock.json` (the agent reads the
+// workflow's entry from the tree's lock: a workflow added without `svc compile` must be there).
 // then sealed to the orchestrator's key (core/remote-run-box.ts).
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -66,8 +69,14 @@ export async function overlayPaths(top: string): Promise<{ files: string[]; dele
   return { files: [...files].sort(), deleted: [...deleted].sort() };
 }
 
-export async function packOverlay(top: string): Promise<Overlay> {
-  const { files, deleted } = await overlayPaths(top);
+/** A file the overlay writes that is not in the working tree (the lock compiled in memory). */
+export interface OverlayWrite {
+  path: string;
+  text: string;
+}
+
+export async function packOverlay(top: string, paths?: { files: string[]; deleted: string[] }, writes: readonly OverlayWrite[] = []): Promise<Overlay> {
+  const { files, deleted } = paths ?? (await overlayPaths(top));
   const chunks: Buffer[] = [];
   if (files.length > 0) {
     const stream = tar.c({ cwd: top, portable: true, noDirRecurse: true }, files);
@@ -78,7 +87,7 @@ export async function packOverlay(top: string): Promise<Overlay> {
   // binary files gzip barely shrinks at ~20 MB/s, so it travels as a plain tar (the agent's
   // extraction reads either).
   if (archive.length > 0 && archive.length <= GZIP_MAX_BYTES) archive = gzipSync(archive, { level: 6 });
-  const manifest = Buffer.from(JSON.stringify({ deleted }));
+  const manifest = Buffer.from(JSON.stringify(writes.length === 0 ? { deleted } : { deleted, write: writes }));
   const length = Buffer.alloc(4);
   length.writeUInt32BE(manifest.length);
   return { files, deleted, packed: Buffer.concat([length, manifest, archive]) };

@@ -2,6 +2,7 @@
 // memory, pack and seal the overlay, upload it through a pre-signed URL obtained via the relay,
 // ask the relay for the runs of each fixture, then follow them (progress, live logs) to a result.
 import { writeFile } from 'node:fs/promises';
+import { join, relative, sep } from 'node:path';
 import { InputError, isSvcError, messageOf, UnavailableError } from '../../core/errors.ts';
 import { sealBox } from '../../core/remote-run-box.ts';
 import type { RunView } from '../../schemas/wire/relay.ts';
@@ -13,7 +14,7 @@ import type { PlatformClient } from '../platform-client.ts';
 import { TextPrinter } from '../commands/runs/logs.ts';
 import { fixtureOptions, loadFixtures, selectFixtures, type LoadedFixture } from './fixtures.ts';
 import { junitXml, type JunitRun } from './junit.ts';
-import { checkUploadSize, megabytes, packOverlay, UPLOAD_LIMITS, type UploadLimits } from './overlay.ts';
+import { checkUploadSize, megabytes, overlayPaths, packOverlay, UPLOAD_LIMITS, type UploadLimits } from './overlay.ts';
 import { overlaidTree } from './overlaid-tree.ts';
 import { planFixture } from './plan.ts';
 import { remoteSecrets } from './secrets.ts';
@@ -190,10 +191,9 @@ export async function runRemote(options: RemoteRunOptions): Promise<{ outcomes: 
   const state = await readLocalGitState(options.root);
   mark('git state');
   if (state === undefined) throw new InputError('SVC_ERR_REMOTE_RUN_NOT_GIT', `${options.root} is not in a git repository: a remote run applies the working tree's changes on top of a commit`);
-  const overlay = await packOverlay(state.top);
-  mark('overlay packed');
+  const paths = await overlayPaths(state.top);
   // The lock of the tree the agents will run (HEAD + overlay), not of every local file.
-  const tree = await overlaidTree(state.top, options.root, overlay);
+  const tree = await overlaidTree(state.top, options.root, paths);
   let compiled: Awaited<ReturnType<typeof compileWorkflows>>;
   try {
     compiled = await compileWorkflows({ repoRoot: tree.root, mode: 'memory' });
@@ -201,6 +201,9 @@ export async function runRemote(options: RemoteRunOptions): Promise<{ outcomes: 
     await tree.remove();
   }
   mark('compiled');
+  const lockPath = relative(state.top, join(options.root, '.svc', 'svc.lock.json')).split(sep).join('/');
+  const overlay = await packOverlay(state.top, paths, [{ path: lockPath, text: compiled.text }]);
+  mark('overlay packed');
   const secrets = await remoteSecrets(options.root, options.env, options.context);
   const slot = await options.client.remoteUpload();
   mark('upload slot');

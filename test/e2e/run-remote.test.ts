@@ -4,8 +4,9 @@
 // `svc run remote <fixture>` on a real agent. The step output shows the uncommitted workflow ran
 // on HEAD plus the overlay; the stored overlay is sealed (no plaintext of it in storage); the run
 // is a test run (`source_origin = 'run-remote'`, ctx.isTestRun). Then the flags: --all
-// --parallel --junit (valid JUnit XML), --no-wait, --json, listing, usage errors, and a fixture
-// whose secrets map to a non-test context is refused.
+// --parallel --junit (valid JUnit XML), --no-wait, --json, listing, usage errors, a workflow added
+// without `svc compile` (--workflow), and a fixture whose secrets map to a non-test context is
+// refused.
 import { readFile, rm, writeFile, mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import t from 'tap';
@@ -169,6 +170,18 @@ await eachDatabase(t, async (t, db) => {
     const noWait = await svc(['run', 'remote', 'ci-push', '--no-wait']);
     t.equal(noWait.code, 0, noWait.stderr);
     t.match(noWait.stdout.trim(), /^[0-9a-f-]{36}$/, 'the run id only');
+  });
+
+  await t.test('a workflow added without svc compile runs (the lock compiled in memory travels)', async (t) => {
+    await put('.svc/workflows/extra.ts', `import { job, push, workflow } from 'svc/sdk';
+export default workflow('extra', { on: push({ branches: ['main'] }), jobs: { added: job({ runsOn: 'e2e', steps: (s) => s.step('hello', () => { console.log('EXTRA ' + 'ran'); }) }) } });
+`);
+    const r = await svc(['run', 'remote', 'ci-push', '--workflow', 'extra']);
+    t.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+    t.match(r.stdout, /EXTRA ran/);
+    t.match(r.stdout, /✓ ci-push › extra: completed/);
+    t.notMatch(r.stdout, /› ci:/, '--workflow kept only the named workflow');
+    await put('.svc/workflows/extra.ts', null);
   });
 
   await t.test('a fixture mapping secrets to a non-test context is refused', async (t) => {

@@ -56,7 +56,7 @@ t.test('applies the working tree on the checkout', async (t) => {
   await writeFile(join(repo, 'src/a.txt'), 'changed\n');
   await writeFile(join(repo, 'src/new.txt'), 'new\n');
   await rm(join(repo, 'gone.txt'));
-  const overlay = await packOverlay(repo);
+  const overlay = await packOverlay(repo, undefined, [{ path: '.svc/svc.lock.json', text: '{"compiled":"in memory"}' }]);
   const lines: string[] = [];
   const jobRoot = join(dir, 'job');
   await mkdir(jobRoot, { recursive: true });
@@ -65,6 +65,7 @@ t.test('applies the working tree on the checkout', async (t) => {
   t.equal(await readFile(join(checkout, 'src/new.txt'), 'utf8'), 'new\n');
   await t.rejects(readFile(join(checkout, 'gone.txt')), { code: 'ENOENT' }, 'the deleted file is gone');
   t.equal(result.deleted, 1);
+  t.equal(await readFile(join(checkout, '.svc/svc.lock.json'), 'utf8'), '{"compiled":"in memory"}', 'the lock compiled in memory is written');
   t.match(lines.join('\n'), /working-tree overlay applied/);
 });
 
@@ -78,6 +79,11 @@ t.test('refusals', async (t) => {
   const escape = serve('escape', sealBox(publicKey, packed(['../outside.txt'])));
   await t.rejects(applyOverlay({ overlay: escape, jobRoot, srcDir, log: () => undefined }), { code: 'SVC_ERR_AGENT_OVERLAY_INVALID' });
   t.equal(await readFile(join(dir, 'outside.txt'), 'utf8'), 'keep\n', 'nothing outside the checkout removed');
+  const writeOut = Buffer.from(JSON.stringify({ deleted: [], write: [{ path: '../evil.txt', text: 'x' }] }));
+  const len = Buffer.alloc(4);
+  len.writeUInt32BE(writeOut.length);
+  await t.rejects(applyOverlay({ overlay: serve('write-out', sealBox(publicKey, Buffer.concat([len, writeOut]))), jobRoot, srcDir, log: () => undefined }), { code: 'SVC_ERR_AGENT_OVERLAY_INVALID' });
+  await t.rejects(readFile(join(dir, 'evil.txt')), { code: 'ENOENT' }, 'nothing written outside the checkout');
   const gitDir = serve('git', sealBox(publicKey, packed(['.git'])));
   await t.rejects(applyOverlay({ overlay: gitDir, jobRoot, srcDir, log: () => undefined }), { code: 'SVC_ERR_AGENT_OVERLAY_INVALID' });
   const box = sealBox(publicKey, packed([]));
