@@ -12,6 +12,7 @@ import type { ApprovalDecisionBody } from '../schemas/http/approvals.ts';
 import { RunList, RunReport, type RunStatus } from '../schemas/http/run-index.ts';
 import { PatCreated, PatList, PatRevoked, type PatCreateBody } from '../schemas/http/pats.ts';
 import { EndpointList, Notifications, OrchestratorList, SecretList, SecretSetResult } from '../schemas/http/org.ts';
+import { RemoteRunResult, RemoteUpload, type RemoteRunBody } from '../schemas/http/remote-run.ts';
 import { compileSchema, formatIssues } from '../schemas/validate.ts';
 import {
   AuthenticationError,
@@ -54,6 +55,8 @@ const checkReport = compileSchema(RunReport);
 const checkSecrets = compileSchema(SecretList);
 const checkSecretSet = compileSchema(SecretSetResult);
 const checkNotifications = compileSchema(Notifications);
+const checkRemoteUpload = compileSchema(RemoteUpload);
+const checkRemoteResult = compileSchema(RemoteRunResult);
 const checkWhoami = compileSchema(Type.Object({ orgId: Type.String(), kind: Type.String(), user: Type.Optional(Type.String()) }));
 
 export const ORG_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
@@ -300,6 +303,16 @@ export class PlatformClient {
   async runLogs(runId: string, after?: string): Promise<RunLogsPage> {
     const query = after === undefined || after === '' ? '' : `?after=${encodeURIComponent(after)}`;
     return this.#checked(checkPage, await this.#get(`${this.#runPath(runId)}/logs${query}`), 'log page');
+  }
+
+  /** An upload slot for a sealed overlay (`svc run remote`). */
+  async remoteUpload(): Promise<RemoteUpload> {
+    return this.#checked(checkRemoteUpload, await this.#post(`/v1/orgs/${encodeURIComponent(this.org)}/remote-runs/uploads`, {}), 'upload slot');
+  }
+
+  /** The runs of one fixture from an uploaded overlay (`svc run remote`). */
+  async createRemoteRuns(body: RemoteRunBody): Promise<RemoteRunResult> {
+    return this.#checked(checkRemoteResult, await this.#post(`/v1/orgs/${encodeURIComponent(this.org)}/remote-runs`, body), 'remote-run answer');
   }
 
   /** The run's artifacts (`svc runs artifacts`). */

@@ -13,6 +13,7 @@ import { arch, platform } from 'node:os';
 import { join } from 'node:path';
 import { messageOf } from '../../core/errors.ts';
 import type { AgentToOrchestrator, JobDispatch, OrchestratorToAgent } from '../../schemas/wire/agent.ts';
+import { applyOverlay } from '../jobs/overlay.ts';
 import { checkout } from '../jobs/checkout.ts';
 import { locateWorkflow, verifyContentHash } from '../jobs/content-hash.ts';
 import { uploadFile } from '../jobs/download.ts';
@@ -120,6 +121,8 @@ async function build(options: BuildJobOptions): Promise<BuildOutputs> {
   const config = options.dispatch.jobConfig;
   const path = pathWithNode();
   await checkout({ dir: options.srcDir, auth: options.dispatch.sourceAuth, sha: config.sha, home: options.home, path, signal: options.signal, log: options.log });
+  // `svc run remote`: the lock was compiled from the overlaid tree, so the bundle is built from it.
+  if (config.overlay !== undefined) await applyOverlay({ overlay: config.overlay, jobRoot: options.jobRoot, srcDir: options.srcDir, log: options.log, signal: options.signal });
   const location = await locateWorkflow(options.srcDir, config.workflow);
   const lockfileHash = await lockfileHashOf(options.srcDir);
   const buildDir = join(options.jobRoot, 'build');

@@ -15,6 +15,7 @@ import { compileMessageUnion, formatIssues } from '../../schemas/validate.ts';
 import { SecretSet, MIN_MASKED_LENGTH } from '../logs/masker.ts';
 import { LogPipeline } from '../logs/pipeline.ts';
 import { checkout, type CheckoutOptions } from './checkout.ts';
+import { applyOverlay } from './overlay.ts';
 import { locateWorkflow, verifyContentHash } from './content-hash.ts';
 import { JobFailure, cancelledFailure } from './failure.ts';
 import { restoreDeps, restoreSource, pathWithNode } from './restore.ts';
@@ -255,7 +256,7 @@ export class DispatchedJob {
         if (this.dispatch.sourceTarUrl !== null) {
           const source = { url: this.dispatch.sourceTarUrl, digest: this.dispatch.sourceTarDigest, jobRoot, srcDir, log, signal };
           const restore = (into: string) => (caches === undefined ? restoreSource({ ...source, srcDir: into }).then(() => undefined) : restoreSourceCached({ ...source, srcDir: into, cache: caches.source }));
-          if (config.checkout?.enabled === true) {
+          if (config.checkout?.enabled === true || config.overlay !== undefined) {
             // The project the steps work on comes from git; the workflow tree the lock was
             // hashed over comes from the cache and replaces the checkout's `.svc/`. The tree is
             // staged beside the workspace while the checkout fetches, then moved over it.
@@ -264,7 +265,7 @@ export class DispatchedJob {
             await mkdir(staging, { recursive: true });
             const copyStart = performance.now();
             const staged = restore(staging).finally(() => this.#timings.set('overlay', performance.now() - copyStart));
-            const [checkedOut, restored] = await Promise.allSettled([this.#checkout(choice, { dir: srcDir, auth: this.dispatch.sourceAuth, sha: config.sha, depth: config.checkout.depth, home, path, signal, log }), staged]);
+            const [checkedOut, restored] = await Promise.allSettled([this.#checkout(choice, { dir: srcDir, auth: this.dispatch.sourceAuth, sha: config.sha, depth: config.checkout?.depth, home, path, signal, log }), staged]);
             if (checkedOut.status === 'fulfilled') repoLease = checkedOut.value;
             if (restored.status === 'fulfilled') sourceLease = restored.value;
             if (checkedOut.status === 'rejected') throw checkedOut.reason;
@@ -277,6 +278,8 @@ export class DispatchedJob {
         } else {
           repoLease = await this.#checkout(choice, { dir: srcDir, auth: this.dispatch.sourceAuth, sha: config.sha, depth: config.checkout?.depth, home, path, signal, log });
         }
+        // `svc run remote`: the developer's uncommitted changes on top of the commit.
+        if (config.overlay !== undefined) await applyOverlay({ overlay: config.overlay, jobRoot, srcDir, log, signal });
         this.#timings.mark('source');
         this.#throwIfCancelled();
         const location = await locateWorkflow(srcDir, config.workflow);
@@ -284,7 +287,7 @@ export class DispatchedJob {
         // already verified for this workflow's hash inputs is not hashed again. A checkout job's
         // tree also holds the checkout (hashFiles may name its files): always hashed.
         const fact = `contentHash\0${config.contentHash}\0${location.hashFiles.join('\0')}`;
-        const checkedOut = this.dispatch.sourceTarUrl === null || config.checkout?.enabled === true;
+        const checkedOut = this.dispatch.sourceTarUrl === null || config.checkout?.enabled === true || config.overlay !== undefined;
         if (!checkedOut && sourceLease?.hasFact(fact) === true) {
           log(`workflow content hash verified (${config.contentHash.replace(/^sha256:/, '')}; this exact source tree was verified by an earlier job)`);
         } else {

@@ -2,11 +2,12 @@
 // run the workflows an event built from the local checkout matches, on this machine, as an
 // ephemeral agent (cli/local-run/). Jobs get the repository's files at HEAD (with --uncommitted,
 // the working tree's changes too). Exit 0 when every job completed, 1 otherwise.
-// `svc run local` is retired (usage error, exit 2); `svc run remote` has its own command.
+// `svc run local` is retired (usage error, exit 2); `svc run remote` is its own command
+// (cli/commands/run/remote.ts).
 import { enableCompileCache } from 'node:module';
 import { Args, Flags } from '@oclif/core';
 import { SvcCommand, USAGE_ERROR_CODE } from '../../core/cli/base-command.ts';
-import { InputError, SvcError } from '../../core/errors.ts';
+import { InputError } from '../../core/errors.ts';
 import type { LocalRunSummary } from '../local-run/run-local.ts';
 
 export default class Run extends SvcCommand {
@@ -37,9 +38,6 @@ export default class Run extends SvcCommand {
     }
     if (args.event === undefined) {
       throw new InputError(USAGE_ERROR_CODE, 'name an event: `svc run <event> --local` (for example `svc run push --local`) or `svc run remote`');
-    }
-    if (args.event === 'remote') {
-      throw new SvcError('SVC_ERR_CLI_NOT_AVAILABLE', '`svc run remote` is not available in this build yet; run on this machine with `svc run <event> --local`');
     }
     if (!flags.local) {
       throw new InputError(USAGE_ERROR_CODE, `\`svc run ${args.event}\` needs --local to run on this machine (\`svc run ${args.event} --local\`); remote runs are \`svc run remote\``);

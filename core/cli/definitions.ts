@@ -6,6 +6,7 @@ export const SVC_CLI: CliDefinition = {
   description: 'svc developer CLI: author, compile, preview and run CI workflows',
   commandsModule: 'cli/commands',
   topics: {
+    fixture: 'Test fixtures in .svc/tests/*.ts (the events `svc run remote` runs): list them, show one',
     hook: 'Git hooks: a pre-commit hook that keeps the lock compiled, and the post-receive hook a git server uses to send pushes',
     org: 'Which org the Platform commands act on',
     pat: 'Your own personal access tokens on the Platform: create (the value is shown once), list and revoke',

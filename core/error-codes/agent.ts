@@ -47,6 +47,7 @@ export const AGENT_ERROR_CODES = {
   SVC_ERR_AGENT_REQUEST_TIMEOUT: { kind: 'unavailable', message: 'the orchestrator did not answer {type} within {requestTimeoutMs}s' },
   SVC_ERR_AGENT_SANDBOX_MISSING: { kind: 'internal', message: 'the agent has no {sandbox} sandbox' },
   SVC_ERR_AGENT_SANDBOX_UNAVAILABLE: { kind: 'unavailable', message: 'the {sandbox} sandbox is not available: {reason}' },
+  SVC_ERR_AGENT_OVERLAY_INVALID: { kind: 'input', message: 'the overlay is truncated; run svc run remote again' },
   SVC_ERR_AGENT_SOURCE_CACHE: {
     kind: 'internal',
     message: 'the agent\'s cached source tree for sha256 {digest} changed while it was copied (dropped from the cache); dispatch the job again',

@@ -30,10 +30,6 @@ export const CLI_ERROR_CODES = {
     message: 'this token belongs to org {orgId}, not {org}; log in with a token of {org} or leave out --org',
   },
   SVC_ERR_CLI_LOGS_TOO_MANY_PAGES: { kind: 'unavailable', message: 'more than {maxPages} log pages; stopped' },
-  SVC_ERR_CLI_NOT_AVAILABLE: {
-    kind: 'internal',
-    message: '`svc run remote` is not available in this build yet; run on this machine with `svc run <event> --local`',
-  },
   SVC_ERR_CLI_NOT_LOGGED_IN: {
     kind: 'authentication',
     message: 'not logged in: run "svc login --platform-url <url>" (or "svc login --token <PAT>", or set SVC_PLATFORM_URL and SVC_TOKEN)',
@@ -91,6 +87,16 @@ export const CLI_ERROR_CODES = {
   },
   SVC_ERR_LOCAL_SECRETS_READ: { kind: 'input', message: 'cannot read {value}: {reason}' },
   SVC_ERR_LOCAL_SECRETS_SYNTAX: { kind: 'input', message: '{where}: unterminated double quote' },
+  // FIXTURE (test fixtures of svc run remote)
+  SVC_ERR_FIXTURE_EVENT: { kind: 'input', message: 'a fixture cannot simulate a "{type}" event; use a provider, event or webhook trigger' },
+  SVC_ERR_FIXTURE_LOAD: { kind: 'input', message: '{file}: failed to load: {reason}' },
+  SVC_ERR_FIXTURE_NOT_FOUND: { kind: 'input', message: 'no fixture matches "{name}"; fixtures: {ids}' },
+  // REMOTE (svc run remote on the developer's machine)
+  SVC_ERR_REMOTE_RUN_INTERRUPTED: { kind: 'input', message: 'interrupted; run {runId} goes on (svc runs show {runId})' },
+  SVC_ERR_REMOTE_RUN_NOT_GIT: { kind: 'input', message: '{root} is not in a git repository: a remote run applies the working tree\'s changes on top of a commit' },
+  SVC_ERR_REMOTE_RUN_OVERLAY: { kind: 'input', message: 'cannot read .svcignore: {reason}' },
+  SVC_ERR_REMOTE_RUN_TOO_LARGE: { kind: 'input', message: 'the working-tree overlay is {size} MB, over the {max} MB limit of a remote run; commit the change, or list large generated files in .svcignore' },
+  SVC_ERR_REMOTE_RUN_UPLOAD: { kind: 'unavailable', message: 'the overlay upload failed: {reason}' },
   // INIT
   SVC_ERR_INIT_FILES_EXIST: { kind: 'conflict', message: 'svc init would overwrite {present}: keep them, or rerun with --force to replace them' },
   SVC_ERR_INIT_WRITE_FAILED: { kind: 'input', message: 'cannot write {path}: {reason}' },

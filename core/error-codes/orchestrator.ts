@@ -71,6 +71,19 @@ export const ORCHESTRATOR_ERROR_CODES = {
   SVC_ERR_RUNS_TRIGGERED_BY: { kind: 'input', message: 'triggeredBy must name who asked for the re-run (1 to 200 characters)' },
   // RUN
   SVC_ERR_RUN_NOT_FOUND: { kind: 'not_found', message: 'no run {runId}' },
+  // REMOTE_RUN (svc run remote on the orchestrator; the sealed boxes of core/remote-run-box.ts)
+  SVC_ERR_REMOTE_RUN_BOX_INVALID: { kind: 'input', message: 'the box does not open (altered, truncated, or sealed for another key)' },
+  SVC_ERR_REMOTE_RUN_CONTEXT_DENIED: {
+    kind: 'not_allowed',
+    message: 'the fixture maps secrets "{local}" to context "{target}", which is not a test context (allowLocalExecution is false); test runs may reach only contexts with allowLocalExecution: true',
+  },
+  SVC_ERR_REMOTE_RUN_CONTEXT_UNKNOWN: { kind: 'not_found', message: 'the fixture maps secrets "{local}" to context "{target}", which does not exist on the orchestrator' },
+  SVC_ERR_REMOTE_RUN_INVALID: { kind: 'input', message: 'workflow entry {index} is not a lock workflow: {issues}; compile with the same svc version as the orchestrator' },
+  SVC_ERR_REMOTE_RUN_KEY_INVALID: { kind: 'input', message: 'an X25519 public key is 32 bytes, not {length}' },
+  SVC_ERR_REMOTE_RUN_NO_SOURCE: { kind: 'not_found', message: 'no source of org {orgId} serves {repository}; add one (svc-admin source add) or set the fixture\'s repo' },
+  SVC_ERR_REMOTE_RUN_SECRETS_INVALID: { kind: 'input', message: 'the sealed secrets are not a map of names to text values' },
+  SVC_ERR_REMOTE_RUN_UNAVAILABLE: { kind: 'unavailable', message: 'remote runs require cache storage (SVC_STORAGE_TYPE) and a master key on the orchestrator' },
+  SVC_ERR_REMOTE_RUN_UPLOAD_MISSING: { kind: 'not_found', message: 'no overlay was uploaded for {uploadId}; upload it to the pre-signed URL first' },
   // DISPATCH
   SVC_ERR_DISPATCH_CANCELLED_BY: { kind: 'input', message: 'cancelledBy must name who cancelled (1 to 200 characters)' },
   SVC_ERR_DISPATCH_ID_INVALID: { kind: 'input', message: '"{id}" is not a {kind} id (a UUID)' },

@@ -95,6 +95,12 @@ export const JobDispatch = Type.Object(
          */
         checkout: Type.Optional(Type.Object({ enabled: Type.Boolean(), depth: Type.Integer({ minimum: 0 }) }, { additionalProperties: true })),
         isTestRun: Type.Boolean(),
+        /**
+         * `svc run remote`: the developer's working-tree overlay, applied on the checkout at `sha`
+         * (docs/run-remote.md). `url` is a pre-signed GET of the sealed box; `key` (base64) its
+         * AES-256-GCM key.
+         */
+        overlay: Type.Optional(Type.Object({ url: Type.String({ minLength: 1 }), key: Type.String({ minLength: 44, maxLength: 44 }) }, Strict)),
         /** A scheduling pseudo-job (`svc:filter`, `svc:hooks`, `svc:generate:<entry>`); absent for jobs. */
         role: Type.Optional(JobRole),
         /** Role `hooks`: the run's outcome the workflow hooks observe. */

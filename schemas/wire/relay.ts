@@ -4,6 +4,7 @@
 // frames. Webhook bodies travel base64-encoded so the orchestrator verifies signatures over the
 // exact bytes the provider sent.
 import { Type, type Static } from 'typebox';
+import { RemoteRunBody, RemoteRunResult, RemoteUpload } from '../http/remote-run.ts';
 
 export const PROTOCOL_VERSION = 3;
 export const MIN_PROTOCOL_VERSION = 3;
@@ -361,6 +362,19 @@ export const RunArtifactChunkResponse = Type.Object(
   Strict,
 );
 
+/** `svc run remote`: an upload slot for the sealed overlay (schemas/http/remote-run.ts). */
+export const RemoteUploadRequest = Type.Object({ type: Type.Literal('remote.upload.request'), requestId: Id, orgId: Id, actor: Id }, Strict);
+export const RemoteUploadResponse = Type.Object(
+  { type: Type.Literal('remote.upload.response'), requestId: Id, upload: Type.Optional(RemoteUpload), error: Type.Optional(DashboardError) },
+  Strict,
+);
+/** `svc run remote`: the runs of one fixture from the uploaded overlay. */
+export const RemoteRunRequest = Type.Object({ type: Type.Literal('remote.run.request'), requestId: Id, orgId: Id, actor: Id, body: RemoteRunBody }, Strict);
+export const RemoteRunResponse = Type.Object(
+  { type: Type.Literal('remote.run.response'), requestId: Id, result: Type.Optional(RemoteRunResult), error: Type.Optional(DashboardError) },
+  Strict,
+);
+
 /**
  * Run and job metadata for the relay's run index (docs/run-index.md). The orchestrator's records
  * are authoritative: a message carries the run's or job's current record, and the relay keeps the
@@ -534,6 +548,8 @@ export const OrchestratorToRelayMembers = [
   OrgSecretsListResponse,
   OrgSecretSetResponse,
   OrgNotificationsResponse,
+  RemoteUploadResponse,
+  RemoteRunResponse,
   ExecutionStatus,
   JobStatusForward,
 ] as const;
@@ -541,6 +557,6 @@ export const OrchestratorToRelay = Type.Union([...OrchestratorToRelayMembers]);
 export type OrchestratorToRelay = Static<typeof OrchestratorToRelay>;
 
 /** Messages the relay sends to an orchestrator. */
-export const RelayToOrchestratorMembers = [RelayWelcome, WebhookDeliver, RunRerunRequest, RunCancelRequest, RunApproveRequest, DashboardPayload, RunShowRequest, RunLogsRequest, RunArtifactsRequest, RunArtifactChunkRequest, OrgSecretsListRequest, OrgSecretSetRequest, OrgNotificationsRequest] as const;
+export const RelayToOrchestratorMembers = [RelayWelcome, WebhookDeliver, RunRerunRequest, RunCancelRequest, RunApproveRequest, DashboardPayload, RunShowRequest, RunLogsRequest, RunArtifactsRequest, RunArtifactChunkRequest, OrgSecretsListRequest, OrgSecretSetRequest, OrgNotificationsRequest, RemoteUploadRequest, RemoteRunRequest] as const;
 export const RelayToOrchestrator = Type.Union([...RelayToOrchestratorMembers]);
 export type RelayToOrchestrator = Static<typeof RelayToOrchestrator>;

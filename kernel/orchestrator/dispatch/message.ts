@@ -11,6 +11,7 @@ import { schedulingJobConfig } from '../scheduling/config.ts';
 import { outputsOf } from '../scheduling/outputs.ts';
 import { findDeps, findSource } from '../caches/build-cache.ts';
 import { releaseJobSecrets } from '../secrets/release.ts';
+import { remoteDispatchParts } from '../runs/api/remote.ts';
 import { heldSteps } from '../run-control/gates-plan.ts';
 import type { SvcMetrics } from '../../services/metrics.ts';
 
@@ -43,6 +44,11 @@ export const DispatchRow = Type.Object({
   /** Generated jobs: the dynamic entry that made them and their validated lock job entry. */
   generated_by: Type.Union([Type.String(), Type.Null()]),
   definition: Json,
+  /** `svc run remote` runs (kernel/orchestrator/runs/api/remote.ts); null otherwise. */
+  remote_overlay_key: Type.Union([Type.String(), Type.Null()]),
+  remote_overlay_epk: Type.Union([Type.String(), Type.Null()]),
+  remote_secrets_box: Type.Union([Type.String(), Type.Null()]),
+  remote_contexts: Json,
 });
 export type DispatchRow = Static<typeof DispatchRow>;
 
@@ -51,7 +57,7 @@ export async function loadDispatchRow(pool: DatabasePool, jobId: string): Promis
     SELECT j.id::text AS job_id, j.run_id::text AS run_id, j.org_id, j.name, j.kind, j.matrix, j.needs, j.attempts,
            r.workflow, r.sha, r.ref, r.repository, r.workflow_repository, r.provider, r.source_id::text AS source_id,
            r.content_hash, r.lockfile_hash, r.lock_entry, r.event, r.changed_files, r.trust_tier, r.source_origin, r.is_fork,
-           j.generated_by, j.definition
+           j.generated_by, j.definition, r.remote_overlay_key, r.remote_overlay_epk, r.remote_secrets_box, r.remote_contexts
     FROM jobs j JOIN runs r ON r.id = j.run_id WHERE j.id = ${jobId}`);
 }
 
@@ -188,8 +194,10 @@ export async function buildJobDispatch(row: DispatchRow, options: BuildDispatchO
   // Steps held for an approval (docs/run-control.md "Step holds"): the runner pauses before each.
   const approvalSteps = row.kind === 'build' ? [] : heldSteps(lockJob as Parameters<typeof heldSteps>[0], { trustTier: row.trust_tier, isFork: row.is_fork ?? 'unresolved' });
   if (approvalSteps.length > 0) jobConfig.approvalSteps = approvalSteps;
+  const remote = await remoteDispatchParts(row, options.storage, options.masterKeys);
+  if (remote.overlay !== undefined) jobConfig.overlay = remote.overlay;
   // Throws SecretContextDeniedError (permanent: the dispatcher fails the job) when a rule refuses.
-  const secrets = await releaseJobSecrets(options.pool, options.masterKeys, {
+  const released = await releaseJobSecrets(options.pool, options.masterKeys, {
     orgId: row.org_id,
     repository: row.repository,
     ref: row.ref,
@@ -199,7 +207,10 @@ export async function buildJobDispatch(row: DispatchRow, options: BuildDispatchO
     lockEntry: row.lock_entry,
     lockJob,
     jobId: row.job_id,
+    ...(remote.contexts === undefined ? {} : { contextMap: remote.contexts }),
   }, options.logger);
+  // spec "Authentication" 8: the developer's values win over test-context secrets on a collision.
+  const secrets = remote.secrets === undefined || row.kind === 'build' ? released : { ...released, ...remote.secrets };
   if (secrets !== undefined) jobConfig.secrets = secrets;
 
   const resolve = async (repository: string): Promise<SourceAuth> => {

@@ -28,6 +28,8 @@ export interface JobSecretsInput {
   /** The job's lock entry (undefined for pseudo-jobs). */
   lockJob: Record<string, unknown> | undefined;
   jobId: string;
+  /** `svc run remote`: the fixture's `secrets:` mapping, local context name → orchestrator context. */
+  contextMap?: Record<string, string>;
 }
 
 function names(value: unknown): string[] {
@@ -68,7 +70,8 @@ async function reviewerApproved(pool: DatabasePool, jobId: string, context: stri
 /** Undefined when the job declares no context (nothing to add to jobConfig). */
 export async function releaseJobSecrets(pool: DatabasePool, masterKeys: MasterKeys | undefined, input: JobSecretsInput, logger: Logger): Promise<Record<string, string> | undefined> {
   if (input.kind === 'build') return undefined;
-  const declared = declaredContexts(input.lockEntry, input.lockJob);
+  // A remote test run's fixture maps local context names to orchestrator contexts.
+  const declared = [...new Set(declaredContexts(input.lockEntry, input.lockJob).map((name) => input.contextMap?.[name] ?? name))];
   if (declared.length === 0) return undefined;
   const rows = await pool.any(sqlTyped(ContextRow)`
     SELECT name, branches, repositories, orgs, min_trust, allow_local_execution, required_reviewers, wait_timer_seconds, concurrency_limit, created_at, updated_at

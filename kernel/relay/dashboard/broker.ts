@@ -32,6 +32,8 @@ const RESPONSE_OF: Record<BrokerRequest['type'], BrokerResponse['type']> = {
   'org.secrets.list.request': 'org.secrets.list.response',
   'org.secret.set.request': 'org.secret.set.response',
   'org.notifications.request': 'org.notifications.response',
+  'remote.upload.request': 'remote.upload.response',
+  'remote.run.request': 'remote.run.response',
 };
 
 interface Pending {

@@ -14,6 +14,8 @@
 //                                                  relay's run index, no orchestrator asked: run-list.ts)
 //   GET  /v1/orgs/:orgId/{orchestrators,endpoints,secrets,notifications,report}, POST …/secrets/:context/:key
 //                                                (svc orchestrators|endpoints|secrets|notifications|report: org-routes.ts)
+//   POST /v1/orgs/:orgId/remote-runs/uploads    → 200 RemoteUpload        (svc run remote)
+//   POST /v1/orgs/:orgId/remote-runs            → 200 RemoteRunResult     (svc run remote)
 //   GET  /v1/whoami                              → 200 { orgId, kind, user? } (svc login)
 // Order of checks: token (401), org (403), path and query (400), an orchestrator (503), its
 // answer (its status; 504 when it does not answer in time).
@@ -21,6 +23,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { MAX_LOG_CURSOR_LENGTH } from '../../../schemas/wire/relay.ts';
 import { ApprovalDecisionBody } from '../../../schemas/http/approvals.ts';
+import { RemoteRunBody } from '../../../schemas/http/remote-run.ts';
 import { compileSchema, formatIssues } from '../../../schemas/validate.ts';
 import { sql, type DatabasePool } from '../../services/db/index.ts';
 import { InputError } from '../../../core/errors.ts';
@@ -57,6 +60,15 @@ async function checked(db: DatabasePool, request: FastifyRequest): Promise<{ cal
 }
 
 const checkDecisionBody = compileSchema(ApprovalDecisionBody);
+const checkRemoteRunBody = compileSchema(RemoteRunBody);
+/** A remote-run request must fit one relay frame (4 MiB) with its envelope. */
+const REMOTE_RUN_BODY_LIMIT = 3 * 1024 * 1024;
+
+async function checkedOrg(db: DatabasePool, request: FastifyRequest): Promise<{ caller: Caller; orgId: string }> {
+  const { orgId } = request.params as { orgId: string };
+  const caller = await authorize(db, request, ORG_ID_PATTERN.test(orgId) ? orgId : `\u0000${orgId}`);
+  return { caller, orgId };
+}
 
 /** The body of an approve or reject, checked after the token and the path (no body: `{}`). */
 function decisionBody(body: unknown): ApprovalDecisionBody {
@@ -180,6 +192,32 @@ export function registerDashboardRoutes(app: SvcHttpServer, options: DashboardRo
       const response = unwrap(await broker.request(orgId, { type: 'run.artifact.chunk.request', orgId, runId, name, offset: Number(raw) }));
       if (response.chunk === undefined) throw new RelayedError({ code: 'SVC_ERR_RELAY_BAD_ANSWER', message: 'the orchestrator answered without the artifact bytes', status: 502 });
       return send(reply, 200, response.chunk);
+    } catch (error) {
+      return failed(reply, error);
+    }
+  });
+
+  // `svc run remote` (docs/run-remote.md): an upload slot, then the runs of one fixture.
+  app.post('/v1/orgs/:orgId/remote-runs/uploads', async (request, reply) => {
+    try {
+      const { caller, orgId } = await checkedOrg(db, request);
+      const response = unwrap(await broker.request(orgId, { type: 'remote.upload.request', orgId, actor: caller.actor }));
+      if (response.upload === undefined) throw new RelayedError({ code: 'SVC_ERR_RELAY_BAD_ANSWER', message: 'the orchestrator answered without an upload slot', status: 502 });
+      return send(reply, 200, response.upload);
+    } catch (error) {
+      return failed(reply, error);
+    }
+  });
+
+  app.post('/v1/orgs/:orgId/remote-runs', { bodyLimit: REMOTE_RUN_BODY_LIMIT }, async (request, reply) => {
+    try {
+      const { caller, orgId } = await checkedOrg(db, request);
+      const checkedBody = checkRemoteRunBody.validate(request.body);
+      if (!checkedBody.ok) throw new InputError('SVC_ERR_HTTP_INVALID_BODY', `invalid request body: ${formatIssues(checkedBody.issues)}`);
+      const response = unwrap(await broker.request(orgId, { type: 'remote.run.request', orgId, actor: caller.actor, body: checkedBody.value }));
+      if (response.result === undefined) throw new RelayedError({ code: 'SVC_ERR_RELAY_BAD_ANSWER', message: 'the orchestrator answered without the runs', status: 502 });
+      logger.info({ orgId, by: caller.actor, fixture: checkedBody.value.fixture, runs: response.result.runs.length }, 'remote runs created');
+      return send(reply, 200, response.result);
     } catch (error) {
       return failed(reply, error);
     }

@@ -36,7 +36,7 @@ function helpNames(help: string): Set<string> {
 const SPEC_COMMANDS = [
   'compile', 'preview', 'run', 'runs', 'hook', 'verify-attestation', 'login', 'org', 'diagnostics', 'doctor', 'feedback', 'init',
   'types', 'workflows', 'docs', 'reject', 'approve', 'logout', 'secrets', 'admin', 'orchestrators', 'endpoints', 'notifications', 'report',
-  'pat',
+  'pat', 'fixture',
 ];
 
 t.test('svc --help names every command of the spec', async (t) => {

@@ -10,7 +10,7 @@ import type { OrchestratorToRelay, RelayToOrchestrator, DashboardError } from '.
 import type { StorageExtensionPoint } from '../../../../core/extension-points/storage.ts';
 import type { SourceProviderExtensionPoint } from '../../../../core/extension-points/provider.ts';
 import type { DatabasePool } from '../../../services/db/index.ts';
-import { InputError, RateLimitedError, isSvcError } from '../../../../core/errors.ts';
+import { InputError, RateLimitedError, UnavailableError, isSvcError } from '../../../../core/errors.ts';
 import { STATUS_BY_KIND } from '../../../services/http/index.ts';
 import type { OrchestratorContext } from '../../context.ts';
 import { cancelRun } from '../../dispatch/cancel.ts';
@@ -24,6 +24,7 @@ import { readRunPayload } from './payload.ts';
 import { rerunRun, type RerunDeps } from './rerun.ts';
 import { findRun, loadRunView } from './show.ts';
 import { answerOrgRequest, isOrgRequest } from './org-requests.ts';
+import { createRemoteRuns, createUpload, type RemoteRunDeps } from './remote.ts';
 
 /** A response must fit the relay's 4 MiB frame limit with room to spare. */
 export const MAX_RESPONSE_BYTES = 3.5 * 1024 * 1024;
@@ -39,7 +40,9 @@ type DashboardRequest = Extract<
       | 'run.show.request'
       | 'run.logs.request'
       | 'run.artifacts.request'
-      | 'run.artifact.chunk.request';
+      | 'run.artifact.chunk.request'
+      | 'remote.upload.request'
+      | 'remote.run.request';
   }
 >;
 type DashboardResponse = Extract<
@@ -53,7 +56,9 @@ type DashboardResponse = Extract<
       | 'run.show.response'
       | 'run.logs.response'
       | 'run.artifacts.response'
-      | 'run.artifact.chunk.response';
+      | 'run.artifact.chunk.response'
+      | 'remote.upload.response'
+      | 'remote.run.response';
   }
 >;
 
@@ -70,6 +75,8 @@ export interface RunsApiDeps {
   storage(): StorageExtensionPoint | undefined;
   rerun: Omit<RerunDeps, 'pool'>;
   cancel(runId: string, cancelledBy: string): Promise<{ cancelledJobs: number }>;
+  /** `svc run remote`; absent: the requests are answered unavailable. */
+  remote?: RemoteRunDeps;
 }
 
 const RESPONSE_TYPE = {
@@ -81,6 +88,8 @@ const RESPONSE_TYPE = {
   'run.logs.request': 'run.logs.response',
   'run.artifacts.request': 'run.artifacts.response',
   'run.artifact.chunk.request': 'run.artifact.chunk.response',
+  'remote.upload.request': 'remote.upload.response',
+  'remote.run.request': 'remote.run.response',
 } as const;
 
 export function isDashboardRequest(message: RelayToOrchestrator): message is DashboardRequest {
@@ -92,7 +101,7 @@ export function errorFor(error: unknown, logger: Logger, request: DashboardReque
     const retry = error instanceof RateLimitedError ? { retryAfterSeconds: Math.min(3600, Math.ceil(error.retryAfterSeconds)) } : {};
     return { code: error.code, message: error.message.slice(0, 2000), status: STATUS_BY_KIND[error.kind], ...retry };
   }
-  logger.error({ err: error, type: request.type, runId: request.runId }, 'dashboard request failed');
+  logger.error({ err: error, type: request.type, runId: 'runId' in request ? request.runId : undefined }, 'dashboard request failed');
   return { code: 'SVC_ERR_INTERNAL', message: `the orchestrator could not answer ${request.type} (request ${request.requestId}); see its log`, status: 500 };
 }
 
@@ -101,12 +110,21 @@ function orgOf(request: DashboardRequest): string {
   return request.orgId;
 }
 
+function remoteDeps(deps: RunsApiDeps): RemoteRunDeps {
+  if (deps.remote === undefined) throw new UnavailableError('SVC_ERR_REMOTE_RUN_UNAVAILABLE', 'this orchestrator does not serve remote runs');
+  return deps.remote;
+}
+
 /** Answers one request; never rejects. */
 export async function answerDashboardRequest(deps: RunsApiDeps, request: DashboardRequest): Promise<DashboardResponse> {
   const base = { requestId: request.requestId };
   try {
     const orgId = orgOf(request);
     switch (request.type) {
+      case 'remote.upload.request':
+        return { type: 'remote.upload.response', ...base, upload: await createUpload(remoteDeps(deps), orgId) };
+      case 'remote.run.request':
+        return { type: 'remote.run.response', ...base, result: await createRemoteRuns(remoteDeps(deps), orgId, request.actor, request.body) };
       case 'run.show.request':
         return { type: 'run.show.response', ...base, run: await loadRunView(deps.pool, orgId, request.runId) };
       case 'run.logs.request':
@@ -167,6 +185,13 @@ export function runsApiDeps(ctx: OrchestratorContext, ingest: IngestParts): Runs
       notifyJobsQueued: (tx: CommonQueryMethods) => notifyJobsQueued(tx),
     },
     cancel: (runId, cancelledBy) => cancelRun(ctx, runId, cancelledBy),
+    remote: {
+      pool: ctx.db,
+      storage: () => storageOf(ctx),
+      masterKeys: () => ctx.masterKeys,
+      checkCaches: (orgId, contentHash, lockfileHash) => ingest.caches.check(orgId, contentHash, lockfileHash),
+      notifyJobsQueued: (tx: CommonQueryMethods) => notifyJobsQueued(tx),
+    },
   };
 }
 
