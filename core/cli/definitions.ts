@@ -10,6 +10,7 @@ export const SVC_CLI: CliDefinition = {
     hook: 'Git hooks: a pre-commit hook that keeps the lock compiled, and the post-receive hook a git server uses to send pushes',
     org: 'Which org the Platform commands act on',
     pat: 'Your own personal access tokens on the Platform: create (the value is shown once), list and revoke',
+    run: "Run workflows: `svc run <event> --local` on this machine, `svc run remote` on the orchestrator's agents with your uncommitted changes",
     runs: 'Inspect runs through the Platform: recent runs, details, logs and artifacts',
     secrets: 'Secrets of the org through the Platform: list names and contexts (never values), set test-context secrets',
   },
