@@ -161,6 +161,48 @@ await t.test('first start: example copied, first commit pushed, the run finishes
     t.not(secondRun, firstRun);
   });
 
+  await t.test('a job reads the repository root exactly as a local run of the same commit does', async (t) => {
+    const work = String(ready['repo']);
+    // One line naming every root entry but .git, and the exact bytes of two files (JSON-quoted).
+    const workflowText = [
+      "import { readdirSync, readFileSync } from 'node:fs';",
+      "import { job, push, workflow } from 'svc/sdk';",
+      "export default workflow('files', {",
+      "  on: push({ branches: ['main'] }),",
+      '  jobs: {',
+      "    read: job({ runsOn: ['local'], steps: (s) => s.step('root', () => {",
+      "      const entries = readdirSync('.').filter((e) => e !== '.git').sort();",
+      "      console.log(`root-view ${JSON.stringify({ entries, root: readFileSync('ROOT.txt', 'utf8'), nested: readFileSync('data/nested.txt', 'utf8') })}`);",
+      '    }) }),',
+      '  },',
+      '});',
+      '',
+    ].join('\n');
+    await mkdir(join(work, 'data'), { recursive: true });
+    await writeFile(join(work, 'ROOT.txt'), 'first line\n  indented, trailing spaces  \n\tand a tab\n');
+    await writeFile(join(work, 'data', 'nested.txt'), 'nested ✓\n');
+    await writeFile(join(work, '.svc', 'workflows', 'files.ts'), workflowText);
+    const compiled = await runProgram(SVC, ['compile'], { cwd: work, env: gitEnv(), timeoutMs: 120_000 });
+    t.equal(compiled.code, 0, compiled.stderr);
+    await git(work, ['add', '-A']);
+    await git(work, ['commit', '--quiet', '-m', 'files workflow']);
+    await git(work, ['push', 'svc', 'HEAD']);
+    const done = await dev.waitFor('the files run to finish', (e) => e.event === 'run' && e.workflow === 'files' && ['completed', 'failed', 'cancelled'].includes(String(e['status'])), 180_000);
+    t.equal(done['status'], 'completed', JSON.stringify(done));
+    const onAgent = dev.events.find((e) => e.event === 'log' && e['runId'] === done['runId'] && String(e['text']).startsWith('root-view '));
+    t.ok(onAgent, 'the agent job printed its view');
+    const local = await runProgram(SVC, ['run', 'push', '--local'], { cwd: work, env: gitEnv(), timeoutMs: 300_000 });
+    const localLine = local.stdout.split('\n').find((l) => l.includes('root-view '));
+    t.ok(localLine, `the local job printed its view\n${local.stdout}\n${local.stderr}`);
+    const view = (text: string) => JSON.parse(text.slice(text.indexOf('root-view ') + 'root-view '.length)) as { entries: string[]; root: string; nested: string };
+    const agentView = view(String(onAgent?.['text']));
+    const localView = view(localLine ?? 'root-view {}');
+    t.equal(localView.root, agentView.root, 'ROOT.txt: the same bytes');
+    t.equal(localView.nested, agentView.nested, 'data/nested.txt: the same bytes');
+    t.same(localView.entries, agentView.entries, 'the same root entries');
+    t.equal(agentView.root, 'first line\n  indented, trailing spaces  \n\tand a tab\n');
+  });
+
   dev.child.kill('SIGINT');
   t.equal(await dev.exited, 0, 'SIGINT stops svc dev with exit 0');
   t.ok(dev.events.some((e) => e.event === 'stopped'), 'it said it stopped');
