@@ -4,6 +4,7 @@
 // frames. Webhook bodies travel base64-encoded so the orchestrator verifies signatures over the
 // exact bytes the provider sent.
 import { Type, type Static } from 'typebox';
+import { DeliveryRecord } from '../http/admin.ts';
 
 export const PROTOCOL_VERSION = 3;
 export const MIN_PROTOCOL_VERSION = 3;
@@ -315,6 +316,35 @@ export const RunLogsRequest = Type.Object(
 );
 export const RunLogsResponse = Type.Object({ type: Type.Literal('run.logs.response'), requestId: Id, page: Type.Optional(RunLogsPage), error: Type.Optional(DashboardError) }, Strict);
 
+/** Most delivery records one `deliveries.list.request` returns (the dashboard's event log). */
+export const MAX_RELAYED_DELIVERIES = 200;
+
+/** The event log of an org for the dashboard: newest first, with each record's pipeline steps. */
+export const DeliveriesListRequest = Type.Object(
+  {
+    type: Type.Literal('deliveries.list.request'),
+    requestId: Id,
+    orgId: Id,
+    status: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_RELAYED_DELIVERIES })),
+  },
+  Strict,
+);
+export const DeliveriesListResponse = Type.Object(
+  { type: Type.Literal('deliveries.list.response'), requestId: Id, deliveries: Type.Optional(Type.Array(DeliveryRecord)), error: Type.Optional(DashboardError) },
+  Strict,
+);
+
+/** The stored webhook body of one delivery (the event log's payload object). */
+export const DeliveryPayloadRequest = Type.Object(
+  { type: Type.Literal('delivery.payload.request'), requestId: Id, orgId: Id, deliveryId: Type.String({ minLength: 1, maxLength: 1000 }) },
+  Strict,
+);
+export const DeliveryPayloadResponse = Type.Object(
+  { type: Type.Literal('delivery.payload.response'), requestId: Id, payload: Type.Optional(Type.Unknown()), error: Type.Optional(DashboardError) },
+  Strict,
+);
+
 /** One artifact of a run (`svc runs artifacts`, docs/artifacts.md). */
 export const RunArtifact = Type.Object(
   {
@@ -430,6 +460,8 @@ export const OrchestratorToRelayMembers = [
   RunLogsResponse,
   RunArtifactsResponse,
   RunArtifactChunkResponse,
+  DeliveriesListResponse,
+  DeliveryPayloadResponse,
   ExecutionStatus,
   JobStatusForward,
 ] as const;
@@ -437,6 +469,6 @@ export const OrchestratorToRelay = Type.Union([...OrchestratorToRelayMembers]);
 export type OrchestratorToRelay = Static<typeof OrchestratorToRelay>;
 
 /** Messages the relay sends to an orchestrator. */
-export const RelayToOrchestratorMembers = [RelayWelcome, WebhookDeliver, RunRerunRequest, RunCancelRequest, RunApproveRequest, DashboardPayload, RunShowRequest, RunLogsRequest, RunArtifactsRequest, RunArtifactChunkRequest] as const;
+export const RelayToOrchestratorMembers = [RelayWelcome, WebhookDeliver, RunRerunRequest, RunCancelRequest, RunApproveRequest, DashboardPayload, RunShowRequest, RunLogsRequest, RunArtifactsRequest, RunArtifactChunkRequest, DeliveriesListRequest, DeliveryPayloadRequest] as const;
 export const RelayToOrchestrator = Type.Union([...RelayToOrchestratorMembers]);
 export type RelayToOrchestrator = Static<typeof RelayToOrchestrator>;

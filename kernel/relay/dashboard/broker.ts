@@ -29,6 +29,8 @@ const RESPONSE_OF: Record<BrokerRequest['type'], BrokerResponse['type']> = {
   'run.logs.request': 'run.logs.response',
   'run.artifacts.request': 'run.artifacts.response',
   'run.artifact.chunk.request': 'run.artifact.chunk.response',
+  'deliveries.list.request': 'deliveries.list.response',
+  'delivery.payload.request': 'delivery.payload.response',
 };
 
 interface Pending {

@@ -1,6 +1,7 @@
 // Dashboard and CLI requests the relay forwards to this orchestrator (`run.rerun.request`,
 // `run.cancel.request`, `run.approve.request`, `dashboard.payload`, `run.show.request`,
-// `run.logs.request`), each
+// `run.logs.request`, `run.artifacts.request`, `run.artifact.chunk.request`, and the dashboard's
+// event log: `deliveries.list.request`, `delivery.payload.request`), each
 // answered with exactly one response carrying the same `requestId`. Errors travel as
 // `{ code, message, status }` (status = the HTTP status the relay answers with); internal errors
 // are logged here and answered without their details.
@@ -20,7 +21,8 @@ import type { CacheCheck } from '../../ingest/steps/caches.ts';
 import type { OpenedSource } from '../../sources/store.ts';
 import { listRunArtifacts, readArtifactChunk } from '../../artifacts/api.ts';
 import { readLogPage } from './logs.ts';
-import { readRunPayload } from './payload.ts';
+import { readDeliveryPayload, readRunPayload } from './payload.ts';
+import { listDeliveryRecords } from '../../ingest/record/queries.ts';
 import { rerunRun, type RerunDeps } from './rerun.ts';
 import { findRun, loadRunView } from './show.ts';
 
@@ -38,7 +40,9 @@ type DashboardRequest = Extract<
       | 'run.show.request'
       | 'run.logs.request'
       | 'run.artifacts.request'
-      | 'run.artifact.chunk.request';
+      | 'run.artifact.chunk.request'
+      | 'deliveries.list.request'
+      | 'delivery.payload.request';
   }
 >;
 type DashboardResponse = Extract<
@@ -52,7 +56,9 @@ type DashboardResponse = Extract<
       | 'run.show.response'
       | 'run.logs.response'
       | 'run.artifacts.response'
-      | 'run.artifact.chunk.response';
+      | 'run.artifact.chunk.response'
+      | 'deliveries.list.response'
+      | 'delivery.payload.response';
   }
 >;
 
@@ -80,6 +86,8 @@ const RESPONSE_TYPE = {
   'run.logs.request': 'run.logs.response',
   'run.artifacts.request': 'run.artifacts.response',
   'run.artifact.chunk.request': 'run.artifact.chunk.response',
+  'deliveries.list.request': 'deliveries.list.response',
+  'delivery.payload.request': 'delivery.payload.response',
 } as const;
 
 export function isDashboardRequest(message: RelayToOrchestrator): message is DashboardRequest {
@@ -91,7 +99,7 @@ export function errorFor(error: unknown, logger: Logger, request: DashboardReque
     const retry = error instanceof RateLimitedError ? { retryAfterSeconds: Math.min(3600, Math.ceil(error.retryAfterSeconds)) } : {};
     return { code: error.code, message: error.message.slice(0, 2000), status: STATUS_BY_KIND[error.kind], ...retry };
   }
-  logger.error({ err: error, type: request.type, runId: request.runId }, 'dashboard request failed');
+  logger.error({ err: error, type: request.type, ...('runId' in request ? { runId: request.runId } : {}) }, 'dashboard request failed');
   return { code: 'SVC_ERR_INTERNAL', message: `the orchestrator could not answer ${request.type} (request ${request.requestId}); see its log`, status: 500 };
 }
 
@@ -114,6 +122,14 @@ export async function answerDashboardRequest(deps: RunsApiDeps, request: Dashboa
         return { type: 'run.artifacts.response', ...base, artifacts: await listRunArtifacts(deps.pool, orgId, request.runId) };
       case 'run.artifact.chunk.request':
         return { type: 'run.artifact.chunk.response', ...base, chunk: await readArtifactChunk(deps.pool, deps.storage(), orgId, request.runId, request.name, request.offset) };
+      case 'deliveries.list.request':
+        return {
+          type: 'deliveries.list.response',
+          ...base,
+          deliveries: await listDeliveryRecords(deps.pool, { orgId, ...(request.status !== undefined ? { status: request.status } : {}), limit: request.limit ?? 50 }),
+        };
+      case 'delivery.payload.request':
+        return { type: 'delivery.payload.response', ...base, payload: (await readDeliveryPayload(deps.pool, deps.storage(), orgId, request.deliveryId)).payload };
       case 'dashboard.payload':
         return { type: 'dashboard.payload.response', ...base, payload: (await readRunPayload(deps.pool, deps.storage(), orgId, request.runId)).payload };
       case 'run.rerun.request':
