@@ -106,6 +106,16 @@ export function startLogs(box: HTMLElement): void {
     return -1;
   };
   let pendingHash = -1;
+  // A step's link from the run page (?job=&step=) opens the log at that step's first line.
+  const wanted = new URLSearchParams(location.search);
+  let stepPending = wanted.has('step') && !location.hash.startsWith('#L');
+  const jumpToStep = () => {
+    const at = lines.findIndex((l) => l.step === wanted.get('step') && (!wanted.has('job') || l.job === wanted.get('job')));
+    if (at >= 0) {
+      stepPending = false;
+      goTo(at);
+    }
+  };
 
   box.addEventListener('scroll', schedule, { passive: true });
   window.addEventListener('resize', schedule);
@@ -152,6 +162,7 @@ export function startLogs(box: HTMLElement): void {
     state.textContent = `${lines.length} lines, streaming…`;
     if (pendingHash === -1 && location.hash.startsWith('#L')) pendingHash = fromHash();
     else if (pendingHash >= 0 && pendingHash < lines.length && highlighted !== pendingHash) goTo(pendingHash);
+    if (stepPending) jumpToStep();
     if (follow.checked) {
       if (lineHeight === 0) measure();
       spacer.style.height = `${lines.length * lineHeight}px`;
