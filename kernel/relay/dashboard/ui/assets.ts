@@ -27,6 +27,8 @@ export function registerUiAssets(app: SvcHttpServer): void {
     if (script === undefined) return reply.code(404).type('text/plain; charset=utf-8').send('the dashboard script is not built: run "npm run build"\n');
     return reply.header('cache-control', 'public, max-age=3600').header('x-content-type-options', 'nosniff').type('text/javascript; charset=utf-8').send(script);
   });
+  // Browsers ask for it on every page; no icon of our own yet, and no 404 in their consoles.
+  app.get('/favicon.ico', async (_request, reply) => reply.code(204).header('cache-control', 'public, max-age=86400').send());
   app.get(UI_STYLESHEET_PATH, async (_request, reply) => {
     if (stylesheet === undefined) return reply.code(404).type('text/plain; charset=utf-8').send('the dashboard stylesheet is missing\n');
     return reply.header('cache-control', 'public, max-age=3600').header('x-content-type-options', 'nosniff').type('text/css; charset=utf-8').send(stylesheet);

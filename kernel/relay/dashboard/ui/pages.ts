@@ -167,7 +167,7 @@ ${
 export function logsPage(frame: Frame, runId: string, status: string): Html {
   const base = runsBase(frame.orgId);
   return html`<p class="crumbs"><a href="${base}">Runs</a> › <a href="${base}/${enc(runId)}">${runId.slice(0, 8)}</a> › Logs</p>
-<h1>Logs ${statusBadge(status)}</h1>
+<h1>Logs <span id="log-status">${statusBadge(status)}</span></h1>
 <div class="log-tools">
 <label for="log-search">Search</label><input id="log-search" type="search" placeholder="text in a line" spellcheck="false">
 <button type="button" id="log-prev">Previous</button><button type="button" id="log-next">Next</button>

@@ -5,8 +5,8 @@
 //   GET  /ui/orgs/:orgId/runs/:runId/logs        → live logs (…/logs/stream, SSE)
 //   POST /ui/orgs/:orgId/runs/:runId/approve|reject|rerun|cancel → 303 back (JSON with Accept: application/json)
 // Every route authorises on the server (dashboard/auth.ts: PAT bearer or session cookie, org of the
-// credential = org of the path; CSRF + same origin on a cookie POST). A page asked without
-// credentials sends the browser to sign in; JSON and streams answer 401.
+// credential = org of the path; CSRF + same origin on a cookie POST). A page GET without
+// credentials sends the browser to sign in; actions, JSON and streams answer 401.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { RUN_STATUSES } from '../../../../schemas/http/run-index.ts';
@@ -65,7 +65,7 @@ export function runIdOf(request: FastifyRequest): string {
 
 /** A refusal as a page (or a redirect to sign in when no credential came at all). */
 export function uiFailed(reply: FastifyReply, request: FastifyRequest, logger: Logger, error: unknown): FastifyReply {
-  if (error instanceof AuthenticationError && bearerless(request)) {
+  if (error instanceof AuthenticationError && bearerless(request) && request.method === 'GET') {
     return reply.code(303).header('location', `/signin?next=${encodeURIComponent(request.url)}`).header('cache-control', 'no-store').send();
   }
   let status: number;

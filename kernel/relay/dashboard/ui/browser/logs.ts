@@ -173,6 +173,11 @@ export function startLogs(box: HTMLElement): void {
   source.addEventListener('status', (e) => {
     const { status } = JSON.parse((e as MessageEvent<string>).data) as { status: string };
     box.dataset['status'] = status;
+    const badge = document.querySelector('#log-status .status');
+    if (badge !== null) {
+      badge.className = `status s-${status.replace(/[^a-z_]/g, '')}`;
+      badge.textContent = status;
+    }
   });
   source.addEventListener('end', (e) => {
     const { status } = JSON.parse((e as MessageEvent<string>).data) as { status: string };
