@@ -75,7 +75,6 @@ async function browserTests(): Promise<void> {
   const envFile = await readFile(String(ready['cliEnvFile']), 'utf8');
   const pat = /SVC_TOKEN='([^']+)'/.exec(envFile)![1]!;
   const runOf = async (workflow: string) => String((await waitEvent(`a ${workflow} run`, (e) => e.event === 'run' && e['workflow'] === workflow))['runId']);
-  const firstPushAt = Date.now();
 
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
@@ -209,8 +208,6 @@ async function browserTests(): Promise<void> {
   await t.test('the event log shows a delivery sent again as duplicate', async (t) => {
     // The relay itself drops a repeat inside its one-minute window; past it, the orchestrator
     // records the repeat on the delivery's one record.
-    const wait = firstPushAt + 65_000 - Date.now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     const bare = (ready['remote'] as { url: string }).url;
     const config = async (key: string) => (await git(bare, ['config', '--get', key]).catch(() => '')).trim();
     const secretFile = await config('svc.secretFile');
@@ -220,27 +217,27 @@ async function browserTests(): Promise<void> {
     const deliveryId = (await page.locator('dt:text-is("Delivery") + dd').textContent())!.trim();
     await page.goto(`${relayUrl}/ui/orgs/dev/events/${encodeURIComponent(deliveryId)}/payload`);
     const body = Buffer.from((await page.locator('pre.payload').textContent())!);
-    const res = await fetch(await config('svc.webhookUrl'), {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'x-provider-event': 'push',
-        'x-provider-delivery': deliveryId,
-        'x-provider-hook-installation-target-id': await config('svc.sourceId'),
-        'x-provider-hook-installation-target-type': 'integration',
-        'x-hub-signature-256': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`,
-      },
-      body,
-    });
-    t.equal(res.status, 200, `the repeat was accepted: ${await res.text()}`);
+    const headers = {
+      'content-type': 'application/json',
+      'x-provider-event': 'push',
+      'x-provider-delivery': deliveryId,
+      'x-provider-hook-installation-target-id': await config('svc.sourceId'),
+      'x-provider-hook-installation-target-type': 'integration',
+      'x-hub-signature-256': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`,
+    };
+    const webhookUrl = await config('svc.webhookUrl');
     const row = page.locator(`li.delivery[data-delivery="${deliveryId}"]`);
-    const end = Date.now() + 60_000;
+    // Sent again until the orchestrator has seen it (while the relay's window still holds the id,
+    // the relay answers `duplicate` itself and nothing reaches the event log).
+    const end = Date.now() + 150_000;
     for (;;) {
+      const res = await fetch(webhookUrl, { method: 'POST', headers, body });
+      t.equal(res.status, 200, `the repeat was answered: ${await res.text()}`);
       await page.goto(`${relayUrl}/ui/orgs/dev/events`);
       if ((await row.locator('.s-duplicate').count()) > 0 || Date.now() > end) break;
-      await page.waitForTimeout(1_000);
+      await page.waitForTimeout(5_000);
     }
-    t.match(await row.locator('summary').textContent(), /duplicate ×1/, 'the delivery shows as duplicate');
+    t.match(await row.locator('summary').textContent(), /duplicate ×\d+/, 'the delivery shows as duplicate');
     await row.locator('summary').click();
     t.ok((await row.locator('.pipeline li').count()) > 0, 'its pipeline steps are listed');
     await shot('events');

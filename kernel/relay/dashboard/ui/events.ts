@@ -11,7 +11,7 @@ import type { SvcHttpServer } from '../../../services/http/index.ts';
 import { html, type Html } from '../../sessions/index.ts';
 import { sendUiPage, statusBadge, type Frame } from './frame.ts';
 import { runsBase } from './pages.ts';
-import { uiCaller, uiFailed, unwrapAnswer, type UiOptions } from './routes.ts';
+import { uiCaller, uiFailed, unwrapAnswer, type UiOptions } from './common.ts';
 
 const enc = encodeURIComponent;
 const OUTCOMES = ['matched', 'no_match', 'no_lock_file', 'duplicate', 'shed', 'rejected_signature', 'rejected_unknown_source', 'rejected_misconfigured', 'lockfile_corrupt', 'ignored_fork', 'skipped', 'approval_command', 'processing'];

@@ -9,7 +9,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { createHash } from 'node:crypto';
 import type { SvcHttpServer } from '../../../services/http/index.ts';
 import { runRow } from './pages.ts';
-import { runIdOf, runsFor, uiCaller, unwrapAnswer, type UiOptions } from './routes.ts';
+import { runIdOf, runsFor, uiCaller, unwrapAnswer, type UiOptions } from './common.ts';
 import { mapError } from '../../../services/http/index.ts';
 
 const RUNS_POLL_MS = 1_000;
