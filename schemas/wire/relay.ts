@@ -345,6 +345,35 @@ export const DeliveryPayloadResponse = Type.Object(
   Strict,
 );
 
+/** An agent as the dashboard shows it: its current job only when that job is of the asking org. */
+export const FleetAgent = Type.Object(
+  {
+    agentId: Type.String(),
+    connected: Type.Boolean(),
+    labels: Type.Array(Type.String()),
+    lastSeenAt: Type.String(),
+    currentJob: Type.Union([Type.Object({ runId: Type.String(), job: Type.String(), status: Type.String() }, Strict), Type.Null()]),
+  },
+  Strict,
+);
+export type FleetAgent = Static<typeof FleetAgent>;
+/** Signing key metadata (never key material). */
+export const FleetSigningKey = Type.Object({ kid: Type.String(), status: Type.String(), custody: Type.String(), createdAt: Type.String() }, Strict);
+export type FleetSigningKey = Static<typeof FleetSigningKey>;
+
+/** The dashboard's agents page: the orchestrator's agents and identity signing keys. */
+export const FleetRequest = Type.Object({ type: Type.Literal('fleet.request'), requestId: Id, orgId: Id }, Strict);
+export const FleetResponse = Type.Object(
+  {
+    type: Type.Literal('fleet.response'),
+    requestId: Id,
+    agents: Type.Optional(Type.Array(FleetAgent)),
+    signingKeys: Type.Optional(Type.Array(FleetSigningKey)),
+    error: Type.Optional(DashboardError),
+  },
+  Strict,
+);
+
 /** One artifact of a run (`svc runs artifacts`, docs/artifacts.md). */
 export const RunArtifact = Type.Object(
   {
@@ -462,6 +491,7 @@ export const OrchestratorToRelayMembers = [
   RunArtifactChunkResponse,
   DeliveriesListResponse,
   DeliveryPayloadResponse,
+  FleetResponse,
   ExecutionStatus,
   JobStatusForward,
 ] as const;
@@ -469,6 +499,6 @@ export const OrchestratorToRelay = Type.Union([...OrchestratorToRelayMembers]);
 export type OrchestratorToRelay = Static<typeof OrchestratorToRelay>;
 
 /** Messages the relay sends to an orchestrator. */
-export const RelayToOrchestratorMembers = [RelayWelcome, WebhookDeliver, RunRerunRequest, RunCancelRequest, RunApproveRequest, DashboardPayload, RunShowRequest, RunLogsRequest, RunArtifactsRequest, RunArtifactChunkRequest, DeliveriesListRequest, DeliveryPayloadRequest] as const;
+export const RelayToOrchestratorMembers = [RelayWelcome, WebhookDeliver, RunRerunRequest, RunCancelRequest, RunApproveRequest, DashboardPayload, RunShowRequest, RunLogsRequest, RunArtifactsRequest, RunArtifactChunkRequest, DeliveriesListRequest, DeliveryPayloadRequest, FleetRequest] as const;
 export const RelayToOrchestrator = Type.Union([...RelayToOrchestratorMembers]);
 export type RelayToOrchestrator = Static<typeof RelayToOrchestrator>;

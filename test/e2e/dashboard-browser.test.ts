@@ -243,6 +243,14 @@ async function browserTests(): Promise<void> {
     await shot('events');
   });
 
+  await t.test('the agents page lists the agent online with its labels, and the signing keys', async (t) => {
+    await page.goto(`${relayUrl}/ui/orgs/dev/agents`);
+    const agent = page.locator(`tr[data-agent="${String(ready['agentId'])}"]`);
+    t.match(await agent.textContent(), /online.*local/s, 'the svc dev agent is online with its labels');
+    t.ok((await page.locator('#signing-keys tbody tr').count()) >= 1, 'the identity signing key is listed');
+    await shot('agents');
+  });
+
   await t.test('phone width: the runs list reflows and stays usable', async (t) => {
     await page.setViewportSize({ width: 390, height: 800 });
     await page.goto(runs);

@@ -31,6 +31,7 @@ const RESPONSE_OF: Record<BrokerRequest['type'], BrokerResponse['type']> = {
   'run.artifact.chunk.request': 'run.artifact.chunk.response',
   'deliveries.list.request': 'deliveries.list.response',
   'delivery.payload.request': 'delivery.payload.response',
+  'fleet.request': 'fleet.response',
 };
 
 interface Pending {

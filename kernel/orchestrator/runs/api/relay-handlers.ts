@@ -1,7 +1,7 @@
 // Dashboard and CLI requests the relay forwards to this orchestrator (`run.rerun.request`,
 // `run.cancel.request`, `run.approve.request`, `dashboard.payload`, `run.show.request`,
 // `run.logs.request`, `run.artifacts.request`, `run.artifact.chunk.request`, and the dashboard's
-// event log: `deliveries.list.request`, `delivery.payload.request`), each
+// event log: `deliveries.list.request`, `delivery.payload.request`, its agents page: `fleet.request`), each
 // answered with exactly one response carrying the same `requestId`. Errors travel as
 // `{ code, message, status }` (status = the HTTP status the relay answers with); internal errors
 // are logged here and answered without their details.
@@ -20,6 +20,7 @@ import { notifyJobsQueued } from '../../dispatch/notify.ts';
 import type { CacheCheck } from '../../ingest/steps/caches.ts';
 import type { OpenedSource } from '../../sources/store.ts';
 import { listRunArtifacts, readArtifactChunk } from '../../artifacts/api.ts';
+import { readFleet } from './fleet.ts';
 import { readLogPage } from './logs.ts';
 import { readDeliveryPayload, readRunPayload } from './payload.ts';
 import { listDeliveryRecords } from '../../ingest/record/queries.ts';
@@ -42,7 +43,8 @@ type DashboardRequest = Extract<
       | 'run.artifacts.request'
       | 'run.artifact.chunk.request'
       | 'deliveries.list.request'
-      | 'delivery.payload.request';
+      | 'delivery.payload.request'
+      | 'fleet.request';
   }
 >;
 type DashboardResponse = Extract<
@@ -58,7 +60,8 @@ type DashboardResponse = Extract<
       | 'run.artifacts.response'
       | 'run.artifact.chunk.response'
       | 'deliveries.list.response'
-      | 'delivery.payload.response';
+      | 'delivery.payload.response'
+      | 'fleet.response';
   }
 >;
 
@@ -88,6 +91,7 @@ const RESPONSE_TYPE = {
   'run.artifact.chunk.request': 'run.artifact.chunk.response',
   'deliveries.list.request': 'deliveries.list.response',
   'delivery.payload.request': 'delivery.payload.response',
+  'fleet.request': 'fleet.response',
 } as const;
 
 export function isDashboardRequest(message: RelayToOrchestrator): message is DashboardRequest {
@@ -130,6 +134,8 @@ export async function answerDashboardRequest(deps: RunsApiDeps, request: Dashboa
         };
       case 'delivery.payload.request':
         return { type: 'delivery.payload.response', ...base, payload: (await readDeliveryPayload(deps.pool, deps.storage(), orgId, request.deliveryId)).payload };
+      case 'fleet.request':
+        return { type: 'fleet.response', ...base, ...(await readFleet(deps.pool, orgId)) };
       case 'dashboard.payload':
         return { type: 'dashboard.payload.response', ...base, payload: (await readRunPayload(deps.pool, deps.storage(), orgId, request.runId)).payload };
       case 'run.rerun.request':

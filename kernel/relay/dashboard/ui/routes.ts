@@ -3,6 +3,7 @@
 //   GET  /ui/orgs/:orgId/runs?status=&repository= → runs list (live: …/runs/events, SSE)
 //   GET  /ui/orgs/:orgId/runs/:runId             → run detail (jobs graph, steps, artifacts, lineage)
 //   GET  /ui/orgs/:orgId/runs/:runId/logs        → live logs (…/logs/stream, SSE)
+//   GET  /ui/orgs/:orgId/events, …/agents         → event log (events.ts), agents and keys (fleet.ts)
 //   POST /ui/orgs/:orgId/runs/:runId/approve|reject|rerun|cancel → 303 back (JSON with Accept: application/json)
 // Every route authorises on the server (dashboard/auth.ts: PAT bearer or session cookie, org of the
 // credential = org of the path; CSRF + same origin on a cookie POST). A page GET without
@@ -19,6 +20,7 @@ import { sendUiPage } from './frame.ts';
 import { logsPage, runPage, runsBase, runsPage } from './pages.ts';
 import { registerStreams } from './streams.ts';
 import { registerEventLog } from './events.ts';
+import { registerFleetPage } from './fleet.ts';
 
 export type { UiOptions } from './common.ts';
 
@@ -137,4 +139,5 @@ export function registerUiRoutes(app: SvcHttpServer, options: UiOptions): void {
 
   registerStreams(app, options);
   registerEventLog(app, options);
+  registerFleetPage(app, options);
 }

@@ -19,7 +19,7 @@ await eachDatabase(t, async (t, db) => {
   const { runId, deliveryId } = await stack.pushRun();
   const org = `/ui/orgs/${ORG}`;
 
-  const pages = [`${org}/runs`, `${org}/runs/${runId}`, `${org}/runs/${runId}/logs`, `${org}/events`, `${org}/events/${encodeURIComponent(deliveryId)}/payload`];
+  const pages = [`${org}/runs`, `${org}/runs/${runId}`, `${org}/runs/${runId}/logs`, `${org}/events`, `${org}/agents`, `${org}/events/${encodeURIComponent(deliveryId)}/payload`];
   const streams = [`${org}/runs/events`, `${org}/runs/${runId}/logs/stream`];
   const actions = ['approve', 'reject', 'rerun', 'cancel'].map((a) => `${org}/runs/${runId}/${a}`);
 
