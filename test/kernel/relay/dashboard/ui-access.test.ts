@@ -3,7 +3,7 @@
 // page GET is sent to sign in; the rest answer 401) and a token of another org (403); a session
 // cookie's action needs the CSRF token and the relay's own origin; with them it acts. A page
 // never carries the token; pages carry the Content-Security-Policy. The event log lists a
-// delivery relayed by the orchestrator, with its steps and payload.
+// delivery relayed by the orchestrator, with its steps and payload; the streams send events.
 import t from 'tap';
 import { eachDatabase } from '../../../fixtures/db.ts';
 import { ORG, OTHER_ORG, startPlatformStack } from '../../../fixtures/platform-stack.ts';
@@ -55,6 +55,33 @@ await eachDatabase(t, async (t, db) => {
     t.match(events, /class="pipeline"/, 'with its pipeline steps');
     const payload = await (await fetch(base + `${org}/events/${encodeURIComponent(deliveryId)}/payload`, { headers: alice })).text();
     t.match(payload, /&quot;ref&quot;/, 'the payload is shown, escaped');
+  });
+
+  await t.test('the streams send the rows and the log status as Server-Sent Events', async (t) => {
+    /** Reads events from a stream until `want` is seen (or 20 s), then closes it. */
+    const read = async (path: string, want: string): Promise<string> => {
+      const abort = new AbortController();
+      const res = await fetch(base + path, { headers: alice, signal: abort.signal });
+      t.equal(res.headers.get('content-type'), 'text/event-stream; charset=utf-8');
+      const reader = res.body!.getReader();
+      const decoder = new TextDecoder();
+      let text = '';
+      const deadline = Date.now() + 20_000;
+      while (!text.includes(want) && Date.now() < deadline) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        text += decoder.decode(value, { stream: true });
+      }
+      abort.abort();
+      return text;
+    };
+    // The relay's run index learns of the run from the orchestrator's status messages: the
+    // stream sends the rows again when they change.
+    const rows = await read(`${org}/runs/events`, `data-run=\\"${runId}\\"`);
+    t.match(rows, /event: runs\ndata: \{"html":"/, 'the rows, rendered');
+    t.ok(rows.includes(`data-run=\\"${runId}\\"`), 'with the pushed run');
+    const log = await read(`${org}/runs/${runId}/logs/stream`, 'event: status');
+    t.match(log, /event: status\ndata: \{"status":"[a-z_]+","terminal":(true|false)\}/, 'the log stream says the run status');
   });
 
   await t.test('a session acts only with its CSRF token from the relay origin', async (t) => {
