@@ -9,7 +9,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { createHash } from 'node:crypto';
 import type { SvcHttpServer } from '../../../services/http/index.ts';
 import { runRow } from './pages.ts';
-import { runIdOf, runsFor, uiCaller, unwrapAnswer, type UiOptions } from './common.ts';
+import { filterOf, runIdOf, runsFor, uiCaller, unwrapAnswer, type UiOptions } from './common.ts';
 import { mapError } from '../../../services/http/index.ts';
 
 const RUNS_POLL_MS = 1_000;
@@ -86,11 +86,7 @@ export function registerStreams(app: SvcHttpServer, options: UiOptions): void {
     let filter: { status?: string; repository?: string };
     try {
       ({ orgId } = await uiCaller(db, request));
-      const query = request.query as Record<string, string | undefined>;
-      filter = {
-        ...(query['status'] ? { status: query['status'] } : {}),
-        ...(query['repository'] ? { repository: query['repository'].slice(0, 200) } : {}),
-      };
+      filter = filterOf(request);
     } catch (error) {
       return refuse(reply, request, error);
     }

@@ -80,6 +80,7 @@ await eachDatabase(t, async (t, db) => {
     const rows = await read(`${org}/runs/events`, `data-run=\\"${runId}\\"`);
     t.match(rows, /event: runs\ndata: \{"html":"/, 'the rows, rendered');
     t.ok(rows.includes(`data-run=\\"${runId}\\"`), 'with the pushed run');
+    t.equal((await fetch(`${base}${org}/runs/events?status=bogus`, { headers: alice })).status, 400, 'a bad filter is refused before the stream opens');
     const log = await read(`${org}/runs/${runId}/logs/stream`, 'event: status');
     t.match(log, /event: status\ndata: \{"status":"[a-z_]+","terminal":(true|false)\}/, 'the log stream says the run status');
   });
