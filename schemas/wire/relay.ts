@@ -5,6 +5,7 @@
 // exact bytes the provider sent.
 import { Type, type Static } from 'typebox';
 import { RemoteRunBody, RemoteRunResult, RemoteUpload } from '../http/remote-run.ts';
+import { DeliveryRecord } from '../http/admin.ts';
 
 export const PROTOCOL_VERSION = 3;
 export const MIN_PROTOCOL_VERSION = 3;
@@ -318,6 +319,64 @@ export const RunLogsRequest = Type.Object(
 );
 export const RunLogsResponse = Type.Object({ type: Type.Literal('run.logs.response'), requestId: Id, page: Type.Optional(RunLogsPage), error: Type.Optional(DashboardError) }, Strict);
 
+/** Most delivery records one `deliveries.list.request` returns (the dashboard's event log). */
+export const MAX_RELAYED_DELIVERIES = 200;
+
+/** The event log of an org for the dashboard: newest first, with each record's pipeline steps. */
+export const DeliveriesListRequest = Type.Object(
+  {
+    type: Type.Literal('deliveries.list.request'),
+    requestId: Id,
+    orgId: Id,
+    status: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_RELAYED_DELIVERIES })),
+  },
+  Strict,
+);
+export const DeliveriesListResponse = Type.Object(
+  { type: Type.Literal('deliveries.list.response'), requestId: Id, deliveries: Type.Optional(Type.Array(DeliveryRecord)), error: Type.Optional(DashboardError) },
+  Strict,
+);
+
+/** The stored webhook body of one delivery (the event log's payload object). */
+export const DeliveryPayloadRequest = Type.Object(
+  { type: Type.Literal('delivery.payload.request'), requestId: Id, orgId: Id, deliveryId: Type.String({ minLength: 1, maxLength: 1000 }) },
+  Strict,
+);
+export const DeliveryPayloadResponse = Type.Object(
+  { type: Type.Literal('delivery.payload.response'), requestId: Id, payload: Type.Optional(Type.Unknown()), error: Type.Optional(DashboardError) },
+  Strict,
+);
+
+/** An agent as the dashboard shows it: its current job only when that job is of the asking org. */
+export const FleetAgent = Type.Object(
+  {
+    agentId: Type.String(),
+    connected: Type.Boolean(),
+    labels: Type.Array(Type.String()),
+    lastSeenAt: Type.String(),
+    currentJob: Type.Union([Type.Object({ runId: Type.String(), job: Type.String(), status: Type.String() }, Strict), Type.Null()]),
+  },
+  Strict,
+);
+export type FleetAgent = Static<typeof FleetAgent>;
+/** Signing key metadata (never key material). */
+export const FleetSigningKey = Type.Object({ kid: Type.String(), status: Type.String(), custody: Type.String(), createdAt: Type.String() }, Strict);
+export type FleetSigningKey = Static<typeof FleetSigningKey>;
+
+/** The dashboard's agents page: the orchestrator's agents and identity signing keys. */
+export const FleetRequest = Type.Object({ type: Type.Literal('fleet.request'), requestId: Id, orgId: Id }, Strict);
+export const FleetResponse = Type.Object(
+  {
+    type: Type.Literal('fleet.response'),
+    requestId: Id,
+    agents: Type.Optional(Type.Array(FleetAgent)),
+    signingKeys: Type.Optional(Type.Array(FleetSigningKey)),
+    error: Type.Optional(DashboardError),
+  },
+  Strict,
+);
+
 /** One artifact of a run (`svc runs artifacts`, docs/artifacts.md). */
 export const RunArtifact = Type.Object(
   {
@@ -550,6 +609,9 @@ export const OrchestratorToRelayMembers = [
   OrgNotificationsResponse,
   RemoteUploadResponse,
   RemoteRunResponse,
+  DeliveriesListResponse,
+  DeliveryPayloadResponse,
+  FleetResponse,
   ExecutionStatus,
   JobStatusForward,
 ] as const;
@@ -557,6 +619,6 @@ export const OrchestratorToRelay = Type.Union([...OrchestratorToRelayMembers]);
 export type OrchestratorToRelay = Static<typeof OrchestratorToRelay>;
 
 /** Messages the relay sends to an orchestrator. */
-export const RelayToOrchestratorMembers = [RelayWelcome, WebhookDeliver, RunRerunRequest, RunCancelRequest, RunApproveRequest, DashboardPayload, RunShowRequest, RunLogsRequest, RunArtifactsRequest, RunArtifactChunkRequest, OrgSecretsListRequest, OrgSecretSetRequest, OrgNotificationsRequest, RemoteUploadRequest, RemoteRunRequest] as const;
+export const RelayToOrchestratorMembers = [RelayWelcome, WebhookDeliver, RunRerunRequest, RunCancelRequest, RunApproveRequest, DashboardPayload, RunShowRequest, RunLogsRequest, RunArtifactsRequest, RunArtifactChunkRequest, OrgSecretsListRequest, OrgSecretSetRequest, OrgNotificationsRequest, RemoteUploadRequest, RemoteRunRequest, DeliveriesListRequest, DeliveryPayloadRequest, FleetRequest] as const;
 export const RelayToOrchestrator = Type.Union([...RelayToOrchestratorMembers]);
 export type RelayToOrchestrator = Static<typeof RelayToOrchestrator>;

@@ -34,6 +34,9 @@ const RESPONSE_OF: Record<BrokerRequest['type'], BrokerResponse['type']> = {
   'org.notifications.request': 'org.notifications.response',
   'remote.upload.request': 'remote.upload.response',
   'remote.run.request': 'remote.run.response',
+  'deliveries.list.request': 'deliveries.list.response',
+  'delivery.payload.request': 'delivery.payload.response',
+  'fleet.request': 'fleet.response',
 };
 
 interface Pending {

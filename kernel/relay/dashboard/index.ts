@@ -5,6 +5,7 @@ import type { SvcHttpServer } from '../../services/http/index.ts';
 import type { OrchestratorConnection, OrchestratorPool } from '../orchestrator-pool.ts';
 import { DashboardBroker, type BrokerResponse } from './broker.ts';
 import { registerDashboardRoutes } from './routes.ts';
+import { registerDashboardUi } from './ui/index.ts';
 
 export { DashboardBroker, type BrokerRequest, type BrokerResponse } from './broker.ts';
 export { authorize, identify, type Caller } from './auth.ts';
@@ -23,9 +24,17 @@ export interface Dashboard {
 export function createDashboard(options: { db: DatabasePool; pool: OrchestratorPool; logger: Logger; timeoutMs?: number }): Dashboard {
   const logger = options.logger.child({ component: 'dashboard' });
   const broker = new DashboardBroker({ pool: options.pool, logger, timeoutMs: options.timeoutMs ?? DASHBOARD_TIMEOUT_MS });
+  let stopUi: (() => void) | undefined;
   return {
     handleResponse: (connection, message) => void broker.handleResponse(connection, message),
-    register: (app) => registerDashboardRoutes(app, { db: options.db, broker, logger, pool: options.pool }),
-    close: () => broker.close(),
+    register: (app) => {
+      registerDashboardRoutes(app, { db: options.db, broker, logger, pool: options.pool });
+      // The web dashboard's pages (ui/): same broker, same callers.
+      stopUi = registerDashboardUi(app, { db: options.db, broker, logger });
+    },
+    close: () => {
+      stopUi?.();
+      broker.close();
+    },
   };
 }

@@ -123,8 +123,8 @@ const STEPS = sql.fragment`(SELECT coalesce(jsonb_agg(jsonb_strip_nulls(jsonb_bu
     'outcome', coalesce(e->>'outcome', '?'), 'detail', e->>'detail')) ORDER BY n), '[]'::jsonb)
   FROM jsonb_array_elements(CASE WHEN jsonb_typeof(steps) = 'array' THEN steps ELSE '[]'::jsonb END) WITH ORDINALITY AS x(e, n))`;
 
-/** Delivery records, newest first (received time), without their steps. Checks the filters first. */
-export async function listDeliveries(pool: DatabasePool, input: DeliveryFilterInput = {}, now: Date = new Date()): Promise<DeliverySummary[]> {
+/** The WHERE of a filtered delivery list (the filters checked first). */
+function listFilter(input: DeliveryFilterInput, now: Date) {
   const f = parseDeliveryFilter(input, now);
   const where = [sql.fragment`true`];
   if (f.archived !== true) where.push(sql.fragment`archived_at IS NULL`);
@@ -135,10 +135,26 @@ export async function listDeliveries(pool: DatabasePool, input: DeliveryFilterIn
   if (f.until !== undefined) where.push(sql.fragment`received_at < ${f.until.toISOString()}::timestamptz`);
   // Forge repository names are case-insensitive.
   if (f.repository !== undefined) where.push(sql.fragment`lower(repository) = lower(${f.repository})`);
+  return { where: sql.join(where, sql.fragment` AND `), limit: f.limit };
+}
+
+/** Delivery records, newest first (received time), without their steps. Checks the filters first. */
+export async function listDeliveries(pool: DatabasePool, input: DeliveryFilterInput = {}, now: Date = new Date()): Promise<DeliverySummary[]> {
+  const { where, limit } = listFilter(input, now);
   const rows = await pool.any(sqlTyped(DeliverySummary, 'list webhook deliveries')`
     SELECT ${SUMMARY_COLUMNS} FROM webhook_deliveries
-    WHERE ${sql.join(where, sql.fragment` AND `)}
-    ORDER BY received_at DESC, org_id, delivery_id LIMIT ${f.limit}`);
+    WHERE ${where}
+    ORDER BY received_at DESC, org_id, delivery_id LIMIT ${limit}`);
+  return [...rows];
+}
+
+/** As listDeliveries, each record with its pipeline steps (the dashboard's event log). */
+export async function listDeliveryRecords(pool: DatabasePool, input: DeliveryFilterInput = {}, now: Date = new Date()): Promise<DeliveryRecord[]> {
+  const { where, limit } = listFilter(input, now);
+  const rows = await pool.any(sqlTyped(DeliveryRecord, 'list webhook deliveries with steps')`
+    SELECT ${SUMMARY_COLUMNS}, ${STEPS} AS steps FROM webhook_deliveries
+    WHERE ${where}
+    ORDER BY received_at DESC, org_id, delivery_id LIMIT ${limit}`);
   return [...rows];
 }
 

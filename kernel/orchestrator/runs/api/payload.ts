@@ -3,7 +3,7 @@
 // answers with its original run's payload. An omitted payload (too large, storage failed) is a
 // 404 that says why.
 import { gunzipSync } from 'node:zlib';
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import type { StorageExtensionPoint } from '../../../../core/extension-points/storage.ts';
 import { sqlTyped, type DatabasePool } from '../../../services/db/index.ts';
 import { NotFoundError, UnavailableError, messageOf } from '../../../../core/errors.ts';
@@ -42,6 +42,19 @@ export async function readRunPayload(pool: DatabasePool, storage: StorageExtensi
     where org_id = ${run.org_id} and (delivery_id = ${deliveryKey} or starts_with(${deliveryKey}, delivery_id || ':'))
     order by (delivery_id = ${deliveryKey}) desc limit 1`);
   if (record === null) throw new NotFoundError('SVC_ERR_RUNS_PAYLOAD_NONE', `no delivery record for run ${run.id} (delivery ${deliveryKey})`);
+  return payloadOf(storage, record);
+}
+
+/** The stored body of one delivery record of the org (the dashboard's event log). */
+export async function readDeliveryPayload(pool: DatabasePool, storage: StorageExtensionPoint | undefined, orgId: string, deliveryId: string): Promise<{ payload: unknown }> {
+  const record = await pool.maybeOne(sqlTyped(DeliveryRow)`
+    select delivery_id, payload_key, payload_omitted, payload_omitted_reason from webhook_deliveries
+    where org_id = ${orgId} and delivery_id = ${deliveryId}`);
+  if (record === null) throw new NotFoundError('SVC_ERR_RUNS_PAYLOAD_NONE', `no delivery ${deliveryId} in the event log of org ${orgId}`);
+  return payloadOf(storage, record);
+}
+
+async function payloadOf(storage: StorageExtensionPoint | undefined, record: Static<typeof DeliveryRow>): Promise<{ payload: unknown }> {
   if (record.payload_omitted || record.payload_key === null) {
     const why = record.payload_omitted_reason === 'size_exceeded' ? 'it was larger than eventLog.maxPayloadBytes' : record.payload_omitted_reason === 'storage_failed' ? 'storage failed when it arrived' : 'it was not stored';
     throw new NotFoundError('SVC_ERR_RUNS_PAYLOAD_OMITTED', `the payload of delivery ${record.delivery_id} was not kept: ${why}`, { details: { reason: record.payload_omitted_reason } });

@@ -1,6 +1,7 @@
 // Dashboard and CLI requests the relay forwards to this orchestrator (`run.rerun.request`,
 // `run.cancel.request`, `run.approve.request`, `dashboard.payload`, `run.show.request`,
-// `run.logs.request`), each
+// `run.logs.request`, `run.artifacts.request`, `run.artifact.chunk.request`, and the dashboard's
+// event log: `deliveries.list.request`, `delivery.payload.request`, its agents page: `fleet.request`), each
 // answered with exactly one response carrying the same `requestId`. Errors travel as
 // `{ code, message, status }` (status = the HTTP status the relay answers with); internal errors
 // are logged here and answered without their details.
@@ -19,8 +20,10 @@ import { notifyJobsQueued } from '../../dispatch/notify.ts';
 import type { CacheCheck } from '../../ingest/steps/caches.ts';
 import type { OpenedSource } from '../../sources/store.ts';
 import { listRunArtifacts, readArtifactChunk } from '../../artifacts/api.ts';
+import { readFleet } from './fleet.ts';
 import { readLogPage } from './logs.ts';
-import { readRunPayload } from './payload.ts';
+import { readDeliveryPayload, readRunPayload } from './payload.ts';
+import { listDeliveryRecords } from '../../ingest/record/queries.ts';
 import { rerunRun, type RerunDeps } from './rerun.ts';
 import { findRun, loadRunView } from './show.ts';
 import { answerOrgRequest, isOrgRequest } from './org-requests.ts';
@@ -42,7 +45,10 @@ type DashboardRequest = Extract<
       | 'run.artifacts.request'
       | 'run.artifact.chunk.request'
       | 'remote.upload.request'
-      | 'remote.run.request';
+      | 'remote.run.request'
+      | 'deliveries.list.request'
+      | 'delivery.payload.request'
+      | 'fleet.request';
   }
 >;
 type DashboardResponse = Extract<
@@ -58,7 +64,10 @@ type DashboardResponse = Extract<
       | 'run.artifacts.response'
       | 'run.artifact.chunk.response'
       | 'remote.upload.response'
-      | 'remote.run.response';
+      | 'remote.run.response'
+      | 'deliveries.list.response'
+      | 'delivery.payload.response'
+      | 'fleet.response';
   }
 >;
 
@@ -90,6 +99,9 @@ const RESPONSE_TYPE = {
   'run.artifact.chunk.request': 'run.artifact.chunk.response',
   'remote.upload.request': 'remote.upload.response',
   'remote.run.request': 'remote.run.response',
+  'deliveries.list.request': 'deliveries.list.response',
+  'delivery.payload.request': 'delivery.payload.response',
+  'fleet.request': 'fleet.response',
 } as const;
 
 export function isDashboardRequest(message: RelayToOrchestrator): message is DashboardRequest {
@@ -101,7 +113,7 @@ export function errorFor(error: unknown, logger: Logger, request: DashboardReque
     const retry = error instanceof RateLimitedError ? { retryAfterSeconds: Math.min(3600, Math.ceil(error.retryAfterSeconds)) } : {};
     return { code: error.code, message: error.message.slice(0, 2000), status: STATUS_BY_KIND[error.kind], ...retry };
   }
-  logger.error({ err: error, type: request.type, runId: 'runId' in request ? request.runId : undefined }, 'dashboard request failed');
+  logger.error({ err: error, type: request.type, ...('runId' in request ? { runId: request.runId } : {}) }, 'dashboard request failed');
   return { code: 'SVC_ERR_INTERNAL', message: `the orchestrator could not answer ${request.type} (request ${request.requestId}); see its log`, status: 500 };
 }
 
@@ -133,6 +145,16 @@ export async function answerDashboardRequest(deps: RunsApiDeps, request: Dashboa
         return { type: 'run.artifacts.response', ...base, artifacts: await listRunArtifacts(deps.pool, orgId, request.runId) };
       case 'run.artifact.chunk.request':
         return { type: 'run.artifact.chunk.response', ...base, chunk: await readArtifactChunk(deps.pool, deps.storage(), orgId, request.runId, request.name, request.offset) };
+      case 'deliveries.list.request':
+        return {
+          type: 'deliveries.list.response',
+          ...base,
+          deliveries: await listDeliveryRecords(deps.pool, { orgId, ...(request.status !== undefined ? { status: request.status } : {}), limit: request.limit ?? 50 }),
+        };
+      case 'delivery.payload.request':
+        return { type: 'delivery.payload.response', ...base, payload: (await readDeliveryPayload(deps.pool, deps.storage(), orgId, request.deliveryId)).payload };
+      case 'fleet.request':
+        return { type: 'fleet.response', ...base, ...(await readFleet(deps.pool, orgId)) };
       case 'dashboard.payload':
         return { type: 'dashboard.payload.response', ...base, payload: (await readRunPayload(deps.pool, deps.storage(), orgId, request.runId)).payload };
       case 'run.rerun.request':

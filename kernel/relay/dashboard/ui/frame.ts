@@ -1,0 +1,86 @@
+// The dashboard's page frame: our own stylesheet and one script (both served by the relay, no
+// CDN), a Content-Security-Policy of `default-src 'self'` (no inline script or style anywhere:
+// page data travels in data-* attributes), and the navigation of the signed-in org.
+import type { FastifyReply } from 'fastify';
+import { html, type Html } from '../../sessions/index.ts';
+
+export const UI_SCRIPT_PATH = '/ui/static/dashboard.js';
+export const UI_STYLESHEET_PATH = '/ui/static/dashboard.css';
+
+const CSP = "default-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+export interface Frame {
+  orgId: string;
+  user: string;
+  /** The session's CSRF token for forms; undefined for a bearer caller (no forms needed). */
+  csrf: string | undefined;
+  /** Which navigation entry is current. */
+  current: 'runs' | 'events' | 'agents' | 'none';
+}
+
+export function csrfField(frame: Frame): Html {
+  return frame.csrf === undefined ? html`` : html`<input type="hidden" name="csrf" value="${frame.csrf}">`;
+}
+
+export function sendUiPage(reply: FastifyReply, status: number, title: string, frame: Frame, body: Html): FastifyReply {
+  const base = `/ui/orgs/${encodeURIComponent(frame.orgId)}`;
+  const nav = (key: Frame['current'], href: string, label: string) =>
+    key === frame.current ? html`<a href="${href}" aria-current="page">${label}</a>` : html`<a href="${href}">${label}</a>`;
+  const page = html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="same-origin">
+<title>${title} · svc</title>
+<link rel="stylesheet" href="${UI_STYLESHEET_PATH}">
+<script type="module" src="${UI_SCRIPT_PATH}"></script>
+</head>
+<body data-org="${frame.orgId}" data-csrf="${frame.csrf ?? ''}">
+<a class="skip" href="#content">Skip to content</a>
+<header class="top">
+<nav aria-label="Main"><strong class="brand">svc</strong> <span class="org">${frame.orgId}</span>
+${nav('runs', `${base}/runs`, 'Runs')} ${nav('events', `${base}/events`, 'Event log')} ${nav('agents', `${base}/agents`, 'Agents')}</nav>
+<div class="who"><span>${frame.user}</span>${
+    frame.csrf === undefined ? html`` : html` <form method="post" action="/signout"><input type="hidden" name="csrf" value="${frame.csrf}"><button type="submit" class="link">Sign out</button></form>`
+  }</div>
+</header>
+<main id="content" tabindex="-1">
+${body}
+</main>
+</body>
+</html>
+`;
+  return reply
+    .code(status)
+    .header('content-security-policy', CSP)
+    .header('x-frame-options', 'DENY')
+    .header('x-content-type-options', 'nosniff')
+    .header('referrer-policy', 'same-origin')
+    .header('cache-control', 'no-store')
+    .type('text/html; charset=utf-8')
+    .send(page.html);
+}
+
+/** "1m 05s" from milliseconds; "—" when unknown. */
+export function duration(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined || !Number.isFinite(ms) || ms < 0) return '—';
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m ${String(s % 60).padStart(2, '0')}s`;
+  return `${Math.floor(m / 60)}h ${String(m % 60).padStart(2, '0')}m`;
+}
+
+export function between(start: string | null, end: string | null, now = Date.now()): number | null {
+  if (start === null) return null;
+  const from = Date.parse(start);
+  const to = end === null ? now : Date.parse(end);
+  return Number.isNaN(from) || Number.isNaN(to) ? null : Math.max(0, to - from);
+}
+
+export function statusBadge(status: string): Html {
+  return html`<span class="status s-${status.replace(/[^a-z_]/g, '')}">${status}</span>`;
+}
+
+export const TERMINAL_STATUSES = new Set(['completed', 'failed', 'cancelled', 'skipped', 'rejected', 'expired', 'timed_out', 'error']);

@@ -1,0 +1,70 @@
+// The example repository of the dashboard's browser test: the quickstart plus three workflows on
+// push to main — `flood` prints 100,000 coloured lines (and one that looks like markup), `held`
+// waits for the developer's approval, `slow` ticks once a second for two minutes (to watch live
+// and to cancel).
+import { cp, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { REPO_ROOT } from '../../fixtures/programs.ts';
+
+export const FLOOD_LINES = 100_000;
+export const MARKUP_LINE = '<img src=x onerror="document.title=\'pwned\'"> not markup';
+
+export async function dashboardExample(dir: string): Promise<string> {
+  await cp(join(REPO_ROOT, 'examples/quickstart'), dir, { recursive: true });
+  await rm(join(dir, '.git'), { recursive: true, force: true });
+  await rm(join(dir, '.svc/svc.lock.json'), { force: true });
+  const workflows = join(dir, '.svc/workflows');
+  await writeFile(
+    join(workflows, 'flood.ts'),
+    `import { job, push, workflow } from 'svc/sdk';
+export default workflow('flood', {
+  on: push({ branches: ['main'] }),
+  jobs: {
+    flood: job({
+      runsOn: ['local'],
+      steps: (s) =>
+        s.step('print', () => {
+          console.log(${JSON.stringify(MARKUP_LINE)});
+          const lines: string[] = [];
+          for (let i = 1; i <= ${FLOOD_LINES}; i++) lines.push('\\x1b[32mline\\x1b[0m ' + i + ' \\x1b[1;31mred bold\\x1b[0m');
+          process.stdout.write(lines.join('\\n') + '\\n');
+        }),
+    }),
+  },
+});
+`,
+  );
+  await writeFile(
+    join(workflows, 'held.ts'),
+    `import { job, push, workflow } from 'svc/sdk';
+export default workflow('held', {
+  on: push({ branches: ['main'] }),
+  approval: { clauses: [{ users: ['developer'] }], reason: 'dashboard e2e' },
+  jobs: {
+    go: job({ runsOn: ['local'], steps: (s) => s.step('after approval', () => { console.log('approved and ran'); }) }),
+  },
+});
+`,
+  );
+  await writeFile(
+    join(workflows, 'slow.ts'),
+    `import { job, push, workflow } from 'svc/sdk';
+export default workflow('slow', {
+  on: push({ branches: ['main'] }),
+  jobs: {
+    tick: job({
+      runsOn: ['local'],
+      steps: (s) =>
+        s.step('tick', async () => {
+          for (let i = 1; i <= 120; i++) {
+            console.log('tick ' + i);
+            await new Promise((r) => setTimeout(r, 1000));
+          }
+        }),
+    }),
+  },
+});
+`,
+  );
+  return dir;
+}
