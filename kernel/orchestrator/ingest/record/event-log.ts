@@ -7,7 +7,8 @@
 // ack, and confirmed writes flip the records to `payload_omitted = false` in batches. A write
 // that fails, a full backlog, or a crash before the write leaves the failure recorded (the
 // relay keeps nothing after the ack, so the body is then gone: recorded, never silently lost).
-import { gzipSync } from 'node:zlib';
+import { promisify } from 'node:util';
+import { gzip as gzipCallback } from 'node:zlib';
 import type { Logger } from 'pino';
 import type { StorageExtensionPoint } from '../../../../core/extension-points/storage.ts';
 import { sql, type DatabasePool } from '../../../services/db/index.ts';
@@ -41,6 +42,9 @@ interface Pending {
 }
 
 const CONFIRM_BATCH = 500;
+// On the libuv pool, not the event loop: a body of several MB took tens of ms to compress
+// synchronously, a stall every delivery in flight waited for.
+const gzip = promisify(gzipCallback);
 
 export class EventLogWriter {
   readonly #storage: StorageExtensionPoint | undefined;
@@ -131,7 +135,7 @@ export class EventLogWriter {
 
   async #writeOne(item: Pending): Promise<void> {
     try {
-      await this.#storage!.put(item.key, gzipSync(item.body), { contentType: 'application/gzip' });
+      await this.#storage!.put(item.key, await gzip(item.body), { contentType: 'application/gzip' });
       this.#confirmed.push(item);
     } catch (error) {
       this.failures += 1;
