@@ -214,7 +214,10 @@ async function main(): Promise<void> {
   for (const [label, server, name, labels] of hops) {
     const before = scrapeBuckets(hopsBefore[server]!, name, labels);
     const after = scrapeBuckets(hopsAfter[server]!, name, labels);
-    const q = (x: number) => (1000 * bucketQuantile(before, after, x)).toFixed(2);
+    const q = (x: number) => {
+      const seconds = bucketQuantile(before, after, x);
+      return Number.isFinite(seconds) ? (1000 * seconds).toFixed(2) : `> ${1000 * Math.max(...[...after.keys()].filter(Number.isFinite))}`;
+    };
     console.log(`  hop ${label.padEnd(32)} p50 ${q(0.5)} ms, p99 ${q(0.99)} ms`);
   }
   const lag = (text: string, q: string) => (1000 * Number(new RegExp(`^nodejs_eventloop_lag_${q}_seconds (\\S+)`, 'm').exec(text)?.[1] ?? NaN)).toFixed(1);

@@ -140,7 +140,8 @@ export function scrapeBuckets(text: string, name: string, labels = ''): Buckets 
 
 /**
  * The q-quantile (0–1) of the observations made between two scrapes, interpolated linearly
- * inside its bucket (as Prometheus' histogram_quantile does). NaN with no observations.
+ * inside its bucket (as Prometheus' histogram_quantile does). NaN with no observations; Infinity
+ * when it lies past the last finite bucket.
  */
 export function bucketQuantile(before: Buckets, after: Buckets, q: number): number {
   const bounds = [...after.keys()].sort((a, b) => a - b);
@@ -153,7 +154,7 @@ export function bucketQuantile(before: Buckets, after: Buckets, q: number): numb
   for (let i = 0; i < bounds.length; i += 1) {
     if (counts[i]! >= rank) {
       const upper = bounds[i]!;
-      if (!Number.isFinite(upper)) return lower;
+      if (!Number.isFinite(upper)) return Infinity;
       const inBucket = counts[i]! - below;
       return inBucket <= 0 ? upper : lower + ((upper - lower) * (rank - below)) / inBucket;
     }
