@@ -193,8 +193,13 @@ async function dispatchLatencies(pool: DatabasePool, entry: ReturnType<typeof bu
       }
       await new Promise((r) => setTimeout(r, 10));
     }
-    // Let the agent's completion land before the next job (one job at a time, no queue).
-    await new Promise((r) => setTimeout(r, 30));
+    // The agent's completion lands before the next job: every job finds a free agent, with 1
+    // agent as with N (one job at a time, no queue).
+    while (Date.now() < deadline) {
+      const done = (await pool.maybeOne(sql.unsafe`select 1 from jobs where run_id = ${runId} and status in ('completed', 'failed', 'cancelled')`)) !== null;
+      if (done) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
   }
   return out.sort((a, b) => a - b);
 }
