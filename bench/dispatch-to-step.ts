@@ -9,7 +9,8 @@
 // The default checkout is measured cold (the first job: empty repository store), warm at the same
 // commit, and warm with a new commit per job (as pushes bring); agent phases include the store's
 // `storeWait`, `fetch`, `materialise`, and the runner's `runnerReady`/`firstStep`.
-// Run: node bench/dispatch-to-step.ts [--dist] [jobs=50] [steps=100]
+// Run: node bench/dispatch-to-step.ts [--dist] [--busy] [jobs=50] [steps=100]
+//   --busy: a background CPU load (stress-ng --cpu 1 --cpu-load 50, bench/lib/machine.ts) meanwhile.
 //   --dist: the agent is the compiled program (`npm run build` first): `dist/bin/svc-agent.js` as
 //   its own process (vendored bundles, compiled step runner); otherwise it runs in this process
 //   from the sources. Either way the agent's debug line `job set-up timings` gives the agent-side
@@ -39,8 +40,10 @@ import type { NormalizedEvent } from '../schemas/event.ts';
 import type { Lock, LockWorkflow } from '../schemas/lock.ts';
 import pg from 'pg';
 import { createGitRemote } from '../test/fixtures/git-repos.ts';
+import { machineLine, startBusyLoad } from './lib/machine.ts';
 
 const DIST = process.argv.includes('--dist');
+const BUSY = process.argv.includes('--busy');
 const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const JOBS = Math.max(1, Math.min(1000, Number(args[0] ?? 50)));
 const STEPS = Math.max(1, Math.min(2000, Number(args[1] ?? 100)));
@@ -138,6 +141,8 @@ const database = systemUrl !== null ? { url: systemUrl } : await resolveDatabase
 if ('close' in database) teardown.push(() => database.close());
 console.log(`database: ${systemUrl !== null ? 'system PostgreSQL' : 'embedded PostgreSQL'}`);
 
+const endMachine = machineLine(BUSY);
+const busyLoad = BUSY ? await startBusyLoad(600) : undefined;
 try {
   // A repository whose .svc/ has a package lock: the build job caches source and deps.
   const remote = await createGitRemote(t);
@@ -307,6 +312,8 @@ try {
   const mem = process.memoryUsage();
   console.log(`RSS of the bench process (orchestrator + agent in one process): ${mib(mem.rss)}  heap used ${mib(mem.heapUsed)}`);
 } finally {
+  await busyLoad?.stop();
+  endMachine();
   for (const fn of teardown) await Promise.resolve(fn()).catch(() => undefined);
   await rm(dataDir, { recursive: true, force: true });
 }

@@ -1,15 +1,14 @@
 // Relay ingest benchmark: webhooks/s the relay accepts end to end (HTTP in → webhook.deliver →
 // a fake orchestrator acks `accepted` at once → 200), and arrival→ack latency at a steady
 // 200/s. The relay runs as its own process (bin/svc-relay.ts) on a fresh database of the
-// system PostgreSQL (SVC_TEST_DATABASE_URL); load and the orchestrator link run here.
+// system PostgreSQL (SVC_TEST_DATABASE_URL); load and the orchestrator link run here. The relay is
+// the compiled program (dist/, `npm run build` first); --busy adds a background CPU load.
 // Bounded, loopback only, stops by itself:  node bench/relay-ingest.ts [--requests N] [--rounds R]
 // Targets: >= 1,000 webhooks/s; at 200/s p50 <= 5 ms, p99 <= 25 ms.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { pino } from 'pino';
@@ -17,6 +16,7 @@ import { Pool } from 'undici';
 import { connectRelay } from '../kernel/orchestrator/relay-link/index.ts';
 import { migrateRelay, provisionOrg } from '../kernel/relay/index.ts';
 import { createDatabase } from '../kernel/services/db/index.ts';
+import { distBin, withMachine } from './lib/machine.ts';
 
 const { values } = parseArgs({
   options: {
@@ -25,6 +25,7 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '32' },
     'steady-seconds': { type: 'string', default: '10' },
     rate: { type: 'string', default: '200' },
+    busy: { type: 'boolean', default: false },
   },
 });
 const REQUESTS = Math.min(200_000, Number(values.requests));
@@ -33,7 +34,6 @@ const CONCURRENCY = Math.min(256, Number(values.concurrency));
 const STEADY_SECONDS = Math.min(120, Number(values['steady-seconds']));
 const RATE = Math.min(5_000, Number(values.rate));
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const logger = pino({ level: 'silent' });
 const serverUrl = process.env['SVC_TEST_DATABASE_URL'] || 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -82,7 +82,7 @@ async function main(): Promise<void> {
     const { token } = await provisionOrg(pool, 'bench');
     await pool.end();
 
-    child = spawn(process.execPath, [path.join(root, 'bin/svc-relay.ts')], {
+    child = spawn(process.execPath, [distBin('svc-relay')], {
       env: {
         ...process.env,
         SVC_RELAY_DATABASE_URL: dbUrl.toString(),
@@ -202,4 +202,4 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+await withMachine(values.busy, 300, main);

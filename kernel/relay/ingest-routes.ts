@@ -126,6 +126,7 @@ export function registerIngestRoutes(app: SvcHttpServer, options: IngestOptions)
         clientIp: request.ip,
         replay: false,
       };
+      metrics.forwardSeconds.observe((Date.now() - webhook.arrival) / 1000);
       const ack = await pool.deliver(orgId, message, options.ackTimeoutMs, webhook.arrival + options.totalBudgetMs);
       answer = ack === undefined ? await toBuffer(webhook, request, headers, receivedAt) : answerAck(webhook, ack);
       return answer;

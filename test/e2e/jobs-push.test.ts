@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { eachDatabase } from '../fixtures/db.ts';
 import { ORG, startJobsStack } from '../fixtures/jobs-stack.ts';
-import { metricNames, sampleOf, scrape } from '../fixtures/prom-text.ts';
+import { labelValues, metricNames, sampleOf, scrape } from '../fixtures/prom-text.ts';
 
 t.setTimeout(900_000);
 
@@ -260,6 +260,17 @@ await eachDatabase(t, async (t, db) => {
     t.ok((sampleOf(relay, 'svc_ws_connections_open', { endpoint: 'relay_orchestrator' }) ?? 0) >= 1, 'and it is open');
     t.ok((sampleOf(relay, 'svc_http_requests_total', { method: 'POST', status_class: '2xx' }) ?? 0) >= 3, 'the pushes\' webhooks counted at the relay');
     t.notMatch(relay, /route="\/webhook\/acme/, 'routes by pattern, never the raw URL');
+
+    // The tail's causes, on both servers: event-loop delay quantiles and GC pauses by kind
+    // (prom-client's collectors), and each ingest hop of the relayed pushes.
+    for (const [server, text] of [['orchestrator', again], ['relay', relay]] as const) {
+      for (const q of ['p50', 'p90', 'p99']) t.ok(sampleOf(text, `nodejs_eventloop_lag_${q}_seconds`) !== undefined, `${server} exposes nodejs_eventloop_lag_${q}_seconds`);
+      t.ok(metricNames(text).has('nodejs_gc_duration_seconds'), `${server} exposes nodejs_gc_duration_seconds`);
+      t.ok(labelValues(text, 'nodejs_gc_duration_seconds_count', 'kind').length >= 1, `${server} observed GC pauses by kind`);
+    }
+    t.ok((sampleOf(relay, 'svc_relay_forward_seconds_count') ?? 0) >= 3, 'relay receive → send observed for each push');
+    t.ok((sampleOf(again, 'svc_orch_relay_delivery_seconds_count', { stage: 'receive_to_commit' }) ?? 0) >= 3, 'orchestrator receive → commit observed for each push');
+    t.ok((sampleOf(again, 'svc_orch_relay_delivery_seconds_count', { stage: 'commit_to_ack' }) ?? 0) >= 3, 'orchestrator commit → ack observed for each push');
   });
 }, { concurrent: true });
 

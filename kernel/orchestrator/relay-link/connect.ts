@@ -127,6 +127,14 @@ export function connectRelay(options: ConnectRelayOptions): RelayLink {
   let reconnectTimer: NodeJS.Timeout | undefined;
   let heartbeatTimer: NodeJS.Timeout | undefined;
   let lastFailure: 'auth' | 'protocol' | undefined;
+  // The orchestrator's hops of a relayed delivery (one clock: this process's), so a slow ingest
+  // names its hop: frame in → record committed (onDelivery resolves after the commit) → ack out.
+  const stageSeconds = options.metrics?.histogram({
+    name: 'svc_orch_relay_delivery_seconds',
+    help: 'Hops of a relayed webhook in the orchestrator: receive_to_commit (frame received to its record committed), commit_to_ack (to the ack frame written).',
+    labelNames: ['stage'],
+    buckets: [0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.035, 0.05, 0.075, 0.1, 0.25, 0.5, 1, 2.5, 5],
+  });
 
   const sendOn = (ws: WebSocket, message: OrchestratorToRelay): boolean => {
     if (ws.readyState !== WebSocket.OPEN) return false;
@@ -167,7 +175,7 @@ export function connectRelay(options: ConnectRelayOptions): RelayLink {
     return [...merged.values()];
   }
 
-  async function handleDelivery(ws: WebSocket, delivery: WebhookDeliver): Promise<void> {
+  async function handleDelivery(ws: WebSocket, delivery: WebhookDeliver, arrived: number): Promise<void> {
     let pending = inFlight.get(delivery.deliveryId);
     if (pending === undefined) {
       pending = (async () => {
@@ -185,13 +193,18 @@ export function connectRelay(options: ConnectRelayOptions): RelayLink {
       });
     }
     const outcome = await pending;
+    const committed = performance.now();
     // The socket that carried the delivery: if it is gone the relay has already moved on.
     if (!sendOn(ws, toAck(delivery.deliveryRef, outcome))) {
       log.info({ deliveryId: delivery.deliveryId }, 'relay socket closed before the ack could be sent; the relay will redeliver');
+    } else if (stageSeconds !== undefined) {
+      stageSeconds.observe({ stage: 'receive_to_commit' }, (committed - arrived) / 1000);
+      stageSeconds.observe({ stage: 'commit_to_ack' }, (performance.now() - committed) / 1000);
     }
   }
 
   function onFrame(ws: WebSocket, data: WebSocket.RawData, isBinary: boolean): void {
+    const arrived = performance.now();
     let parsed: unknown;
     try {
       if (isBinary) throw new Error('binary frame');
@@ -226,7 +239,7 @@ export function connectRelay(options: ConnectRelayOptions): RelayLink {
         return;
       }
       case 'webhook.deliver':
-        void handleDelivery(ws, message);
+        void handleDelivery(ws, message, arrived);
         return;
       default:
         options.onMessage?.(message);

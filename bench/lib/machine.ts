@@ -1,0 +1,165 @@
+// Shared pieces of the benchmarks that run real processes: the machine's load average at start
+// and end (a busy machine shows up in the tail, so every figure is printed next to it), the
+// `--busy` mode (a background CPU load of `stress-ng --cpu 1 --cpu-load 50` for the whole
+// measurement, started here and always ended by its pid), and the compiled programs as shipped.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** The compiled program of a bin as shipped (`dist/bin/<name>.js`); `npm run build` first. */
+export function distBin(name: 'svc-relay' | 'svc-orchestrator' | 'svc-agent'): string {
+  const file = path.join(repoRoot, 'dist', 'bin', `${name}.js`);
+  if (!existsSync(file)) throw new Error(`${file} is missing: run npm run build first (the benchmarks measure the compiled programs)`);
+  return file;
+}
+
+export function loadAverage(): string {
+  return os.loadavg().map((l) => l.toFixed(2)).join(' ');
+}
+
+/** Prints the machine line once at start; call the returned function at the end. */
+export function machineLine(busy: boolean): () => void {
+  const mode = busy ? 'busy (stress-ng --cpu 1 --cpu-load 50 in the background)' : 'quiet (no background load started)';
+  process.stdout.write(`machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), ${mode}; load average at start ${loadAverage()}\n`);
+  return () => process.stdout.write(`load average at end ${loadAverage()}\n`);
+}
+
+export interface BusyLoad {
+  /** Ends the load (by its pid); safe to call twice. */
+  stop(): Promise<void>;
+}
+
+const STRESS = '/usr/bin/stress-ng';
+
+/**
+ * Starts `stress-ng --cpu 1 --cpu-load 50 --timeout <s>` in its own process group (its workers
+ * are its children), so stop() ends exactly that group. The timeout is a second guard: a bench
+ * killed before its finally still leaves no load behind past `seconds`.
+ */
+export async function startBusyLoad(seconds: number): Promise<BusyLoad> {
+  const bin = existsSync(STRESS) ? STRESS : 'stress-ng';
+  const child: ChildProcess = spawn(bin, ['--cpu', '1', '--cpu-load', '50', '--timeout', `${Math.ceil(seconds)}s`, '--quiet'], { stdio: 'ignore', detached: true });
+  await new Promise<void>((resolve, reject) => {
+    child.once('spawn', () => resolve());
+    child.once('error', (error) => reject(new Error(`--busy needs stress-ng (${bin}): ${error.message}`)));
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  // Let the workers start and reach their duty cycle before anything is measured.
+  await new Promise((r) => setTimeout(r, 1000));
+  let stopped = false;
+  return {
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
+        try {
+          process.kill(-child.pid, 'SIGTERM');
+        } catch {
+          // already gone
+        }
+        await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+        if (child.exitCode === null && child.signalCode === null) {
+          try {
+            process.kill(-child.pid, 'SIGKILL');
+          } catch {
+            // already gone
+          }
+        }
+      }
+    },
+  };
+}
+
+/**
+ * Runs `body` with the machine line around it and, in busy mode, the background load for at
+ * most `maxSeconds`; the load is ended afterwards, on error too.
+ */
+export async function withMachine<T>(busy: boolean, maxSeconds: number, body: () => Promise<T>): Promise<T> {
+  const end = machineLine(busy);
+  const load = busy ? await startBusyLoad(maxSeconds) : undefined;
+  const stopOnSignal = () => void load?.stop().finally(() => process.exit(130));
+  process.once('SIGINT', stopOnSignal);
+  try {
+    return await body();
+  } finally {
+    process.off('SIGINT', stopOnSignal);
+    await load?.stop();
+    end();
+  }
+}
+
+/** CPU seconds (user + system) a process used so far, from /proc (Linux; NaN elsewhere). */
+export function cpuSeconds(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    // Clock ticks are 1/100 s on Linux (getconf CLK_TCK).
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+/** Resident set size of a process in MiB, from /proc (Linux; NaN elsewhere). */
+export function rssMiB(pid: number | undefined): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+/** The value at percentile p (0–100) of an ascending array. */
+export function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+}
+
+/** Cumulative bucket counts of one histogram series in a Prometheus text scrape, by `le`. */
+export type Buckets = Map<number, number>;
+
+/**
+ * The buckets of `name` whose labels include `labels` (e.g. `stage="receive_to_commit"`),
+ * summed over the other labels.
+ */
+export function scrapeBuckets(text: string, name: string, labels = ''): Buckets {
+  const out: Buckets = new Map();
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}_bucket{`)) continue;
+    if (labels !== '' && !line.includes(labels)) continue;
+    const le = /le="([^"]+)"/.exec(line)?.[1];
+    if (le === undefined) continue;
+    const bound = le === '+Inf' ? Infinity : Number(le);
+    out.set(bound, (out.get(bound) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
+  }
+  return out;
+}
+
+/**
+ * The q-quantile (0–1) of the observations made between two scrapes, interpolated linearly
+ * inside its bucket (as Prometheus' histogram_quantile does). NaN with no observations; Infinity
+ * when it lies past the last finite bucket.
+ */
+export function bucketQuantile(before: Buckets, after: Buckets, q: number): number {
+  const bounds = [...after.keys()].sort((a, b) => a - b);
+  const counts = bounds.map((b) => (after.get(b) ?? 0) - (before.get(b) ?? 0));
+  const total = counts.at(-1) ?? 0;
+  if (total <= 0) return NaN;
+  const rank = q * total;
+  let lower = 0;
+  let below = 0;
+  for (let i = 0; i < bounds.length; i += 1) {
+    if (counts[i]! >= rank) {
+      const upper = bounds[i]!;
+      if (!Number.isFinite(upper)) return Infinity;
+      const inBucket = counts[i]! - below;
+      return inBucket <= 0 ? upper : lower + ((upper - lower) * (rank - below)) / inBucket;
+    }
+    lower = bounds[i]!;
+    below = counts[i]!;
+  }
+  return lower;
+}
