@@ -62,6 +62,10 @@ export const ORCHESTRATOR_ERROR_CODES = {
     message: 'run {id} came from no source (a remote test run?), so its lock file cannot be fetched again; start it the way it was started',
   },
   SVC_ERR_RUNS_RERUN_NO_WORKFLOW: { kind: 'conflict', message: 'the lock file at {workflowSha} has no workflow "{workflow}"' },
+  SVC_ERR_RUNS_RERUN_REMOTE: {
+    kind: 'conflict',
+    message: 'run {id} is a `svc run remote` run: its working-tree overlay was for that run only; run `svc run remote` again to try the changes once more',
+  },
   SVC_ERR_RUNS_RERUN_SOURCE_GONE: { kind: 'conflict', message: 'source {sourceId} of run {id} was removed; the lock file cannot be fetched again' },
   SVC_ERR_RUNS_RESPONSE_TOO_LARGE: {
     kind: 'input',

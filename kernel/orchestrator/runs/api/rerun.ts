@@ -134,6 +134,11 @@ export async function rerunRun(deps: RerunDeps, request: RerunRequest): Promise<
       workflow_modified
     from runs where id = ${runId} and org_id = ${request.orgId}`);
   if (run === null) throw runNotFound(runId, request.orgId);
+  // A remote run's jobs ran the developer's sealed working-tree overlay and a lock compiled from
+  // it; the commit's own lock would run something else under the same name, so it is refused.
+  if (run.source_origin === 'run-remote') {
+    throw new ConflictError('SVC_ERR_RUNS_RERUN_REMOTE', `run ${run.id} is a \`svc run remote\` run: its working-tree overlay was for that run only; run \`svc run remote\` again to try the changes once more`);
+  }
   const originalRunId = run.original_run_id ?? run.id;
   const event = (typeof run.event === 'object' && run.event !== null ? run.event : null) as NormalizedEvent | null;
   if (event === null) throw new ConflictError('SVC_ERR_RUNS_RERUN_NO_EVENT', `run ${run.id} has no stored event to re-run`);

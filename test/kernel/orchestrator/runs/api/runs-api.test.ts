@@ -97,6 +97,12 @@ await eachDatabase(t, async (t, db) => {
     t.match(noOrg, { type: 'run.show.response', requestId, error: { status: 400, code: 'SVC_ERR_RUNS_ORG_MISSING' } });
     const noSource = await answerDashboardRequest(deps, { type: 'run.rerun.request', requestId, orgId: 'acme', runId: run.runId, triggeredBy: 'alice' });
     t.match(noSource, { error: { status: 409, code: 'SVC_ERR_RUNS_RERUN_NO_SOURCE' } });
+    // A `svc run remote` run ran a sealed overlay: re-running the commit's own lock would run something else.
+    const origin = ((await db.pool.one(sql.unsafe`select source_origin from runs where id = ${run.runId}`)) as { source_origin: string }).source_origin;
+    await db.pool.query(sql.unsafe`update runs set source_origin = 'run-remote' where id = ${run.runId}`);
+    const remote = await answerDashboardRequest(deps, { type: 'run.rerun.request', requestId, orgId: 'acme', runId: run.runId, triggeredBy: 'alice' });
+    t.match(remote, { error: { status: 409, code: 'SVC_ERR_RUNS_RERUN_REMOTE' } });
+    await db.pool.query(sql.unsafe`update runs set source_origin = ${origin} where id = ${run.runId}`);
     const noBy = await answerDashboardRequest(deps, { type: 'run.rerun.request', requestId, orgId: 'acme', runId: run.runId, triggeredBy: ' ' });
     t.match(noBy, { error: { status: 400, code: 'SVC_ERR_RUNS_TRIGGERED_BY' } });
     const internal = await answerDashboardRequest(deps, { type: 'run.cancel.request', requestId, orgId: 'acme', runId: run.runId, cancelledBy: 'x' });
