@@ -104,8 +104,10 @@ async function scan(file: string): Promise<Scan> {
           const target = entry.linkpath ?? '';
           if (target === '') throw new HostileArchiveError(entry.path, 'a link without a target');
           if (posix.isAbsolute(target)) throw new HostileArchiveError(entry.path, `link target ${JSON.stringify(target)} is absolute`);
-          // Symlink targets are relative to the link's directory; hard link targets to the root.
-          const resolved = entry.type === 'SymbolicLink' ? posix.join(posix.dirname(entry.path), target) : target;
+          // Symlink targets are relative to the link's directory — of the path it is made at, the
+          // normalised one ("a/b/." is made at "a/b", whose directory is "a": found by the
+          // archive fuzzer) — and hard link targets to the root.
+          const resolved = entry.type === 'SymbolicLink' ? posix.join(posix.dirname(posix.normalize(entry.path)), target) : target;
           if (!insideRoot(resolved)) throw new HostileArchiveError(entry.path, `link target ${JSON.stringify(target)} points outside the destination`);
         }
         kinds.check(entry.path, entry.type, entry.linkpath);

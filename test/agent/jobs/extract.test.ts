@@ -82,6 +82,7 @@ const hostile: Array<[string, Parameters<typeof archive>[0], RegExp]> = [
   ['a hard link below a file', [{ name: 'a', body: 'x' }, { name: 'a/c', type: '1', link: 'a' }], /lies below "a", a file or link/],
   ['a hard link to a directory', [{ name: 'dir/', type: '5' }, { name: 'dir/a', type: '1', link: 'dir' }], /must name a file stored earlier/],
   ['a symlink named with a trailing slash', [{ name: 'a/a/dir//', type: '2', link: 'a' }, { name: 'link/dir', body: 'x' }], /ending in "\/" names a directory/],
+  ['a symlink named "dir/a/." whose target leaves from "dir"', [{ name: 'ok.txt', body: 'x' }, { name: 'dir/a/.', type: '2', link: '../..' }], /outside the destination/],
   ['a file written through a symlinked directory', [{ name: 'ok/', type: '5' }, { name: 'ln', type: '2', link: 'ok' }, { name: 'ln/f', body: 'x' }], /lies below "ln"/],
   ['a path used as a directory and as a file', [{ name: 'a/b', body: 'x' }, { name: 'a', body: 'y' }], /two kinds of entry/],
 ];
