@@ -14,6 +14,21 @@ t.test('whole text: every form of every value', async (t) => {
   t.equal(s.mask('abc stays'), 'abc stays');
 });
 
+t.test('whole text: the JSON-escaped form of a value and of each of its lines', async (t) => {
+  const s = new SecretSet();
+  const special = 'tok"en\\with\tspecial';
+  const pem = '-----BEGIN KEY-----\nline-one"q"\nline-two\\b\n-----END KEY-----';
+  s.add(special);
+  s.add(pem);
+  t.equal(s.mask(JSON.stringify({ token: special })), '{"token":"***"}');
+  t.equal(s.mask(JSON.stringify({ key: pem })), '{"key":"***"}', 'a multi-line value JSON-escaped whole');
+  t.equal(s.mask(JSON.stringify(['line-one"q"', 'line-two\\b'])), '["***","***"]', 'its lines JSON-escaped one by one');
+  t.equal(s.mask(special), '***', 'the plain value still masked');
+  const m = new StreamMasker(s);
+  const line = `{"msg":${JSON.stringify(special)}}\n`;
+  t.equal(m.push(line.slice(0, 12)) + m.push(line.slice(12)) + m.flush(), '{"msg":"***"}\n', 'split across pushes');
+});
+
 t.test('stream: a secret split across pushes at every cut point', async (t) => {
   const secret = 'sk_live_0123456789';
   const text = `before ${secret} after\n`;
