@@ -69,6 +69,22 @@ export class SecretSet {
   }
 }
 
+/**
+ * A JSON-like value with every string (object keys included) masked: for data that leaves the
+ * job as data rather than as a log line (job outputs, emitted event payloads). Like the forge
+ * CIs, a released secret is never handed on in plain form; a job that must pass one on names the
+ * context in the next job instead.
+ */
+export function maskDeep(value: unknown, secrets: SecretSet): unknown {
+  if (secrets.values.length === 0) return value;
+  if (typeof value === 'string') return secrets.mask(value);
+  if (Array.isArray(value)) return value.map((v) => maskDeep(v, secrets));
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [secrets.mask(k), maskDeep(v, secrets)]));
+  }
+  return value;
+}
+
 interface Match {
   start: number;
   end: number;

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { SecretSet, StreamMasker } from '../../../agent/logs/masker.ts';
+import { SecretSet, StreamMasker, maskDeep } from '../../../agent/logs/masker.ts';
 import { LogPipeline, type LogChunkOut } from '../../../agent/logs/pipeline.ts';
 
 t.test('whole text: every form of every value', async (t) => {
@@ -27,6 +27,17 @@ t.test('whole text: the JSON-escaped form of a value and of each of its lines', 
   const m = new StreamMasker(s);
   const line = `{"msg":${JSON.stringify(special)}}\n`;
   t.equal(m.push(line.slice(0, 12)) + m.push(line.slice(12)) + m.flush(), '{"msg":"***"}\n', 'split across pushes');
+});
+
+t.test('maskDeep: every string and key of outputs and payloads, other values kept', async (t) => {
+  const s = new SecretSet();
+  s.add('sk_live_deep_1234');
+  s.add('quo"ted-secret');
+  const value = { token: 'sk_live_deep_1234', list: ['x sk_live_deep_1234 y', 3, true, null], json: JSON.stringify({ a: 'quo"ted-secret' }), sk_live_deep_1234: 1 };
+  t.same(maskDeep(value, s), { token: '***', list: ['x *** y', 3, true, null], json: '{"a":"***"}', '***': 1 });
+  t.same(value.token, 'sk_live_deep_1234', 'the input is not changed');
+  t.equal(maskDeep('plain text', s), 'plain text');
+  t.equal(maskDeep(null, new SecretSet()), null);
 });
 
 t.test('stream: a secret split across pushes at every cut point', async (t) => {
