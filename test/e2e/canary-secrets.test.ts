@@ -28,6 +28,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile, lstat } from 'node:fs/promis
 import { join, relative } from 'node:path';
 import { gunzipSync, zstdDecompressSync } from 'node:zlib';
 import pg from 'pg';
+import * as tar from 'tar';
 import t from 'tap';
 import { eachDatabase } from '../fixtures/db.ts';
 import { ORG, startJobsStack, type JobsStack } from '../fixtures/jobs-stack.ts';
@@ -450,6 +451,16 @@ await eachDatabase(t, async (t, db) => {
   await scanTree(sc, (rel) => (rel.startsWith('orch/storage') ? 'storage objects' : rel.startsWith('agent-') ? 'agent dir (after)' : 'other data files'), stack.root);
   t.ok(orchTables.length > 20 && relayTables.length > 3, `${orchTables.length} orchestrator and ${relayTables.length} relay tables scanned`);
   t.ok((sc.checked.get('storage objects') ?? 0) > 0, 'storage objects were scanned');
+
+  // The scan itself can fail: the value files (outside the stack), packed as a .tar.gz, are found
+  // through gunzip and the tar members, every shape set from a file.
+  const control = newScanner(all);
+  const packed = join(valueDir, 'control.tar.gz');
+  await tar.c({ gzip: true, file: packed, cwd: valueDir }, secrets.filter((s) => s.shape !== 'set with --value').map((s) => s.key));
+  await scanTree(control, () => 'control', valueDir);
+  const controlHits = [...control.hits.keys()];
+  t.equal(controlHits.length, secrets.length - 1, `the scan finds each value in the plain files and inside a .tar.gz (${controlHits.length} shapes)`);
+  t.ok((control.checked.get('control (tar members)') ?? 0) >= secrets.length - 1, 'through the tar members');
 
   const places = ['relay log', 'orchestrator log', 'agent log', 'CLI output', 'orchestrator db', 'relay db', 'storage objects', 'storage objects (tar members)', 'agent dir (running)', 'agent dir (after)', 'other data files'];
   t.comment(`canary scan: ${sc.shapes.length} shapes × ${places.length} places (${db.kind})\n${table(sc, places)}`);
