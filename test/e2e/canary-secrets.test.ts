@@ -424,6 +424,18 @@ await eachDatabase(t, async (t, db) => {
   // The leak was really attempted: the masked lines are there.
   t.match(logs.stdout, /plain \*\*\*/, 'the job printed the secrets (masked)');
   t.match(logs.stdout, new RegExp(`released ${all.length}`), 'every canary was released to the job');
+  // Each data channel was really taken, and holds the mask where the value was.
+  const emitted = (await stack.pool.maybeOne(sql.unsafe`select payload from internal_events where name = 'canary-leak' and run_id = ${run.id}`)) as { payload: { token: string; all: string[] } } | null;
+  t.same(emitted?.payload, { token: '***', all: all.map(() => '***') }, 'the emitted payload was stored, masked');
+  const outputs = (await stack.pool.oneFirst(sql.unsafe`select outputs from jobs where id = ${leak!.id}`)) as Record<string, unknown>;
+  t.same(outputs, { token: '***', derived: '***' }, 'the job outputs were stored, masked');
+  t.match(logs.stdout, /job output token \*\*\*/, 'the next job read the masked job output');
+  t.match(logs.stdout, /artifact uploaded /, 'the artifact was uploaded');
+  t.match(shown.stdout + logs.stdout, /deploy failed: \*\*\*/, 'the thrown error reached the log, masked');
+  // For the record (docs/secrets.md): how the writes split across the 1 s hold came out.
+  const slow = (JSON.parse(logs.stdout) as { logs: Record<string, Array<{ text: string }>> }).logs;
+  const slowLines = Object.values(slow).flat().map((l) => l.text).filter((text) => text.startsWith('slow ') || /^[^ ]*\*\*\*$/.test(text));
+  t.comment(`writes split across the hold: ${JSON.stringify(slowLines.slice(0, 6).map((l) => l.slice(0, 60)))}`);
   // Let the agent settle (job workspace cleanup) and stop it to flush its output.
   await until('the agent idle', async () => ((await readdir(join(stack.root, 'agent-1', 'in-flight')).catch(() => [])).length === 0 ? true : undefined), 60_000, 200);
   await agent.stop('SIGTERM').catch(() => undefined);
