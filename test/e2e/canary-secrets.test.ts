@@ -434,7 +434,8 @@ await eachDatabase(t, async (t, db) => {
   t.match(shown.stdout + logs.stdout, /deploy failed: \*\*\*/, 'the thrown error reached the log, masked');
   // For the record (docs/secrets.md): how the writes split across the 1 s hold came out.
   const slow = (JSON.parse(logs.stdout) as { logs: Record<string, Array<{ text: string }>> }).logs;
-  const slowLines = Object.values(slow).flat().map((l) => l.text).filter((text) => text.startsWith('slow ') || /^[^ ]*\*\*\*$/.test(text));
+  const texts = Object.values(slow).flat().map((l) => l.text);
+  const slowLines = texts.flatMap((text, i) => (text.includes('slow ') ? [text, texts[i + 1] ?? ''] : []));
   t.comment(`writes split across the hold: ${JSON.stringify(slowLines.slice(0, 6).map((l) => l.slice(0, 60)))}`);
   // Let the agent settle (job workspace cleanup) and stop it to flush its output.
   await until('the agent idle', async () => ((await readdir(join(stack.root, 'agent-1', 'in-flight')).catch(() => [])).length === 0 ? true : undefined), 60_000, 200);
