@@ -12,7 +12,7 @@ import { messageOf } from '../../core/errors.ts';
 import type { AgentToOrchestrator, JobDispatch, JobRunStatus, StepHoldStatus, StepResult } from '../../schemas/wire/agent.ts';
 import { RunnerToAgentMembers, type AgentToRunner, type ConcurrencyGroups, type RunnerResult } from '../../schemas/wire/runner.ts';
 import { compileMessageUnion, formatIssues } from '../../schemas/validate.ts';
-import { SecretSet, MIN_MASKED_LENGTH } from '../logs/masker.ts';
+import { SecretSet, MIN_MASKED_LENGTH, maskDeep } from '../logs/masker.ts';
 import { LogPipeline } from '../logs/pipeline.ts';
 import { checkout, type CheckoutOptions } from './checkout.ts';
 import { applyOverlay } from './overlay.ts';
@@ -355,7 +355,8 @@ export class DispatchedJob {
       startedAt,
       finishedAt: new Date().toISOString(),
       ...(reason === undefined ? {} : { reason }),
-      ...(terminal.outputs === undefined ? {} : { outputs: terminal.outputs }),
+      // Job outputs are stored and read by other jobs: released secrets and secret outputs masked.
+      ...(terminal.outputs === undefined ? {} : { outputs: maskDeep(terminal.outputs, this.#secrets) as Record<string, unknown> }),
       ...(terminal.skipped === true ? { skipped: true as const } : {}),
       ...(terminal.generated === undefined ? {} : { generated: terminal.generated }),
       ...(terminal.concurrencyGroups === undefined ? {} : { concurrencyGroups: terminal.concurrencyGroups }),

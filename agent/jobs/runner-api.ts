@@ -17,6 +17,7 @@ import { awaitStepApproval, type StepDecision } from './step-approval.ts';
 import { downloadArtifact, uploadArtifact } from './artifacts.ts';
 import { attestProvenance } from './attest.ts';
 import type { RunnerApiContext } from './runner-api-context.ts';
+import { maskDeep } from '../logs/masker.ts';
 
 export type { StepDecision };
 
@@ -50,7 +51,8 @@ export async function handleRunnerApi(api: string, args: unknown, ctx: RunnerApi
   switch (api as Api) {
     case 'emit': {
       const a = checked.value as Args<'emit'>;
-      const response = await ctx.request({ type: 'event.emit', jobId: ctx.jobId, requestId: randomUUID(), eventName: a.name, payload: a.payload ?? null });
+      // The payload is stored with the event and handed to other runs: no released secret in it.
+      const response = await ctx.request({ type: 'event.emit', jobId: ctx.jobId, requestId: randomUUID(), eventName: a.name, payload: maskDeep(a.payload ?? null, ctx.secrets) });
       failed(response);
       const deliveryId = (response as { deliveryId?: string }).deliveryId;
       return deliveryId === undefined ? {} : { deliveryId };

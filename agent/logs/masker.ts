@@ -6,7 +6,10 @@
 // rules the secret out (or when the stream is flushed).
 //
 // Forms masked for each value: the value itself; each line of a multi-line value (PEM keys are
-// often printed line by line); its standard and URL-safe base64; its URL (percent) encoding.
+// often printed line by line); the JSON-escaped form of each of those (a value with quotes,
+// backslashes, tabs, newlines or control characters printed through JSON.stringify or a JSON log
+// line no longer holds its plain text, yet is the same secret); its standard and URL-safe base64;
+// its URL (percent) encoding.
 // Values shorter than MIN_MASKED_LENGTH are not masked: masking "1" or "on" would shred every
 // log line while protecting nothing; the job log gets a system line saying so.
 export const MASK = '***';
@@ -30,6 +33,7 @@ export class SecretSet {
         if (trimmed.length >= MIN_MASKED_LENGTH) forms.add(trimmed);
       }
     }
+    for (const form of [...forms]) forms.add(JSON.stringify(form).slice(1, -1));
     const bytes = Buffer.from(value, 'utf8');
     forms.add(bytes.toString('base64'));
     forms.add(bytes.toString('base64url'));
@@ -63,6 +67,22 @@ export class SecretSet {
   mask(text: string): string {
     return maskText(text, this.#sorted);
   }
+}
+
+/**
+ * A JSON-like value with every string (object keys included) masked: for data that leaves the
+ * job as data rather than as a log line (job outputs, emitted event payloads). Like the forge
+ * CIs, a released secret is never handed on in plain form; a job that must pass one on names the
+ * context in the next job instead.
+ */
+export function maskDeep(value: unknown, secrets: SecretSet): unknown {
+  if (secrets.values.length === 0) return value;
+  if (typeof value === 'string') return secrets.mask(value);
+  if (Array.isArray(value)) return value.map((v) => maskDeep(v, secrets));
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [secrets.mask(k), maskDeep(v, secrets)]));
+  }
+  return value;
 }
 
 interface Match {

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { SecretSet, StreamMasker } from '../../../agent/logs/masker.ts';
+import { SecretSet, StreamMasker, maskDeep } from '../../../agent/logs/masker.ts';
 import { LogPipeline, type LogChunkOut } from '../../../agent/logs/pipeline.ts';
 
 t.test('whole text: every form of every value', async (t) => {
@@ -12,6 +12,32 @@ t.test('whole text: every form of every value', async (t) => {
   s.add('a b&c=d/e');
   t.equal(s.mask('q=a%20b%26c%3Dd%2Fe'), 'q=***');
   t.equal(s.mask('abc stays'), 'abc stays');
+});
+
+t.test('whole text: the JSON-escaped form of a value and of each of its lines', async (t) => {
+  const s = new SecretSet();
+  const special = 'tok"en\\with\tspecial';
+  const pem = '-----BEGIN KEY-----\nline-one"q"\nline-two\\b\n-----END KEY-----';
+  s.add(special);
+  s.add(pem);
+  t.equal(s.mask(JSON.stringify({ token: special })), '{"token":"***"}');
+  t.equal(s.mask(JSON.stringify({ key: pem })), '{"key":"***"}', 'a multi-line value JSON-escaped whole');
+  t.equal(s.mask(JSON.stringify(['line-one"q"', 'line-two\\b'])), '["***","***"]', 'its lines JSON-escaped one by one');
+  t.equal(s.mask(special), '***', 'the plain value still masked');
+  const m = new StreamMasker(s);
+  const line = `{"msg":${JSON.stringify(special)}}\n`;
+  t.equal(m.push(line.slice(0, 12)) + m.push(line.slice(12)) + m.flush(), '{"msg":"***"}\n', 'split across pushes');
+});
+
+t.test('maskDeep: every string and key of outputs and payloads, other values kept', async (t) => {
+  const s = new SecretSet();
+  s.add('sk_live_deep_1234');
+  s.add('quo"ted-secret');
+  const value = { token: 'sk_live_deep_1234', list: ['x sk_live_deep_1234 y', 3, true, null], json: JSON.stringify({ a: 'quo"ted-secret' }), sk_live_deep_1234: 1 };
+  t.same(maskDeep(value, s), { token: '***', list: ['x *** y', 3, true, null], json: '{"a":"***"}', '***': 1 });
+  t.same(value.token, 'sk_live_deep_1234', 'the input is not changed');
+  t.equal(maskDeep('plain text', s), 'plain text');
+  t.equal(maskDeep(null, new SecretSet()), null);
 });
 
 t.test('stream: a secret split across pushes at every cut point', async (t) => {
