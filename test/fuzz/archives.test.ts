@@ -5,7 +5,7 @@
 // or writes only inside the destination: after every case the test walks the parent directory
 // and resolves every link written. A refusal by the scan writes nothing at all.
 // Cases: SVC_FUZZ_RUNS (default 2,000).
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
@@ -76,7 +76,7 @@ function escapes(root: string, dest: string, archive: string): string[] {
 
 t.test(`${RUNS} generated archives: refused, or written only inside the destination`, async (t) => {
   const outcomes = new Map<string, number>();
-  const base = mkdtempSync(path.join(tmpdir(), 'svc-fuzz-tar-'));
+  const base = mkdtempSync(path.join(tmpdir(), 'archive-fuzz-'));
   t.teardown(() => rmSync(base, { recursive: true, force: true }));
   let n = 0;
   await fc.assert(
@@ -100,6 +100,7 @@ t.test(`${RUNS} generated archives: refused, or written only inside the destinat
       } catch (error) {
         if (error instanceof HostileArchiveError) {
           tally(outcomes, 'refused by the scan');
+          if (!existsSync(root)) throw new Error(`the case's own directory ${root} is gone (removed by another process?); the scan itself writes nothing`);
           const left = readdirSync(root);
           if (left.length !== 1) throw new Error(`the scan refused the archive but ${left.join(', ')} exist`);
         } else if ((error as Error).message.startsWith('extraction never finished')) throw error;
