@@ -115,12 +115,6 @@ t.test(`${RUNS} generated archives: refused, or written only inside the destinat
       } finally {
         clearTimeout(hang);
       }
-      // Long runs on a shared machine have seen a case's temporary directory vanish (not
-      // reproducible by replaying the seed): such a case is counted, not judged.
-      if (!existsSync(root)) {
-        tally(outcomes, 'case directory removed from outside');
-        return;
-      }
       const found = escapes(root, dest, archive);
       rmSync(root, { recursive: true, force: true });
       roots.pop();
