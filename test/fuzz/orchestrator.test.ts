@@ -51,6 +51,9 @@ await eachDatabase(t, async (t, db) => {
       SVC_INSTANCE_ID: `fuzz-${randomUUID().slice(0, 8)}`,
       SVC_PLATFORM_URL: '',
       SVC_AGENT_AUTH: 'none',
+      // The independent route's ingress limits: high, so long runs reach the pipeline, not the limiter.
+      SVC_RELAY_RATE_LIMIT_PER_IP_RPM: '100000000',
+      SVC_RELAY_RATE_LIMIT_PER_ORG_RPM: '100000000',
     },
     cwd: dataDir,
     logger: testLogger,
