@@ -4,31 +4,14 @@
 // and nothing changes. Without --value or --value-file (or with `--value -`) the value is read
 // from standard input; one trailing newline of a file or of stdin is dropped. The value is never
 // printed.
-import { readFile } from 'node:fs/promises';
 import { Args, Flags } from '@oclif/core';
 import type { SecretSetResult } from '../../../schemas/http/org.ts';
-import { SvcCommand, USAGE_ERROR_CODE } from '../../../core/cli/base-command.ts';
-import { InputError, messageOf } from '../../../core/errors.ts';
+import { SvcCommand } from '../../../core/cli/base-command.ts';
+import { readSecretValue } from '../../../core/cli/secret-value.ts';
+import { InputError } from '../../../core/errors.ts';
 
 /** The orchestrator's limit (bytes of UTF-8). */
 const MAX_VALUE_BYTES = 64 * 1024;
-
-function dropOneNewline(text: string): string {
-  if (text.endsWith('\r\n')) return text.slice(0, -2);
-  return text.endsWith('\n') ? text.slice(0, -1) : text;
-}
-
-async function readStdin(): Promise<string> {
-  if (process.stdin.isTTY) throw new InputError(USAGE_ERROR_CODE, 'give the value with --value, --value-file or on standard input (not a terminal)');
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of process.stdin) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_VALUE_BYTES + 2) throw new InputError('SVC_ERR_SECRETS_VALUE', `a secret value must be at most ${MAX_VALUE_BYTES} bytes`);
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
 
 export default class SecretsSet extends SvcCommand {
   static override description = 'Set a secret of a test context (allowLocalExecution: true) through the Platform; other contexts are refused';
@@ -47,18 +30,7 @@ export default class SecretsSet extends SvcCommand {
 
   async run(): Promise<SecretSetResult> {
     const { args, flags } = await this.parse(SecretsSet);
-    let value: string;
-    if (flags.value !== undefined && flags.value !== '-') {
-      value = flags.value;
-    } else if (flags['value-file'] !== undefined) {
-      try {
-        value = dropOneNewline(await readFile(flags['value-file'], 'utf8'));
-      } catch (error) {
-        throw new InputError('SVC_ERR_SECRETS_VALUE', `--value-file ${flags['value-file']} could not be read: ${messageOf(error)}`);
-      }
-    } else {
-      value = dropOneNewline(await readStdin());
-    }
+    const value = await readSecretValue(flags, { maxBytes: MAX_VALUE_BYTES, dashReadsStdin: true });
     if (value === '') throw new InputError('SVC_ERR_SECRETS_VALUE', 'a secret value must not be empty');
     if (Buffer.byteLength(value, 'utf8') > MAX_VALUE_BYTES) throw new InputError('SVC_ERR_SECRETS_VALUE', `a secret value must be at most ${MAX_VALUE_BYTES} bytes`);
     const { PlatformClient } = await import('../../platform-client.ts');
