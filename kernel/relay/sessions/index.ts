@@ -2,5 +2,5 @@
 // a personal access token, the session cookie, CSRF and same-origin checks, the pages' frame.
 export { openSession, sessionFor, closeSession, csrfTokenFor, csrfMatches, SESSION_TTL_SECONDS, type Session } from './store.ts';
 export { SESSION_COOKIE, cookieOf, sessionCookieOf, isHttps, ownOrigin, checkSameOrigin, checkCsrf, setSessionCookie } from './browser.ts';
-export { escapeHtml, html, raw, sendPage, registerStylesheet, localPath, STYLESHEET_PATH, type Html } from './page.ts';
+export { escapeHtml, html, raw, sendHtml, sendPage, registerStylesheet, localPath, STYLESHEET_PATH, type Html } from './page.ts';
 export { registerSessionRoutes, acceptForms, formField, sendErrorPage, FORM_BODY_LIMIT } from './routes.ts';

@@ -59,10 +59,16 @@ ${body}
 </body>
 </html>
 `;
+  return sendHtml(reply, status, "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'", page);
+}
+
+/** Every relay HTML page: its policy, never framed or cached, never sniffed as something else. */
+export function sendHtml(reply: FastifyReply, status: number, contentSecurityPolicy: string, page: Html): FastifyReply {
   return reply
     .code(status)
-    .header('content-security-policy', "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+    .header('content-security-policy', contentSecurityPolicy)
     .header('x-frame-options', 'DENY')
+    .header('x-content-type-options', 'nosniff')
     .header('referrer-policy', 'same-origin')
     .header('cache-control', 'no-store')
     .type('text/html; charset=utf-8')

@@ -2,7 +2,7 @@
 // CDN), a Content-Security-Policy of `default-src 'self'` (no inline script or style anywhere:
 // page data travels in data-* attributes), and the navigation of the signed-in org.
 import type { FastifyReply } from 'fastify';
-import { html, type Html } from '../../sessions/index.ts';
+import { html, sendHtml, type Html } from '../../sessions/index.ts';
 
 export const UI_SCRIPT_PATH = '/ui/static/dashboard.js';
 export const UI_STYLESHEET_PATH = '/ui/static/dashboard.css';
@@ -51,15 +51,7 @@ ${body}
 </body>
 </html>
 `;
-  return reply
-    .code(status)
-    .header('content-security-policy', CSP)
-    .header('x-frame-options', 'DENY')
-    .header('x-content-type-options', 'nosniff')
-    .header('referrer-policy', 'same-origin')
-    .header('cache-control', 'no-store')
-    .type('text/html; charset=utf-8')
-    .send(page.html);
+  return sendHtml(reply, status, CSP, page);
 }
 
 /** "1m 05s" from milliseconds; "—" when unknown. */
