@@ -39,7 +39,7 @@ export function verificationBadge(verification: RunAttestation['verification']):
 
 function attestationRow(orgId: string, runId: string, a: RunAttestation): Html {
   const v = a.verification;
-  const signed = a.status === 'pending' ? html`pending` : html`${a.origin ?? '—'}${a.kid !== null ? html` · key <span class="mono" title="${a.kid}">${a.kid.slice(0, 12)}…</span>` : html``}`;
+  const signed = a.status === 'pending' ? html`pending` : html`${a.origin ?? '—'}${a.kid !== null ? html`<div class="sub">key <span class="mono" title="${a.kid}">${a.kid.slice(0, 12)}…</span></div>` : html``}`;
   return html`<tr data-attestation="${a.attestationId}" data-badge="${v.badge}">
 <td class="mono">${a.subject}</td>
 <td class="mono" title="${a.sha256}">${a.sha256.slice(0, 12)}…</td>
@@ -92,13 +92,12 @@ function lineageChain(orgId: string, run: RunView, detail: RunDetail): Html {
 }
 
 export function lineageSection(orgId: string, run: RunView, detail: RunDetail | undefined): Html {
-  const facts = [
-    run.triggeredBy !== null ? html`<li>Triggered by ${run.triggeredBy}</li>` : html``,
-    run.cancelledBy !== null ? html`<li>Cancelled by ${run.cancelledBy}</li>` : html``,
-  ];
+  const cancelled = run.cancelledBy !== null ? html`<li>Cancelled by ${run.cancelledBy}</li>` : html``;
   if (detail !== undefined && detail.lineage.length > 1) {
-    return html`<h2>Lineage</h2>${lineageChain(orgId, run, detail)}${facts.some((f) => f.html !== '') ? html`<ul class="lineage-facts">${facts}</ul>` : html``}`;
+    // Who asked for each re-run is in the chain itself.
+    return html`<h2>Lineage</h2>${lineageChain(orgId, run, detail)}${cancelled.html !== '' ? html`<ul class="lineage-facts">${cancelled}</ul>` : html``}`;
   }
-  const items = [...(detail === undefined ? shortLineage(orgId, run) : []), ...facts];
+  const triggered = run.triggeredBy !== null ? html`<li>Triggered by ${run.triggeredBy}</li>` : html``;
+  const items = [...(detail === undefined ? shortLineage(orgId, run) : []), triggered, cancelled];
   return items.some((l) => l.html !== '') ? html`<h2>Lineage</h2><ul class="lineage-facts">${items}</ul>` : html``;
 }
