@@ -45,17 +45,9 @@ function measure(): { count: number; samples: ContrastSample[] } {
     const parts = m[1]!.split(/[\s,/]+/).filter((p) => p !== '').map(Number);
     return [parts[0]!, parts[1]!, parts[2]!, parts.length > 3 ? parts[3]! : 1];
   };
-  const over = (top: Rgba, bottom: Rgba): Rgba => {
-    const a = top[3];
-    return [top[0] * a + bottom[0] * (1 - a), top[1] * a + bottom[1] * (1 - a), top[2] * a + bottom[2] * (1 - a), 1];
-  };
-  const luminance = (c: Rgba): number => {
-    const ch = (v: number) => {
-      const s = v / 255;
-      return s <= 0.04045 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
-    };
-    return 0.2126 * ch(c[0]) + 0.7152 * ch(c[1]) + 0.0722 * ch(c[2]);
-  };
+  const over = (top: Rgba, bottom: Rgba): Rgba => [0, 1, 2].map((i) => top[i]! * top[3] + bottom[i]! * (1 - top[3])).concat(1) as Rgba;
+  const linear = (v: number) => (v / 255 <= 0.04045 ? v / 255 / 12.92 : ((v / 255 + 0.055) / 1.055) ** 2.4);
+  const luminance = (c: Rgba): number => 0.2126 * linear(c[0]) + 0.7152 * linear(c[1]) + 0.0722 * linear(c[2]);
   const ratioOf = (a: Rgba, b: Rgba): number => {
     const [l1, l2] = [luminance(a), luminance(b)].sort((x, y) => y - x) as [number, number];
     return (l1 + 0.05) / (l2 + 0.05);
@@ -78,11 +70,7 @@ function measure(): { count: number; samples: ContrastSample[] } {
     for (const layer of layers.reverse()) base = over(layer, base);
     return base;
   };
-  const opacity = (el: Element): number => {
-    let o = 1;
-    for (let node: Element | null = el; node !== null; node = node.parentElement) o *= Number(getComputedStyle(node).opacity);
-    return o;
-  };
+  const opacity = (el: Element): number => (el === null ? 1 : Number(getComputedStyle(el).opacity) * opacity(el.parentElement));
   const kindOf = (el: Element): string => {
     if (el.closest('.status') !== null) return 'badge';
     if (el.closest('button, .button') !== null) return 'button';
@@ -115,9 +103,8 @@ function measure(): { count: number; samples: ContrastSample[] } {
     const own = [...el.childNodes].filter((n: any) => n.nodeType === TEXT_NODE).map((n: any) => n.textContent ?? '').join('');
     if (own.trim() !== '') add(el, kindOf(el), getComputedStyle(el).color, own);
     if (el.matches('input:not([type=checkbox]):not([type=hidden]), select, textarea')) {
-      const field = el;
-      if (field.value !== '' || el.tagName === 'SELECT') add(el, 'control', getComputedStyle(el).color, field.value || 'select');
-      if (field.placeholder !== undefined && field.placeholder !== '') add(el, 'placeholder', getComputedStyle(el, '::placeholder').color, field.placeholder);
+      if (el.value !== '' || el.tagName === 'SELECT') add(el, 'control', getComputedStyle(el).color, el.value || 'select');
+      if (el.placeholder !== undefined && el.placeholder !== '') add(el, 'placeholder', getComputedStyle(el, '::placeholder').color, el.placeholder);
     }
   }
   return { count: samples.length, samples };
