@@ -30,6 +30,8 @@ export const ORCHESTRATOR_ERROR_CODES = {
   SVC_ERR_ARTIFACT_UPLOAD_MISSING: { kind: 'not_found', message: 'nothing was uploaded for artifact {name}; PUT the tarball to the URL from artifact.upload.response first' },
   SVC_ERR_ARTIFACT_UPLOAD_UNKNOWN: { kind: 'not_found', message: 'no pending artifact upload for request {requestId} of job {jobId}; upload again' },
   // RUNS
+  SVC_ERR_RUNS_ATTESTATION_NOT_FOUND: { kind: 'not_found', message: 'run {runId} has no attestation {attestationId}' },
+  SVC_ERR_RUNS_ATTESTATION_PENDING: { kind: 'conflict', message: 'attestation {attestationId} is not signed yet (deferred); its bundle exists once a key is ready' },
   SVC_ERR_RUNS_ID_INVALID: { kind: 'input', message: '"{runId}" is not a run id (a UUID, as "svc runs show" and the dashboard print it)' },
   SVC_ERR_RUNS_JOB_AMBIGUOUS: { kind: 'input', message: '"{job}" names several jobs of run {runId}; pass --job with one display name or id' },
   SVC_ERR_RUNS_JOB_NOT_FOUND: { kind: 'not_found', message: 'run {runId} has no job "{job}"' },

@@ -6,6 +6,24 @@
 import { Type, type Static } from 'typebox';
 import { RemoteRunBody, RemoteRunResult, RemoteUpload } from '../http/remote-run.ts';
 import { DeliveryRecord } from '../http/admin.ts';
+import { DashboardError, Id, NullableString, NullableTime, Strict } from './relay-base.ts';
+import {
+  RunArtifactChunkRequest,
+  RunArtifactChunkResponse,
+  RunArtifactsRequest,
+  RunArtifactsResponse,
+  RunAttestationRequest,
+  RunAttestationResponse,
+  RunDetailRequest,
+  RunDetailResponse,
+  RunLogsRequest,
+  RunLogsResponse,
+  RunShowRequest,
+  RunShowResponse,
+} from './relay-runs.ts';
+
+export { DashboardError } from './relay-base.ts';
+export * from './relay-runs.ts';
 
 export const PROTOCOL_VERSION = 3;
 export const MIN_PROTOCOL_VERSION = 3;
@@ -14,9 +32,6 @@ export const WS_CLOSE_PROTOCOL_ERROR = 1002;
 /** Application close codes (4000-4999 are free for applications). */
 export const WS_CLOSE_UNAUTHORIZED = 4001;
 export const WS_CLOSE_REFUSED = 4003;
-
-const Id = Type.String({ minLength: 1, maxLength: 200 });
-const Strict = { additionalProperties: false } as const;
 
 export const ProviderKind = Type.String({ pattern: '^[a-z][a-z0-9-]{0,39}$' });
 
@@ -121,21 +136,6 @@ export const SourceSecrets = Type.Object(
   Strict,
 );
 
-/**
- * A dashboard request the orchestrator could not answer. `status` is the HTTP status the relay
- * answers with (404 unknown run, 409 cannot re-run, 429 inside the re-run cooldown, …).
- */
-export const DashboardError = Type.Object(
-  {
-    code: Type.String(),
-    message: Type.String(),
-    status: Type.Integer(),
-    /** With 429: seconds until the action is allowed again (the relay's `Retry-After`). */
-    retryAfterSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600 })),
-  },
-  Strict,
-);
-export type DashboardError = Static<typeof DashboardError>;
 
 /**
  * Dashboard requests carry the org of the path (`orgId`): an orchestrator only answers for runs of
@@ -208,116 +208,8 @@ export const DashboardPayloadResponse = Type.Object(
   Strict,
 );
 
-const NullableString = Type.Union([Type.String(), Type.Null()]);
 /** A status reason in `execution.status` / `job.status.forward` is cut to this many characters. */
 export const MAX_STATUS_REASON_LENGTH = 2000;
-const NullableTime = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
-
-/** One step of a job as `svc runs show` prints it. */
-export const RunStepView = Type.Object(
-  { index: Type.Integer({ minimum: 0 }), name: Type.String(), status: Type.String(), reason: NullableString, startedAt: NullableTime, finishedAt: NullableTime },
-  Strict,
-);
-export type RunStepView = Static<typeof RunStepView>;
-
-export const RunJobView = Type.Object(
-  {
-    jobId: Id,
-    name: Type.String(),
-    /** Unique within the run (matrix instances carry their values). */
-    displayName: Type.String(),
-    kind: Type.String(),
-    status: Type.String(),
-    reason: NullableString,
-    agentId: NullableString,
-    needs: Type.Array(Type.String()),
-    runsOn: Type.Array(Type.String()),
-    attempts: Type.Integer({ minimum: 0 }),
-    queuedAt: NullableTime,
-    startedAt: NullableTime,
-    finishedAt: NullableTime,
-    steps: Type.Array(RunStepView),
-  },
-  Strict,
-);
-export type RunJobView = Static<typeof RunJobView>;
-
-/** Run detail for `svc runs show` (the orchestrator's records; lineage per spec "Other records"). */
-export const RunView = Type.Object(
-  {
-    runId: Id,
-    orgId: Id,
-    status: Type.String(),
-    reason: NullableString,
-    workflow: Type.String(),
-    repository: Type.String(),
-    workflowRepository: Type.String(),
-    workflowSha: Type.String(),
-    sha: Type.String(),
-    ref: NullableString,
-    eventName: Type.String(),
-    actor: Type.String(),
-    trustTier: Type.String(),
-    deliveryId: NullableString,
-    parentRunId: NullableString,
-    originalRunId: NullableString,
-    triggeredBy: NullableString,
-    cancelledBy: NullableString,
-    createdAt: Type.String({ format: 'date-time' }),
-    startedAt: NullableTime,
-    finishedAt: NullableTime,
-    durationMs: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()]),
-    jobs: Type.Array(RunJobView),
-  },
-  Strict,
-);
-export type RunView = Static<typeof RunView>;
-
-export const RunShowRequest = Type.Object({ type: Type.Literal('run.show.request'), requestId: Id, orgId: Id, runId: Id }, Strict);
-export const RunShowResponse = Type.Object({ type: Type.Literal('run.show.response'), requestId: Id, run: Type.Optional(RunView), error: Type.Optional(DashboardError) }, Strict);
-
-/** One log line as the agent sent it (already masked), with the job it belongs to. */
-export const RunLogLine = Type.Object(
-  {
-    jobId: Id,
-    /** The job's display name. */
-    job: Type.String(),
-    seq: Type.Integer({ minimum: 0 }),
-    at: Type.String(),
-    /** Step name, or `(setup)` for output before the first step. */
-    step: Type.String(),
-    stream: Type.String(),
-    text: Type.String(),
-  },
-  Strict,
-);
-export type RunLogLine = Static<typeof RunLogLine>;
-
-/** Max length of a log cursor (opaque to clients: pass back what the last page returned). */
-export const MAX_LOG_CURSOR_LENGTH = 20_000;
-
-export const RunLogsPage = Type.Object(
-  {
-    runId: Id,
-    /** The run's status when the page was read. */
-    status: Type.String(),
-    /** The run has ended: once `more` is false too, no line will follow. */
-    terminal: Type.Boolean(),
-    lines: Type.Array(RunLogLine),
-    /** Pass as `after` for the lines that follow. */
-    cursor: Type.String({ maxLength: MAX_LOG_CURSOR_LENGTH }),
-    /** More lines are already stored: ask again at once. */
-    more: Type.Boolean(),
-  },
-  Strict,
-);
-export type RunLogsPage = Static<typeof RunLogsPage>;
-
-export const RunLogsRequest = Type.Object(
-  { type: Type.Literal('run.logs.request'), requestId: Id, orgId: Id, runId: Id, after: Type.Optional(Type.String({ maxLength: MAX_LOG_CURSOR_LENGTH })) },
-  Strict,
-);
-export const RunLogsResponse = Type.Object({ type: Type.Literal('run.logs.response'), requestId: Id, page: Type.Optional(RunLogsPage), error: Type.Optional(DashboardError) }, Strict);
 
 /** Most delivery records one `deliveries.list.request` returns (the dashboard's event log). */
 export const MAX_RELAYED_DELIVERIES = 200;
@@ -374,50 +266,6 @@ export const FleetResponse = Type.Object(
     signingKeys: Type.Optional(Type.Array(FleetSigningKey)),
     error: Type.Optional(DashboardError),
   },
-  Strict,
-);
-
-/** One artifact of a run (`svc runs artifacts`, docs/artifacts.md). */
-export const RunArtifact = Type.Object(
-  {
-    name: Type.String({ minLength: 1, maxLength: 128 }),
-    /** `sha256:<hex>` of the stored tarball. */
-    digest: Type.String({ pattern: '^sha256:[0-9a-f]{64}$' }),
-    sizeBytes: Type.Integer({ minimum: 0 }),
-    fileCount: Type.Integer({ minimum: 0 }),
-    runId: Id,
-    createdAt: Type.String({ format: 'date-time' }),
-    expiresAt: Type.String({ format: 'date-time' }),
-  },
-  Strict,
-);
-export type RunArtifact = Static<typeof RunArtifact>;
-
-export const RunArtifactsRequest = Type.Object({ type: Type.Literal('run.artifacts.request'), requestId: Id, orgId: Id, runId: Id }, Strict);
-export const RunArtifactsResponse = Type.Object(
-  { type: Type.Literal('run.artifacts.response'), requestId: Id, artifacts: Type.Optional(Type.Array(RunArtifact)), error: Type.Optional(DashboardError) },
-  Strict,
-);
-
-/** Bytes of one artifact from `offset` (`svc runs download`): chunks small enough for one relay frame. */
-export const RunArtifactChunk = Type.Object(
-  {
-    artifact: RunArtifact,
-    offset: Type.Integer({ minimum: 0 }),
-    /** Base64 of at most 2 MiB. */
-    data: Type.String(),
-    /** This chunk ends the artifact. */
-    done: Type.Boolean(),
-  },
-  Strict,
-);
-export type RunArtifactChunk = Static<typeof RunArtifactChunk>;
-export const RunArtifactChunkRequest = Type.Object(
-  { type: Type.Literal('run.artifact.chunk.request'), requestId: Id, orgId: Id, runId: Id, name: Type.String({ minLength: 1, maxLength: 128 }), offset: Type.Integer({ minimum: 0 }) },
-  Strict,
-);
-export const RunArtifactChunkResponse = Type.Object(
-  { type: Type.Literal('run.artifact.chunk.response'), requestId: Id, chunk: Type.Optional(RunArtifactChunk), error: Type.Optional(DashboardError) },
   Strict,
 );
 
@@ -612,6 +460,8 @@ export const OrchestratorToRelayMembers = [
   DeliveriesListResponse,
   DeliveryPayloadResponse,
   FleetResponse,
+  RunDetailResponse,
+  RunAttestationResponse,
   ExecutionStatus,
   JobStatusForward,
 ] as const;
@@ -619,6 +469,6 @@ export const OrchestratorToRelay = Type.Union([...OrchestratorToRelayMembers]);
 export type OrchestratorToRelay = Static<typeof OrchestratorToRelay>;
 
 /** Messages the relay sends to an orchestrator. */
-export const RelayToOrchestratorMembers = [RelayWelcome, WebhookDeliver, RunRerunRequest, RunCancelRequest, RunApproveRequest, DashboardPayload, RunShowRequest, RunLogsRequest, RunArtifactsRequest, RunArtifactChunkRequest, OrgSecretsListRequest, OrgSecretSetRequest, OrgNotificationsRequest, RemoteUploadRequest, RemoteRunRequest, DeliveriesListRequest, DeliveryPayloadRequest, FleetRequest] as const;
+export const RelayToOrchestratorMembers = [RelayWelcome, WebhookDeliver, RunRerunRequest, RunCancelRequest, RunApproveRequest, DashboardPayload, RunShowRequest, RunLogsRequest, RunArtifactsRequest, RunArtifactChunkRequest, OrgSecretsListRequest, OrgSecretSetRequest, OrgNotificationsRequest, RemoteUploadRequest, RemoteRunRequest, DeliveriesListRequest, DeliveryPayloadRequest, FleetRequest, RunDetailRequest, RunAttestationRequest] as const;
 export const RelayToOrchestrator = Type.Union([...RelayToOrchestratorMembers]);
 export type RelayToOrchestrator = Static<typeof RelayToOrchestrator>;

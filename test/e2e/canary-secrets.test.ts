@@ -11,8 +11,9 @@
 // Then every place the system writes is scanned for the value's forms that must never be kept:
 // the value itself, each line of a multi-line value, and its JSON-escaped form (what a JSON log
 // line or a jsonb column holds):
-//   - the programs' logs (relay, orchestrator, agent: their whole captured output), and what the
-//     CLI prints (`svc runs show|logs --json`, every svc-admin call);
+//   - the programs' logs (relay, orchestrator, agent: their whole captured output), what the
+//     CLI prints (`svc runs show|logs --json`, every svc-admin call), and what the dashboard sends
+//     a browser (the run page with the job outputs, the log stream);
 //   - every table of the orchestrator's and the relay's databases (each row as to_jsonb, strings
 //     that hold JSON parsed again, bytea decoded and decompressed);
 //   - every file under the stack's data directories (storage objects included; gzip and zstd
@@ -421,6 +422,18 @@ await eachDatabase(t, async (t, db) => {
   const logs = await stack.svc(['runs', 'logs', run.id, '--json']);
   t.equal(logs.code, 0, logs.stderr);
   cliOut.push(shown.stdout, shown.stderr, logs.stdout, logs.stderr);
+  // What the dashboard sends a browser: the run page (job outputs, attestations, lineage) and the
+  // log stream, read with the same personal access token.
+  const bearer = { authorization: `Bearer ${(JSON.parse(pat.stdout) as { token: string }).token}` };
+  const runPage = await fetch(`${stack.relayUrl}/ui/orgs/${ORG}/runs/${run.id}`, { headers: bearer });
+  const runHtml = await runPage.text();
+  t.equal(runPage.status, 200, 'the dashboard run page answers');
+  const leakOutputs = new RegExp(`<dl class="outputs" data-job="${leak!.id}">(.*?)</dl>`, 's').exec(runHtml)?.[1] ?? '';
+  t.match(leakOutputs, /<dt class="mono">token<\/dt><dd><code>\*\*\*<\/code><\/dd>/, 'the run page shows the job output masked');
+  const logStream = await fetch(`${stack.relayUrl}/ui/orgs/${ORG}/runs/${run.id}/logs/stream`, { headers: bearer, signal: AbortSignal.timeout(120_000) });
+  const streamText = await logStream.text();
+  t.match(streamText, /event: end/, 'the dashboard log stream was read to its end');
+  const dashboardOut = [runHtml, streamText];
   // The leak was really attempted: the masked lines are there.
   t.match(logs.stdout, /plain \*\*\*/, 'the job printed the secrets (masked)');
   t.match(logs.stdout, new RegExp(`released ${all.length}`), 'every canary was released to the job');
@@ -446,6 +459,7 @@ await eachDatabase(t, async (t, db) => {
     ['orchestrator log', stack.orchestrator.stdout() + stack.orchestrator.stderr()],
     ['agent log', agent.stdout() + agent.stderr()],
     ['CLI output', cliOut.join('\n')],
+    ['dashboard pages', dashboardOut.join('\n')],
   ] as const) {
     count(sc, place);
     for (const [i, line] of text.split('\n').entries()) {
@@ -475,7 +489,7 @@ await eachDatabase(t, async (t, db) => {
   t.equal(controlHits.length, secrets.length - 1, `the scan finds each value in the plain files and inside a .tar.gz (${controlHits.length} shapes)`);
   t.ok((control.checked.get('control (tar members)') ?? 0) >= secrets.length - 1, 'through the tar members');
 
-  const places = ['relay log', 'orchestrator log', 'agent log', 'CLI output', 'orchestrator db', 'relay db', 'storage objects', 'storage objects (tar members)', 'agent dir (running)', 'agent dir (after)', 'other data files'];
+  const places = ['relay log', 'orchestrator log', 'agent log', 'CLI output', 'dashboard pages', 'orchestrator db', 'relay db', 'storage objects', 'storage objects (tar members)', 'agent dir (running)', 'agent dir (after)', 'other data files'];
   t.comment(`canary scan: ${sc.shapes.length} shapes × ${places.length} places (${db.kind})\n${table(sc, places)}`);
   const total = [...sc.hits.values()].reduce((n, m) => n + [...m.values()].reduce((a, b) => a + b, 0), 0);
   t.equal(total, 0, `zero hits${total > 0 ? `:\n${sc.where.slice(0, 60).join('\n')}` : ''}`);

@@ -36,7 +36,7 @@ import {
 } from './attestations.ts';
 import { publicKeySet, revokedKids } from './key-store.ts';
 import { Minter, type MintRequest, type MintResult } from './mint.ts';
-import { verifyAttestationBundle } from './verify-attestation.ts';
+import { verifyAttestationBundle, type VerifyTrust } from './verify-attestation.ts';
 
 export interface IdentityServiceOptions {
   pool: DatabasePool;
@@ -60,6 +60,8 @@ export interface IdentityService {
   answerAttestationRequest(agentId: string, message: AttestationCreateRequest): Promise<AttestationCreateResponse>;
   fulfilDeferredAttestations(options?: { origin?: 'deferred' | 'offline-backfill'; limit?: number }): Promise<FulfilResult>;
   attestationBundle(id: string): Promise<AttestationBundle | undefined>;
+  /** What an online verdict is checked against: this issuer, the served keys, the revoked kids. */
+  trust(): Promise<VerifyTrust>;
   /** Verdict against the live key table (revoked keys refused). */
   verifyAttestation(input: { bundle: unknown; artifactSha256: string; artifactName?: string }): Promise<VerifyAttestationResponse>;
   discovery(): DiscoveryDocument;
@@ -96,6 +98,10 @@ export function createIdentityService(options: IdentityServiceOptions): Identity
   });
   const deps = { pool: options.pool, custody: options.custody, minter };
   const discovery = discoveryDocument(issuer);
+  const trust = async (): Promise<VerifyTrust> => {
+    const [jwks, revoked] = await Promise.all([publicKeySet(options.pool), revokedKids(options.pool)]);
+    return { issuer, jwks, revokedKids: revoked };
+  };
   return {
     issuer,
     mintIdentityToken: (request) => minter.mintIdentityToken(request),
@@ -139,9 +145,9 @@ export function createIdentityService(options: IdentityServiceOptions): Identity
     },
     fulfilDeferredAttestations: (fulfilOptions) => fulfilDeferredAttestations(deps, fulfilOptions),
     attestationBundle: (id) => attestationBundle(options.pool, id),
+    trust,
     async verifyAttestation(input) {
-      const [jwks, revoked] = await Promise.all([publicKeySet(options.pool), revokedKids(options.pool)]);
-      return verifyAttestationBundle({ ...input, trust: { issuer, jwks, revokedKids: revoked } });
+      return verifyAttestationBundle({ ...input, trust: await trust() });
     },
     discovery: () => discovery,
     jwks: () => publicKeySet(options.pool),

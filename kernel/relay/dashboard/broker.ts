@@ -37,6 +37,8 @@ const RESPONSE_OF: Record<BrokerRequest['type'], BrokerResponse['type']> = {
   'deliveries.list.request': 'deliveries.list.response',
   'delivery.payload.request': 'delivery.payload.response',
   'fleet.request': 'fleet.response',
+  'run.detail.request': 'run.detail.response',
+  'run.attestation.request': 'run.attestation.response',
 };
 
 interface Pending {

@@ -16,7 +16,8 @@ input[type=text], input[type=password] { box-sizing: border-box; width: 100%; fo
 button { font: inherit; padding: 0.5rem 1.25rem; cursor: pointer; }
 button:focus-visible, input:focus-visible, a:focus-visible { outline: 3px solid #2a6fdb; outline-offset: 2px; }
 .error { border-left: 4px solid #c0392b; padding-left: 0.75rem; }
-.note { color: GrayText; font-size: 0.9rem; }
+.note { color: #57606a; font-size: 0.9rem; }
+@media (prefers-color-scheme: dark) { .note { color: #9da7b3; } }
 header { display: flex; justify-content: space-between; align-items: center; gap: 1rem; flex-wrap: wrap; }
 header form { margin: 0; }
 `;

@@ -1,12 +1,14 @@
-// The example repository of the dashboard's browser test: the quickstart plus three workflows on
+// The example repository of the dashboard's browser test: the quickstart plus four workflows on
 // push to main — `flood` prints 100,000 coloured lines (and one that looks like markup), `held`
 // waits for the developer's approval, `slow` ticks once a second for two minutes (to watch live
-// and to cancel).
+// and to cancel), `package` builds a file, has the orchestrator attest it (ctx.attestProvenance)
+// and hands its version on as job outputs (the run page's outputs, attestations and lineage).
 import { cp, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../../fixtures/programs.ts';
 
 export const FLOOD_LINES = 100_000;
+export const PACKAGE_VERSION = '1.4.2';
 export const MARKUP_LINE = '<img src=x onerror="document.title=\'pwned\'"> not markup';
 
 export async function dashboardExample(dir: string): Promise<string> {
@@ -61,6 +63,30 @@ export default workflow('slow', {
             await new Promise((r) => setTimeout(r, 1000));
           }
         }),
+    }),
+  },
+});
+`,
+  );
+  await writeFile(
+    join(workflows, 'package.ts'),
+    `import { mkdir, writeFile } from 'node:fs/promises';
+import { job, push, workflow } from 'svc/sdk';
+export default workflow('package', {
+  on: push({ branches: ['main'] }),
+  jobs: {
+    package: job({
+      runsOn: ['local'],
+      steps: (s) =>
+        s.step('pack', async (ctx) => {
+          await mkdir('dist', { recursive: true });
+          await writeFile('dist/app.tgz', 'app built from ' + String(ctx.event.sha ?? 'local') + '\\n');
+          const result = await ctx.attestProvenance({ subjects: [{ path: 'dist/app.tgz' }] });
+          if (result.deferred) throw new Error('provenance was deferred: ' + JSON.stringify(result.attestations));
+          console.log('attested ' + result.bundlePaths.join(', '));
+          return { bundle: result.bundlePaths[0] ?? '' };
+        }),
+      outputs: (ctx) => ({ version: ${JSON.stringify(PACKAGE_VERSION)}, bundle: String(ctx.outputsOf('pack')['bundle']) }),
     }),
   },
 });

@@ -1,7 +1,8 @@
 // Dashboard and CLI requests the relay forwards to this orchestrator (`run.rerun.request`,
 // `run.cancel.request`, `run.approve.request`, `dashboard.payload`, `run.show.request`,
 // `run.logs.request`, `run.artifacts.request`, `run.artifact.chunk.request`, and the dashboard's
-// event log: `deliveries.list.request`, `delivery.payload.request`, its agents page: `fleet.request`), each
+// event log: `deliveries.list.request`, `delivery.payload.request`, its agents page: `fleet.request`,
+// its run page: `run.detail.request`, `run.attestation.request`), each
 // answered with exactly one response carrying the same `requestId`. Errors travel as
 // `{ code, message, status }` (status = the HTTP status the relay answers with); internal errors
 // are logged here and answered without their details.
@@ -14,6 +15,7 @@ import type { DatabasePool } from '../../../services/db/index.ts';
 import { InputError, RateLimitedError, UnavailableError, isSvcError } from '../../../../core/errors.ts';
 import { STATUS_BY_KIND } from '../../../services/http/index.ts';
 import type { OrchestratorContext } from '../../context.ts';
+import type { IdentityService } from '../../identity/service.ts';
 import { cancelRun } from '../../dispatch/cancel.ts';
 import { decideRun } from '../../run-control/approvals.ts';
 import { notifyJobsQueued } from '../../dispatch/notify.ts';
@@ -21,6 +23,8 @@ import type { CacheCheck } from '../../ingest/steps/caches.ts';
 import type { OpenedSource } from '../../sources/store.ts';
 import { listRunArtifacts, readArtifactChunk } from '../../artifacts/api.ts';
 import { readFleet } from './fleet.ts';
+import { readRunAttestationBundle, type AttestationTrust } from './attestations.ts';
+import { loadRunDetail } from './detail.ts';
 import { readLogPage } from './logs.ts';
 import { readDeliveryPayload, readRunPayload } from './payload.ts';
 import { listDeliveryRecords } from '../../ingest/record/queries.ts';
@@ -48,7 +52,9 @@ type DashboardRequest = Extract<
       | 'remote.run.request'
       | 'deliveries.list.request'
       | 'delivery.payload.request'
-      | 'fleet.request';
+      | 'fleet.request'
+      | 'run.detail.request'
+      | 'run.attestation.request';
   }
 >;
 type DashboardResponse = Extract<
@@ -67,7 +73,9 @@ type DashboardResponse = Extract<
       | 'remote.run.response'
       | 'deliveries.list.response'
       | 'delivery.payload.response'
-      | 'fleet.response';
+      | 'fleet.response'
+      | 'run.detail.response'
+      | 'run.attestation.response';
   }
 >;
 
@@ -86,7 +94,11 @@ export interface RunsApiDeps {
   cancel(runId: string, cancelledBy: string): Promise<{ cancelledJobs: number }>;
   /** `svc run remote`; absent: the requests are answered unavailable. */
   remote?: RemoteRunDeps;
+  /** The keys attestations are verified against (the identity service's); absent: provenance signing is off. */
+  attestationTrust?: AttestationTrust;
 }
+
+const NO_TRUST: AttestationTrust = async () => undefined;
 
 const RESPONSE_TYPE = {
   'run.rerun.request': 'run.rerun.response',
@@ -102,6 +114,8 @@ const RESPONSE_TYPE = {
   'deliveries.list.request': 'deliveries.list.response',
   'delivery.payload.request': 'delivery.payload.response',
   'fleet.request': 'fleet.response',
+  'run.detail.request': 'run.detail.response',
+  'run.attestation.request': 'run.attestation.response',
 } as const;
 
 export function isDashboardRequest(message: RelayToOrchestrator): message is DashboardRequest {
@@ -155,6 +169,10 @@ export async function answerDashboardRequest(deps: RunsApiDeps, request: Dashboa
         return { type: 'delivery.payload.response', ...base, payload: (await readDeliveryPayload(deps.pool, deps.storage(), orgId, request.deliveryId)).payload };
       case 'fleet.request':
         return { type: 'fleet.response', ...base, ...(await readFleet(deps.pool, orgId)) };
+      case 'run.detail.request':
+        return { type: 'run.detail.response', ...base, detail: await loadRunDetail(deps.pool, deps.attestationTrust ?? NO_TRUST, orgId, request.runId) };
+      case 'run.attestation.request':
+        return { type: 'run.attestation.response', ...base, attestation: await readRunAttestationBundle(deps.pool, orgId, request.runId, request.attestationId) };
       case 'dashboard.payload':
         return { type: 'dashboard.payload.response', ...base, payload: (await readRunPayload(deps.pool, deps.storage(), orgId, request.runId)).payload };
       case 'run.rerun.request':
@@ -195,8 +213,9 @@ function storageOf(ctx: OrchestratorContext): StorageExtensionPoint | undefined 
   }
 }
 
-export function runsApiDeps(ctx: OrchestratorContext, ingest: IngestParts): RunsApiDeps {
+export function runsApiDeps(ctx: OrchestratorContext, ingest: IngestParts, identity?: IdentityService): RunsApiDeps {
   return {
+    ...(identity === undefined ? {} : { attestationTrust: () => identity.trust() }),
     pool: ctx.db,
     logger: ctx.logger.child({ subsystem: 'runs/api' }),
     storage: () => storageOf(ctx),
@@ -221,8 +240,8 @@ export function runsApiDeps(ctx: OrchestratorContext, ingest: IngestParts): Runs
 export type RelayRequestHandler = (message: RelayToOrchestrator, send: (message: OrchestratorToRelay) => boolean) => boolean;
 
 /** What the relay link calls for each message; the runs subsystem provides it. */
-export function relayRequestHandler(ctx: OrchestratorContext, ingest: IngestParts): RelayRequestHandler {
-  const deps = runsApiDeps(ctx, ingest);
+export function relayRequestHandler(ctx: OrchestratorContext, ingest: IngestParts, identity?: IdentityService): RelayRequestHandler {
+  const deps = runsApiDeps(ctx, ingest, identity);
   const orgDeps = { pool: ctx.db, logger: deps.logger, masterKeys: ctx.masterKeys };
   return (message, send) => {
     if (isOrgRequest(message)) {

@@ -1,11 +1,12 @@
 // The dashboard's server-rendered pages: every value escaped by the `html` template, links by
 // encodeURIComponent. The browser script (browser/dashboard.ts) enhances them: live rows, live
 // logs, fetch-submitted actions. Without it the pages still read and the forms still post.
-import type { RunArtifact, RunJobView, RunView } from '../../../../schemas/wire/relay.ts';
+import type { RunArtifact, RunDetail, RunJobOutputs, RunJobView, RunView } from '../../../../schemas/wire/relay.ts';
 import type { RunSummary } from '../../../../schemas/http/run-index.ts';
 import { RUN_STATUSES } from '../../../../schemas/http/run-index.ts';
 import { html, raw, type Html } from '../../sessions/index.ts';
 import { between, csrfField, duration, statusBadge, TERMINAL_STATUSES, type Frame } from './frame.ts';
+import { attestationsSection, lineageSection, outputsList } from './run-detail.ts';
 
 const enc = encodeURIComponent;
 
@@ -87,7 +88,7 @@ function jobGraph(jobs: RunJobView[]): Html {
   )}</ol>`;
 }
 
-function jobSection(job: RunJobView, logsHref: string): Html {
+function jobSection(job: RunJobView, logsHref: string, outputs: RunJobOutputs | undefined): Html {
   return html`<section class="job" id="job-${job.jobId}" aria-labelledby="jh-${job.jobId}">
 <h3 id="jh-${job.jobId}">${job.displayName} ${statusBadge(job.status)}</h3>
 <p class="sub">${job.kind} · runs on ${job.runsOn.join(', ') || '—'} · agent ${job.agentId ?? '—'} · attempts ${job.attempts} · ${duration(between(job.startedAt, job.finishedAt))}${
@@ -102,6 +103,7 @@ ${
         }</td><td>${statusBadge(s.status)}</td><td><time>${s.startedAt ?? '—'}</time></td><td>${duration(between(s.startedAt, s.finishedAt))}</td></tr>`,
       )}</tbody></table>`
 }
+${outputsList(outputs)}
 </section>`;
 }
 
@@ -109,7 +111,8 @@ function actionForm(frame: Frame, run: RunView, action: 'approve' | 'reject' | '
   return html`<form method="post" action="${runsBase(frame.orgId)}/${enc(run.runId)}/${action}" class="action" data-action="${action}">${csrfField(frame)}${extra}<button type="submit" class="${action === 'reject' || action === 'cancel' ? 'danger' : ''}">${label}</button></form>`;
 }
 
-export function runPage(frame: Frame, run: RunView, artifacts: RunArtifact[] | undefined, notice: string | undefined): Html {
+/** Run detail; `detail` (outputs, lineage, attestations) is undefined when the orchestrator could not give it. */
+export function runPage(frame: Frame, run: RunView, artifacts: RunArtifact[] | undefined, detail: RunDetail | undefined, notice: string | undefined): Html {
   const base = runsBase(frame.orgId);
   const logsHref = `${base}/${enc(run.runId)}/logs`;
   const terminal = TERMINAL_STATUSES.has(run.status);
@@ -122,12 +125,7 @@ export function runPage(frame: Frame, run: RunView, artifacts: RunArtifact[] | u
   }
   if (!terminal) actions.push(actionForm(frame, run, 'cancel', 'Cancel run'));
   if (terminal) actions.push(actionForm(frame, run, 'rerun', 'Re-run'));
-  const lineage = [
-    run.parentRunId !== null ? html`<li>Re-run of <a href="${base}/${enc(run.parentRunId)}">${run.parentRunId}</a></li>` : html``,
-    run.originalRunId !== null && run.originalRunId !== run.parentRunId ? html`<li>Original run <a href="${base}/${enc(run.originalRunId)}">${run.originalRunId}</a></li>` : html``,
-    run.triggeredBy !== null ? html`<li>Triggered by ${run.triggeredBy}</li>` : html``,
-    run.cancelledBy !== null ? html`<li>Cancelled by ${run.cancelledBy}</li>` : html``,
-  ];
+  const outputsOf = new Map((detail?.outputs ?? []).map((o) => [o.jobId, o]));
   return html`<div id="run-detail" data-run="${run.runId}" data-status="${run.status}" data-terminal="${terminal ? 'yes' : 'no'}">
 <p class="crumbs"><a href="${base}">Runs</a> › ${run.workflow}</p>
 <h1>${run.workflow} ${statusBadge(run.status)}</h1>
@@ -147,10 +145,11 @@ ${run.deliveryId !== null ? html`<dt>Delivery</dt><dd class="mono">${run.deliver
 </dl>
 <div class="actions">${actions}<a class="button" href="${logsHref}">Logs</a></div>
 <p class="note">A re-run is refused for 5 seconds after the previous one (the server's cooldown).</p>
-${lineage.some((l) => l.html !== '') ? html`<h2>Lineage</h2><ul class="lineage">${lineage}</ul>` : html``}
+${lineageSection(frame.orgId, run, detail)}
 <h2>Jobs</h2>
 ${jobGraph(run.jobs)}
-${run.jobs.map((j) => jobSection(j, logsHref))}
+${detail === undefined ? html`<p class="note">Job outputs could not be read.</p>` : html``}
+${run.jobs.map((j) => jobSection(j, logsHref, outputsOf.get(j.jobId)))}
 <h2>Artifacts</h2>
 ${
   artifacts === undefined
@@ -161,6 +160,7 @@ ${
           (a) => html`<tr><td>${a.name}</td><td>${a.sizeBytes} B</td><td>${a.fileCount}</td><td class="mono">${a.digest.slice(0, 19)}…</td><td><time>${a.expiresAt}</time></td></tr>`,
         )}</tbody></table><p class="note">Download with <code>svc runs download ${run.runId} NAME</code>.</p>`
 }
+${attestationsSection(frame.orgId, run, detail)}
 </div>`;
 }
 

@@ -1,7 +1,9 @@
 // The dashboard's pages and actions under /ui (docs/dashboard.md):
 //   GET  /, /ui                                  → the caller's runs, or sign-in
 //   GET  /ui/orgs/:orgId/runs?status=&repository= → runs list (live: …/runs/events, SSE)
-//   GET  /ui/orgs/:orgId/runs/:runId             → run detail (jobs graph, steps, artifacts, lineage)
+//   GET  /ui/orgs/:orgId/runs/:runId             → run detail (jobs graph, steps, outputs, artifacts,
+//                                                  attestations with their verdict, re-run lineage)
+//   GET  /ui/orgs/:orgId/runs/:runId/attestations/:id → an attestation bundle (attestations.ts)
 //   GET  /ui/orgs/:orgId/runs/:runId/logs        → live logs (…/logs/stream, SSE)
 //   GET  /ui/orgs/:orgId/events, …/agents         → event log (events.ts), agents and keys (fleet.ts)
 //   POST /ui/orgs/:orgId/runs/:runId/approve|reject|rerun|cancel → 303 back (JSON with Accept: application/json)
@@ -21,6 +23,7 @@ import { logsPage, runPage, runsBase, runsPage } from './pages.ts';
 import { registerStreams } from './streams.ts';
 import { registerEventLog } from './events.ts';
 import { registerFleetPage } from './fleet.ts';
+import { registerAttestationDownload } from './attestations.ts';
 
 export type { UiOptions } from './common.ts';
 
@@ -90,14 +93,21 @@ export function registerUiRoutes(app: SvcHttpServer, options: UiOptions): void {
     try {
       const { orgId, frame } = await uiCaller(db, request);
       const runId = runIdOf(request);
-      const [shown, artifacts] = await Promise.all([
+      // Artifacts and the detail (outputs, lineage, attestations) are extras: the page shows the
+      // run without them (an older orchestrator does not answer run.detail).
+      const [shown, artifacts, detail] = await Promise.all([
         broker.request(orgId, { type: 'run.show.request', orgId, runId }),
         broker.request(orgId, { type: 'run.artifacts.request', orgId, runId }).catch(() => undefined),
+        broker.request(orgId, { type: 'run.detail.request', orgId, runId }).catch((error: unknown) => {
+          logger.warn({ err: error, runId }, 'run detail (outputs, lineage, attestations) not read');
+          return undefined;
+        }),
       ]);
+      if (detail?.error !== undefined) logger.warn({ runId, code: detail.error.code }, `run detail (outputs, lineage, attestations) refused: ${detail.error.message}`);
       const run = unwrapAnswer(shown).run;
       if (run === undefined) throw new UiRelayedError({ code: 'SVC_ERR_RELAY_BAD_ANSWER', message: 'the orchestrator answered without the run', status: 502 });
       const notice = (request.query as Record<string, unknown>)['notice'];
-      return sendUiPage(reply, 200, `Run ${run.workflow}`, frame, runPage(frame, run, artifacts?.error === undefined ? artifacts?.artifacts : undefined, typeof notice === 'string' ? notice.slice(0, 300) : undefined));
+      return sendUiPage(reply, 200, `Run ${run.workflow}`, frame, runPage(frame, run, artifacts?.error === undefined ? artifacts?.artifacts : undefined, detail?.error === undefined ? detail?.detail : undefined, typeof notice === 'string' ? notice.slice(0, 300) : undefined));
     } catch (error) {
       return uiFailed(reply, request, logger, error);
     }
@@ -140,4 +150,5 @@ export function registerUiRoutes(app: SvcHttpServer, options: UiOptions): void {
   registerStreams(app, options);
   registerEventLog(app, options);
   registerFleetPage(app, options);
+  registerAttestationDownload(app, options);
 }

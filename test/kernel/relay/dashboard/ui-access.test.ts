@@ -22,9 +22,11 @@ await eachDatabase(t, async (t, db) => {
   const pages = [`${org}/runs`, `${org}/runs/${runId}`, `${org}/runs/${runId}/logs`, `${org}/events`, `${org}/agents`, `${org}/events/${encodeURIComponent(deliveryId)}/payload`];
   const streams = [`${org}/runs/events`, `${org}/runs/${runId}/logs/stream`];
   const actions = ['approve', 'reject', 'rerun', 'cancel'].map((a) => `${org}/runs/${runId}/${a}`);
+  // Refused before any orchestrator is asked, so an id no attestation has does (ui-run-detail.test.ts reads a real one).
+  const downloads = [`${org}/runs/${runId}/attestations/00000000-0000-4000-8000-000000000000`];
 
   await t.test('without credentials: pages go to sign-in, streams and actions answer 401', async (t) => {
-    for (const path of pages) {
+    for (const path of [...pages, ...downloads]) {
       const res = await fetch(base + path, { redirect: 'manual' });
       t.equal(res.status, 303, `GET ${path}`);
       t.equal(res.headers.get('location'), `/signin?next=${encodeURIComponent(path)}`);
@@ -36,7 +38,7 @@ await eachDatabase(t, async (t, db) => {
   });
 
   await t.test("another org's token: 403 on every route and action, nothing done", async (t) => {
-    for (const path of [...pages, ...streams]) t.equal((await fetch(base + path, { headers: mallory })).status, 403, `GET ${path}`);
+    for (const path of [...pages, ...streams, ...downloads]) t.equal((await fetch(base + path, { headers: mallory })).status, 403, `GET ${path}`);
     for (const path of actions) t.equal((await fetch(base + path, { method: 'POST', headers: mallory, redirect: 'manual' })).status, 403, `POST ${path}`);
     const row = await db.pool.one(await import('../../../../kernel/services/db/index.ts').then(({ sql }) => sql.unsafe`select status, cancelled_by from runs where id = ${runId}`));
     t.not((row as { status: string }).status, 'cancelled', 'the run was not cancelled');
