@@ -48,7 +48,8 @@ async function copyEntry(from: string, to: string, kind: 'dir' | 'file' | 'link'
   const place = async (): Promise<void> => {
     if (kind === 'link') await symlink(await readlink(from), to);
     else if (kind === 'file') await copyFile(from, to, constants.COPYFILE_EXCL | constants.COPYFILE_FICLONE);
-    else throw new JobFailure('SVC_ERR_AGENT_SOURCE_CACHE', `the agent's cached tree holds ${from}, which is neither a file, a directory nor a symlink`);
+    // Extraction refuses every other entry type, so this is a cache someone else wrote into.
+    else throw new Error(`the agent's cached tree holds ${from}, which is neither a file, a directory nor a symlink`);
   };
   try {
     await place();
