@@ -2,13 +2,13 @@
 // rules are restore.ts's: a cache entry is only ever filled from a download whose sha256 matched
 // the dispatch, and an entry that changed since (the stat manifest) is never used.
 import { createHash } from 'node:crypto';
-import { constants } from 'node:fs';
+import { chmodSync, constants, copyFileSync, lstatSync, mkdirSync, readdirSync, readlinkSync, rmSync, symlinkSync } from 'node:fs';
 import { chmod, copyFile, lstat, mkdir, readdir, readlink, rename, rm, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describeUrl, normalizeDigest } from './download.ts';
 import { JobFailure } from './failure.ts';
 import { fetchDeps, inlineInstall, restoreDeps, restoreSource, type DepsOutcome, type SetupLog } from './restore.ts';
-import type { CacheLease, TreeCache } from './tree-cache.ts';
+import { SMALL_TREE_ENTRIES, type CacheLease, type TreeCache } from './tree-cache.ts';
 
 /**
  * The cache key: the digest AND the object's address without its signature (scheme, host,
@@ -26,13 +26,52 @@ export function treeCacheKey(digest: string, url: string): string {
  * in the way at a path (a file where a directory goes, a symlink a checkout left) is removed
  * first, never written through; symlinks are copied as links (targets unchanged, as `cp`'s
  * `verbatimSymlinks`); files and created directories keep their mode (`copyFile` sets the file's).
+ * `entries`: the tree's size when known (a cache entry's); a small tree is copied synchronously.
  */
-export async function copyTree(from: string, to: string): Promise<void> {
-  const top = await lstat(from);
-  await copyEntry(from, to, top.isDirectory() ? 'dir' : top.isSymbolicLink() ? 'link' : top.isFile() ? 'file' : 'other');
+export async function copyTree(from: string, to: string, entries?: number): Promise<void> {
+  // A tree known to be small is copied with synchronous calls (tree-cache.ts SMALL_TREE_ENTRIES).
+  if (entries !== undefined && entries <= SMALL_TREE_ENTRIES) return copyEntrySync(from, to, kindOf(lstatSync(from)));
+  await copyEntry(from, to, kindOf(await lstat(from)));
 }
 
-async function copyEntry(from: string, to: string, kind: 'dir' | 'file' | 'link' | 'other'): Promise<void> {
+type EntryKind = 'dir' | 'file' | 'link' | 'other';
+const kindOf = (e: { isDirectory(): boolean; isSymbolicLink(): boolean; isFile(): boolean }): EntryKind =>
+  e.isDirectory() ? 'dir' : e.isSymbolicLink() ? 'link' : e.isFile() ? 'file' : 'other';
+const notCopyable = (from: string) =>
+  // Extraction refuses every other entry type, so this is a cache someone else wrote into.
+  new Error(`the agent's cached tree holds ${from}, which is neither a file, a directory nor a symlink`);
+
+function copyEntrySync(from: string, to: string, kind: EntryKind): void {
+  if (kind === 'dir') {
+    let existing: ReturnType<typeof lstatSync> | undefined;
+    try {
+      existing = lstatSync(to);
+    } catch {
+      existing = undefined;
+    }
+    if (existing !== undefined && !existing.isDirectory()) rmSync(to, { recursive: true, force: true });
+    if (existing?.isDirectory() !== true) {
+      mkdirSync(to);
+      chmodSync(to, lstatSync(from).mode & 0o7777);
+    }
+    for (const e of readdirSync(from, { withFileTypes: true })) copyEntrySync(join(from, e.name), join(to, e.name), kindOf(e));
+    return;
+  }
+  const place = (): void => {
+    if (kind === 'link') symlinkSync(readlinkSync(from), to);
+    else if (kind === 'file') copyFileSync(from, to, constants.COPYFILE_EXCL | constants.COPYFILE_FICLONE);
+    else throw notCopyable(from);
+  };
+  try {
+    place();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    rmSync(to, { recursive: true, force: true });
+    place();
+  }
+}
+
+async function copyEntry(from: string, to: string, kind: EntryKind): Promise<void> {
   if (kind === 'dir') {
     const existing = await lstat(to).catch(() => undefined);
     if (existing !== undefined && !existing.isDirectory()) await rm(to, { recursive: true, force: true });
@@ -42,14 +81,13 @@ async function copyEntry(from: string, to: string, kind: 'dir' | 'file' | 'link'
       await chmod(to, (await lstat(from)).mode & 0o7777);
     }
     const entries = await readdir(from, { withFileTypes: true });
-    await Promise.all(entries.map((e) => copyEntry(join(from, e.name), join(to, e.name), e.isDirectory() ? 'dir' : e.isSymbolicLink() ? 'link' : e.isFile() ? 'file' : 'other')));
+    await Promise.all(entries.map((e) => copyEntry(join(from, e.name), join(to, e.name), kindOf(e))));
     return;
   }
   const place = async (): Promise<void> => {
     if (kind === 'link') await symlink(await readlink(from), to);
     else if (kind === 'file') await copyFile(from, to, constants.COPYFILE_EXCL | constants.COPYFILE_FICLONE);
-    // Extraction refuses every other entry type, so this is a cache someone else wrote into.
-    else throw new Error(`the agent's cached tree holds ${from}, which is neither a file, a directory nor a symlink`);
+    else throw notCopyable(from);
   };
   try {
     await place();
@@ -87,7 +125,7 @@ export async function restoreSourceCached(options: { cache: TreeCache; url: stri
   }
   if (!lease.filled) options.log(`restoring source from ${describeUrl(options.url)}: held in the agent's tree cache (sha256 ${digest}), not downloaded again`);
   try {
-    await copyTree(lease.dir, options.srcDir);
+    await copyTree(lease.dir, options.srcDir, lease.entries);
     // A write into the entry while it was copied: the copy may hold changed bytes.
     if (!(await lease.intact())) {
       lease.evict();
