@@ -8,7 +8,9 @@
 // Targets: p50 ≤ 100 ms (p99 ≤ 200 ms for the default checkout with warm caches), ≤ 10 ms per step.
 // The default checkout is measured cold (the first job: empty repository store), warm at the same
 // commit, and warm with a new commit per job (as pushes bring); agent phases include the store's
-// `storeWait`, `fetch`, `materialise`, and the runner's `runnerReady`/`firstStep`.
+// `storeWait`, `fetch`, `materialise`, and the runner's `runnerReady`/`firstStep`. Each job's total
+// is also split into named groups that add up to it (breakdown(), printed at p50/p99 and for the
+// median job): which phase a slow job lost its time in.
 // Run: node bench/dispatch-to-step.ts [--dist] [--busy] [jobs=50] [steps=100]
 //   --busy: a background CPU load (stress-ng --cpu 1 --cpu-load 50, bench/lib/machine.ts) meanwhile.
 //   --dist: the agent is the compiled program (`npm run build` first): `dist/bin/svc-agent.js` as
