@@ -74,6 +74,7 @@ export class WarmRunners {
   #warmUp: Promise<void> | undefined;
   #closed = false;
   #taken = false;
+  #takes = 0;
   #idleDeaths = 0;
   #warmUpChild: ChildProcess | undefined;
 
@@ -108,6 +109,7 @@ export class WarmRunners {
   async take(): Promise<AdoptedRunner | undefined> {
     const pending = this.#spares.shift();
     this.#taken = true;
+    this.#takes++;
     if (pending === undefined) return undefined;
     const spare = await pending;
     if (spare === undefined) return undefined;
@@ -116,7 +118,8 @@ export class WarmRunners {
       return undefined;
     }
     this.#idleDeaths = 0;
-    if (!spare.loaded() && this.#depth < MAX_SPARES) {
+    // Not for the first job: its spare started with the agent, not after an earlier job.
+    if (!spare.loaded() && this.#depth < MAX_SPARES && this.#takes > 1) {
       this.#depth = MAX_SPARES;
       this.#options.logger.debug({ spares: this.#depth }, 'a job took a spare step runner still loading; keeping more spares ahead');
     }

@@ -43,18 +43,21 @@ t.test('a spare that loaded before the job took it: one spare is kept', async (t
   const warm = runners('loaded', 0);
   t.teardown(() => warm.close());
   warm.replenish();
-  await until('the spare loaded', async () => (await readdir(join(tmp.dir, 'loaded', '0', 'src')).catch(() => [] as string[])).includes('ready'));
+  const first = await warm.take();
+  if (first === undefined) throw new Error('no spare');
+  await sandbox.kill(first.proc, { graceMs: 0 });
+  // The second job's spare (slot 1) loads before that job comes.
+  warm.replenish();
+  await until('the spare loaded', async () => (await readdir(join(tmp.dir, 'loaded', '1', 'src')).catch(() => [] as string[])).includes('ready'));
   // The message left before the file was written; give the agent side's loop a moment to take it in.
   await new Promise((r) => setTimeout(r, 500));
   const spare = await warm.take();
   if (spare === undefined) throw new Error('no spare');
-  const ready = new Promise<void>((resolve) => spare.onMessage((m) => (m as { type: string }).type === 'runner.ready' && resolve()));
-  await ready;
   t.equal(warm.depth, 1, 'the spare had loaded when taken: still one spare');
   warm.replenish();
-  await until('the next spare', async () => (await readdir(join(tmp.dir, 'loaded'))).length === 2);
+  await until('the next spare', async () => (await readdir(join(tmp.dir, 'loaded'))).length === 3);
   await new Promise((r) => setTimeout(r, 300));
-  t.equal((await readdir(join(tmp.dir, 'loaded'))).length, 2, 'one new spare (the taken one keeps its slot until released)');
+  t.equal((await readdir(join(tmp.dir, 'loaded'))).length, 3, 'one new spare (taken spares keep their slot directories until their jobs remove them)');
   await sandbox.kill(spare.proc, { graceMs: 0 });
 });
 
@@ -63,11 +66,17 @@ t.test('a spare still loading when taken: two spares from then on, each runs one
   const warm = runners('loading', 60_000);
   t.teardown(() => warm.close());
   warm.replenish();
+  const zeroth = await warm.take();
+  if (zeroth === undefined) throw new Error('no spare');
+  t.equal(warm.depth, 1, "the agent's first job: its spare started with the agent, no change");
+  await sandbox.kill(zeroth.proc, { graceMs: 0 });
+  warm.replenish();
   const first = await warm.take();
   if (first === undefined) throw new Error('no spare');
-  t.equal(warm.depth, 2, 'two spares from now on');
+  t.equal(warm.depth, 2, 'a later job took a spare still loading: two spares from now on');
   warm.replenish();
-  await until('two more spares', async () => (await readdir(join(tmp.dir, 'loading'))).length === 3);
+  // Slots 0 and 1 (the two taken spares' directories stay until their jobs remove them), 2 and 3.
+  await until('two more spares', async () => (await readdir(join(tmp.dir, 'loading'))).length === 4);
   const second = await warm.take();
   const third = await warm.take();
   t.ok(second !== undefined && third !== undefined, 'two spares were waiting');
