@@ -21,6 +21,8 @@ import { WarmRunners } from './jobs/warm-runner.ts';
 import { TreeCache } from './jobs/tree-cache.ts';
 import { InFlightStore } from './jobs/in-flight.ts';
 import { RepoStores } from './jobs/repo-store.ts';
+import type { AgentMetricsServer } from './metrics.ts';
+import { NO_TELEMETRY } from './telemetry.ts';
 
 /** Orchestrator request timeout (spec Limits: the agent's request timeout is 15 seconds). */
 export const REQUEST_TIMEOUT_MS = 15_000;
@@ -77,6 +79,8 @@ export interface RunningAgent {
   readonly agentId: string;
   readonly connection: AgentConnection;
   readonly sandboxes: readonly string[];
+  /** `http://host:port/metrics` when SVC_AGENT_METRICS_PORT is set. */
+  readonly metricsUrl: string | undefined;
   jobs(): ReadonlyMap<string, DispatchedJob>;
   /** Resolves when the agent ends by itself (fatal refusal, ephemeral job done) or after stop(). */
   readonly ended: Promise<AgentEnd>;
@@ -128,6 +132,18 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
           ...(runnerPath === DEFAULT_RUNNER_PATH ? { warmUp: { runnerPath, env: { PATH: pathWithNode(), HOME: settings.workDir, LANG: 'C.UTF-8', NODE_COMPILE_CACHE: compileCacheDir } } } : {}),
         })
       : undefined;
+
+  // Opt-in (SVC_AGENT_METRICS_PORT): prom-client is loaded only then, and before any job so the
+  // process metrics (GC, event-loop delay) cover the whole run.
+  let metrics: AgentMetricsServer | undefined;
+  if (settings.metrics !== undefined) {
+    const { startAgentMetrics } = await import('./metrics.ts');
+    const { host, port } = settings.metrics;
+    metrics = await startAgentMetrics({ host, port, logger }).catch((error: unknown) => {
+      throw new UnavailableError('SVC_ERR_AGENT_METRICS_LISTEN', `SVC_AGENT_METRICS_PORT: cannot listen on ${host}:${port}: ${messageOf(error)}`);
+    });
+  }
+  const telemetry = metrics?.telemetry ?? NO_TELEMETRY;
 
   const jobs = new Map<string, DispatchedJob>();
   // A static agent keeps each running job's dispatch under <workDir>/in-flight/, sealed under its
@@ -204,6 +220,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       ...(repos === undefined ? {} : { repos }),
       ...(warm === undefined ? {} : { warm: { sandbox: settings.sandbox, runners: warm } }),
       sdkVersion: AGENT_SDK_VERSION,
+      telemetry,
       send: resumed ? (m) => send(m.type === 'log.chunk' ? { ...m, seq: m.seq + RESUMED_SEQ_BASE } : m) : send,
       request,
     });
@@ -211,6 +228,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     const saved = settings.ephemeral ? Promise.resolve() : inFlight.save(dispatch).catch((error: unknown) => logger.warn({ err: messageOf(error), jobId: dispatch.jobId }, 'could not record the in-flight job'));
     void execution.done.then(async () => {
       logger.info({ jobId: dispatch.jobId, status: execution.status }, 'job finished');
+      telemetry.jobFinished(execution.status);
       jobs.delete(dispatch.jobId);
       await saved;
       await inFlight.remove(dispatch.jobId);
@@ -279,10 +297,12 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     pending.clear();
     await closing;
     await connection.stop();
+    await metrics?.close();
   };
 
   void connection.ended.then((end) => {
     void warm?.close().catch(() => undefined);
+    void metrics?.close();
     if (end.fatal !== undefined) {
       for (const job of jobs.values()) job.cancel('the orchestrator refused the agent', true);
       endResolve({ code: 1, error: end.fatal });
@@ -296,8 +316,9 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     await connection.start();
   } catch (error) {
     await warm?.close().catch(() => undefined);
+    await metrics?.close();
     throw error;
   }
-  return { agentId: options.agentId, connection, sandboxes: runnable, jobs: () => jobs, ended, stop };
+  return { agentId: options.agentId, connection, sandboxes: runnable, metricsUrl: metrics?.url, jobs: () => jobs, ended, stop };
 }
 

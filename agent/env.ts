@@ -23,6 +23,8 @@ export const AGENT_ENV_NAMES = [
   'SVC_AGENT_FIRECRACKER_BIN',
   'SVC_AGENT_FIRECRACKER_KERNEL',
   'SVC_AGENT_FIRECRACKER_ROOTFS',
+  'SVC_AGENT_METRICS_PORT',
+  'SVC_AGENT_METRICS_HOST',
 ] as const;
 
 export const SANDBOX_NAMES = ['process', 'container', 'firecracker'] as const;
@@ -47,6 +49,8 @@ export interface AgentSettings {
   bwrap: 'auto' | 'always' | 'never';
   containerRuntime: 'auto' | 'podman' | 'docker';
   firecracker: { binary: string; kernelImage: string | undefined; rootfs: string | undefined };
+  /** `GET /metrics` listener (SVC_AGENT_METRICS_PORT, 0 = any free port); undefined = off. */
+  metrics: { port: number; host: string } | undefined;
 }
 
 function fail(name: string, message: string): never {
@@ -103,6 +107,18 @@ export function parseAgentEnv(env: Readonly<Record<string, string | undefined>>,
     }
   }
   const token = env['SVC_AGENT_TOKEN'];
+  const metricsRaw = env['SVC_AGENT_METRICS_PORT']?.trim();
+  let metrics: AgentSettings['metrics'];
+  if (metricsRaw !== undefined && metricsRaw !== '') {
+    const port = Number(metricsRaw);
+    if (!/^\d+$/.test(metricsRaw) || port > 65_535) fail('SVC_AGENT_METRICS_PORT', `must be a port number from 0 to 65535 (got ${JSON.stringify(metricsRaw.slice(0, 40))})`);
+    // Loopback unless the operator names another address: process metrics are not for everyone.
+    const host = env['SVC_AGENT_METRICS_HOST']?.trim() || '127.0.0.1';
+    if (/\s|\//.test(host)) fail('SVC_AGENT_METRICS_HOST', `must be a host name or address (got ${JSON.stringify(host.slice(0, 80))})`);
+    metrics = { port, host };
+  } else if ((env['SVC_AGENT_METRICS_HOST']?.trim() ?? '') !== '') {
+    fail('SVC_AGENT_METRICS_HOST', 'is set but SVC_AGENT_METRICS_PORT is not (the metrics listener is off without a port)');
+  }
   return {
     orchestratorUrl: rawUrl,
     connectUrl: connectUrlOf(rawUrl),
@@ -121,6 +137,7 @@ export function parseAgentEnv(env: Readonly<Record<string, string | undefined>>,
       kernelImage: env['SVC_AGENT_FIRECRACKER_KERNEL'] || undefined,
       rootfs: env['SVC_AGENT_FIRECRACKER_ROOTFS'] || undefined,
     },
+    metrics,
   };
 }
 

@@ -8,7 +8,9 @@
 // Targets: p50 ≤ 100 ms (p99 ≤ 200 ms for the default checkout with warm caches), ≤ 10 ms per step.
 // The default checkout is measured cold (the first job: empty repository store), warm at the same
 // commit, and warm with a new commit per job (as pushes bring); agent phases include the store's
-// `storeWait`, `fetch`, `materialise`, and the runner's `runnerReady`/`firstStep`.
+// `storeWait`, `fetch`, `materialise`, and the runner's `runnerReady`/`firstStep`. Each job's total
+// is also split into named groups that add up to it (breakdown(), printed at p50/p99 and for the
+// median job): which phase a slow job lost its time in.
 // Run: node bench/dispatch-to-step.ts [--dist] [--busy] [jobs=50] [steps=100]
 //   --busy: a background CPU load (stress-ng --cpu 1 --cpu-load 50, bench/lib/machine.ts) meanwhile.
 //   --dist: the agent is the compiled program (`npm run build` first): `dist/bin/svc-agent.js` as
@@ -87,6 +89,30 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, timeo
 }
 
 const testLogger = pino({ level: 'silent' });
+
+/**
+ * One job's queued → first step in the issue's phases: the orchestrator's dispatch, the dispatch
+ * message reaching the agent (`job running`), the checkout's fetch (store lock and check
+ * included), the tree (written from the store, plus the wait for the cached `.svc/` overlay and
+ * its move), the checks and dependencies, the runner's start (taking the spare or spawning one),
+ * the SDK load the job still waited for, and the runner's start → first step (workflow import).
+ * `rest` is what the agent's phases do not cover (its line's total against the database's).
+ */
+function breakdown(totalMs: number, dispatchMs: number, messageMs: number, t: Record<string, number>): Record<string, number> {
+  const v = (...names: string[]) => names.reduce((sum, name) => sum + (t[name] ?? 0), 0);
+  const parts = {
+    dispatch: dispatchMs,
+    message: messageMs,
+    fetch: v('storeWait', 'fetch'),
+    tree: v('materialise', 'source'),
+    checks: v('contentHash', 'deps', 'workspace', 'workDir'),
+    runnerStart: v('spare', 'spawn'),
+    sdkLoad: v('runnerReady'),
+    firstStep: v('firstStep'),
+  };
+  const covered = Object.values(parts).reduce((a, b) => a + b, 0);
+  return { ...parts, rest: totalMs - covered, total: totalMs };
+}
 
 /** Agent-side set-up phases by job id, from the agent's `job set-up timings` debug lines. */
 const agentTimings = new Map<string, Record<string, number>>();
@@ -251,6 +277,7 @@ try {
     const latencies: number[] = [];
     const phases = { dispatch: [] as number[], start: [] as number[], step: [] as number[] };
     const agentPhases = new Map<string, number[]>();
+    const jobGroups: Array<Record<string, number>> = [];
     const wall = performance.now();
     for (let i = 0; i < jobs; i += 1) {
       const runId = await run(workflow(name), await commitFor(i));
@@ -267,10 +294,12 @@ try {
       // The agent's line may land just after the step row: wait for it briefly.
       const id = String(row['id']);
       for (let wait = 0; wait < 25 && !agentTimings.has(id); wait += 1) await new Promise((r) => setTimeout(r, 20));
-      for (const [phase, ms] of Object.entries(agentTimings.get(id) ?? {})) {
+      const timings = agentTimings.get(id);
+      for (const [phase, ms] of Object.entries(timings ?? {})) {
         if (!agentPhases.has(phase)) agentPhases.set(phase, []);
         agentPhases.get(phase)!.push(ms);
       }
+      if (timings !== undefined) jobGroups.push(breakdown(Number(row['ms']), Number(row['dispatch']), Number(row['start']), timings));
     }
     const wallMs = performance.now() - wall;
     const sorted = [...latencies].sort((a, b) => a - b);
@@ -280,6 +309,15 @@ try {
     if (agentPhases.size > 0) {
       console.log(`  agent set-up p50 (n=${agentPhases.get('total')?.length ?? 0}): ${[...agentPhases].map(([phase, xs]) => `${phase} ${fmt(p(xs, 50))}`).join(', ')}`);
       console.log(`  agent set-up p99: ${[...agentPhases].map(([phase, xs]) => `${phase} ${fmt(p(xs, 99))}`).join(', ')}`);
+    }
+    // The same time in the issue's terms, per job (so the groups of one job add up to its total).
+    const groups = jobGroups.map((g) => Object.entries(g));
+    if (groups.length > 0) {
+      const names = groups[0]!.map(([name]) => name);
+      const column = (i: number) => groups.map((g) => g[i]![1]);
+      console.log(`  breakdown p50 / p99: ${names.map((name, i) => `${name} ${fmt(p(column(i), 50))} / ${fmt(p(column(i), 99))}`).join(', ')}`);
+      const median = [...jobGroups].sort((a, b) => a['total']! - b['total']!)[Math.floor(jobGroups.length / 2)]!;
+      console.log(`  median job: ${Object.entries(median).map(([name, ms]) => `${name} ${fmt(ms)}`).join(', ')}`);
     }
   };
   await measure('bare', 'checkout: false (source tarball + deps from the cache)');

@@ -2,12 +2,13 @@
 // rules are restore.ts's: a cache entry is only ever filled from a download whose sha256 matched
 // the dispatch, and an entry that changed since (the stat manifest) is never used.
 import { createHash } from 'node:crypto';
-import { cp, lstat, readdir, rename, rm, symlink } from 'node:fs/promises';
+import { chmodSync, constants, copyFileSync, lstatSync, mkdirSync, readdirSync, readlinkSync, rmSync, symlinkSync } from 'node:fs';
+import { chmod, copyFile, lstat, mkdir, readdir, readlink, rename, rm, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describeUrl, normalizeDigest } from './download.ts';
 import { JobFailure } from './failure.ts';
 import { fetchDeps, inlineInstall, restoreDeps, restoreSource, type DepsOutcome, type SetupLog } from './restore.ts';
-import type { CacheLease, TreeCache } from './tree-cache.ts';
+import { SMALL_TREE_ENTRIES, type CacheLease, type TreeCache } from './tree-cache.ts';
 
 /**
  * The cache key: the digest AND the object's address without its signature (scheme, host,
@@ -16,6 +17,85 @@ import type { CacheLease, TreeCache } from './tree-cache.ts';
  */
 export function treeCacheKey(digest: string, url: string): string {
   return createHash('sha256').update(`${digest}\0${describeUrl(url)}`).digest('hex');
+}
+
+/**
+ * `from` (a cache entry: directories, files, symlinks) copied to `to`, over what is there. The
+ * entries of a directory are copied together: `fs.cp` checks each path's parents and both sides
+ * one await at a time, which on a busy machine is most of a small tree's set-up. Whatever is
+ * in the way at a path (a file where a directory goes, a symlink a checkout left) is removed
+ * first, never written through; symlinks are copied as links (targets unchanged, as `cp`'s
+ * `verbatimSymlinks`); files and created directories keep their mode (`copyFile` sets the file's).
+ * `entries`: the tree's size when known (a cache entry's); a small tree is copied synchronously.
+ */
+export async function copyTree(from: string, to: string, entries?: number): Promise<void> {
+  // A tree known to be small is copied with synchronous calls (tree-cache.ts SMALL_TREE_ENTRIES).
+  if (entries !== undefined && entries <= SMALL_TREE_ENTRIES) return copyEntrySync(from, to, kindOf(lstatSync(from)));
+  await copyEntry(from, to, kindOf(await lstat(from)));
+}
+
+type EntryKind = 'dir' | 'file' | 'link' | 'other';
+const kindOf = (e: { isDirectory(): boolean; isSymbolicLink(): boolean; isFile(): boolean }): EntryKind =>
+  e.isDirectory() ? 'dir' : e.isSymbolicLink() ? 'link' : e.isFile() ? 'file' : 'other';
+const notCopyable = (from: string) =>
+  // Extraction refuses every other entry type, so this is a cache someone else wrote into.
+  new Error(`the agent's cached tree holds ${from}, which is neither a file, a directory nor a symlink`);
+
+function copyEntrySync(from: string, to: string, kind: EntryKind): void {
+  if (kind === 'dir') {
+    let existing: ReturnType<typeof lstatSync> | undefined;
+    try {
+      existing = lstatSync(to);
+    } catch {
+      existing = undefined;
+    }
+    if (existing !== undefined && !existing.isDirectory()) rmSync(to, { recursive: true, force: true });
+    if (existing?.isDirectory() !== true) {
+      mkdirSync(to);
+      chmodSync(to, lstatSync(from).mode & 0o7777);
+    }
+    for (const e of readdirSync(from, { withFileTypes: true })) copyEntrySync(join(from, e.name), join(to, e.name), kindOf(e));
+    return;
+  }
+  const place = (): void => {
+    if (kind === 'link') symlinkSync(readlinkSync(from), to);
+    else if (kind === 'file') copyFileSync(from, to, constants.COPYFILE_EXCL | constants.COPYFILE_FICLONE);
+    else throw notCopyable(from);
+  };
+  try {
+    place();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    rmSync(to, { recursive: true, force: true });
+    place();
+  }
+}
+
+async function copyEntry(from: string, to: string, kind: EntryKind): Promise<void> {
+  if (kind === 'dir') {
+    const existing = await lstat(to).catch(() => undefined);
+    if (existing !== undefined && !existing.isDirectory()) await rm(to, { recursive: true, force: true });
+    if (existing?.isDirectory() !== true) {
+      await mkdir(to);
+      // Created here: the entry's mode (mkdir's is masked by the umask). A directory already there keeps its own.
+      await chmod(to, (await lstat(from)).mode & 0o7777);
+    }
+    const entries = await readdir(from, { withFileTypes: true });
+    await Promise.all(entries.map((e) => copyEntry(join(from, e.name), join(to, e.name), kindOf(e))));
+    return;
+  }
+  const place = async (): Promise<void> => {
+    if (kind === 'link') await symlink(await readlink(from), to);
+    else if (kind === 'file') await copyFile(from, to, constants.COPYFILE_EXCL | constants.COPYFILE_FICLONE);
+    else throw notCopyable(from);
+  };
+  try {
+    await place();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    await rm(to, { recursive: true, force: true });
+    await place();
+  }
 }
 
 /** The dependency download failed: the job installs inline (nothing is cached). */
@@ -45,7 +125,7 @@ export async function restoreSourceCached(options: { cache: TreeCache; url: stri
   }
   if (!lease.filled) options.log(`restoring source from ${describeUrl(options.url)}: held in the agent's tree cache (sha256 ${digest}), not downloaded again`);
   try {
-    await cp(lease.dir, options.srcDir, { recursive: true, force: true, verbatimSymlinks: true });
+    await copyTree(lease.dir, options.srcDir, lease.entries);
     // A write into the entry while it was copied: the copy may hold changed bytes.
     if (!(await lease.intact())) {
       lease.evict();
@@ -100,7 +180,7 @@ export async function restoreDepsCached(options: {
       const target = join(svcDir, entry.name);
       await rm(target, { recursive: true, force: true });
       if (entry.name === 'node_modules' && entry.isDirectory()) await symlink(join(lease.dir, entry.name), target, 'dir');
-      else await cp(join(lease.dir, entry.name), target, { recursive: true, force: true, verbatimSymlinks: true });
+      else await copyTree(join(lease.dir, entry.name), target);
     }
   } catch (error) {
     lease.release();

@@ -26,6 +26,7 @@ import type { AdoptedRunner, WarmRunners } from './warm-runner.ts';
 import { moveTreeInto, restoreDepsCached, restoreSourceCached } from './cached-restore.ts';
 import type { CacheLease, TreeCache } from './tree-cache.ts';
 import type { RepoStores, StoreLease } from './repo-store.ts';
+import { NO_TELEMETRY, type AgentTelemetry, type CheckoutPhase } from '../telemetry.ts';
 
 const checkRunnerMessage = compileMessageUnion(RunnerToAgentMembers);
 
@@ -67,7 +68,11 @@ export interface JobEnvironment {
   repos?: RepoStores;
   /** Warm spare runners for `warm.sandbox` jobs (docs/agent.md "Warm spare runner"). */
   warm?: { sandbox: string; runners: WarmRunners };
+  /** The agent's job metrics (agent/metrics.ts when SVC_AGENT_METRICS_PORT is set). */
+  telemetry?: AgentTelemetry;
 }
+
+const CHECKOUT_PHASES: Readonly<Record<string, CheckoutPhase>> = { storeWait: 'store_wait', fetch: 'fetch', materialise: 'materialise' };
 
 /** The spawn request for a step runner: argv, the minimal environment, the paths it reads. */
 export function runnerSpawnRequest(env: Pick<JobEnvironment, 'runnerPath' | 'readPaths' | 'compileCacheDir'>, workspace: Workspace, image?: string): SpawnRequest {
@@ -115,6 +120,7 @@ export class DispatchedJob {
   #currentStep = SETUP_STEP;
   readonly #steps = new Map<string, JobStepResult>();
   readonly #timings = new SetupTimings();
+  readonly #telemetry: AgentTelemetry;
   /** Step-hold decisions pushed by the orchestrator, by step index, and who waits for them. */
   readonly #stepDecisions = new Map<number, StepDecision>();
   readonly #stepWaiters = new Map<number, Set<(decision: StepDecision) => void>>();
@@ -124,6 +130,7 @@ export class DispatchedJob {
     this.jobId = dispatch.jobId;
     this.dispatch = dispatch;
     this.#env = env;
+    this.#telemetry = env.telemetry ?? NO_TELEMETRY;
     this.#logger = env.logger.child({ jobId: dispatch.jobId, runId: dispatch.runId });
     let short = 0;
     const values = [
@@ -218,7 +225,10 @@ export class DispatchedJob {
       this.#sandbox = choice;
       this.#env.send({ type: 'job.context', jobId: this.jobId, nodeVersion: process.version, os: platform(), arch: arch(), sandbox: SANDBOX_WIRE_NAMES[choice.name] ?? choice.name });
       const warm = this.#env.warm;
-      if (config.build !== true && warm !== undefined && warm.sandbox === choice.name) spare = await warm.runners.take();
+      if (config.build !== true && warm !== undefined && warm.sandbox === choice.name) {
+        spare = await warm.runners.take();
+        this.#telemetry.warmRunner(spare !== undefined);
+      }
       if (spare !== undefined) {
         // The next job's spare loads on another core while this one is prepared.
         warm?.runners.replenish();
@@ -393,11 +403,24 @@ export class DispatchedJob {
    */
   async #checkout(choice: SandboxChoice, options: CheckoutOptions): Promise<StoreLease | undefined> {
     const repos = this.#env.repos;
+    let last = performance.now();
+    const observe = (phase: CheckoutPhase) => {
+      const now = performance.now();
+      this.#telemetry.checkoutPhase(phase, (now - last) / 1000);
+      last = now;
+    };
     if (repos === undefined || (options.depth ?? 1) !== 1 || choice.name === 'firecracker') {
       await checkout(options);
+      observe('clone');
       return undefined;
     }
-    return repos.checkout({ ...options, phase: (name) => this.#timings.mark(name) });
+    return repos.checkout({
+      ...options,
+      phase: (name) => {
+        this.#timings.mark(name);
+        observe(CHECKOUT_PHASES[name]!);
+      },
+    });
   }
 
   #throwIfCancelled(): void {
@@ -499,7 +522,9 @@ export class DispatchedJob {
           if (message.status === 'running') {
             if (this.#currentStep === SETUP_STEP && this.#steps.size === 0) {
               this.#timings.mark('firstStep');
-              this.#logger.debug({ timings: this.#timings.snapshot() }, 'job set-up timings');
+              const timings = this.#timings.snapshot();
+              this.#logger.debug({ timings }, 'job set-up timings');
+              this.#telemetry.firstStep(timings['total']! / 1000, (timings['runnerReady'] ?? 0) / 1000);
             }
             this.#currentStep = message.name;
           }

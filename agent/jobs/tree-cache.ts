@@ -11,6 +11,7 @@
 //   agent can) is evicted and the job restores from the download instead.
 // - The index lives in memory: the agent wipes the cache directory when it starts.
 import { randomBytes } from 'node:crypto';
+import { lstatSync, readdirSync, type BigIntStats } from 'node:fs';
 import { lstat, mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 
@@ -25,6 +26,8 @@ interface Entry {
   dir: string;
   bytes: number;
   manifest: string;
+  /** Paths in the tree (the manifest's lines). */
+  entries: number;
   refs: number;
   lastUsed: number;
   /** Facts proven on an intact copy of this tree (e.g. content hashes verified). */
@@ -36,6 +39,8 @@ export interface CacheLease {
   readonly dir: string;
   /** Whether the entry was filled by this call. */
   readonly filled: boolean;
+  /** Paths in the tree (as filled). */
+  readonly entries: number;
   /** True when the entry is byte-for-byte as it was filled (stat manifest unchanged). */
   intact(): Promise<boolean>;
   /** Remember/ask something proven about this exact tree (only while it stays intact). */
@@ -46,23 +51,62 @@ export interface CacheLease {
   release(): void;
 }
 
-/** A listing of every path under `dir` with the stat fields a write would change, and the total size. */
-export async function statManifest(dir: string): Promise<{ manifest: string; bytes: number }> {
+/**
+ * Trees known to hold at most this many entries are walked (and copied, cached-restore.ts) with
+ * synchronous calls: a few hundred lstat calls take well under a millisecond, while each awaited
+ * thread-pool call waits for the event loop to get the CPU back, which on a busy 2-core machine is
+ * most of a small tree's set-up time.
+ */
+export const SMALL_TREE_ENTRIES = 256;
+
+const manifestLine = (path: string, s: BigIntStats): string => `${path}\0${s.mode}\0${s.size}\0${s.mtimeNs}\0${s.ctimeNs}\0${s.ino}`;
+
+/** statManifest's listing, synchronously; undefined past `limit` entries (the tree grew: walk it the async way). */
+function statManifestSync(dir: string, limit: number): { manifest: string; bytes: number } | undefined {
   const lines: string[] = [];
   let bytes = 0;
-  const walk = async (rel: string): Promise<void> => {
-    const names = (await readdir(join(dir, rel))).sort();
-    for (const name of names) {
+  const walk = (rel: string): boolean => {
+    for (const name of readdirSync(rel === '' ? dir : join(dir, rel)).sort()) {
       const path = rel === '' ? name : `${rel}/${name}`;
-      const s = await lstat(join(dir, path), { bigint: true });
-      lines.push(`${path}\0${s.mode}\0${s.size}\0${s.mtimeNs}\0${s.ctimeNs}\0${s.ino}`);
+      const s = lstatSync(join(dir, path), { bigint: true });
+      lines.push(manifestLine(path, s));
       bytes += Number(s.size);
-      if (s.isDirectory()) await walk(path);
+      if (lines.length > limit) return false;
+      if (s.isDirectory() && !walk(path)) return false;
     }
+    return true;
   };
-  await walk('');
-  return { manifest: lines.join('\n'), bytes };
+  return walk('') ? { manifest: lines.join('\n'), bytes } : undefined;
 }
+
+/**
+ * A listing of every path under `dir` with the stat fields a write would change, and the total
+ * size. The entries of a directory are stat'ed together (one thread-pool round trip per level, not
+ * one per path: on a busy machine each await waits for the CPU); the listing's order is fixed.
+ * `recorded`: how many entries the tree had when last listed; a small tree is walked synchronously.
+ */
+export async function statManifest(dir: string, recorded?: number): Promise<{ manifest: string; bytes: number }> {
+  const small = recorded !== undefined && recorded <= SMALL_TREE_ENTRIES ? statManifestSync(dir, recorded * 2 + 16) : undefined;
+  if (small !== undefined) return small;
+  let bytes = 0;
+  const walk = async (rel: string): Promise<string[]> => {
+    const names = (await readdir(rel === '' ? dir : join(dir, rel))).sort();
+    const parts = await Promise.all(
+      names.map(async (name) => {
+        const path = rel === '' ? name : `${rel}/${name}`;
+        const s = await lstat(join(dir, path), { bigint: true });
+        bytes += Number(s.size);
+        const line = manifestLine(path, s);
+        return s.isDirectory() ? [line, ...(await walk(path))] : [line];
+      }),
+    );
+    return parts.flat();
+  };
+  return { manifest: (await walk('')).join('\n'), bytes };
+}
+
+/** Paths a manifest lists. */
+export const manifestEntries = (manifest: string): number => (manifest === '' ? 0 : manifest.split('\n').length);
 
 export class TreeCache {
   readonly #options: TreeCacheOptions;
@@ -107,9 +151,10 @@ export class TreeCache {
     return {
       dir: held.dir,
       filled,
+      entries: held.entries,
       intact: async () => {
         try {
-          return (await statManifest(held.dir)).manifest === held.manifest;
+          return (await statManifest(held.dir, held.entries)).manifest === held.manifest;
         } catch {
           return false;
         }
@@ -142,7 +187,7 @@ export class TreeCache {
       throw error;
     }
     const { manifest, bytes } = await statManifest(dir);
-    const entry: Entry = { key, dir, bytes, manifest, refs: 0, lastUsed: performance.now(), facts: new Set() };
+    const entry: Entry = { key, dir, bytes, manifest, entries: manifestEntries(manifest), refs: 0, lastUsed: performance.now(), facts: new Set() };
     this.#entries.set(key, entry);
     return entry;
   }

@@ -1,6 +1,7 @@
 // A warm spare step runner: the next job's runner process is started before the job arrives,
 // so Node's start-up and the SDK load (most of a job's set-up time) happen while the agent is
 // idle. Each spare runs exactly one job and is never reused: nothing carries over between jobs.
+// One spare is kept, two once a job had to wait for a spare still loading (MAX_SPARES).
 //
 // Only for the process sandbox. The spare's workspace must be known before the job is: each
 // spare owns a slot directory `<work dir>/slots/<n>/` whose `src/` becomes the job's tree
@@ -17,6 +18,13 @@ import { messageOf } from '../../core/errors.ts';
 
 /** Consecutive spares that died before any job adopted them: stop starting new ones. */
 const MAX_IDLE_DEATHS = 3;
+/**
+ * Spares kept at most. One, until a job takes a spare that has not finished loading (jobs come
+ * faster than a runner loads, e.g. back to back on a busy machine): from then on two, so each
+ * spare has two jobs' time to load. Each spare still runs one job; the cost is one more idle
+ * process, only on an agent that showed it needs it.
+ */
+const MAX_SPARES = 2;
 const WARM_UP_TIMEOUT_MS = 60_000;
 
 export interface RunnerSpawn {
@@ -41,6 +49,8 @@ export interface AdoptedRunner {
 interface Spare {
   slot: number;
   runner: AdoptedRunner;
+  /** The runner said `runner.ready` (it has loaded the SDK) before a job took it. */
+  loaded(): boolean;
 }
 
 export interface WarmRunnerOptions {
@@ -58,10 +68,13 @@ export interface WarmRunnerOptions {
 export class WarmRunners {
   readonly #options: WarmRunnerOptions;
   readonly #slots = new Set<number>();
-  #spare: Promise<Spare | undefined> | undefined;
+  /** Spares up or starting, oldest first. */
+  readonly #spares: Array<Promise<Spare | undefined>> = [];
+  #depth = 1;
   #warmUp: Promise<void> | undefined;
   #closed = false;
   #taken = false;
+  #takes = 0;
   #idleDeaths = 0;
   #warmUpChild: ChildProcess | undefined;
 
@@ -69,16 +82,24 @@ export class WarmRunners {
     this.#options = options;
   }
 
-  /** Start a spare when none is up or starting (no-op after close or too many idle deaths). */
+  /** Spares kept now (1, or MAX_SPARES once jobs outran the spares' load). */
+  get depth(): number {
+    return this.#depth;
+  }
+
+  /** Start spares until `depth` are up or starting (no-op after close or too many idle deaths). */
   replenish(): void {
-    if (this.#closed || this.#spare !== undefined || this.#idleDeaths >= MAX_IDLE_DEATHS) return;
-    if (this.#options.oneShot === true && this.#taken) return;
-    this.#warmUp ??= this.#runWarmUp();
-    const spare = this.#warmUp.then(() => this.#start());
-    this.#spare = spare;
-    void spare.then((s) => {
-      if (s === undefined && this.#spare === spare) this.#spare = undefined;
-    });
+    const oneShot = this.#options.oneShot === true;
+    while (!this.#closed && this.#idleDeaths < MAX_IDLE_DEATHS && this.#spares.length < (oneShot ? 1 : this.#depth)) {
+      if (oneShot && this.#taken) return;
+      this.#warmUp ??= this.#runWarmUp();
+      const spare = this.#warmUp.then(() => this.#start());
+      this.#spares.push(spare);
+      void spare.then((s) => {
+        const at = this.#spares.indexOf(spare);
+        if (s === undefined && at >= 0) this.#spares.splice(at, 1);
+      });
+    }
   }
 
   /**
@@ -86,9 +107,9 @@ export class WarmRunners {
    * died idle. The next spare is started by the next `replenish()`.
    */
   async take(): Promise<AdoptedRunner | undefined> {
-    const pending = this.#spare;
-    this.#spare = undefined;
+    const pending = this.#spares.shift();
     this.#taken = true;
+    this.#takes++;
     if (pending === undefined) return undefined;
     const spare = await pending;
     if (spare === undefined) return undefined;
@@ -97,6 +118,11 @@ export class WarmRunners {
       return undefined;
     }
     this.#idleDeaths = 0;
+    // Not for the first job: its spare started with the agent, not after an earlier job.
+    if (!spare.loaded() && this.#depth < MAX_SPARES && this.#takes > 1) {
+      this.#depth = MAX_SPARES;
+      this.#options.logger.debug({ spares: this.#depth }, 'a job took a spare step runner still loading; keeping more spares ahead');
+    }
     return spare.runner;
   }
 
@@ -104,10 +130,8 @@ export class WarmRunners {
   async close(): Promise<void> {
     this.#closed = true;
     this.#warmUpChild?.kill('SIGKILL');
-    const pending = this.#spare;
-    this.#spare = undefined;
-    const spare = await pending;
-    if (spare !== undefined) await this.#discard(spare);
+    const pending = this.#spares.splice(0);
+    for (const spare of await Promise.all(pending)) if (spare !== undefined) await this.#discard(spare);
   }
 
   async #runWarmUp(): Promise<void> {
@@ -150,7 +174,12 @@ export class WarmRunners {
       const proc = await sandbox.spawn(this.#options.spawn.request(workspace));
       const held: unknown[] = [];
       let listener: ((message: unknown) => void) | undefined;
-      proc.onMessage?.((message) => (listener === undefined ? held.push(message) : listener(message)));
+      let loaded = false;
+      proc.onMessage?.((message) => {
+        if (listener !== undefined) return listener(message);
+        if ((message as { type?: unknown } | null)?.type === 'runner.ready') loaded = true;
+        held.push(message);
+      });
       let exited = false;
       let adopted = false;
       const runner: AdoptedRunner = {
@@ -165,7 +194,7 @@ export class WarmRunners {
         exited: () => exited,
         release: () => this.#slots.delete(slot),
       };
-      const spare: Spare = { slot, runner };
+      const spare: Spare = { slot, runner, loaded: () => loaded };
       void proc.exited.then((exit) => {
         exited = true;
         if (adopted || this.#closed) return;

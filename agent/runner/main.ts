@@ -1,7 +1,7 @@
 // The step runner: a child process the agent forks (inside the job's sandbox) with an IPC
 // channel (Node's own, or the unix socket named by SVC_RUNNER_IPC_SOCKET: transport.ts). It
-// says `runner.ready` as soon as it listens, waits for `runner.start`, loads the workflow
-// module, runs the one job, reports steps, log lines, secrets to mask and API calls over IPC,
+// listens at once, loads the runner and the SDK, says `runner.ready`, waits for `runner.start`
+// (one that came during the load is kept), loads the workflow module, runs the one job, reports steps, log lines, secrets to mask and API calls over IPC,
 // sends `runner.result` and exits 0. The exit code is not the job's status; the result message
 // is. A runner that exits without a result crashed (the agent reports that). Load
 // failures (bad start message, missing file, unknown job) are a failed runner.result.
@@ -11,8 +11,9 @@
 // `{force:true}` SIGKILLs every command group, stops waiting for hooks and sends the result at
 // once. The job's grace period before SIGKILL of this whole process is the agent's to enforce.
 //
-// This file stays tiny: it answers the agent before the rest (typebox's compiler, execa, the SDK)
-// loads, which is most of the startup time. Node's compile cache is on: in the directory the
+// This file stays tiny: it listens before the rest (typebox's compiler, execa, the SDK) loads,
+// which is most of the startup time; `runner.ready` comes after that load, so the agent's
+// `runnerReady` phase is the wait for it (zero for a warm spare that finished loading). Node's compile cache is on: in the directory the
 // agent names in NODE_COMPILE_CACHE (under its work dir, kept between jobs; Node enables it
 // before this file runs), else Node's default. In the compiled tree the vendored bundles
 // (dist/vendor, bin/vendor-hooks.ts) replace typebox's and execa's hundreds of small modules.
@@ -34,10 +35,7 @@ if (!warm && transport === undefined) {
 enableCompileCache();
 const early: unknown[] = [];
 let deliver: (message: unknown) => void = (message) => early.push(message);
-if (transport !== undefined) {
-  transport.onMessage((message) => deliver(message));
-  transport.send({ type: 'runner.ready', pid: process.pid });
-}
+transport?.onMessage((message) => deliver(message));
 
 try {
   const compiled = !import.meta.url.endsWith('.ts');
@@ -53,6 +51,7 @@ try {
     process.exit(0);
   }
   deliver = startRunner(transport!);
+  transport!.send({ type: 'runner.ready', pid: process.pid });
   for (const message of early.splice(0)) deliver(message);
 } catch (error) {
   // A broken install: report it as the job's result rather than dying silently.

@@ -43,6 +43,7 @@ export const AGENT_ERROR_CODES = {
     kind: 'internal',
     message: 'the job\'s tree has no readable .svc/svc.lock.json: {reason}; run `svc compile` and push again',
   },
+  SVC_ERR_AGENT_METRICS_LISTEN: { kind: 'unavailable', message: 'SVC_AGENT_METRICS_PORT: cannot listen on {host}:{port}: {reason}' },
   SVC_ERR_AGENT_PROTOCOL: { kind: 'internal', message: 'the orchestrator closed the connection with a protocol error (close {code}${reason ?' },
   SVC_ERR_AGENT_REQUEST_TIMEOUT: { kind: 'unavailable', message: 'the orchestrator did not answer {type} within {requestTimeoutMs}s' },
   SVC_ERR_AGENT_SANDBOX_MISSING: { kind: 'internal', message: 'the agent has no {sandbox} sandbox' },

@@ -167,6 +167,23 @@ export interface BuildDispatchOptions {
 
 export async function buildJobDispatch(row: DispatchRow, options: BuildDispatchOptions): Promise<JobDispatch> {
   const lockJob = lockJobOf(row);
+  const resolve = async (repository: string): Promise<SourceAuth> => {
+    if (options.sourceAuth !== undefined && row.source_id !== null) {
+      const given = await options.sourceAuth({ row, repository });
+      if (given !== null) return given;
+    }
+    return fallbackSourceAuth(row, repository);
+  };
+  // The reads that do not depend on each other go out together: each is a database or storage
+  // round trip on the job's path from dispatched to its first step (bench/dispatch-to-step.ts).
+  const [needs, scheduling, remote, sourceAuth, workflowAuth, caches] = await Promise.all([
+    needsOutputs(options.pool, row),
+    schedulingJobConfig(options.pool, row),
+    remoteDispatchParts(row, options.storage, options.masterKeys),
+    resolve(row.repository),
+    row.workflow_repository !== row.repository ? resolve(row.workflow_repository) : null,
+    cacheUrls(options.pool, options.storage, row, options.agentOs, options.agentArch, options.logger, options.metrics),
+  ]);
   const jobConfig: JobDispatch['jobConfig'] = {
     workflow: row.workflow,
     job: row.name,
@@ -174,7 +191,7 @@ export async function buildJobDispatch(row: DispatchRow, options: BuildDispatchO
     ref: row.ref,
     repository: row.repository,
     contentHash: row.content_hash,
-    needs: await needsOutputs(options.pool, row),
+    needs,
     event: row.event,
     changedFiles: Array.isArray(row.changed_files) ? (row.changed_files as string[]) : null,
     env: {},
@@ -190,11 +207,10 @@ export async function buildJobDispatch(row: DispatchRow, options: BuildDispatchO
   if (row.kind !== 'build' && typeof checkoutSetting?.enabled === 'boolean') {
     jobConfig.checkout = { enabled: checkoutSetting.enabled, depth: typeof checkoutSetting.depth === 'number' && checkoutSetting.depth >= 0 ? checkoutSetting.depth : 1 };
   }
-  Object.assign(jobConfig, await schedulingJobConfig(options.pool, row));
+  Object.assign(jobConfig, scheduling);
   // Steps held for an approval (docs/run-control.md "Step holds"): the runner pauses before each.
   const approvalSteps = row.kind === 'build' ? [] : heldSteps(lockJob as Parameters<typeof heldSteps>[0], { trustTier: row.trust_tier, isFork: row.is_fork ?? 'unresolved' });
   if (approvalSteps.length > 0) jobConfig.approvalSteps = approvalSteps;
-  const remote = await remoteDispatchParts(row, options.storage, options.masterKeys);
   if (remote.overlay !== undefined) jobConfig.overlay = remote.overlay;
   // Throws SecretContextDeniedError (permanent: the dispatcher fails the job) when a rule refuses.
   const released = await releaseJobSecrets(options.pool, options.masterKeys, {
@@ -213,16 +229,6 @@ export async function buildJobDispatch(row: DispatchRow, options: BuildDispatchO
   const secrets = remote.secrets === undefined || row.kind === 'build' ? released : { ...released, ...remote.secrets };
   if (secrets !== undefined) jobConfig.secrets = secrets;
 
-  const resolve = async (repository: string): Promise<SourceAuth> => {
-    if (options.sourceAuth !== undefined && row.source_id !== null) {
-      const given = await options.sourceAuth({ row, repository });
-      if (given !== null) return given;
-    }
-    return fallbackSourceAuth(row, repository);
-  };
-  const sourceAuth = await resolve(row.repository);
-  const workflowAuth = row.workflow_repository !== row.repository ? await resolve(row.workflow_repository) : null;
-  const caches = await cacheUrls(options.pool, options.storage, row, options.agentOs, options.agentArch, options.logger, options.metrics);
   return {
     type: 'job.dispatch',
     jobId: row.job_id,

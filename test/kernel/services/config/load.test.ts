@@ -14,6 +14,7 @@ import {
   loadConfig,
 } from '../../../../kernel/services/config/index.ts';
 import { InputError } from '../../../../core/errors.ts';
+import { AGENT_ENV_NAMES } from '../../../../agent/env.ts';
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0];
 
@@ -419,6 +420,15 @@ t.test('unknown SVC_ variables', async (t) => {
   t.equal(ok.config.server.port, 7700, 'non-config SVC_ names and non-SVC names are ignored');
   const empty = await loadConfig({ env: { SVC_SERVER_PORT: '', SVC_CONFIG_FILE: '' } });
   t.equal(empty.config.server.port, 7700, 'an empty variable counts as unset');
+});
+
+t.test("the agent's own settings are not refused by an orchestrator sharing the environment (svc dev)", async (t) => {
+  // Not config fields (the agent reads its own environment, agent/env.ts), so not in FIELDS; the
+  // ones that are config too (SVC_AGENT_MAX_RECONNECT_DELAY_MS) are checked there.
+  const env = Object.fromEntries(AGENT_ENV_NAMES.map((name) => [name, name === 'SVC_AGENT_MAX_RECONNECT_DELAY_MS' ? '1000' : name === 'SVC_AGENT_METRICS_PORT' ? '9464' : 'x']));
+  const { config } = await loadConfig({ env });
+  t.equal(config.server.port, 7700, `accepted: ${AGENT_ENV_NAMES.join(', ')}`);
+  t.ok(AGENT_ENV_NAMES.includes('SVC_AGENT_METRICS_PORT') && AGENT_ENV_NAMES.includes('SVC_AGENT_METRICS_HOST'), 'the metrics settings are agent settings');
 });
 
 t.test('YAML file problems', async (t) => {
