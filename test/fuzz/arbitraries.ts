@@ -66,13 +66,13 @@ export const headerSet = fc.dictionary(headerName, headerValue, { maxKeys: 8 });
 const jsonValue = fc.jsonValue({ maxDepth: 4 });
 
 /** `base` with some top-level fields replaced, removed or added (wrong types included). */
-export function mutatedObject(base: Record<string, unknown>): fc.Arbitrary<Record<string, unknown>> {
+export function mutatedObject(base: Record<string, unknown>, value: fc.Arbitrary<unknown> = jsonValue): fc.Arbitrary<Record<string, unknown>> {
   const keys = Object.keys(base);
   return fc
     .record({
-      replace: fc.dictionary(fc.constantFrom(...keys), jsonValue, { maxKeys: 4 }),
-      remove: fc.subarray(keys, { maxLength: 3 }),
-      add: fc.dictionary(fc.string({ maxLength: 12 }), jsonValue, { maxKeys: 2 }),
+      replace: keys.length === 0 ? fc.constant({}) : fc.dictionary(fc.constantFrom(...keys), value, { maxKeys: 4 }),
+      remove: fc.subarray(keys, { maxLength: Math.min(3, keys.length) }),
+      add: fc.dictionary(fc.string({ maxLength: 12 }), value, { maxKeys: 2 }),
     })
     .map(({ replace, remove, add }) => {
       const out: Record<string, unknown> = { ...base, ...add, ...replace };

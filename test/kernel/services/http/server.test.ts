@@ -197,6 +197,23 @@ t.test('malformed, oversized, unsupported and unknown requests', async (t) => {
   for (const r of [malformed, empty, proto, large, media, missing]) t.ok(checkError.check(r.body));
 });
 
+// Found by test/fuzz/admin-api.test.ts: the router answered these itself, with fastify's bare body.
+t.test("the router's refusals get the error body: a path parameter too long or not decodable", async (t) => {
+  const { app } = build();
+  t.teardown(() => app.close());
+  const long = await json(app, { method: 'GET', url: `/items/${'9'.repeat(500)}` });
+  t.equal(long.response.statusCode, 414);
+  t.same(long.body, { error: { code: 'SVC_ERR_HTTP_INVALID_PARAMS', message: 'a path parameter is longer than the server accepts' } });
+  const bad = await json(app, { method: 'GET', url: '/items/%ZZ' });
+  t.equal(bad.response.statusCode, 400);
+  t.same(bad.body, { error: { code: 'SVC_ERR_HTTP_INVALID_PARAMS', message: 'a path parameter is not valid percent-encoding' } });
+  for (const r of [long, bad]) {
+    t.ok(checkError.check(r.body));
+    t.match(r.response.headers['content-type'], /^application\/json/);
+    t.match(r.response.headers['x-request-id'], /^[0-9a-f-]{36}$/);
+  }
+});
+
 t.test('scrubUrl', async (t) => {
   t.equal(scrubUrl('/a/b'), '/a/b');
   t.equal(scrubUrl('/cb?code=abc&state=s&next=/x'), '/cb?code=***REDACTED***&state=***REDACTED***&next=/x');
