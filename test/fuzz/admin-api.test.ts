@@ -195,9 +195,11 @@ async function acceptedProblem(r: AdminRequest, asked: unknown, answer: Record<s
 function answerProblem(r: AdminRequest, status: number, body: unknown): string | undefined {
   if (status >= 500) return `status ${status}`;
   if (body === undefined) return `status ${status} without a JSON body`;
-  // The router answers before any authentication: a path that names no route (fetch folds `..`
-  // segments), a path parameter too long or not decodable. None of them tells what a route accepts.
+  // The HTTP parser and the router answer before any authentication: headers past the server's
+  // limit (a huge query string), a path that names no route (fetch folds `..` segments), a path
+  // parameter too long or not decodable. None of them tells what a route accepts.
   const error = (body as { error?: { code?: unknown; message?: unknown } }).error;
+  if (status === 431 && error?.code === 'SVC_ERR_HTTP_HEADERS_TOO_LARGE') return undefined;
   if (status === 404 && error?.code === 'SVC_ERR_HTTP_NOT_FOUND') return undefined;
   if (error?.code === 'SVC_ERR_HTTP_INVALID_PARAMS' && (status === 414 || error.message === 'a path parameter is not valid percent-encoding')) return undefined;
   if (r.auth === 'none' || r.auth === 'wrong' || r.auth === 'malformed' || r.auth === 'revoked') {
