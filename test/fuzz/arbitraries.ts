@@ -12,6 +12,28 @@ export function fuzzRuns(defaultRuns: number): number {
   return Number.isSafeInteger(fromEnv) && fromEnv > 0 ? fromEnv : defaultRuns;
 }
 
+/**
+ * The file's time limit: 15 minutes for the suite's defaults; none for a run scaled by
+ * SVC_FUZZ_RUNS, which takes as long as the cases take (the operator stops it).
+ */
+export function fuzzTimeout(): number {
+  return process.env['SVC_FUZZ_RUNS'] === undefined ? 900_000 : 0;
+}
+
+/**
+ * Whether to fuzz against this database: SVC_FUZZ_DATABASES (`system`, `embedded`, or both,
+ * comma-separated) narrows a long run to one of them; unset, both.
+ */
+export function fuzzDatabase(kind: 'system' | 'embedded'): boolean {
+  const chosen = process.env['SVC_FUZZ_DATABASES'];
+  return chosen === undefined || chosen === '' || chosen.split(',').map((s) => s.trim()).includes(kind);
+}
+
+/** The environment a server under test inherits: the test's own SVC_FUZZ_ knobs are no settings. */
+export function serverEnv(): Record<string, string> {
+  return Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined && !e[0].startsWith('SVC_FUZZ_')));
+}
+
 const printable = fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c));
 export const headerValue = fc.oneof(
   fc.string({ unit: printable, maxLength: 120 }),
@@ -44,13 +66,13 @@ export const headerSet = fc.dictionary(headerName, headerValue, { maxKeys: 8 });
 const jsonValue = fc.jsonValue({ maxDepth: 4 });
 
 /** `base` with some top-level fields replaced, removed or added (wrong types included). */
-export function mutatedObject(base: Record<string, unknown>): fc.Arbitrary<Record<string, unknown>> {
+export function mutatedObject(base: Record<string, unknown>, value: fc.Arbitrary<unknown> = jsonValue): fc.Arbitrary<Record<string, unknown>> {
   const keys = Object.keys(base);
   return fc
     .record({
-      replace: fc.dictionary(fc.constantFrom(...keys), jsonValue, { maxKeys: 4 }),
-      remove: fc.subarray(keys, { maxLength: 3 }),
-      add: fc.dictionary(fc.string({ maxLength: 12 }), jsonValue, { maxKeys: 2 }),
+      replace: keys.length === 0 ? fc.constant({}) : fc.dictionary(fc.constantFrom(...keys), value, { maxKeys: 4 }),
+      remove: fc.subarray(keys, { maxLength: Math.min(3, keys.length) }),
+      add: fc.dictionary(fc.string({ maxLength: 12 }), value, { maxKeys: 2 }),
     })
     .map(({ replace, remove, add }) => {
       const out: Record<string, unknown> = { ...base, ...add, ...replace };
@@ -91,3 +113,21 @@ export function tally(counts: Map<string, number>, key: string): void {
 export function describeTally(counts: Map<string, number>): string {
   return [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k}: ${v}`).join(', ');
 }
+
+/**
+ * A long run (SVC_FUZZ_RUNS set) writes a line to stderr every 5% of its cases, with the answers
+ * so far, so a run stopped before its end still says how far it got. Call the result once per case.
+ */
+export function progress(label: string, total: number, counts: Map<string, number>): () => void {
+  if (process.env['SVC_FUZZ_RUNS'] === undefined) return () => undefined;
+  const every = Math.max(100, Math.round(total / 20));
+  const started = Date.now();
+  let done = 0;
+  return () => {
+    done++;
+    if (done % every !== 0) return;
+    const seconds = Math.round((Date.now() - started) / 1000);
+    process.stderr.write(`[fuzz ${new Date().toISOString()}] ${label}: ${done}/${total} after ${seconds} s; ${describeTally(counts)}\n`);
+  };
+}
+

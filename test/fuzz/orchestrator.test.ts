@@ -25,9 +25,9 @@ import { pushPayload, SHA_A } from '../fixtures/github-payloads.ts';
 import { job, trig, workflow } from '../fixtures/locks.ts';
 import { Forge } from '../kernel/orchestrator/ingest/harness.ts';
 import { TestAgent } from '../fixtures/test-agent.ts';
-import { answerProblem, bodyOf, describeTally, fuzzRuns, headerSet, tally } from './arbitraries.ts';
+import { answerProblem, bodyOf, describeTally, fuzzDatabase, fuzzRuns, fuzzTimeout, headerSet, progress, serverEnv, tally } from './arbitraries.ts';
 
-t.setTimeout(900_000);
+t.setTimeout(fuzzTimeout());
 
 const REQUESTS = fuzzRuns(1_000);
 const CONNECTIONS = Math.max(20, Math.round(REQUESTS / 20));
@@ -37,12 +37,13 @@ const ALLOWED = new Set([200, 400, 401, 404, 405, 413, 415, 429, 431]);
 const CLOSE_OK = (code: number): boolean => [1000, 1002, 1003, 1005, 1006, 1007, 1008, 1009].includes(code) || (code >= 4000 && code <= 4999);
 
 await eachDatabase(t, async (t, db) => {
+  if (!fuzzDatabase(db.kind)) return void t.pass(`not fuzzed on the ${db.kind} database (SVC_FUZZ_DATABASES)`);
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-fuzz-orch-'));
   const forge = new Forge();
   const orchestrator = await startOrchestrator({
     env: {
-      // SVC_FUZZ_RUNS is the test's, not a setting: the orchestrator refuses unknown SVC_ names.
-      ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'SVC_FUZZ_RUNS')),
+      // SVC_FUZZ_* are the test's, not settings: the orchestrator refuses unknown SVC_ names.
+      ...serverEnv(),
       SVC_DATABASE_URL: db.url,
       SVC_DATA_DIR: dataDir,
       SVC_SECRET_KEY: randomBytes(32).toString('base64'),
@@ -74,6 +75,7 @@ await eachDatabase(t, async (t, db) => {
   await t.test(`${REQUESTS} generated webhook requests, a share of them correctly signed`, async (t) => {
     const statuses = new Map<string, number>();
     const matchedRuns = new Set<string>();
+    const tick = progress(`orchestrator ${db.kind} requests`, REQUESTS, statuses);
     const request = fc.record({
       path: fc.oneof({ weight: 8, arbitrary: fc.constant('/webhook/acme/forge') }, { weight: 1, arbitrary: fc.constantFrom('/webhook/acme/github', '/webhook/zed/forge', '/webhook/acme/forge/x', '/webhook/acme/generic/none') }),
       sign: fc.oneof({ weight: 3, arbitrary: fc.constant('valid') }, { weight: 1, arbitrary: fc.constantFrom('none', 'wrong', 'generated') }),
@@ -98,6 +100,7 @@ await eachDatabase(t, async (t, db) => {
         const response = await fetch(`${base}${r.path}`, { method: 'POST', headers, body: r.body });
         const text = await response.text();
         tally(statuses, `${response.status}${response.status === 200 ? ` ${(JSON.parse(text) as { status: string }).status}` : ''}`);
+        tick();
         const problem = answerProblem(response.status, text, ALLOWED);
         if (problem !== undefined) throw new Error(`${r.sign} ${r.path}: ${problem}`);
         if (response.status === 200) for (const id of (JSON.parse(text) as { runIds?: string[] }).runIds ?? []) matchedRuns.add(id);
@@ -122,6 +125,7 @@ await eachDatabase(t, async (t, db) => {
     );
     const closes = new Map<string, number>();
     let answers = 0;
+    const tick = progress(`orchestrator ${db.kind} connections`, CONNECTIONS, closes);
     const agentUrl = `${base.replace('http', 'ws')}/v1/agents/connect`;
     await fc.assert(
       fc.asyncProperty(fc.array(frame, { minLength: 1, maxLength: 6 }), async (frames) => {
@@ -144,6 +148,7 @@ await eachDatabase(t, async (t, db) => {
           });
         });
         tally(closes, String(code));
+        tick();
         if (!CLOSE_OK(code)) throw new Error(`closed with ${code}`);
       }),
       { numRuns: CONNECTIONS, endOnFailure: true },

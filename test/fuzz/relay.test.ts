@@ -15,9 +15,9 @@ import { sql } from '../../kernel/services/db/index.ts';
 import { pushPayload } from '../fixtures/github-payloads.ts';
 import { eachDatabase } from '../fixtures/db.ts';
 import { fakeOrchestrator, githubSource, newOrg, sendWebhook, startTestRelay } from '../kernel/relay/harness.ts';
-import { answerProblem, bodyOf, describeTally, fuzzRuns, headerSet, tally } from './arbitraries.ts';
+import { answerProblem, bodyOf, describeTally, fuzzDatabase, fuzzRuns, fuzzTimeout, headerSet, progress, tally } from './arbitraries.ts';
 
-t.setTimeout(900_000);
+t.setTimeout(fuzzTimeout());
 
 const REQUESTS = fuzzRuns(1_000);
 const CONNECTIONS = Math.max(20, Math.round(REQUESTS / 10));
@@ -58,6 +58,7 @@ const headers = fc.oneof(
 const method = fc.oneof({ weight: 8, arbitrary: fc.constant('POST') }, { weight: 1, arbitrary: fc.constantFrom('GET', 'PUT', 'PATCH', 'DELETE', 'OPTIONS') });
 
 await eachDatabase(t, async (t, db) => {
+  if (!fuzzDatabase(db.kind)) return void t.pass(`not fuzzed on the ${db.kind} database (SVC_FUZZ_DATABASES)`);
   const token = await newOrg(db.pool, 'acme');
   const relay = await startTestRelay(t, db.url, {
     env: { SVC_RELAY_RATE_LIMIT_PER_IP_RPM: '100000000', SVC_RELAY_RATE_LIMIT_PER_ORG_RPM: '100000000' },
@@ -71,6 +72,7 @@ await eachDatabase(t, async (t, db) => {
     const statuses = new Map<string, number>();
     let accepted = 0;
     const received = orchestrator.received.length;
+    const tick = progress(`relay ${db.kind} requests`, REQUESTS, statuses);
     await fc.assert(
       fc.asyncProperty(path, method, headers, bodyOf(pushPayload() as unknown as Record<string, unknown>), async (p, m, headers, body) => {
         const init: RequestInit = { method: m, headers };
@@ -78,6 +80,7 @@ await eachDatabase(t, async (t, db) => {
         const response = await fetch(`${relay.url}${p}`, init);
         const text = await response.text();
         tally(statuses, String(response.status));
+        tick();
         const problem = answerProblem(response.status, text, ALLOWED);
         if (problem !== undefined) throw new Error(`${m} ${p}: ${problem}`);
         if (response.status === 200 && (JSON.parse(text) as { status: string }).status === 'accepted') accepted++;
@@ -102,6 +105,7 @@ await eachDatabase(t, async (t, db) => {
         .map(({ type, extra }) => ({ binary: false, data: JSON.stringify({ type, ...extra }) })),
     );
     const closes = new Map<string, number>();
+    const tick = progress(`relay ${db.kind} connections`, CONNECTIONS, closes);
     await fc.assert(
       fc.asyncProperty(fc.boolean(), fc.array(frame, { minLength: 1, maxLength: 6 }), async (greet, generated) => {
         // Half the connections say a valid hello first, so the frames after it meet the session's handlers.
@@ -128,6 +132,7 @@ await eachDatabase(t, async (t, db) => {
           });
         });
         tally(closes, String(code));
+        tick();
         if (!CLOSE_OK(code)) throw new Error(`closed with ${code}`);
       }),
       { numRuns: CONNECTIONS, endOnFailure: true },

@@ -66,6 +66,15 @@ export function mapError(error: unknown, context: MapContext): MappedError {
   const statusCode = typeof e.statusCode === 'number' ? e.statusCode : 500;
   const message = typeof e.message === 'string' ? e.message : '';
 
+  // The router's refusals (fastify's frameworkErrors): a path parameter past the router's
+  // length limit, or one whose percent-encoding does not decode. Their messages quote the whole
+  // path; ours name the problem.
+  if (code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    return { status: 414, body: body('SVC_ERR_HTTP_INVALID_PARAMS', 'a path parameter is longer than the server accepts'), internal: false, headers: {} };
+  }
+  if (code === 'FST_ERR_BAD_URL') {
+    return { status: 400, body: body('SVC_ERR_HTTP_INVALID_PARAMS', 'a path parameter is not valid percent-encoding'), internal: false, headers: {} };
+  }
   if (code === 'FST_ERR_CTP_BODY_TOO_LARGE' || statusCode === 413) {
     const limit = context.bodyLimit === undefined ? '' : ` of ${context.bodyLimit} bytes`;
     return { status: 413, body: body('SVC_ERR_HTTP_BODY_TOO_LARGE', `request body is larger than the limit${limit}`), internal: false, headers: {} };

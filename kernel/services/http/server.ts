@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { IncomingMessage } from 'node:http';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RawReplyDefaultExpression, type RawRequestDefaultExpression, type RawServerDefault } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type RawReplyDefaultExpression, type RawRequestDefaultExpression, type RawServerDefault } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { ErrorResponse } from '../../../schemas/http/error.ts';
 import { UnavailableError, messageOf } from '../../../core/errors.ts';
@@ -114,6 +114,15 @@ export function createHttpServer(options: CreateHttpServerOptions): SvcHttpServe
     // Compare paths exactly; a trailing slash is a different route.
     routerOptions: { ignoreTrailingSlash: false },
     clientErrorHandler: lingeringClientErrorHandler(logger),
+    // The router's own refusals (a path parameter too long, bad percent-encoding) get the same
+    // error body as every other refusal, not fastify's bare one.
+    frameworkErrors: (error, request, reply) => {
+      const mapped = mapError(error, { requestId: request.id });
+      if (mapped.internal) request.log.error({ err: error }, 'internal error');
+      else request.log.info({ code: mapped.body.error.code, status: mapped.status }, messageOf(error));
+      // No onRequest hook ran: the request id header is set here.
+      void (reply as FastifyReply).code(mapped.status).header('x-request-id', request.id).headers(mapped.headers).type('application/json; charset=utf-8').send(mapped.body);
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(svcValidatorCompiler);

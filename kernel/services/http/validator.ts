@@ -3,7 +3,7 @@
 import type { FastifySchemaCompiler } from 'fastify';
 import type { TSchema } from 'typebox';
 import { Value } from 'typebox/value';
-import { compileSchema, formatIssues, type SchemaCheck } from '../../../schemas/validate.ts';
+import { compileSchema, formatIssues, type SchemaCheck, type ValidationIssue } from '../../../schemas/validate.ts';
 import { InputError, type ErrorCode } from '../../../core/errors.ts';
 
 const compiled = new WeakMap<object, SchemaCheck<TSchema>>();
@@ -25,6 +25,25 @@ const PARTS: Record<string, { code: ErrorCode; name: string }> = {
   headers: { code: 'SVC_ERR_HTTP_INVALID_HEADERS', name: 'headers' },
 };
 
+/**
+ * The first string (value or key) PostgreSQL cannot store — one holding NUL or an unpaired
+ * surrogate (text and jsonb refuse both) — as an issue; undefined when there is none. Checked on
+ * every validated part, so such input is a 400 at the door instead of a database error later.
+ */
+export function unstorableText(value: unknown, path = ''): ValidationIssue | undefined {
+  const bad = (s: string): boolean => s.includes('\u0000') || !s.isWellFormed();
+  const issue = { path, message: 'must not contain NUL characters or unpaired surrogates' };
+  if (typeof value === 'string') return bad(value) ? issue : undefined;
+  if (typeof value !== 'object' || value === null) return undefined;
+  for (const [key, child] of Object.entries(value)) {
+    const at = path === '' ? key : `${path}.${key}`;
+    if (bad(key)) return { path: at, message: 'a key must not contain NUL characters or unpaired surrogates' };
+    const found = unstorableText(child, at);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
 export const svcValidatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, httpPart }) => {
   const check = checkFor(schema);
   const part = PARTS[httpPart ?? 'body'] ?? { code: 'SVC_ERR_HTTP_INVALID_BODY', name: httpPart ?? 'request' };
@@ -33,9 +52,10 @@ export const svcValidatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, h
     // Query strings, path parameters and headers arrive as strings; bodies are JSON and are not coerced.
     const input = isBody ? value : Value.Convert(schema, value);
     const result = check.validate(input);
-    if (result.ok) return { value: input };
+    const issues = result.ok ? [unstorableText(input)].filter((i) => i !== undefined) : result.issues;
+    if (issues.length === 0) return { value: input };
     return {
-      error: new InputError(part.code, `invalid request ${part.name}: ${formatIssues(result.issues)}`, { details: { issues: result.issues } }),
+      error: new InputError(part.code, `invalid request ${part.name}: ${formatIssues(issues)}`, { details: { issues } }),
     };
   };
 };

@@ -18,6 +18,7 @@ import { testCode } from '../../../fixtures/error-codes.ts';
 import { createMetrics } from '../../../../kernel/services/metrics.ts';
 import { scrubUrl } from '../../../../kernel/services/http/server.ts';
 import { checkFor, createHttpServer, KEEP_ALIVE_TIMEOUT_MS, listen, type SvcHttpServer } from '../../../../kernel/services/http/index.ts';
+import { unstorableText } from '../../../../kernel/services/http/validator.ts';
 
 const checkError = compileSchema(ErrorResponse);
 
@@ -195,6 +196,38 @@ t.test('malformed, oversized, unsupported and unknown requests', async (t) => {
   t.equal(missing.response.statusCode, 404);
   t.same(missing.body, { error: { code: 'SVC_ERR_HTTP_NOT_FOUND', message: 'no route for GET /nope' } });
   for (const r of [malformed, empty, proto, large, media, missing]) t.ok(checkError.check(r.body));
+});
+
+// Found by test/fuzz/admin-api.test.ts: a NUL in a path parameter reached PostgreSQL (500).
+t.test('text PostgreSQL cannot store (NUL, unpaired surrogates) is refused by validation', async (t) => {
+  const { app } = build();
+  t.teardown(() => app.close());
+  for (const name of ['a\u0000b', '\ud800', 'x\udfff']) {
+    const { response, body } = await json(app, { method: 'POST', url: '/things', payload: `{"name":${JSON.stringify(name)},"spec":{"size":1}}`, headers: { 'content-type': 'application/json' } });
+    t.equal(response.statusCode, 400, JSON.stringify(name));
+    t.equal(body.error.code, 'SVC_ERR_HTTP_INVALID_BODY');
+    t.same(body.error.issues, [{ path: 'name', message: 'must not contain NUL characters or unpaired surrogates' }]);
+  }
+  t.equal((await app.inject({ method: 'POST', url: '/things', payload: { name: 'ünïcode 💥', spec: { size: 1 } } })).statusCode, 200, 'well-formed unicode passes');
+  t.same(unstorableText({ a: [{ ['k\u0000']: 1 }] }), { path: 'a.0.k\u0000', message: 'a key must not contain NUL characters or unpaired surrogates' });
+  t.equal(unstorableText({ a: ['fine', 1, null, { b: 'also' }] }), undefined);
+});
+
+// Found by test/fuzz/admin-api.test.ts: the router answered these itself, with fastify's bare body.
+t.test("the router's refusals get the error body: a path parameter too long or not decodable", async (t) => {
+  const { app } = build();
+  t.teardown(() => app.close());
+  const long = await json(app, { method: 'GET', url: `/items/${'9'.repeat(500)}` });
+  t.equal(long.response.statusCode, 414);
+  t.same(long.body, { error: { code: 'SVC_ERR_HTTP_INVALID_PARAMS', message: 'a path parameter is longer than the server accepts' } });
+  const bad = await json(app, { method: 'GET', url: '/items/%ZZ' });
+  t.equal(bad.response.statusCode, 400);
+  t.same(bad.body, { error: { code: 'SVC_ERR_HTTP_INVALID_PARAMS', message: 'a path parameter is not valid percent-encoding' } });
+  for (const r of [long, bad]) {
+    t.ok(checkError.check(r.body));
+    t.match(r.response.headers['content-type'], /^application\/json/);
+    t.match(r.response.headers['x-request-id'], /^[0-9a-f-]{36}$/);
+  }
 });
 
 t.test('scrubUrl', async (t) => {
