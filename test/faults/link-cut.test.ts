@@ -14,7 +14,7 @@ import { startTcpProxy, type TcpProxy } from '../fixtures/tcp-proxy.ts';
 
 t.setTimeout(300_000);
 
-const PUSHES = 600;
+const PUSHES = 450;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 await t.test('relay link cut, stalled half-open and healed under webhooks: nothing answered 200 is lost or doubled', { skip: await systemSkip() }, async (t) => {
@@ -45,17 +45,18 @@ await t.test('relay link cut, stalled half-open and healed under webhooks: nothi
     await sleep(2_000);
     link.heal();
   })();
-  const sent = await stack.sendAll(PUSHES, { concurrency: 8, perSecond: 20 });
+  const sent = await stack.sendAll(PUSHES, { concurrency: 8, perSecond: 15 });
   await faults;
+  const drainStarted = Date.now();
   const tally = await stack.settle(sent, 180_000);
-  t.comment(tallyLine(tally, { linksProxied: link.proxied, linksReset: link.reset }));
+  t.comment(tallyLine(tally, { linksProxied: link.proxied, linksReset: link.reset, drainMs: Date.now() - drainStarted }));
 
   t.ok(link.reset >= 2, `connections were reset (${link.reset})`);
   t.ok(link.proxied >= 2, `the orchestrator redialled (${link.proxied} connections)`);
   t.ok(tally.answered >= PUSHES * 0.9, `most pushes were answered 200 (${tally.answered}; refused ${tally.refused}, unanswered ${tally.unanswered})`);
   t.ok(tally.buffered > 0, 'some pushes were buffered while the link was down');
   t.equal(tally.lost, 0, `every push answered 200 has its record (lost: ${tally.lostIds.join(', ')})\n${tally.lost > 0 ? stack.logs() : ''}`);
-  t.equal(tally.duplicates, 0, 'at most one run per workflow per delivery, each named by its record');
+  t.equal(tally.duplicates, 0, `at most one run per workflow per delivery, each named by its record; one registration.updated per push to main (${tally.eventDuplicates} extra)`);
   t.equal(tally.missingRuns, 0, 'every push to main answered 200 has one run per workflow');
   t.equal(tally.relayDuplicate, 0, 'no push sent once was answered as a duplicate');
   t.equal(tally.relayBuffer, 0, "the relay's buffer drained");

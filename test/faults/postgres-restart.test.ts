@@ -14,7 +14,7 @@ import { queryOnce, startFaultStack, tallyLine, type Sent } from '../fixtures/fa
 
 t.setTimeout(300_000);
 
-const PUSHES = 600;
+const PUSHES = 450;
 const DOWN_MS = 4_000;
 
 await t.test('PostgreSQL stopped and started under load: both servers recover unattended, nothing answered 200 is lost', async (t) => {
@@ -76,7 +76,7 @@ await t.test('PostgreSQL stopped and started under load: both servers recover un
   t.ok(after.every((s) => s.status === 200 && s.answer === 'accepted'), `every push after recovery was accepted (${after.filter((s) => s.answer !== 'accepted').map((s) => `${s.status}:${s.answer}`).join(', ')})`);
   t.ok(tally.answered >= PUSHES / 2, `most pushes were answered 200 (${tally.answered})`);
   t.equal(tally.lost, 0, `every push answered 200 has its record (lost: ${tally.lostIds.join(', ')})\n${tally.lost > 0 ? stack.logs() : ''}`);
-  t.equal(tally.duplicates, 0, 'at most one run per workflow per delivery, each named by its record');
+  t.equal(tally.duplicates, 0, `at most one run per workflow per delivery, each named by its record; one registration.updated per push to main (${tally.eventDuplicates} extra)`);
   t.equal(tally.missingRuns, 0, 'every push to main answered 200 has one run per workflow');
   t.equal(tally.relayBuffer, 0, "the relay's buffer drained");
   t.equal(tally.payloadOmitted, 0, 'every recorded payload is confirmed stored (none left saying storage_failed)');

@@ -11,7 +11,7 @@ import { startFaultStack, systemDatabases, systemSkip, tallyLine } from '../fixt
 
 t.setTimeout(300_000);
 
-const PUSHES = 600;
+const PUSHES = 450;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 await t.test('relay SIGKILLed mid-stream, with a buffer filling and draining: nothing answered 200 is lost or doubled', { skip: await systemSkip() }, async (t) => {
@@ -55,17 +55,18 @@ await t.test('relay SIGKILLed mid-stream, with a buffer filling and draining: no
     bufferedAtReplayKill = await stack.relayBuffered();
     await killRelay();
   })();
-  const sent = await stack.sendAll(PUSHES, { concurrency: 8, perSecond: 20 });
+  const sent = await stack.sendAll(PUSHES, { concurrency: 8, perSecond: 15 });
   await faults;
+  const drainStarted = Date.now();
   const tally = await stack.settle(sent, 180_000);
-  t.comment(tallyLine(tally, { relayKills, bufferedAtKill, bufferedAtReplayKill, killedMidReplay: Number(killedMidReplay) }));
+  t.comment(tallyLine(tally, { relayKills, bufferedAtKill, bufferedAtReplayKill, killedMidReplay: Number(killedMidReplay), drainMs: Date.now() - drainStarted }));
 
   t.equal(relayKills, 3, 'the relay was killed three times');
   t.ok(bufferedAtKill > 0, `the relay was killed with deliveries in its buffer (${bufferedAtKill})`);
   t.ok(killedMidReplay && bufferedAtReplayKill > 0, `the third kill landed while the buffer was being replayed (${bufferedAtReplayKill} left)`);
   t.ok(tally.accepted > 0 && tally.buffered > 0, `pushes were answered 200 both live and buffered (${tally.accepted} accepted, ${tally.buffered} buffered; ${tally.unanswered} unanswered)`);
   t.equal(tally.lost, 0, `every push answered 200 has its record (lost: ${tally.lostIds.join(', ')})\n${tally.lost > 0 ? stack.logs() : ''}`);
-  t.equal(tally.duplicates, 0, 'at most one run per workflow per delivery, each named by its record');
+  t.equal(tally.duplicates, 0, `at most one run per workflow per delivery, each named by its record; one registration.updated per push to main (${tally.eventDuplicates} extra)`);
   t.equal(tally.missingRuns, 0, 'every push to main answered 200 has one run per workflow');
   t.equal(tally.relayDuplicate, 0, 'no push sent once was answered as a duplicate');
   t.equal(tally.relayBuffer, 0, "the relay's buffer drained");
