@@ -6,11 +6,14 @@
 //   2. killed again and not restarted → the job fails: the agent did not reconnect within the
 //      recovery window;
 //   3. an ephemeral agent killed mid-job → the job fails at once.
+// It ends with the fault suite's counted line (docs/faults.md): answered = jobs whose agent was
+// killed mid-step, recorded = those that ended as the spec's table says, duplicates = jobs
+// dispatched more than once (attempts above 1, or a second job row), lost = jobs left unfinished.
 import { join } from 'node:path';
 import t from 'tap';
 import { sql } from '../../kernel/services/db/index.ts';
-import { eachDatabase } from '../fixtures/db.ts';
-import { startJobsStack, type JobsStack } from '../fixtures/jobs-stack.ts';
+import { eachDatabase, type Test } from '../fixtures/db.ts';
+import { startJobsStack, TERMINAL, type JobsStack } from '../fixtures/jobs-stack.ts';
 import { until } from '../fixtures/runs.ts';
 
 t.setTimeout(900_000);
@@ -68,11 +71,35 @@ async function statusBecomes(stack: JobsStack, id: string, statuses: string[], t
   }, timeoutMs, 50);
 }
 
+/** A job whose agent was SIGKILLed mid-step, and the status the spec's table gives it. */
+interface Killed {
+  id: string;
+  expected: 'completed' | 'failed';
+}
+
+/** The fault suite's line: every killed job ended as the table says, none dispatched twice, none left unfinished. */
+async function countKilled(t: Test, stack: JobsStack, killed: readonly Killed[]): Promise<void> {
+  const rows = (await stack.pool.any(sql.unsafe`
+    select j.id::text as id, j.status, j.attempts, (select count(*)::int from jobs o where o.run_id = j.run_id and o.name = j.name) as rows
+    from jobs j where j.id = any(${sql.array(killed.map((k) => k.id), 'uuid')})`)) as readonly { id: string; status: string; attempts: number; rows: number }[];
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  const recorded = killed.filter((k) => byId.get(k.id)?.status === k.expected).length;
+  const lost = killed.filter((k) => !TERMINAL.includes(byId.get(k.id)?.status ?? '')).length;
+  const duplicates = rows.reduce((n, r) => n + Math.max(0, r.attempts - 1) + (r.rows - 1), 0);
+  const completed = rows.filter((r) => r.status === 'completed').length;
+  const failed = rows.filter((r) => r.status === 'failed').length;
+  t.comment(`answered=${killed.length} recorded=${recorded} duplicates=${duplicates} lost=${lost} completed=${completed} failed=${failed}`);
+  t.equal(recorded, killed.length, 'every killed job ended as the spec table says');
+  t.equal(duplicates, 0, 'no job dispatched twice');
+  t.equal(lost, 0, 'no job left unfinished');
+}
+
 await eachDatabase(t, async (t, db) => {
   const reconnect = { SVC_AGENT_MAX_RECONNECT_DELAY_MS: '30000' };
   const stack = await startJobsStack(t, db, { orchestratorEnv: reconnect });
   const workDir = join(stack.root, 'static-agent');
   const staticEnv = { ...reconnect, SVC_AGENT_ID: 'e2e-static', SVC_AGENT_WORK_DIR: workDir };
+  const killed: Killed[] = [];
 
   await t.test('static agent killed mid-job and restarted within the window: the job completes, not re-dispatched', async (t) => {
     let agent = await stack.startAgent(staticEnv);
@@ -81,6 +108,7 @@ await eachDatabase(t, async (t, db) => {
     await napping(stack, job.id);
     agent.child.kill('SIGKILL');
     await agent.stop();
+    killed.push({ id: job.id, expected: 'completed' });
     const recovering = await statusBecomes(stack, job.id, ['recovering'], 60_000);
     t.equal(recovering.agent_id, 'e2e-static', 'recovering, still owned by the agent');
     agent = await stack.startAgent(staticEnv);
@@ -101,6 +129,7 @@ await eachDatabase(t, async (t, db) => {
       const killedAt = Date.now();
       agent.child.kill('SIGKILL');
       await agent.stop();
+      killed.push({ id: job2.id, expected: 'failed' });
       await statusBecomes(stack, job2.id, ['recovering'], 60_000);
       const failed = await statusBecomes(stack, job2.id, ['failed', 'completed'], 300_000);
       t.equal(failed.status, 'failed');
@@ -119,10 +148,13 @@ await eachDatabase(t, async (t, db) => {
     const killedAt = Date.now();
     agent.child.kill('SIGKILL');
     await agent.stop();
+    killed.push({ id: job.id, expected: 'failed' });
     // The first of these statuses it reaches is failed: it never went through recovering.
     const failed = await statusBecomes(stack, job.id, ['failed', 'recovering', 'completed'], 60_000);
     t.equal(failed.status, 'failed', 'no recovery window for an ephemeral agent');
     t.equal(failed.reason, 'Agent e2e-ephemeral (ephemeral) disconnected while the job was running');
     t.comment(`failed ${Date.now() - killedAt} ms after the kill`);
   });
+
+  await t.test('counted', (t) => countKilled(t, stack, killed));
 }, { concurrent: true });

@@ -400,10 +400,14 @@ export class IngestPipeline implements PipelineServices {
           branch: defaultBranch,
           sha: event.sha!,
           lock: lock ?? { schemaVersion: 1, source: '', contentHash: '', workflows: [] },
+          deliveryKey: delivery.deliveryId,
         }),
       );
-      this.registrations.clear();
-      steps.add('registrations', 'replaced', `${count} registration(s) for ${repository.fullName}; registration.updated emitted`);
+      if (count === undefined) steps.add('registrations', 'unchanged', 'already replaced by an earlier attempt of this delivery');
+      else {
+        this.registrations.clear();
+        steps.add('registrations', 'replaced', `${count} registration(s) for ${repository.fullName}; registration.updated emitted`);
+      }
     } else steps.add('registrations', 'unchanged');
 
     // Step 11: changed files.

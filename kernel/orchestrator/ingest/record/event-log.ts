@@ -7,6 +7,8 @@
 // ack, and confirmed writes flip the records to `payload_omitted = false` in batches. A write
 // that fails, a full backlog, or a crash before the write leaves the failure recorded (the
 // relay keeps nothing after the ack, so the body is then gone: recorded, never silently lost).
+// A confirmation the database refuses (it restarted, a connection dropped) is kept and tried
+// again with back-off: otherwise a database blip would leave stored objects recorded as lost.
 import { promisify } from 'node:util';
 import { gzip as gzipCallback, gzipSync } from 'node:zlib';
 import type { Logger } from 'pino';
@@ -34,14 +36,22 @@ export interface EventLogWriterOptions {
   busy?: () => boolean;
 }
 
-interface Pending {
-  orgId: string;
-  deliveryId: string;
-  key: string;
+interface Pending extends Outcome {
   body: Buffer;
 }
 
+/** A finished write waiting to be recorded (the body is no longer held). */
+interface Outcome {
+  orgId: string;
+  deliveryId: string;
+  key: string;
+}
+
 const CONFIRM_BATCH = 500;
+/** Outcomes kept while the database refuses them; past it the oldest are dropped (their records keep saying storage_failed). */
+const MAX_HELD_OUTCOMES = 100_000;
+const RETRY_MIN_MS = 500;
+const RETRY_MAX_MS = 30_000;
 // A body of several MB took tens of ms to compress synchronously, a stall every delivery in
 // flight waited for: large bodies go to the libuv pool. Small ones (most webhooks) stay
 // synchronous: well under a millisecond, cheaper than a zlib stream and a pool round trip each.
@@ -63,14 +73,18 @@ export class EventLogWriter {
   #queuedBytes = 0;
   #reserved = 0;
   #writing = 0;
-  #confirmed: Pending[] = [];
-  #failed: Pending[] = [];
+  #confirmed: Outcome[] = [];
+  #failed: Outcome[] = [];
+  /** Back-off before the next flush after the database refused one (0: none). */
+  #retryMs = 0;
   #flushTimer: NodeJS.Timeout | undefined;
   #flushing: Promise<void> | undefined;
   #idle: Array<() => void> = [];
   /** Objects written and confirmed, and writes that failed (tests, metrics). */
   written = 0;
   failures = 0;
+  /** Outcomes dropped because too many waited for the database (tests). */
+  droppedOutcomes = 0;
 
   constructor(options: EventLogWriterOptions) {
     this.#storage = options.storage;
@@ -139,18 +153,18 @@ export class EventLogWriter {
   async #writeOne(item: Pending): Promise<void> {
     try {
       await this.#storage!.put(item.key, await gzip(item.body), { contentType: 'application/gzip' });
-      this.#confirmed.push(item);
+      this.#confirmed.push({ orgId: item.orgId, deliveryId: item.deliveryId, key: item.key });
     } catch (error) {
       this.failures += 1;
       this.#logger.warn({ err: error, orgId: item.orgId, deliveryId: item.deliveryId }, `event-log payload not stored: ${messageOf(error)}`);
-      this.#failed.push(item);
+      this.#failed.push({ orgId: item.orgId, deliveryId: item.deliveryId, key: item.key });
     }
     this.#scheduleFlush();
   }
 
   #scheduleFlush(): void {
     if (this.#flushTimer !== undefined) return;
-    const due = this.#confirmed.length + this.#failed.length >= CONFIRM_BATCH ? 0 : this.#flushMs;
+    const due = this.#retryMs > 0 ? this.#retryMs : this.#confirmed.length + this.#failed.length >= CONFIRM_BATCH ? 0 : this.#flushMs;
     this.#flushTimer = setTimeout(() => {
       this.#flushTimer = undefined;
       void this.#flush();
@@ -173,7 +187,7 @@ export class EventLogWriter {
     await this.#flushing;
   }
 
-  async #apply(confirmed: Pending[], failed: Pending[]): Promise<void> {
+  async #apply(confirmed: Outcome[], failed: Outcome[]): Promise<void> {
     try {
       if (confirmed.length > 0) {
         // Only a record still pointing at this object (a later replay may have re-planned it).
@@ -183,6 +197,7 @@ export class EventLogWriter {
             ${sql.array(confirmed.map((c) => c.key), 'text')}) as u(org_id, delivery_id, key)
           where d.org_id = u.org_id and d.delivery_id = u.delivery_id and d.payload_key = u.key`);
         this.written += confirmed.length;
+        confirmed = [];
       }
       if (failed.length > 0) {
         await this.#pool.query(sql.unsafe`
@@ -191,9 +206,26 @@ export class EventLogWriter {
             ${sql.array(failed.map((c) => c.key), 'text')}) as u(org_id, delivery_id, key)
           where d.org_id = u.org_id and d.delivery_id = u.delivery_id and d.payload_key = u.key and d.payload_omitted`);
       }
+      this.#retryMs = 0;
     } catch (error) {
-      // The records keep saying `storage_failed`: true of what the database knows.
-      this.#logger.warn({ err: error, confirmed: confirmed.length, failed: failed.length }, 'event-log confirmations not recorded');
+      // Kept for the next flush (after a back-off): the objects are stored whatever the
+      // database says now. Until then the records keep saying `storage_failed`.
+      this.#retryMs = Math.min(RETRY_MAX_MS, Math.max(RETRY_MIN_MS, this.#retryMs * 2));
+      this.#confirmed.unshift(...confirmed);
+      this.#failed.unshift(...failed);
+      const held = this.#confirmed.length + this.#failed.length;
+      if (held > MAX_HELD_OUTCOMES) {
+        // Memory stays bounded through a long outage: the oldest go (their records keep saying storage_failed).
+        const over = held - MAX_HELD_OUTCOMES;
+        const fromConfirmed = Math.min(over, this.#confirmed.length);
+        this.#confirmed.splice(0, fromConfirmed);
+        this.#failed.splice(0, over - fromConfirmed);
+        this.droppedOutcomes += over;
+      }
+      this.#logger.warn(
+        { err: error, confirmed: confirmed.length, failed: failed.length, held: Math.min(held, MAX_HELD_OUTCOMES), retryInMs: this.#retryMs },
+        'event-log confirmations not recorded; kept and retried',
+      );
     }
   }
 

@@ -3,7 +3,11 @@
 // organization-wide workflows) replace the repository's registrations, and
 // `registration.updated` is emitted in the same transaction. Candidates for an event are read
 // back by the spec's indexes: (org, event name), (org, trigger type), global by (org, type).
-import { randomUUID } from 'node:crypto';
+// The step commits before the delivery's record, so a delivery processed again (replayed to a
+// restarted node or another one, retried after a shed) reaches it again: with the delivery's
+// key it is done once per delivery, the `ingest_events` row (its id derived from the key) being
+// the claim.
+import { createHash, randomUUID } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { Type, type Static } from 'typebox';
 import type { CommonQueryMethods } from 'slonik';
@@ -49,12 +53,33 @@ export interface ReplaceRegistrations {
   branch: string;
   sha: string;
   lock: Lock;
+  /** The delivery doing it (its id): done once per delivery. Absent: every call does it. */
+  deliveryKey?: string;
 }
 
-/** Replaces the repository's registrations and emits `registration.updated`. Returns the count. */
-export async function replaceRegistrations(tx: CommonQueryMethods, input: ReplaceRegistrations): Promise<number> {
-  await tx.query(sql.unsafe`delete from registrations where org_id = ${input.orgId} and lower(repository) = lower(${input.repository})`);
+/** A UUID fixed by (org, delivery): the id of the delivery's `registration.updated` row. */
+export function registrationEventId(orgId: string, deliveryKey: string): string {
+  const hash = createHash('sha256').update(`registration.updated\0${orgId}\0${deliveryKey}`).digest();
+  hash[6] = (hash[6]! & 0x0f) | 0x50; // version 5 layout (name-based)
+  hash[8] = (hash[8]! & 0x3f) | 0x80; // RFC 4122 variant
+  const hex = hash.subarray(0, 16).toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/**
+ * Replaces the repository's registrations and emits `registration.updated`. Returns the count,
+ * or undefined when an earlier attempt of the same delivery (`deliveryKey`) already did it.
+ */
+export async function replaceRegistrations(tx: CommonQueryMethods, input: ReplaceRegistrations): Promise<number | undefined> {
   const entries = registerableTriggers(input.lock);
+  const payload = { repository: input.repository, sha: input.sha, branch: input.branch, workflows: [...new Set(entries.map((e) => e.workflow.name))] };
+  const id = input.deliveryKey === undefined ? randomUUID() : registrationEventId(input.orgId, input.deliveryKey);
+  // The claim: a concurrent attempt of the same delivery waits here for the first to commit.
+  const claimed = await tx.maybeOne(sql.unsafe`
+    insert into ingest_events (id, org_id, name, payload) values (${id}, ${input.orgId}, 'registration.updated', ${sql.jsonb(payload as never)})
+    on conflict (id) do nothing returning id`);
+  if (claimed === null) return undefined;
+  await tx.query(sql.unsafe`delete from registrations where org_id = ${input.orgId} and lower(repository) = lower(${input.repository})`);
   for (const r of entries) {
     await tx.query(sql.unsafe`
       insert into registrations (id, org_id, source_id, repository, repository_id, clone_url, branch, sha, workflow, trigger_index,
@@ -63,10 +88,6 @@ export async function replaceRegistrations(tx: CommonQueryMethods, input: Replac
         ${input.branch}, ${input.sha}, ${r.workflow.name}, ${r.triggerIndex}, ${r.trigger.type}, ${sql.array(r.eventNames, 'text')},
         ${r.global}, ${sql.jsonb(r.trigger as never)}, ${sql.jsonb(r.workflow as never)}, ${input.lock.lockfileHash ?? null})`);
   }
-  const payload = { repository: input.repository, sha: input.sha, branch: input.branch, workflows: [...new Set(entries.map((e) => e.workflow.name))] };
-  const id = randomUUID();
-  await tx.query(sql.unsafe`
-    insert into ingest_events (id, org_id, name, payload) values (${id}, ${input.orgId}, 'registration.updated', ${sql.jsonb(payload as never)})`);
   await notify(tx, INGEST_EVENTS_CHANNEL, { id, orgId: input.orgId, name: 'registration.updated' });
   // The same fact for workflows (`lifecycle({ events: ['registration.updated'] })`), and the
   // repository's schedules follow its new lock, all in this transaction.

@@ -1,0 +1,47 @@
+// Event-log payloads written after the ack: a confirmation the database refuses (here: the
+// table is renamed away for a moment, a real PostgreSQL error) is kept and recorded once the
+// database takes it again, so a database blip never leaves a stored payload recorded as lost.
+// Found by the fault suite (test/faults/postgres-restart.test.ts): before, every confirmation in
+// flight during a PostgreSQL restart was dropped and its record said `storage_failed` for ever.
+import { pino } from 'pino';
+import t from 'tap';
+import { EventLogWriter } from '../../../../kernel/orchestrator/ingest/record/event-log.ts';
+import { sql } from '../../../../kernel/services/db/index.ts';
+import { eachDatabase } from '../../../fixtures/db.ts';
+import { pushPayload } from '../../../fixtures/github-payloads.ts';
+import { until } from '../../../fixtures/runs.ts';
+import { delivery, deliveryRow, makeHarness } from './harness.ts';
+
+await eachDatabase(t, async (t, db) => {
+  const h = await makeHarness(t, db);
+  const { secret } = await h.addSource();
+
+  await t.test('a confirmation the database refuses is retried until it is recorded', async (t) => {
+    const d = delivery(pushPayload({ ref: 'refs/heads/topic', after: 'e'.repeat(40) }), { secret });
+    t.equal((await h.pipeline.ingestDelivery(d)).result, 'accepted');
+    t.ok(await h.pipeline.eventLog.drain(), 'the pipeline wrote and confirmed it');
+    // Back to how the record reads between the commit and the confirmation.
+    await db.pool.query(sql.unsafe`update webhook_deliveries set payload_omitted = true, payload_omitted_reason = 'storage_failed' where delivery_id = ${d.deliveryId}`);
+
+    const warnings: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(line) });
+    const writer = new EventLogWriter({ storage: h.storage, pool: db.pool, logger, maxPayloadBytes: 5 * 1024 * 1024, flushMs: 5 });
+    await db.pool.query(sql.unsafe`alter table webhook_deliveries rename to webhook_deliveries_away`);
+    let renamed = true;
+    t.teardown(async () => {
+      if (renamed) await db.pool.query(sql.unsafe`alter table webhook_deliveries_away rename to webhook_deliveries`);
+    });
+    writer.write(d, writer.plan(d));
+    await until('the confirmation to be refused', () => (warnings.some((w) => w.includes('event-log confirmations not recorded')) ? true : undefined), 30_000, 10);
+    t.ok(writer.pending > 0, 'the refused confirmation is still held');
+    await db.pool.query(sql.unsafe`alter table webhook_deliveries_away rename to webhook_deliveries`);
+    renamed = false;
+
+    t.ok(await writer.drain(60_000), 'drained once the database takes it');
+    const row = await deliveryRow(db, d.deliveryId);
+    t.same([row?.payload_omitted, row?.payload_omitted_reason], [false, null], 'recorded as stored');
+    t.not(await h.storage.head(row!.payload_key!), null, 'the object is stored');
+    t.equal(writer.written, 1);
+    t.equal(writer.droppedOutcomes, 0);
+  });
+});
