@@ -11,7 +11,7 @@ import type { ProviderSource, SourceProviderExtensionPoint } from '../../../core
 import type { StorageExtensionPoint } from '../../../core/extension-points/storage.ts';
 import { githubEventDetails } from '../../../workflow/matching/index.ts';
 import type { NamedKey } from '../../services/crypto/sealing.ts';
-import type { DatabasePool } from '../../services/db/index.ts';
+import { WakeupSender, type DatabasePool } from '../../services/db/index.ts';
 import { messageOf } from '../../../core/errors.ts';
 import type { SvcMetrics } from '../../services/metrics.ts';
 import { SourceCache } from '../sources/cache.ts';
@@ -41,6 +41,7 @@ import { ProviderResolver } from './steps/resolve-provider.ts';
 import { resolveTrust, workflowsDiffer } from './steps/trust.ts';
 import { IngestStop, StepLog, stop, type DeliveryState, type IncomingDelivery, type IngestOutcome } from './types.ts';
 import { verifyDeliverySignature } from './steps/verify-signature.ts';
+import { IngestStages } from './stage-metrics.ts';
 
 export interface IngestDeps {
   pool: DatabasePool;
@@ -81,6 +82,9 @@ export class IngestPipeline implements PipelineServices {
   /** Each org's trust policy (fork policy default); cleared by NOTIFY in the ingest subsystem. */
   readonly trustPolicies: TrustPolicyCache;
   readonly outcomes: OutcomeBatcher;
+  readonly stages: IngestStages;
+  /** Wake-ups of the runs' transactions, sent after their commits (runs/deferred-wakeups.ts). */
+  readonly wakeups: WakeupSender;
   readonly #seen = new LRUCache<string, true>({ max: MEMORY_DEDUP_MAX, ttl: 24 * 3600_000 });
   readonly #settingsChecks = new WeakMap<TSchema, SchemaCheck<TSchema>>();
   readonly #fanout;
@@ -101,7 +105,9 @@ export class IngestPipeline implements PipelineServices {
     });
     this.locks = new LockCache(deps.config.lockfileCache);
     this.admission = new Admission(deps.admission);
-    this.outcomes = new OutcomeBatcher(deps.pool);
+    this.stages = new IngestStages(deps.metrics);
+    this.wakeups = new WakeupSender(deps.pool, deps.logger);
+    this.outcomes = new OutcomeBatcher(deps.pool, { stages: this.stages });
     this.providers = new ProviderResolver(deps.host);
     this.caches = new CacheChecker(deps.storage, deps.metrics);
     this.#fanout = deps.metrics.histogram({
@@ -155,6 +161,7 @@ export class IngestPipeline implements PipelineServices {
       trust: { tier: 'unresolved', isFork: 'unresolved' },
       workflowModified: false,
       generation: 0,
+      admittedAt: performance.now(),
     };
     try {
       const outcome = delivery.providerKind === 'generic' ? await processGeneric(this, state) : await this.#process(state);
@@ -205,8 +212,10 @@ export class IngestPipeline implements PipelineServices {
         pool: this.deps.pool,
         caches: this.caches,
         notifyJobsQueued: this.deps.notifyJobsQueued,
+        wakeups: this.wakeups,
         eventLog: this.eventLog,
         outcomes: this.outcomes,
+        stages: this.stages,
         ...(this.deps.queueMaxDepth === undefined ? {} : { queueMaxDepth: this.deps.queueMaxDepth }),
       },
       state,

@@ -4,12 +4,14 @@
 import { randomUUID } from 'node:crypto';
 import type { CommonQueryMethods } from 'slonik';
 import type { NormalizedEvent } from '../../../../schemas/event.ts';
-import { sql, type DatabasePool } from '../../../services/db/index.ts';
+import { sql, type DatabasePool, type WakeupSender } from '../../../services/db/index.ts';
 import { createRun, jobRowCount, type CreatedRun, type RunPlan } from '../../runs/create.ts';
+import { transactionWithWakeupsAfterCommit } from '../../runs/deferred-wakeups.ts';
 import type { CacheChecker } from './caches.ts';
 import { countDuplicate, recordOutcomeRow, replaceRunIds, type ClaimOptions } from '../record/delivery-record.ts';
 import type { EventLogWriter } from '../record/event-log.ts';
 import type { OutcomeBatcher } from '../record/outcome-batch.ts';
+import type { IngestStages } from '../stage-metrics.ts';
 import type { Candidate } from './match.ts';
 import { IngestStop, type DeliveryState, type DeliveryStatus } from '../types.ts';
 
@@ -67,11 +69,14 @@ export function planFor(state: DeliveryState, target: RunTarget, buildKey: strin
 export interface DispatchDeps {
   pool: DatabasePool;
   caches: CacheChecker;
+  /** Called inside the transaction; its wake-up is sent after the commit by `wakeups`. */
   notifyJobsQueued: NotifyJobsQueued;
+  wakeups: WakeupSender;
   eventLog: EventLogWriter;
   outcomes: OutcomeBatcher;
   /** `queue.maxDepth`, read per delivery (a reload applies it); undefined: no limit. */
   queueMaxDepth?: () => number | undefined;
+  stages?: IngestStages;
 }
 
 /** Shed reason of a delivery whose runs would take the queue past `queue.maxDepth`. */
@@ -135,7 +140,13 @@ export async function dispatchRuns(
       );
       checked.push({ target, buildKey: check.buildKey });
     }
-    const runs = await deps.pool.transaction(async (tx) => {
+    const asked = performance.now();
+    if (state.admittedAt !== undefined) deps.stages?.observe('steps', state.admittedAt, asked);
+    let entered = asked;
+    let finished = asked;
+    // No NOTIFY inside: the wake-ups follow the commit (runs/deferred-wakeups.ts).
+    const runs = await transactionWithWakeupsAfterCommit(deps.pool, deps.wakeups, async (tx) => {
+      entered = performance.now();
       // The record first, written in its final form with the runs this transaction will create
       // (ids chosen here): it is also the claim, so a duplicate stops before any run is made.
       const planned: string[] = checked.map(() => randomUUID());
@@ -170,8 +181,12 @@ export async function dispatchRuns(
         throw new IngestStop('shed', 'shed_retry_later', full);
       }
       if (created.some((r) => r.queuedJobs > 0)) await deps.notifyJobsQueued(tx);
+      finished = performance.now();
       return created;
     });
+    deps.stages?.observe('connection', asked, entered);
+    deps.stages?.observe('statements', entered, finished);
+    deps.stages?.observe('commit', finished);
     deps.eventLog.write(state.delivery, payload);
     return { duplicate: false, runs };
   } catch (error) {
