@@ -65,6 +65,8 @@ export interface IngestDeps {
   eventLog?: { concurrency?: number; maxQueuedBytes?: number; flushMs?: number };
   /** `ingestRetry`, read per failure (a reload applies it); absent: the defaults. */
   retryPolicy?: () => RetryPolicy;
+  /** Sends the runs' wake-ups after their commits; default one on `pool`. */
+  wakeups?: WakeupSender;
 }
 
 /** Delivery ids seen finished on this node (the in-memory half of dedup). */
@@ -106,7 +108,7 @@ export class IngestPipeline implements PipelineServices {
     this.locks = new LockCache(deps.config.lockfileCache);
     this.admission = new Admission(deps.admission);
     this.stages = new IngestStages(deps.metrics);
-    this.wakeups = new WakeupSender(deps.pool, deps.logger);
+    this.wakeups = deps.wakeups ?? new WakeupSender(deps.pool, deps.logger);
     this.outcomes = new OutcomeBatcher(deps.pool, { stages: this.stages });
     this.providers = new ProviderResolver(deps.host);
     this.caches = new CacheChecker(deps.storage, deps.metrics);
