@@ -42,6 +42,7 @@ import { resolveTrust, workflowsDiffer } from './steps/trust.ts';
 import { IngestStop, StepLog, stop, type DeliveryState, type IncomingDelivery, type IngestOutcome } from './types.ts';
 import { verifyDeliverySignature } from './steps/verify-signature.ts';
 import { IngestStages } from './stage-metrics.ts';
+import { QueueDepthGuard } from './steps/queue-depth.ts';
 
 export interface IngestDeps {
   pool: DatabasePool;
@@ -87,6 +88,7 @@ export class IngestPipeline implements PipelineServices {
   readonly stages: IngestStages;
   /** Wake-ups of the runs' transactions, sent after their commits (runs/deferred-wakeups.ts). */
   readonly wakeups: WakeupSender;
+  readonly queueDepth = new QueueDepthGuard();
   readonly #seen = new LRUCache<string, true>({ max: MEMORY_DEDUP_MAX, ttl: 24 * 3600_000 });
   readonly #settingsChecks = new WeakMap<TSchema, SchemaCheck<TSchema>>();
   readonly #fanout;
@@ -215,6 +217,7 @@ export class IngestPipeline implements PipelineServices {
         caches: this.caches,
         notifyJobsQueued: this.deps.notifyJobsQueued,
         wakeups: this.wakeups,
+        queueDepth: this.queueDepth,
         eventLog: this.eventLog,
         outcomes: this.outcomes,
         stages: this.stages,

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type { CommonQueryMethods } from 'slonik';
 import type { NormalizedEvent } from '../../../../schemas/event.ts';
-import { sql, type DatabasePool, type WakeupSender } from '../../../services/db/index.ts';
+import type { DatabasePool, WakeupSender } from '../../../services/db/index.ts';
 import { createRun, jobRowCount, type CreatedRun, type RunPlan } from '../../runs/create.ts';
 import { transactionWithWakeupsAfterCommit } from '../../runs/deferred-wakeups.ts';
 import type { CacheChecker } from './caches.ts';
@@ -12,6 +12,7 @@ import { countDuplicate, recordOutcomeRow, replaceRunIds, type ClaimOptions } fr
 import type { EventLogWriter } from '../record/event-log.ts';
 import type { OutcomeBatcher } from '../record/outcome-batch.ts';
 import type { IngestStages } from '../stage-metrics.ts';
+import type { DepthCheck, QueueDepthGuard } from './queue-depth.ts';
 import type { Candidate } from './match.ts';
 import { IngestStop, type DeliveryState, type DeliveryStatus } from '../types.ts';
 
@@ -76,24 +77,9 @@ export interface DispatchDeps {
   outcomes: OutcomeBatcher;
   /** `queue.maxDepth`, read per delivery (a reload applies it); undefined: no limit. */
   queueMaxDepth?: () => number | undefined;
+  /** The node's memory of the queue's depth (queue-depth.ts). */
+  queueDepth: QueueDepthGuard;
   stages?: IngestStages;
-}
-
-/** Shed reason of a delivery whose runs would take the queue past `queue.maxDepth`. */
-export function queueFullReason(maxDepth: number, adding: number): string {
-  return `queue.maxDepth (${maxDepth}) reached: the run(s) of this delivery would queue ${adding} more job(s); no run created, retried later (raise queue.maxDepth or add agents)`;
-}
-
-/**
- * Inside the runs' transaction (it sees their jobs): refuse when the queued jobs now exceed
- * `queue.maxDepth`. The count stops just past the limit, so a long queue costs no more.
- */
-async function checkQueueDepth(tx: CommonQueryMethods, deps: DispatchDeps, created: readonly CreatedRun[]): Promise<string | null> {
-  const maxDepth = deps.queueMaxDepth?.();
-  const adding = created.reduce((sum, run) => sum + run.queuedJobs, 0);
-  if (maxDepth === undefined || adding === 0) return null;
-  const queued = Number(await tx.oneFirst(sql.unsafe`SELECT count(*) FROM (SELECT 1 FROM jobs WHERE status = 'queued' LIMIT ${maxDepth + 1}) q`));
-  return queued > maxDepth ? queueFullReason(maxDepth, adding) : null;
 }
 
 export type DispatchResult = { duplicate: false; runs: CreatedRun[] } | { duplicate: true; status: string };
@@ -144,6 +130,7 @@ export async function dispatchRuns(
     if (state.admittedAt !== undefined) deps.stages?.observe('steps', state.admittedAt, asked);
     let entered = asked;
     let finished = asked;
+    let depth: DepthCheck | undefined;
     // No NOTIFY inside: the wake-ups follow the commit (runs/deferred-wakeups.ts).
     const runs = await transactionWithWakeupsAfterCommit(deps.pool, deps.wakeups, async (tx) => {
       entered = performance.now();
@@ -173,7 +160,9 @@ export async function dispatchRuns(
         state.steps.entries[dispatchEntry] = { step: 'dispatch', outcome: 'runs_created', detail: describe(actual).slice(0, 2000) };
         await replaceRunIds(tx, state, planned, created.map((r) => r.runId));
       }
-      const full = await checkQueueDepth(tx, deps, created);
+      const adding = created.reduce((sum, run) => sum + run.queuedJobs, 0);
+      depth = await deps.queueDepth.check(tx, deps.queueMaxDepth?.(), adding);
+      const full = depth.reason;
       if (full !== null) {
         // Rolls the runs and the record back; finishClaimed records the delivery `shed` with it.
         state.steps.entries.splice(dispatchEntry);
@@ -184,6 +173,7 @@ export async function dispatchRuns(
       finished = performance.now();
       return created;
     });
+    if (depth !== undefined) deps.queueDepth.committed(depth, runs.reduce((sum, run) => sum + run.queuedJobs, 0));
     deps.stages?.observe('connection', asked, entered);
     deps.stages?.observe('statements', entered, finished);
     deps.stages?.observe('commit', finished);
