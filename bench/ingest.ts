@@ -3,8 +3,9 @@
 // signature. Measures (1) webhooks/s relay → orchestrator for no-match deliveries and (2) at a
 // steady rate, arrival at the relay → job queued (from the records: jobs.queued_at minus the
 // delivery's received_at). Bounded, loopback only, stops by itself:
-//   node bench/ingest.ts [--requests N] [--concurrency C] [--rate R] [--steady-seconds S] [--busy] [--profile DIR]
+//   node bench/ingest.ts [--requests N] [--concurrency C] [--rate R] [--steady-seconds S] [--busy] [--profile DIR] [--sample-db]
 // --busy: a background CPU load (stress-ng --cpu 1 --cpu-load 50) during the whole measurement.
+// --sample-db: during the steady phase, what the database's backends wait for (lib/db-sampler.ts).
 // The steady phase also prints each hop at p50/p99 (relay receive → send, send → ack, and in the
 // orchestrator receive → commit → ack), from the servers' own histograms, so a regression names
 // its hop. `npm run build` first.
@@ -23,7 +24,8 @@ import { createSource } from '../kernel/orchestrator/sources/store.ts';
 import { createDatabase, migrate, sql } from '../kernel/services/db/index.ts';
 import { buildLock } from '../workflow/lock/lock-file.ts';
 import { job, trig, workflow } from '../test/fixtures/locks.ts';
-import { bucketQuantile, cpuSeconds as cpuOf, distBin, percentile, rssMiB as rssOf, scrapeBuckets, withMachine } from './lib/machine.ts';
+import { sampleDatabase } from './lib/db-sampler.ts';
+import { bucketQuantile, cpuSeconds as cpuOf, diskCounters, diskLine, distBin, percentile, rssMiB as rssOf, scrapeBuckets, withMachine } from './lib/machine.ts';
 
 const { values } = parseArgs({
   options: {
@@ -34,6 +36,7 @@ const { values } = parseArgs({
     // Write V8 CPU profiles of both bins into this directory (look at the top self-time frames).
     profile: { type: 'string' },
     busy: { type: 'boolean', default: false },
+    'sample-db': { type: 'boolean', default: false },
   },
 });
 const REQUESTS = Math.min(100_000, Number(values.requests));
@@ -174,6 +177,9 @@ async function main(): Promise<void> {
   const scrape = async (url: string) => (await fetch(`${url}/metrics`)).text();
   const hopsBefore = [await scrape(relayUrl), await scrape(orch.url)];
   const sinceRow = (await orchPool.one(sql.unsafe`select now() as at`)) as { at: number };
+  const sampler = values['sample-db'] ? await sampleDatabase(serverUrl, dbNames[1]!) : undefined;
+  const disk0 = diskCounters();
+  const cpuSteady0 = [cpuSeconds(relay.child), cpuSeconds(orch.child)];
   const total = RATE * STEADY_SECONDS;
   const interval = 1000 / RATE;
   const t0 = performance.now();
@@ -187,6 +193,10 @@ async function main(): Promise<void> {
     pending.push(send('match').then((status) => (roundTrips.push(performance.now() - sent), status)));
   }
   await Promise.all(pending);
+  const steadySeconds = (performance.now() - t0) / 1000;
+  const disk1 = diskCounters();
+  const cpuSteady1 = [cpuSeconds(relay.child), cpuSeconds(orch.child)];
+  const sampled = await sampler?.stop();
   await new Promise((r) => setTimeout(r, 500));
   const hopsAfter = [await scrape(relayUrl), await scrape(orch.url)];
   const rows = (await orchPool.any(sql.unsafe`
@@ -211,6 +221,10 @@ async function main(): Promise<void> {
     ['orchestrator receive → commit', 1, 'svc_orch_relay_delivery_seconds', 'stage="receive_to_commit"'],
     ['orchestrator commit → ack sent', 1, 'svc_orch_relay_delivery_seconds', 'stage="commit_to_ack"'],
   ];
+  // Inside the orchestrator's receive → commit: the pipeline's stages (ingest/stage-metrics.ts).
+  for (const stage of ['steps', 'connection', 'statements', 'commit', 'batch_wait', 'batch_write']) {
+    hops.push([`  ingest stage ${stage}`, 1, 'svc_orch_ingest_stage_seconds', `stage="${stage}"`]);
+  }
   for (const [label, server, name, labels] of hops) {
     const before = scrapeBuckets(hopsBefore[server]!, name, labels);
     const after = scrapeBuckets(hopsAfter[server]!, name, labels);
@@ -218,8 +232,11 @@ async function main(): Promise<void> {
       const seconds = bucketQuantile(before, after, x);
       return Number.isFinite(seconds) ? (1000 * seconds).toFixed(2) : `> ${1000 * Math.max(...[...after.keys()].filter(Number.isFinite))}`;
     };
-    console.log(`  hop ${label.padEnd(32)} p50 ${q(0.5)} ms, p99 ${q(0.99)} ms`);
+    const count = (scrapeBuckets(hopsAfter[server]!, name, labels).get(Infinity) ?? 0) - (before.get(Infinity) ?? 0);
+    if (count > 0) console.log(`  hop ${label.padEnd(32)} p50 ${q(0.5)} ms, p99 ${q(0.99)} ms  (${count})`);
   }
+  console.log(`  steady phase: CPU relay ${((100 * (cpuSteady1[0]! - cpuSteady0[0]!)) / steadySeconds).toFixed(0)} %, orchestrator ${((100 * (cpuSteady1[1]! - cpuSteady0[1]!)) / steadySeconds).toFixed(0)} % of one core; disk ${diskLine(disk0, disk1, steadySeconds)}`);
+  for (const line of sampled ?? []) console.log(line);
   const lag = (text: string, q: string) => (1000 * Number(new RegExp(`^nodejs_eventloop_lag_${q}_seconds (\\S+)`, 'm').exec(text)?.[1] ?? NaN)).toFixed(1);
   console.log(`  event-loop delay since start (p50/p99): relay ${lag(hopsAfter[0]!, 'p50')}/${lag(hopsAfter[0]!, 'p99')} ms, orchestrator ${lag(hopsAfter[1]!, 'p50')}/${lag(hopsAfter[1]!, 'p99')} ms`);
   console.log(`RSS: relay ${rssMiB(relay.child).toFixed(0)} MiB, orchestrator ${rssMiB(orch.child).toFixed(0)} MiB, bench process ${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB`);

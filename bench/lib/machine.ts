@@ -163,3 +163,40 @@ export function bucketQuantile(before: Buckets, after: Buckets, q: number): numb
   }
   return lower;
 }
+
+/** Block-device counters from /proc/diskstats (Linux; empty elsewhere): whole disks only. */
+export interface DiskCounters {
+  writes: number;
+  flushes: number;
+  /** Milliseconds the device had I/O in flight. */
+  busyMs: number;
+}
+
+export function diskCounters(): Map<string, DiskCounters> {
+  const out = new Map<string, DiskCounters>();
+  try {
+    for (const line of readFileSync('/proc/diskstats', 'utf8').split('\n')) {
+      const f = line.trim().split(/\s+/);
+      const name = f[2];
+      // Whole disks that did any writing (no partitions, loop, zram or ram devices).
+      if (name === undefined || /^(loop|zram|ram)/.test(name) || /^(sd|vd|xvd|hd)[a-z]+\d+$/.test(name) || /^(nvme\d+n\d+|mmcblk\d+)p\d+$/.test(name)) continue;
+      const n = f.slice(3).map(Number);
+      if (!(n[4]! > 0)) continue;
+      out.set(name, { writes: n[4]!, flushes: n[15] ?? 0, busyMs: n[9]! });
+    }
+  } catch {
+    // not Linux
+  }
+  return out;
+}
+
+/** One line per disk: writes/s, cache flushes/s (each fsync ends in one) and % of the time busy. */
+export function diskLine(before: Map<string, DiskCounters>, after: Map<string, DiskCounters>, seconds: number): string {
+  const parts: string[] = [];
+  for (const [name, a] of after) {
+    const b = before.get(name);
+    if (b === undefined) continue;
+    parts.push(`${name} ${((a.writes - b.writes) / seconds).toFixed(0)} writes/s, ${((a.flushes - b.flushes) / seconds).toFixed(0)} flushes/s, busy ${((100 * (a.busyMs - b.busyMs)) / (1000 * seconds)).toFixed(0)} %`);
+  }
+  return parts.join('; ') || 'no disk counters';
+}

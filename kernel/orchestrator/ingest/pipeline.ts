@@ -11,7 +11,7 @@ import type { ProviderSource, SourceProviderExtensionPoint } from '../../../core
 import type { StorageExtensionPoint } from '../../../core/extension-points/storage.ts';
 import { githubEventDetails } from '../../../workflow/matching/index.ts';
 import type { NamedKey } from '../../services/crypto/sealing.ts';
-import type { DatabasePool } from '../../services/db/index.ts';
+import { WakeupSender, type DatabasePool } from '../../services/db/index.ts';
 import { messageOf } from '../../../core/errors.ts';
 import type { SvcMetrics } from '../../services/metrics.ts';
 import { SourceCache } from '../sources/cache.ts';
@@ -41,6 +41,8 @@ import { ProviderResolver } from './steps/resolve-provider.ts';
 import { resolveTrust, workflowsDiffer } from './steps/trust.ts';
 import { IngestStop, StepLog, stop, type DeliveryState, type IncomingDelivery, type IngestOutcome } from './types.ts';
 import { verifyDeliverySignature } from './steps/verify-signature.ts';
+import { IngestStages } from './stage-metrics.ts';
+import { QueueDepthGuard } from './steps/queue-depth.ts';
 
 export interface IngestDeps {
   pool: DatabasePool;
@@ -64,6 +66,8 @@ export interface IngestDeps {
   eventLog?: { concurrency?: number; maxQueuedBytes?: number; flushMs?: number };
   /** `ingestRetry`, read per failure (a reload applies it); absent: the defaults. */
   retryPolicy?: () => RetryPolicy;
+  /** Sends the runs' wake-ups after their commits; default one on `pool`. */
+  wakeups?: WakeupSender;
 }
 
 /** Delivery ids seen finished on this node (the in-memory half of dedup). */
@@ -81,6 +85,10 @@ export class IngestPipeline implements PipelineServices {
   /** Each org's trust policy (fork policy default); cleared by NOTIFY in the ingest subsystem. */
   readonly trustPolicies: TrustPolicyCache;
   readonly outcomes: OutcomeBatcher;
+  readonly stages: IngestStages;
+  /** Wake-ups of the runs' transactions, sent after their commits (runs/deferred-wakeups.ts). */
+  readonly wakeups: WakeupSender;
+  readonly queueDepth = new QueueDepthGuard();
   readonly #seen = new LRUCache<string, true>({ max: MEMORY_DEDUP_MAX, ttl: 24 * 3600_000 });
   readonly #settingsChecks = new WeakMap<TSchema, SchemaCheck<TSchema>>();
   readonly #fanout;
@@ -101,7 +109,9 @@ export class IngestPipeline implements PipelineServices {
     });
     this.locks = new LockCache(deps.config.lockfileCache);
     this.admission = new Admission(deps.admission);
-    this.outcomes = new OutcomeBatcher(deps.pool);
+    this.stages = new IngestStages(deps.metrics);
+    this.wakeups = deps.wakeups ?? new WakeupSender(deps.pool, deps.logger);
+    this.outcomes = new OutcomeBatcher(deps.pool, { stages: this.stages });
     this.providers = new ProviderResolver(deps.host);
     this.caches = new CacheChecker(deps.storage, deps.metrics);
     this.#fanout = deps.metrics.histogram({
@@ -155,6 +165,7 @@ export class IngestPipeline implements PipelineServices {
       trust: { tier: 'unresolved', isFork: 'unresolved' },
       workflowModified: false,
       generation: 0,
+      admittedAt: performance.now(),
     };
     try {
       const outcome = delivery.providerKind === 'generic' ? await processGeneric(this, state) : await this.#process(state);
@@ -205,8 +216,11 @@ export class IngestPipeline implements PipelineServices {
         pool: this.deps.pool,
         caches: this.caches,
         notifyJobsQueued: this.deps.notifyJobsQueued,
+        wakeups: this.wakeups,
+        queueDepth: this.queueDepth,
         eventLog: this.eventLog,
         outcomes: this.outcomes,
+        stages: this.stages,
         ...(this.deps.queueMaxDepth === undefined ? {} : { queueMaxDepth: this.deps.queueMaxDepth }),
       },
       state,

@@ -67,6 +67,7 @@ export const ingestSubsystem: Subsystem = {
       await listener.close();
       // Payload objects still queued are written before the process goes.
       if (!(await pipeline.eventLog.drain(5000))) logger.warn({ pending: pipeline.eventLog.pending }, 'event-log payloads left unwritten at stop (recorded storage_failed)');
+      await pipeline.wakeups.idle();
       await pool.end();
     });
     // The event log for operators (`svc-admin deliveries`), on every node.

@@ -104,6 +104,8 @@ export interface DeliveryState {
   generation: number;
   /** Set by the dedup step: how the record is claimed when it is written. */
   claim?: ClaimOptions;
+  /** `performance.now()` when admission let the delivery in (stage-metrics.ts). */
+  admittedAt?: number;
 }
 
 export class IngestStop extends Error {

@@ -20,6 +20,7 @@ export { migrate, migrationLockKey, readMigrations, type MigrateOptions, type Mi
 export {
   MAX_NOTIFY_PAYLOAD_BYTES,
   checkChannel,
+  collectWakeups,
   createListener,
   notify,
   type GapHandler,
@@ -27,3 +28,4 @@ export {
   type ListenerOptions,
   type NotificationHandler,
 } from './listen.ts';
+export { WakeupSender } from './wakeups.ts';

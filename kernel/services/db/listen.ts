@@ -212,12 +212,30 @@ export async function createListener(options: ListenerOptions): Promise<Listener
   };
 }
 
+/** Transactions whose wake-ups (empty payloads) are collected here and sent after the commit (wakeups.ts). */
+const deferred = new WeakMap<CommonQueryMethods, Set<string>>();
+
+/**
+ * From now on, `notify(tx, channel, '')` on this transaction adds `channel` to `channels` instead
+ * of queueing a NOTIFY; the caller sends them once the transaction committed (`WakeupSender`).
+ * Notifications with a payload still go through the transaction.
+ */
+export function collectWakeups(tx: CommonQueryMethods, channels: Set<string>): void {
+  deferred.set(tx, channels);
+}
+
 /**
  * NOTIFY through a slonik connection. Inside `pool.transaction(async (tx) => { ...; await notify(tx, ...) })`
- * it is delivered only if the transaction commits, so insert and notification are one unit.
+ * it is delivered only if the transaction commits, so insert and notification are one unit (or,
+ * for a wake-up on a transaction given to `collectWakeups`, sent right after that commit).
  */
 export async function notify(connection: CommonQueryMethods, channel: string, payload: string | object = ''): Promise<void> {
   checkChannel(channel);
+  const collecting = payload === '' ? deferred.get(connection) : undefined;
+  if (collecting !== undefined) {
+    collecting.add(channel);
+    return;
+  }
   const text = typeof payload === 'string' ? payload : JSON.stringify(payload);
   if (typeof text !== 'string') throw new InputError('SVC_ERR_DB_NOTIFY_PAYLOAD', 'a notification payload must be a string or a JSON-serialisable object');
   if (Buffer.byteLength(text) > MAX_NOTIFY_PAYLOAD_BYTES) {

@@ -8,6 +8,7 @@ import { Type } from 'typebox';
 import { sql, sqlTyped, type DatabasePool } from '../../../services/db/index.ts';
 import { countDuplicate, eventColumns, recordOutcome, takeOver, type Claim, type ClaimOptions, type FinishRecord } from './delivery-record.ts';
 import type { DeliveryState } from '../types.ts';
+import type { IngestStages } from '../stage-metrics.ts';
 
 interface Item {
   state: DeliveryState;
@@ -15,6 +16,8 @@ interface Item {
   claim: ClaimOptions;
   resolve: (claim: Claim) => void;
   reject: (error: unknown) => void;
+  /** `performance.now()` when it was queued. */
+  queuedAt: number;
 }
 
 const ClaimedRow = Type.Object({ org_id: Type.String(), delivery_id: Type.String(), generation: Type.Number() });
@@ -24,12 +27,14 @@ export interface OutcomeBatcherOptions {
   maxBatch?: number;
   /** Statements in flight at once. */
   concurrency?: number;
+  stages?: IngestStages;
 }
 
 export class OutcomeBatcher {
   readonly #pool: DatabasePool;
   readonly #maxBatch: number;
   readonly #concurrency: number;
+  readonly #stages: IngestStages | undefined;
   #queue: Item[] = [];
   #running = 0;
   /** Statements written and rows they carried (tests, the bench). */
@@ -40,12 +45,15 @@ export class OutcomeBatcher {
     this.#pool = pool;
     this.#maxBatch = Math.max(1, options.maxBatch ?? 200);
     this.#concurrency = Math.max(1, options.concurrency ?? 2);
+    this.#stages = options.stages;
   }
 
   /** Claims and finishes the record; resolves once it is committed (or found a duplicate). */
   record(state: DeliveryState, record: FinishRecord, claim: ClaimOptions): Promise<Claim> {
+    const queuedAt = performance.now();
+    if (state.admittedAt !== undefined) this.#stages?.observe('steps', state.admittedAt, queuedAt);
     return new Promise<Claim>((resolve, reject) => {
-      this.#queue.push({ state, record, claim, resolve, reject });
+      this.#queue.push({ state, record, claim, resolve, reject, queuedAt });
       this.#pump();
     });
   }
@@ -82,6 +90,17 @@ export class OutcomeBatcher {
   }
 
   async #write(batch: Item[]): Promise<void> {
+    const started = performance.now();
+    for (const item of batch) this.#stages?.observe('batch_wait', item.queuedAt, started);
+    try {
+      await this.#writeBatch(batch);
+    } finally {
+      const done = performance.now();
+      for (let i = 0; i < batch.length; i += 1) this.#stages?.observe('batch_write', started, done);
+    }
+  }
+
+  async #writeBatch(batch: Item[]): Promise<void> {
     if (batch.length === 1) {
       const item = batch[0]!;
       this.statements += 1;

@@ -4,12 +4,15 @@
 import { randomUUID } from 'node:crypto';
 import type { CommonQueryMethods } from 'slonik';
 import type { NormalizedEvent } from '../../../../schemas/event.ts';
-import { sql, type DatabasePool } from '../../../services/db/index.ts';
+import type { DatabasePool, WakeupSender } from '../../../services/db/index.ts';
 import { createRun, jobRowCount, type CreatedRun, type RunPlan } from '../../runs/create.ts';
+import { transactionWithWakeupsAfterCommit } from '../../runs/deferred-wakeups.ts';
 import type { CacheChecker } from './caches.ts';
 import { countDuplicate, recordOutcomeRow, replaceRunIds, type ClaimOptions } from '../record/delivery-record.ts';
 import type { EventLogWriter } from '../record/event-log.ts';
 import type { OutcomeBatcher } from '../record/outcome-batch.ts';
+import type { IngestStages } from '../stage-metrics.ts';
+import type { DepthCheck, QueueDepthGuard } from './queue-depth.ts';
 import type { Candidate } from './match.ts';
 import { IngestStop, type DeliveryState, type DeliveryStatus } from '../types.ts';
 
@@ -67,28 +70,16 @@ export function planFor(state: DeliveryState, target: RunTarget, buildKey: strin
 export interface DispatchDeps {
   pool: DatabasePool;
   caches: CacheChecker;
+  /** Called inside the transaction; its wake-up is sent after the commit by `wakeups`. */
   notifyJobsQueued: NotifyJobsQueued;
+  wakeups: WakeupSender;
   eventLog: EventLogWriter;
   outcomes: OutcomeBatcher;
   /** `queue.maxDepth`, read per delivery (a reload applies it); undefined: no limit. */
   queueMaxDepth?: () => number | undefined;
-}
-
-/** Shed reason of a delivery whose runs would take the queue past `queue.maxDepth`. */
-export function queueFullReason(maxDepth: number, adding: number): string {
-  return `queue.maxDepth (${maxDepth}) reached: the run(s) of this delivery would queue ${adding} more job(s); no run created, retried later (raise queue.maxDepth or add agents)`;
-}
-
-/**
- * Inside the runs' transaction (it sees their jobs): refuse when the queued jobs now exceed
- * `queue.maxDepth`. The count stops just past the limit, so a long queue costs no more.
- */
-async function checkQueueDepth(tx: CommonQueryMethods, deps: DispatchDeps, created: readonly CreatedRun[]): Promise<string | null> {
-  const maxDepth = deps.queueMaxDepth?.();
-  const adding = created.reduce((sum, run) => sum + run.queuedJobs, 0);
-  if (maxDepth === undefined || adding === 0) return null;
-  const queued = Number(await tx.oneFirst(sql.unsafe`SELECT count(*) FROM (SELECT 1 FROM jobs WHERE status = 'queued' LIMIT ${maxDepth + 1}) q`));
-  return queued > maxDepth ? queueFullReason(maxDepth, adding) : null;
+  /** The node's memory of the queue's depth (queue-depth.ts). */
+  queueDepth: QueueDepthGuard;
+  stages?: IngestStages;
 }
 
 export type DispatchResult = { duplicate: false; runs: CreatedRun[] } | { duplicate: true; status: string };
@@ -135,7 +126,14 @@ export async function dispatchRuns(
       );
       checked.push({ target, buildKey: check.buildKey });
     }
-    const runs = await deps.pool.transaction(async (tx) => {
+    const asked = performance.now();
+    if (state.admittedAt !== undefined) deps.stages?.observe('steps', state.admittedAt, asked);
+    let entered = asked;
+    let finished = asked;
+    let depth: DepthCheck | undefined;
+    // No NOTIFY inside: the wake-ups follow the commit (runs/deferred-wakeups.ts).
+    const runs = await transactionWithWakeupsAfterCommit(deps.pool, deps.wakeups, async (tx) => {
+      entered = performance.now();
       // The record first, written in its final form with the runs this transaction will create
       // (ids chosen here): it is also the claim, so a duplicate stops before any run is made.
       const planned: string[] = checked.map(() => randomUUID());
@@ -162,7 +160,9 @@ export async function dispatchRuns(
         state.steps.entries[dispatchEntry] = { step: 'dispatch', outcome: 'runs_created', detail: describe(actual).slice(0, 2000) };
         await replaceRunIds(tx, state, planned, created.map((r) => r.runId));
       }
-      const full = await checkQueueDepth(tx, deps, created);
+      const adding = created.reduce((sum, run) => sum + run.queuedJobs, 0);
+      depth = await deps.queueDepth.check(tx, deps.queueMaxDepth?.(), adding);
+      const full = depth.reason;
       if (full !== null) {
         // Rolls the runs and the record back; finishClaimed records the delivery `shed` with it.
         state.steps.entries.splice(dispatchEntry);
@@ -170,8 +170,13 @@ export async function dispatchRuns(
         throw new IngestStop('shed', 'shed_retry_later', full);
       }
       if (created.some((r) => r.queuedJobs > 0)) await deps.notifyJobsQueued(tx);
+      finished = performance.now();
       return created;
     });
+    if (depth !== undefined) deps.queueDepth.committed(depth, runs.reduce((sum, run) => sum + run.queuedJobs, 0));
+    deps.stages?.observe('connection', asked, entered);
+    deps.stages?.observe('statements', entered, finished);
+    deps.stages?.observe('commit', finished);
     deps.eventLog.write(state.delivery, payload);
     return { duplicate: false, runs };
   } catch (error) {

@@ -1,10 +1,15 @@
 // The dispatch transaction writes the record first (claim and final form in one statement) with
 // the ids of the runs it is about to create. A replay that takes over a record whose runs exist
 // already (a row left `shed`/`processing` after its runs were made) names those runs instead, with
-// "(existing)" in its steps: one record, one run per workflow.
+// "(existing)" in its steps: one record, one run per workflow. The transaction NOTIFYs nothing:
+// the dispatchers and the run status feed's consumers are woken after the commit.
 import t from 'tap';
-import { sql } from '../../../../kernel/services/db/index.ts';
-import { eachDatabase } from '../../../fixtures/db.ts';
+import { JOBS_CHANNEL } from '../../../../kernel/orchestrator/dispatch/notify.ts';
+import { sourcePointerKey } from '../../../../kernel/orchestrator/ingest/steps/caches.ts';
+import { RUN_STATUS_FEED_CHANNEL } from '../../../../kernel/orchestrator/runs/deferred-wakeups.ts';
+import { createListener, notify, sql, WakeupSender } from '../../../../kernel/services/db/index.ts';
+import { eachDatabase, testLogger } from '../../../fixtures/db.ts';
+import { until } from '../../../fixtures/runs.ts';
 import { pushPayload, SHA_A } from '../../../fixtures/github-payloads.ts';
 import { trig, workflow } from '../../../fixtures/locks.ts';
 import { count, delivery, deliveryRow, makeHarness } from './harness.ts';
@@ -35,5 +40,35 @@ await eachDatabase(t, async (t, db) => {
     const row = await deliveryRow(db, d.deliveryId);
     t.same(row?.run_ids, first.runIds, 'the record names the existing run only');
     t.match(row?.steps.find((s) => s.step === 'dispatch')?.detail, /\(existing\)/);
+  });
+
+  await t.test('no NOTIFY in the transaction: the wake-ups follow the commit; each stage is timed', async (t) => {
+    const heard: string[] = [];
+    const listener = await createListener({ url: db.url, logger: testLogger });
+    t.teardown(() => listener.close());
+    for (const channel of [JOBS_CHANNEL, RUN_STATUS_FEED_CHANNEL, 'sentinel']) await listener.listen(channel, (_p, c) => heard.push(c));
+    const held: string[][] = [];
+    const wakeups = new (class extends WakeupSender {
+      override wake(channels: Iterable<string>): void {
+        held.push([...channels]);
+      }
+    })(db.pool, testLogger);
+    // A source cache hit: the run's job is queued at once (so dispatchers have something to wake for).
+    await h.storage.put(sourcePointerKey('acme', workflow('ci', [trig.push()]).contentHash), Buffer.from('digest'));
+    const before = await h.metrics.text();
+    const o = await h.newPipeline({ wakeups }).ingestDelivery(delivery(pushPayload(), { secret }));
+    t.equal(o.status, 'matched');
+    t.equal(await count(db, 'jobs', sql.fragment`run_id = ${o.runIds[0]!} and status = 'queued'`), 1, 'its job is queued');
+    await notify(db.pool, 'sentinel', '');
+    await until('the sentinel', () => (heard.includes('sentinel') ? true : undefined), 10_000, 10);
+    t.same(heard, ['sentinel'], 'the committed run and job notified nothing by themselves');
+    t.same(held.map((c) => [...c].sort()), [[JOBS_CHANNEL, RUN_STATUS_FEED_CHANNEL].sort()], 'the dispatchers and the feed consumers are woken after the commit');
+    new WakeupSender(db.pool, testLogger).wake(held[0]!);
+    await until('the wake-ups', () => (heard.includes(JOBS_CHANNEL) && heard.includes(RUN_STATUS_FEED_CHANNEL) ? true : undefined), 10_000, 10);
+
+    const after = await h.metrics.text();
+    const stageCount = (metrics: string, name: string) => Number(new RegExp(`^svc_orch_ingest_stage_seconds_count\\{stage="${name}"\\} (\\d+)$`, 'm').exec(metrics)?.[1] ?? 0);
+    for (const name of ['steps', 'connection', 'statements', 'commit']) t.equal(stageCount(after, name) - stageCount(before, name), 1, `stage ${name} observed once`);
+    t.equal(stageCount(after, 'batch_wait') - stageCount(before, 'batch_wait'), 0, 'a delivery with runs is not batched');
   });
 });

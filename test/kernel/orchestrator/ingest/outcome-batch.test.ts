@@ -15,6 +15,7 @@ await eachDatabase(t, async (t, db) => {
   await t.test('concurrent no-match deliveries: one record each, fewer statements than deliveries', async (t) => {
     const ds = Array.from({ length: 60 }, () => delivery(pushPayload({ ref: 'refs/heads/topic', after: 'e'.repeat(40) }), { secret }));
     const before = h.pipeline.outcomes.statements;
+    const metricsBefore = await h.metrics.text();
     const outcomes = await Promise.all(ds.map((d) => h.pipeline.ingestDelivery(d)));
     t.ok(outcomes.every((o) => o.result === 'accepted' && o.status === 'no_lock_file'));
     // Every answer came after its row was committed: all rows are there now.
@@ -24,6 +25,11 @@ await eachDatabase(t, async (t, db) => {
     t.same(row?.steps.map((s) => s.step).slice(0, 3), ['admission', 'verify-signature', 'dedup']);
     const statements = h.pipeline.outcomes.statements - before;
     t.ok(statements < 60, `batched: ${statements} statement(s) for 60 deliveries`);
+    // Each delivery's stages (ingest/stage-metrics.ts): its steps, its wait for a batch, the batch's statement.
+    const metricsAfter = await h.metrics.text();
+    const stageCount = (text: string, stage: string) => Number(new RegExp(`^svc_orch_ingest_stage_seconds_count\\{stage="${stage}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+    for (const stage of ['steps', 'batch_wait', 'batch_write']) t.equal(stageCount(metricsAfter, stage) - stageCount(metricsBefore, stage), 60, `stage ${stage} observed once per delivery`);
+    t.equal(stageCount(metricsAfter, 'commit') - stageCount(metricsBefore, 'commit'), 0, 'no runs: no run transaction');
   });
 
   await t.test('the same delivery twice in flight (two nodes): one record, one duplicate', async (t) => {

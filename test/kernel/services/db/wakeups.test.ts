@@ -1,0 +1,88 @@
+// Wake-ups after the commit (kernel/services/db/wakeups.ts): a transaction given to
+// `collectWakeups` sends no NOTIFY of its own for empty-payload wake-ups (notifications arrive in
+// commit order, so a sentinel committed after it proves nothing was queued), a payload still goes
+// through the transaction, and the `WakeupSender` folds the channels asked for while a statement
+// is on its way into the next one.
+import t from 'tap';
+import { pino } from 'pino';
+import { collectWakeups, createDatabase, createListener, notify, WakeupSender, type Listener } from '../../../../kernel/services/db/index.ts';
+import { eachDatabase, testLogger, type Test } from '../../../fixtures/db.ts';
+import { until } from '../../../fixtures/runs.ts';
+
+await eachDatabase(t, async (t, db) => {
+  const heard: Array<{ channel: string; payload: string }> = [];
+  const open = async (t: Test, channels: string[]): Promise<Listener> => {
+    const listener = await createListener({ url: db.url, logger: testLogger });
+    t.teardown(() => listener.close());
+    for (const channel of channels) await listener.listen(channel, (payload, c) => heard.push({ channel: c, payload }));
+    return listener;
+  };
+  const heardOn = (channel: string) => heard.filter((h) => h.channel === channel);
+
+  await t.test('collected wake-ups are not sent by the commit; payloads are; the sender sends them after', async (t) => {
+    heard.length = 0;
+    await open(t, ['wake_a', 'wake_b', 'carries', 'sentinel']);
+    const channels = new Set<string>();
+    await db.pool.transaction(async (tx) => {
+      collectWakeups(tx, channels);
+      await notify(tx, 'wake_a', '');
+      await notify(tx, 'wake_b');
+      await notify(tx, 'wake_a', '');
+      await notify(tx, 'carries', { id: 1 });
+    });
+    t.same([...channels].sort(), ['wake_a', 'wake_b'], 'the empty-payload channels were collected, each once');
+    await notify(db.pool, 'sentinel', 'after');
+    await until('the sentinel', () => (heardOn('sentinel').length > 0 ? true : undefined), 10_000, 10);
+    t.same(
+      heard.map((h) => h.channel),
+      ['carries', 'sentinel'],
+      'only the payload was sent at the commit (a queued wake-up would have arrived before the sentinel)',
+    );
+
+    const sender = new WakeupSender(db.pool, testLogger);
+    sender.wake(channels);
+    await sender.idle();
+    await until('both wake-ups', () => (heardOn('wake_a').length === 1 && heardOn('wake_b').length === 1 ? true : undefined), 10_000, 10);
+    t.equal(sender.statements, 1, 'one statement for both channels');
+  });
+
+  await t.test('a rolled-back transaction collects nothing the caller would send', async (t) => {
+    const channels = new Set<string>();
+    const sender = new WakeupSender(db.pool, testLogger);
+    await db.pool
+      .transaction(async (tx) => {
+        collectWakeups(tx, channels);
+        await notify(tx, 'wake_a', '');
+        throw new Error('abort');
+      })
+      .then(() => sender.wake(channels), () => undefined);
+    await sender.idle();
+    t.equal(sender.statements, 0, 'nothing sent for a transaction that did not commit');
+  });
+
+  await t.test('wake-ups asked for while a statement is on its way fold into the next one', async (t) => {
+    heard.length = 0;
+    await open(t, ['fold_a', 'fold_b', 'fold_c']);
+    const sender = new WakeupSender(db.pool, testLogger);
+    for (let i = 0; i < 50; i += 1) sender.wake([['fold_a', 'fold_b', 'fold_c'][i % 3]!]);
+    await sender.idle();
+    t.equal(sender.statements, 2, 'the first wake-up goes at once; the 49 asked meanwhile share one more statement');
+    await until('every channel woken', () => (['fold_a', 'fold_b', 'fold_c'].every((c) => heardOn(c).length > 0) ? true : undefined), 10_000, 10);
+    t.ok(heardOn('fold_a').length <= 2 && heardOn('fold_b').length <= 2, 'at most one notification per channel per statement');
+  });
+
+  await t.test('a bad channel is refused; a failed send is logged, not thrown', async (t) => {
+    const sender = new WakeupSender(db.pool, testLogger);
+    t.throws(() => sender.wake(['']), { code: 'SVC_ERR_DB_CHANNEL_INVALID' });
+    const lines: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
+    const ended = await createDatabase({ url: db.url, logger: testLogger });
+    await ended.end();
+    const failing = new WakeupSender(ended, logger);
+    failing.wake(['wake_a']);
+    await failing.idle();
+    t.equal(failing.statements, 0);
+    t.equal(lines.length, 1, 'the failure is logged once');
+    t.match(JSON.parse(lines[0]!), { msg: 'wake-up notification not sent', channels: ['wake_a'] });
+  });
+});
