@@ -12,7 +12,7 @@ import { startEmbeddedPostgres, type EmbeddedPostgresServer } from '../../kernel
 import { initialisedDataDir, testLogger } from '../fixtures/db.ts';
 import { queryOnce, startFaultStack, tallyLine, type Sent } from '../fixtures/fault-stack.ts';
 
-t.setTimeout(300_000);
+t.setTimeout(600_000);
 
 const PUSHES = 450;
 const DOWN_MS = 4_000;
