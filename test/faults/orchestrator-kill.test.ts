@@ -8,7 +8,7 @@
 import t from 'tap';
 import { startFaultStack, systemDatabases, systemSkip, tallyLine } from '../fixtures/fault-stack.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 const PUSHES = 1_000;
 
@@ -50,7 +50,7 @@ await t.test('orchestrator SIGKILLed repeatedly under 1,000 webhooks: nothing an
   await killer;
   // After the last restart the relay's buffer drains into the orchestrator.
   const drainStarted = Date.now();
-  const tally = await stack.settle(sent, 180_000);
+  const tally = await stack.settle(sent, 480_000);
   t.comment(tallyLine(tally, { kills, killsWhileSending, bootKills, restartMsMax, sendMs, drainMs: Date.now() - drainStarted }));
 
   t.ok(kills >= 3 && killsWhileSending >= 1, `the orchestrator was killed ${kills} times, ${killsWhileSending} while pushes arrived`);
