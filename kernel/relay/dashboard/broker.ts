@@ -4,9 +4,13 @@
 // waiting requests at once instead of letting them time out.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { OrchestratorToRelay, RelayToOrchestrator } from '../../../schemas/wire/relay.ts';
-import { UnavailableError } from '../../../core/errors.ts';
+import { RelayToOrchestratorMembers, type OrchestratorToRelay, type RelayToOrchestrator } from '../../../schemas/wire/relay.ts';
+import { compileMessageUnion } from '../../../schemas/validate.ts';
+import { InputError, UnavailableError } from '../../../core/errors.ts';
 import type { OrchestratorConnection, OrchestratorPool } from '../orchestrator-pool.ts';
+
+/** The orchestrator's own check of relay frames (relay-link/connect.ts), applied before sending. */
+const checkOutgoing = compileMessageUnion(RelayToOrchestratorMembers);
 
 export type BrokerRequest = Extract<RelayToOrchestrator, { requestId: string }>;
 export type BrokerResponse = Extract<OrchestratorToRelay, { requestId: string }>;
@@ -71,6 +75,16 @@ export class DashboardBroker {
 
   /** Sends to one orchestrator of `orgId` and resolves with its response; UnavailableError otherwise. */
   async request<M extends Outgoing<BrokerRequest>>(orgId: string, message: M): Promise<ResponseFor<M['type']>> {
+    const requestId = randomUUID();
+    const full = { ...message, requestId } as BrokerRequest;
+    // The orchestrator drops a frame its check refuses, without an answer: a request built from
+    // what a caller sent (an empty path segment, say) is refused here, not after the timeout.
+    const checked = checkOutgoing.validate(full);
+    if (!checked.ok) {
+      // Paths only: an issue may quote a value (a secret's).
+      const fields = [...new Set(checked.issues.map((i) => i.path || '(frame)'))].join(', ');
+      throw new InputError('SVC_ERR_HTTP_BAD_REQUEST', `the request cannot be passed to an orchestrator (the link refuses ${fields}): check the path and the body`);
+    }
     const candidates = this.#options.pool.connections(orgId).filter((c) => !c.closed);
     if (candidates.length === 0) {
       throw new UnavailableError(
@@ -79,8 +93,6 @@ export class DashboardBroker {
       );
     }
     const connection = candidates.reduce((best, c) => ((this.#perConnection.get(c.connId) ?? 0) < (this.#perConnection.get(best.connId) ?? 0) ? c : best));
-    const requestId = randomUUID();
-    const full = { ...message, requestId } as BrokerRequest;
     const expected = RESPONSE_OF[full.type];
     const response = await new Promise<BrokerResponse>((resolve, reject) => {
       const timer = setTimeout(

@@ -25,6 +25,24 @@ await eachDatabase(t, async (t, db) => {
     await orch.close();
   });
 
+  // Found by test/fuzz/relay-api.test.ts: an empty key (`…/secrets/ctx/`) went out in a frame the
+  // orchestrator refuses without answering, so the caller waited for the 504.
+  await t.test('a request the orchestrator would refuse unanswered is a 400 at once, not a 504 after the timeout', async (t) => {
+    const relaySlow = await startTestRelay(t, db.url, { dashboardTimeoutMs: 120_000 });
+    const orch = await fakeOrchestrator(t, relaySlow.url, orgToken, { id: 'strict' });
+    const started = Date.now();
+    for (const path of ['/v1/orgs/acme/secrets/ctx/', '/v1/orgs/acme/secrets//KEY']) {
+      const res = await fetch(`${relaySlow.url}${path}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ value: 'do-not-echo-1234' }) });
+      t.equal(res.status, 400, path);
+      const body = (await res.json()) as { error: { code: string; message: string } };
+      t.equal(body.error.code, 'SVC_ERR_HTTP_BAD_REQUEST');
+      t.match(body.error.message, /the link refuses (key|context)/);
+      t.notMatch(body.error.message, 'do-not-echo-1234', 'the value is not quoted');
+    }
+    t.ok(Date.now() - started < 40_000, 'refused at once, not after the 120 s timeout');
+    await orch.close();
+  });
+
   await t.test('an orchestrator that disconnects mid-request: 503 without waiting out the timeout', async (t) => {
     const relaySlow = await startTestRelay(t, db.url, { dashboardTimeoutMs: 120_000 });
     const orch = await fakeOrchestrator(t, relaySlow.url, orgToken, { id: 'leaving' });
