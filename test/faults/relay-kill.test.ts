@@ -7,15 +7,15 @@
 // end as exactly one record, one run per workflow on main. Pushes that got no answer (the relay
 // died first) are the sender's to retry; some of them were committed anyway and are delivered.
 import t from 'tap';
-import { startFaultStack, systemDatabases, systemSkip, tallyLine } from '../fixtures/fault-stack.ts';
+import { faultCluster, startFaultStack, tallyLine } from '../fixtures/fault-stack.ts';
 
 t.setTimeout(600_000);
 
 const PUSHES = 450;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-await t.test('relay SIGKILLed mid-stream, with a buffer filling and draining: nothing answered 200 is lost or doubled', { skip: await systemSkip() }, async (t) => {
-  const dbs = await systemDatabases(t);
+await t.test('relay SIGKILLed mid-stream, with a buffer filling and draining: nothing answered 200 is lost or doubled', async (t) => {
+  const dbs = await faultCluster(t);
   const stack = await startFaultStack(t, dbs);
   let relayKills = 0;
   let bufferedAtKill = 0;
