@@ -9,7 +9,7 @@
 //   3. half-open again, then cut: the stalled link is reset instead of resumed.
 // Every push answered 200 must end as exactly one record (one run per workflow on main).
 import t from 'tap';
-import { startFaultStack, systemDatabases, systemSkip, tallyLine } from '../fixtures/fault-stack.ts';
+import { faultCluster, startFaultStack, tallyLine } from '../fixtures/fault-stack.ts';
 import { startTcpProxy, type TcpProxy } from '../fixtures/tcp-proxy.ts';
 
 t.setTimeout(600_000);
@@ -17,8 +17,8 @@ t.setTimeout(600_000);
 const PUSHES = 450;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-await t.test('relay link cut, stalled half-open and healed under webhooks: nothing answered 200 is lost or doubled', { skip: await systemSkip() }, async (t) => {
-  const dbs = await systemDatabases(t);
+await t.test('relay link cut, stalled half-open and healed under webhooks: nothing answered 200 is lost or doubled', async (t) => {
+  const dbs = await faultCluster(t);
   let proxy: TcpProxy | undefined;
   const stack = await startFaultStack(t, {
     ...dbs,

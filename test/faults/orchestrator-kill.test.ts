@@ -6,14 +6,14 @@
 // run per workflow: none lost, none twice. Deliveries cut mid-way (the orchestrator died before
 // its ack) fall to the buffer and are replayed; the replay finds the committed record.
 import t from 'tap';
-import { startFaultStack, systemDatabases, systemSkip, tallyLine } from '../fixtures/fault-stack.ts';
+import { faultCluster, startFaultStack, tallyLine } from '../fixtures/fault-stack.ts';
 
 t.setTimeout(1_200_000);
 
 const PUSHES = 1_000;
 
-await t.test('orchestrator SIGKILLed repeatedly under 1,000 webhooks: nothing answered 200 is lost or doubled', { skip: await systemSkip() }, async (t) => {
-  const dbs = await systemDatabases(t);
+await t.test('orchestrator SIGKILLed repeatedly under 1,000 webhooks: nothing answered 200 is lost or doubled', async (t) => {
+  const dbs = await faultCluster(t);
   const stack = await startFaultStack(t, dbs);
 
   let sending = true;

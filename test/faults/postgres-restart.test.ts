@@ -1,6 +1,6 @@
-// Fault: PostgreSQL restarted under load. The test runs its OWN cluster (embedded PostgreSQL on
-// its own port, from the cached initialised data directory; the system server is shared with
-// other tests and never touched) holding both the orchestrator's and the relay's databases.
+// Fault: PostgreSQL restarted under load. The test runs its OWN cluster (test/fixtures/fault-stack.ts
+// faultCluster: embedded PostgreSQL on its own port; the system server is shared with other tests
+// and never touched) holding both the orchestrator's and the relay's databases.
 // While signed pushes arrive at the relay the cluster is stopped (fast shutdown), left down for
 // a few seconds and started again on the same data directory and port. Neither server is
 // restarted: both must recover by themselves (new pushes answered 200 and recorded), and every
@@ -8,9 +8,7 @@
 // workflow on main). Pushes refused during the outage (429 from the orchestrator, 503 from the
 // relay's buffer) are the sender's to retry; they are counted, not required.
 import t from 'tap';
-import { startEmbeddedPostgres, type EmbeddedPostgresServer } from '../../kernel/services/db/embedded.ts';
-import { initialisedDataDir, testLogger } from '../fixtures/db.ts';
-import { queryOnce, startFaultStack, tallyLine, type Sent } from '../fixtures/fault-stack.ts';
+import { faultCluster, queryOnce, startFaultStack, tallyLine, type Sent } from '../fixtures/fault-stack.ts';
 
 t.setTimeout(600_000);
 
@@ -18,14 +16,8 @@ const PUSHES = 450;
 const DOWN_MS = 4_000;
 
 await t.test('PostgreSQL stopped and started under load: both servers recover unattended, nothing answered 200 is lost', async (t) => {
-  const dataDir = await initialisedDataDir(t);
-  // fsync off: a throw-away cluster (a fast shutdown still writes everything before it stops).
-  const settings = { fsync: 'off' };
-  let server: EmbeddedPostgresServer | undefined = await startEmbeddedPostgres({ dataDir, logger: testLogger, settings });
-  t.teardown(() => server?.stop());
-  const port = server.port;
-  for (const name of ['faults_orch', 'faults_relay']) await queryOnce(server.url, `create database ${name}`);
-  const stack = await startFaultStack(t, { orchestratorDbUrl: server.urlFor('faults_orch'), relayDbUrl: server.urlFor('faults_relay') });
+  const cluster = await faultCluster(t);
+  const stack = await startFaultStack(t, cluster);
   const relayPid = stack.relay()!.child.pid;
   const orchestratorPid = stack.orchestrator()!.child.pid;
 
@@ -34,10 +26,9 @@ await t.test('PostgreSQL stopped and started under load: both servers recover un
   const outage = (async () => {
     await new Promise((r) => setTimeout(r, 6_000));
     stoppedAt = Date.now();
-    await server!.stop();
-    server = undefined;
+    await cluster.stop();
     await new Promise((r) => setTimeout(r, DOWN_MS));
-    server = await startEmbeddedPostgres({ dataDir, port, logger: testLogger, settings });
+    await cluster.start();
     startedAt = Date.now();
   })();
   const sent = await stack.sendAll(PUSHES, { concurrency: 8, perSecond: 30 });
