@@ -19,7 +19,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { pino } from 'pino';
 import { migrateRelay, provisionOrg } from '../kernel/relay/index.ts';
-import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../kernel/orchestrator/app.ts';
+import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../kernel/orchestrator/database.ts';
 import { createSource } from '../kernel/orchestrator/sources/store.ts';
 import { createDatabase, migrate, sql } from '../kernel/services/db/index.ts';
 import { buildLock } from '../workflow/lock/lock-file.ts';

@@ -10,4 +10,7 @@ export const VENDORED: Readonly<Record<string, string>> = Object.freeze({
   'typebox/system': 'typebox-system.js',
   'typebox/error': 'typebox-error.js',
   execa: 'execa.js',
+  // slonik brings zod, @opentelemetry/api, roarr and its own packages: ~250 modules for one import.
+  slonik: 'slonik.js',
+  yaml: 'yaml.js',
 });

@@ -15,7 +15,7 @@ import { InputError, messageOf } from '../../core/errors.ts';
 import { aliveWindowMs } from '../../kernel/orchestrator/cluster/subsystem.ts';
 import { listClusterNodes } from '../../kernel/orchestrator/cluster/membership.ts';
 import { migrationLevel, staticVersions } from '../../kernel/orchestrator/cluster/debug.ts';
-import { ORCHESTRATOR_MIGRATIONS_DIR } from '../../kernel/orchestrator/app.ts';
+import { ORCHESTRATOR_MIGRATIONS_DIR } from '../../kernel/orchestrator/database.ts';
 import { redactConfigDeep } from '../../kernel/services/config/redact-deep.ts';
 import { adminConfig, databaseFlag } from './source/shared.ts';
 import { askNode, liveNodes, localNodeUrl, withPlainDatabase, type NodeAnswer, type NodeTarget } from './debug/nodes.ts';

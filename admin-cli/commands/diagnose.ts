@@ -16,7 +16,7 @@ import { SvcCommand } from '../../core/cli/base-command.ts';
 import { checkLine, checksExitCode, overallStatus, summaryLine, type Check, type CheckStatus, type OverallStatus } from '../../core/cli/checks.ts';
 import { messageOf } from '../../core/errors.ts';
 import type { SvcConfig } from '../../schemas/config.ts';
-import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../../kernel/orchestrator/app.ts';
+import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../../kernel/orchestrator/database.ts';
 import { activeKey, sealingAd } from '../../kernel/orchestrator/identity/key-store.ts';
 import { openWithAny } from '../../kernel/services/crypto/sealing.ts';
 import { sql, sqlTyped, type DatabasePool } from '../../kernel/services/db/index.ts';

@@ -6,7 +6,6 @@ import { createHmac } from 'node:crypto';
 import { createServer } from 'node:net';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import type { SvcConfig } from '../../schemas/config.ts';
 import { createPluginHost, type SvcPlugin } from '../../core/plugins/index.ts';
@@ -25,8 +24,9 @@ import { registerOpenApi } from './openapi/document.ts';
 import { openConfigHolder } from './config/holder.ts';
 import { healSealedStores } from './sealed-stores.ts';
 
-export const ORCHESTRATOR_MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
-export const ORCHESTRATOR_MIGRATIONS_TABLE = 'svc_migrations';
+import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from './database.ts';
+
+export { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from './database.ts';
 
 export type { PluginEnvironment, PluginSelection } from '../../core/plugins/selection.ts';
 

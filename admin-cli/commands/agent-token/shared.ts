@@ -3,7 +3,7 @@
 import { Flags } from '@oclif/core';
 import { pino } from 'pino';
 import { USAGE_ERROR_CODE } from '../../../core/cli/base-command.ts';
-import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../../../kernel/orchestrator/app.ts';
+import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../../../kernel/orchestrator/database.ts';
 import { loadConfig } from '../../../kernel/services/config/index.ts';
 import { createDatabase, migrate, type DatabasePool } from '../../../kernel/services/db/index.ts';
 import { InputError } from '../../../core/errors.ts';

@@ -5,7 +5,7 @@ import { resolve } from 'node:path';
 import { Flags } from '@oclif/core';
 import { pino, type Logger } from 'pino';
 import type { SvcConfig } from '../../../schemas/config.ts';
-import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../../../kernel/orchestrator/app.ts';
+import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../../../kernel/orchestrator/database.ts';
 import { createKeyVault } from '../../../kernel/orchestrator/identity/key-store.ts';
 import { dataDirMasterKey } from '../../../kernel/orchestrator/master-key-file.ts';
 import { loadConfig } from '../../../kernel/services/config/index.ts';

@@ -6,7 +6,7 @@ import { Flags } from '@oclif/core';
 import { pino } from 'pino';
 import type { SvcConfig } from '../../../schemas/config.ts';
 import { USAGE_ERROR_CODE } from '../../../core/cli/base-command.ts';
-import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../../../kernel/orchestrator/app.ts';
+import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../../../kernel/orchestrator/database.ts';
 import { dataDirMasterKey } from '../../../kernel/orchestrator/master-key-file.ts';
 import { loadConfig } from '../../../kernel/services/config/index.ts';
 import { loadMasterKeys } from '../../../kernel/services/crypto/master-keys.ts';

@@ -11,7 +11,7 @@ import { adminAuthRef, clusterServiceRef } from '../service-refs.ts';
 import { LeaderElection } from './leader.ts';
 import type { ClusterService } from './service.ts';
 import { heartbeat, joinCluster, leaveCluster, listClusterNodes } from './membership.ts';
-import { ORCHESTRATOR_MIGRATIONS_DIR } from '../app.ts';
+import { ORCHESTRATOR_MIGRATIONS_DIR } from '../database.ts';
 import { debugRoutes } from './debug.ts';
 import { createListener } from '../../services/db/index.ts';
 import { startClusterSettings } from './settings.ts';
