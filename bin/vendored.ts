@@ -13,4 +13,9 @@ export const VENDORED: Readonly<Record<string, string>> = Object.freeze({
   // slonik brings zod, @opentelemetry/api, roarr and its own packages: ~250 modules for one import.
   slonik: 'slonik.js',
   yaml: 'yaml.js',
+  jose: 'jose.js',
+  semver: 'semver.js',
+  // prom-client brings @opentelemetry/api (~50 modules). Only our code imports it, so the bundle is
+  // the one registry in the process.
+  'prom-client': 'prom-client.js',
 });
