@@ -9,7 +9,7 @@ import { execa } from 'execa';
 import t from 'tap';
 import { REPO_ROOT, runProgram } from '../../fixtures/programs.ts';
 
-t.setTimeout(300_000);
+t.setTimeout(1_200_000);
 
 const home = await mkdtemp(join(tmpdir(), 'svc-local-'));
 t.teardown(() => rm(home, { recursive: true, force: true }));

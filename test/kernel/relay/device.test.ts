@@ -9,7 +9,7 @@ import { eachDatabase } from '../../fixtures/db.ts';
 import { newOrg, startTestRelay } from './harness.ts';
 import { TestBrowser, csrfOf, decide, newDeviceCode, pollToken } from './browser.ts';
 
-t.setTimeout(300_000);
+t.setTimeout(1_200_000);
 
 const USER_CODE = /^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/;
 
