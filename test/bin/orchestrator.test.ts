@@ -9,7 +9,7 @@ import { eachDatabase, type Test } from '../fixtures/db.ts';
 import { REPO_ROOT, runProgram, startProgram } from '../fixtures/programs.ts';
 
 // Real processes on a 2-core machine shared with other test files: allow for load.
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 const BIN = join(REPO_ROOT, 'bin/svc-orchestrator.ts');
 

@@ -25,7 +25,7 @@ import { job, trig, workflow } from '../fixtures/locks.ts';
 import { REPO_ROOT, runProgram, startProgram, type StartedProgram } from '../fixtures/programs.ts';
 import { until } from '../fixtures/runs.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 const APP_ID = '4343';
 const INSTALLATION = '99';

@@ -33,7 +33,7 @@ import { createGitRemote, type GitRemote } from '../fixtures/git-repos.ts';
 import { until } from '../fixtures/runs.ts';
 import { sampleOf, scrape } from '../fixtures/prom-text.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 const ORG = 'org-1';
 const REPO = 'acme/widgets';
 

@@ -14,7 +14,7 @@ import { createDatabase, sql } from '../../kernel/services/db/index.ts';
 import { eachDatabase, testLogger } from '../fixtures/db.ts';
 import { REPO_ROOT, runProgram, startProgram, type StartedProgram } from '../fixtures/programs.ts';
 
-t.setTimeout(900_000);
+t.setTimeout(1_200_000);
 
 const ADMIN_TOKEN = 'canary-e2e-admin-token-Qm4Vx8Lp2';
 const JOIN_TOKEN = 'canary-e2e-join-token-Hs7Tc1Wd5';

@@ -23,7 +23,7 @@ import { REPO_ROOT } from '../fixtures/programs.ts';
 import { describeSample, measureContrast, type ContrastReport } from './dashboard/contrast.ts';
 import { dashboardExample, FLOOD_LINES, MARKUP_LINE, PACKAGE_VERSION } from './dashboard/example.ts';
 
-t.setTimeout(900_000);
+t.setTimeout(1_200_000);
 
 const CHROMIUM = '/usr/bin/chromium';
 // The screenshots refresh docs/images/dashboard-*.png only when asked (SVC_DASHBOARD_SCREENSHOTS=1):

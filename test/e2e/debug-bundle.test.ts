@@ -18,7 +18,7 @@ import { sql } from '../../kernel/services/db/index.ts';
 import { eachDatabase, type Test } from '../fixtures/db.ts';
 import { REPO_ROOT, runProgram, startProgram, type StartedProgram } from '../fixtures/programs.ts';
 
-t.setTimeout(900_000);
+t.setTimeout(1_200_000);
 
 const ORCH = join(REPO_ROOT, 'bin/svc-orchestrator.ts');
 const ADMIN = join(REPO_ROOT, 'bin/svc-admin.ts');

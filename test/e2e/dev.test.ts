@@ -12,7 +12,7 @@ import t from 'tap';
 import { git, gitEnv } from '../fixtures/git-repos.ts';
 import { REPO_ROOT, runProgram } from '../fixtures/programs.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 const SVC = join(REPO_ROOT, 'bin/svc.ts');
 const EXAMPLE = join(REPO_ROOT, 'examples/quickstart');

@@ -19,7 +19,7 @@ import { createGitRemote } from '../fixtures/git-repos.ts';
 import { job, trig, workflow } from '../fixtures/locks.ts';
 import { REPO_ROOT, runProgram, startProgram, type StartedProgram } from '../fixtures/programs.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 await linkSvcIntoExample();
 
 const TOKEN = 'gitea-e2e-token-5d8c1f0a';

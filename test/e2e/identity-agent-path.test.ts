@@ -40,7 +40,7 @@ import { until } from '../fixtures/runs.ts';
 import { FAST } from '../kernel/orchestrator/dispatch/harness.ts';
 import { byName, createTestRun, jobsOf, runOf } from '../kernel/orchestrator/scheduling/harness.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 const NODE_VERIFIER = fileURLToPath(new URL('../kernel/orchestrator/identity/verifier-child.ts', import.meta.url));
 const PY_VERIFIER = fileURLToPath(new URL('../kernel/orchestrator/identity/verifier-child.py', import.meta.url));

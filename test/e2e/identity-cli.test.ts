@@ -16,7 +16,7 @@ import { eachDatabase } from '../fixtures/db.ts';
 import { programPath } from '../fixtures/programs.ts';
 import { insertRunJob, silent } from '../kernel/orchestrator/identity/fixtures.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const dir = await mkdtemp(join(tmpdir(), 'svc-identity-cli-'));
 t.teardown(() => rm(dir, { recursive: true, force: true }));

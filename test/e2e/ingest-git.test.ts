@@ -16,7 +16,7 @@ import { createGitRemote } from '../fixtures/git-repos.ts';
 import { job, trig, workflow } from '../fixtures/locks.ts';
 import { REPO_ROOT, runProgram, startProgram, type StartedProgram } from '../fixtures/programs.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 const lockText = serializeLock(buildLock({ source: '.svc/workflows/*.ts#default', workflows: [workflow('ci', [trig.push()], [job('build'), job('test')])] }));
 

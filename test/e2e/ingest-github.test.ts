@@ -18,7 +18,7 @@ import { pullRequestPayload, pushPayload, SHA_A, SHA_B } from '../fixtures/githu
 import { job, trig, workflow } from '../fixtures/locks.ts';
 import { REPO_ROOT, runProgram, startProgram, type StartedProgram } from '../fixtures/programs.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 const APP_ID = '4242';
 const INSTALLATION = '99';

@@ -16,7 +16,7 @@ import { eachDatabase, type Test } from '../fixtures/db.ts';
 import { startJobsStack, TERMINAL, type JobsStack } from '../fixtures/jobs-stack.ts';
 import { until } from '../fixtures/runs.ts';
 
-t.setTimeout(900_000);
+t.setTimeout(1_200_000);
 
 const NAP_MS = 5_000;
 const WORKFLOW = `import { job, push, workflow } from 'svc/sdk';

@@ -14,7 +14,7 @@ import { eachDatabase } from '../fixtures/db.ts';
 import { ORG, startJobsStack } from '../fixtures/jobs-stack.ts';
 import { labelValues, metricNames, sampleOf, scrape } from '../fixtures/prom-text.ts';
 
-t.setTimeout(900_000);
+t.setTimeout(1_200_000);
 
 /** The spec's "Metrics emitted (Prometheus)" table (svc_orch_event_dlq_* checked by prefix). */
 const SPEC_METRICS = [

@@ -14,7 +14,7 @@ import { eachDatabase } from '../fixtures/db.ts';
 import { startJobsStack } from '../fixtures/jobs-stack.ts';
 import { until } from '../fixtures/runs.ts';
 
-t.setTimeout(900_000);
+t.setTimeout(1_200_000);
 
 const WORKFLOW = `import { job, push, workflow } from 'svc/sdk';
 

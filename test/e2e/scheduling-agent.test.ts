@@ -19,7 +19,7 @@ import { eachDatabase } from '../fixtures/db.ts';
 import { until } from '../fixtures/runs.ts';
 import { byName, createTestRun, jobsOf, runOf, startSchedulingNode } from '../kernel/orchestrator/scheduling/harness.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 const WORKFLOW = `import { dynamicJobs, job, push, workflow } from 'svc/sdk';
 export default workflow('ci', {

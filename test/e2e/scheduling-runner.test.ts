@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { runRunner, type RunnerRun } from '../fixtures/run-runner.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 const WORKFLOW = `import { dynamicJobs, job, push, rule, workflow } from 'svc/sdk';
 export default workflow('sched', {

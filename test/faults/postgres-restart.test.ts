@@ -10,7 +10,7 @@
 import t from 'tap';
 import { faultCluster, queryOnce, startFaultStack, tallyLine, type Sent } from '../fixtures/fault-stack.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 const PUSHES = 450;
 const DOWN_MS = 4_000;

@@ -9,7 +9,7 @@
 import t from 'tap';
 import { faultCluster, startFaultStack, tallyLine } from '../fixtures/fault-stack.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 const PUSHES = 450;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -9,7 +9,7 @@ import { migrate, sql, type DatabasePool } from '../../../kernel/services/db/ind
 import { eachDatabase, testLogger } from '../../fixtures/db.ts';
 import { REPO_ROOT, runProgram } from '../../fixtures/programs.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 const BIN = join(REPO_ROOT, 'bin/svc-admin.ts');
 const env = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({ PATH: process.env['PATH'], HOME: process.env['HOME'], ...extra });
 

@@ -13,7 +13,7 @@ import { sql } from '../../../kernel/services/db/index.ts';
 import { eachDatabase } from '../../fixtures/db.ts';
 import { programPath, REPO_ROOT, runProgram, type ProgramResult } from '../../fixtures/programs.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 const BIN = join(REPO_ROOT, 'bin/svc-admin.ts');
 const SECRET = 'pa55-word-value-7f3a9c';
 

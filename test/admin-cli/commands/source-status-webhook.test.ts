@@ -12,7 +12,7 @@ import { migrate } from '../../../kernel/services/db/index.ts';
 import { eachDatabase, testLogger } from '../../fixtures/db.ts';
 import { REPO_ROOT, runProgram } from '../../fixtures/programs.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 const BIN = join(REPO_ROOT, 'bin/svc-admin.ts');
 const KEY_HEX = 'b'.repeat(64);
 const base = { PATH: process.env['PATH'], HOME: process.env['HOME'], SVC_SECRET_KEY: KEY_HEX };

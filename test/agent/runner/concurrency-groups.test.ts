@@ -6,7 +6,7 @@ import t, { type Test } from 'tap';
 import type { RunnerStart } from '../../../schemas/wire/runner.ts';
 import { runRunner, type RunnerRun } from '../../fixtures/run-runner.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 function filterRole(exportName: string, workflowName: string, start: Partial<RunnerStart> = {}, extra: Partial<Parameters<typeof runRunner>[0]> = {}) {
   return runRunner({ file: 'groups.ts', exportName, workflowName, jobName: 'svc:filter', ...extra, start: { role: 'filter', evaluateWorkflowFilter: true, ...start } });

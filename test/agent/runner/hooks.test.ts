@@ -5,7 +5,7 @@ import t, { type Test } from 'tap';
 import { runRunner, type RunnerControl, type RunnerRun } from '../../fixtures/run-runner.ts';
 import type { RunnerToAgent } from '../../../schemas/wire/runner.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 const hooks = (jobName: string, extra: Partial<Parameters<typeof runRunner>[0]> = {}) =>
   runRunner({ file: 'hooks.ts', workflowName: 'hooks', jobName, ...extra, start: { workflowHooks: true, ...extra.start } });

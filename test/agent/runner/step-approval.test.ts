@@ -5,7 +5,7 @@
 import t, { type Test } from 'tap';
 import { runRunner, type ApiRequestMessage, type RunnerRun } from '../../fixtures/run-runner.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 // Job `ruled` of steps.ts: first, never (rule: skipped), docs (rule: skipped), last.
 /** Only a hang guard: a loaded machine may take long to start a runner. */

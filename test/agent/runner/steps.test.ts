@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { runRunner, type RunnerRun } from '../../fixtures/run-runner.ts';
 
 // Each case forks a real runner (about half a second each on two cores).
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 const steps = (jobName: string, extra: Partial<Parameters<typeof runRunner>[0]> = {}) =>
   runRunner({ file: 'steps.ts', workflowName: 'steps', jobName, ...extra });

@@ -14,7 +14,7 @@ import { heldWorkflow, pushHeldRun } from '../../fixtures/held-runs.ts';
 import { ORG, OTHER_ORG, startPlatformStack } from '../../fixtures/platform-stack.ts';
 import { REPO_ROOT, runProgram } from '../../fixtures/programs.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 await eachDatabase(t, async (t, db) => {
   const stack = await startPlatformStack(t, db);

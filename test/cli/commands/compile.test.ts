@@ -6,7 +6,7 @@ import { runSvc, SEVERAL_WORKFLOWS, tempRepo, workflowFile, writeFiles } from '.
 
 const LOCK = '.svc/svc.lock.json';
 // Many real child processes on a shared 2-core machine.
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 t.test('compile writes the lock; --check is 0 when fresh and 1 when stale; --json', async (t) => {
   const dir = tempRepo(t, SEVERAL_WORKFLOWS);

@@ -15,7 +15,7 @@ import { REPO_ROOT, programPath, runProgram } from '../../fixtures/programs.ts';
 import { newOrg, startTestRelay } from '../../kernel/relay/harness.ts';
 import { TestBrowser, decide } from '../../kernel/relay/browser.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 interface Running {
   /** Resolves with the first match of `pattern` in stderr. */

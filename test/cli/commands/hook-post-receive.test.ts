@@ -24,7 +24,7 @@ const SECRET = 'hook-secret-0123456789';
 const SOURCE_ID = '6f1c2b8e-0000-4000-8000-00000000abcd';
 const checkEvent = compileSchema(NormalizedEvent);
 // Each push starts a real Node for the hook; the file takes about half a minute.
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 /** A loopback port nothing listens on (fetch refuses well-known blocked ports such as 1). */
 async function closedPort(): Promise<number> {

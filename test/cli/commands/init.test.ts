@@ -9,7 +9,7 @@ import { parseLock } from '../../../workflow/lock/lock-file.ts';
 import { DEFAULT_SVCIGNORE } from '../../../workflow/hash/index.ts';
 import { commitAll, git, runSvc, tempRepo, writeFiles } from '../../fixtures/workflow-trees/index.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 const SCAFFOLD = ['.svc/.svcignore', '.svc/.gitignore', '.svc/workflows/ci.ts', '.svc/tests/ci.fixture.ts', '.svc/tsconfig.json', '.svc/package.json'];
 

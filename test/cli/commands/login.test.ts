@@ -10,7 +10,7 @@ import { eachDatabase, testLogger } from '../../fixtures/db.ts';
 import { REPO_ROOT, runProgram } from '../../fixtures/programs.ts';
 import { startTestRelay } from '../../kernel/relay/harness.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, ...extra };

@@ -11,7 +11,7 @@ import { eachDatabase } from '../../fixtures/db.ts';
 import { REPO_ROOT, runProgram } from '../../fixtures/programs.ts';
 import { newOrg, startTestRelay } from '../../kernel/relay/harness.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 interface Listed {
   tokens: Array<{ id: string; name: string; createdAt: string; lastUsedAt: string | null; expiresAt: string | null; revokedAt: string | null }>;

@@ -16,7 +16,7 @@ import { ORG, OTHER_ORG, startPlatformStack } from '../../fixtures/platform-stac
 import { REPO_ROOT, programPath, runProgram } from '../../fixtures/programs.ts';
 import { insertRun } from '../../fixtures/runs.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 await eachDatabase(t, async (t, db) => {
   const stack = await startPlatformStack(t, db);

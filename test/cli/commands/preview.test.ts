@@ -7,7 +7,7 @@ import { readLocalGitState, repositoryFromRemote } from '../../../cli/preview/lo
 import { previewEvent, type PreviewResult } from '../../../cli/preview/preview.ts';
 import { commitAll, git, runSvc, SEVERAL_WORKFLOWS, tempRepo, workflowFile, writeFiles } from '../../fixtures/workflow-trees/index.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 const ALL = ['ci', 'deploy', 'docs', 'nightly', 'review-gate'];
 

@@ -14,7 +14,7 @@ import { REPO_ROOT, runProgram } from '../../fixtures/programs.ts';
 import { insertRun, until } from '../../fixtures/runs.ts';
 
 // Each CLI call is a fresh node process (a few seconds on a loaded machine).
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 await eachDatabase(t, async (t, db) => {
   const stack = await startPlatformStack(t, db);

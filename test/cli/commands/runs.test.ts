@@ -11,7 +11,7 @@ import { ORG, OTHER_ORG, startPlatformStack } from '../../fixtures/platform-stac
 import { REPO_ROOT, runProgram } from '../../fixtures/programs.ts';
 import { insertRun, moveStatus } from '../../fixtures/runs.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 const line = (step: string, text: string, stream = 'stdout') => ({ at: new Date().toISOString(), step, stream, text });
 

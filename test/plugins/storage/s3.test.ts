@@ -17,7 +17,7 @@ import { eachDatabase } from '../../fixtures/db.ts';
 import { REPO_ROOT, runProgram, startProgram } from '../../fixtures/programs.ts';
 import { startS3Server, type S3TestServer } from '../../fixtures/s3-server.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 const MiB = 1024 * 1024;
 const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');

@@ -28,7 +28,7 @@ import { orchestratorPlugins } from '../../../../plugins/builtin.ts';
 import { PlanCatalogue } from '../../../../schemas/http/billing.ts';
 import { eachDatabase, testLogger, type TestDb } from '../../../fixtures/db.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 const BOOTSTRAP = 'bootstrap-admin-token-0123456789';
 

@@ -16,7 +16,7 @@ import { orchestratorPlugins } from '../../../../plugins/builtin.ts';
 import { eachDatabase, testLogger } from '../../../fixtures/db.ts';
 import { REPO_ROOT, runProgram } from '../../../fixtures/programs.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 const ADMIN_TOKEN = 'config-admin-token-0123456789abcdef';
 const auth = { authorization: `Bearer ${ADMIN_TOKEN}` };

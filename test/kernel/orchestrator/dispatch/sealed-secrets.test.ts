@@ -23,7 +23,7 @@ import { insertRun, jobRow, runRow, until } from '../../../fixtures/runs.ts';
 import { TestAgent } from '../../../fixtures/test-agent.ts';
 import { FAST } from './harness.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 const KEY_OLD = 'a'.repeat(64);
 const KEY_NEW = 'b'.repeat(64);

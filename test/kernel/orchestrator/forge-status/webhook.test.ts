@@ -20,7 +20,7 @@ import { insertRun, runRow, until } from '../../../fixtures/runs.ts';
 import { TestAgent } from '../../../fixtures/test-agent.ts';
 import { admin, deliveryDetail, gitSource, MASTER_KEY, MASTER_KEY_HEX, settled, startNode } from './harness.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 const SECRET = 'status-hook-secret-0123456789';
 const BIN = join(REPO_ROOT, 'bin/svc-admin.ts');

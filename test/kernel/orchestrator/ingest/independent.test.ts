@@ -19,7 +19,7 @@ import { Forge } from './harness.ts';
 
 const ADMIN_TOKEN = 'admin-token-0123456789';
 // Each svc-admin call is a fresh Node process.
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 await eachDatabase(t, async (t, db) => {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-indep-'));

@@ -14,7 +14,7 @@ import { sampleOf } from '../../../fixtures/prom-text.ts';
 import { REPO_ROOT, runProgram } from '../../../fixtures/programs.ts';
 import { delivery, makeHarness } from './harness.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 const DAY_MS = 86_400_000;
 
 await eachDatabase(t, async (t, db) => {

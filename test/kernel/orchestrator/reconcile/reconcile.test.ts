@@ -22,7 +22,7 @@ import { generateAppKeyPair, startFakeGithub } from '../../../fixtures/fake-gith
 import { pushPayload } from '../../../fixtures/github-payloads.ts';
 import { job, trig, workflow } from '../../../fixtures/locks.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 const APP_ID = '5151';
 const keys = generateAppKeyPair();
 const lock = serializeLock(buildLock({ source: '.svc/workflows/*.ts#default', workflows: [workflow('ci', [trig.push()], [job('build')])] }));

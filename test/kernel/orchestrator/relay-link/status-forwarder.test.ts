@@ -14,7 +14,7 @@ import { ORG, startPlatformStack } from '../../../fixtures/platform-stack.ts';
 import { insertRun, until } from '../../../fixtures/runs.ts';
 import { TestAgent } from '../../../fixtures/test-agent.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
 const IndexRow = Type.Object({

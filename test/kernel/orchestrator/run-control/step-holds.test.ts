@@ -19,7 +19,7 @@ import { eachDatabase, testLogger } from '../../../fixtures/db.ts';
 import { moveStatus, until } from '../../../fixtures/runs.ts';
 import { ALICE_ONLY, job, jobStates, lockWorkflow, migrated, newRun, pass } from './harness.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 const AGENT = 'agent-step-1';
 

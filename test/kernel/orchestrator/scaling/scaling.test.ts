@@ -19,7 +19,7 @@ import { eachDatabase, testLogger, type Test } from '../../../fixtures/db.ts';
 import testAgentScaler, { resetScalerLog, scalerLog } from '../../../fixtures/plugins/test-agent-scaler.ts';
 import { insertRun, jobRow, until } from '../../../fixtures/runs.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 interface ScalerFileEntry {
   name: string;

@@ -16,7 +16,7 @@ import { createMetrics } from '../../../../kernel/services/metrics.ts';
 import { eachDatabase, testLogger } from '../../../fixtures/db.ts';
 import { until } from '../../../fixtures/runs.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 const ADMIN = 'admin-token-trust-0123456789';
 

@@ -7,7 +7,7 @@ import { createPat } from '../../../../kernel/relay/pats/index.ts';
 import { eachDatabase } from '../../../fixtures/db.ts';
 import { fakeOrchestrator, newOrg, startTestRelay } from '../harness.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 await eachDatabase(t, async (t, db) => {
   const orgToken = await newOrg(db.pool, 'acme');

@@ -11,7 +11,7 @@ import { eachDatabase } from '../../../fixtures/db.ts';
 import { ORG, OTHER_ORG, startPlatformStack } from '../../../fixtures/platform-stack.ts';
 import { insertRun } from '../../../fixtures/runs.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 interface Answer {
   status: number;

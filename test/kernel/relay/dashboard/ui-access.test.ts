@@ -8,7 +8,7 @@ import t from 'tap';
 import { eachDatabase } from '../../../fixtures/db.ts';
 import { ORG, OTHER_ORG, startPlatformStack } from '../../../fixtures/platform-stack.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(1_200_000);
 
 await eachDatabase(t, async (t, db) => {
   const stack = await startPlatformStack(t, db);
