@@ -13,9 +13,10 @@
 // median job): which phase a slow job lost its time in.
 // Run: node bench/dispatch-to-step.ts [--dist] [--busy] [jobs=50] [steps=100]
 //   --busy: a background CPU load (stress-ng --cpu 1 --cpu-load 50, bench/lib/machine.ts) meanwhile.
-//   --dist: the agent is the compiled program (`npm run build` first): `dist/bin/svc-agent.js` as
-//   its own process (vendored bundles, compiled step runner); otherwise it runs in this process
-//   from the sources. Either way the agent's debug line `job set-up timings` gives the agent-side
+//   --dist: the programs as shipped (`npm run build` first): `dist/bin/svc-orchestrator.js` (every
+//   subsystem) and `dist/bin/svc-agent.js`, each its own process (vendored bundles, compiled step
+//   runner); otherwise both run in this process from the sources (the orchestrator with its
+//   dispatch and caches subsystems only). Either way the agent's debug line `job set-up timings` gives the agent-side
 //   phases (source, content hash, deps, runner start, ...), printed as p50 per phase.
 // Database: a fresh database on SVC_TEST_DATABASE_URL (default local PostgreSQL), else an
 // embedded PostgreSQL under a temp directory. (No test fixture that loads tap: its timeout.)
@@ -33,16 +34,16 @@ import { compileWorkflows } from '../cli/compiler/compile.ts';
 import { startOrchestrator } from '../kernel/orchestrator/app.ts';
 import { createCachesSubsystem } from '../kernel/orchestrator/caches/index.ts';
 import { createDispatchSubsystem, notifyJobsQueued } from '../kernel/orchestrator/dispatch/index.ts';
-import { CacheChecker } from '../kernel/orchestrator/ingest/steps/caches.ts';
+import { buildKeyOf, CacheChecker, sourcePointerKey } from '../kernel/orchestrator/ingest/steps/caches.ts';
 import { createRun } from '../kernel/orchestrator/runs/create.ts';
-import { resolveDatabase, sql, type DatabasePool } from '../kernel/services/db/index.ts';
+import { createDatabase, resolveDatabase, sql, type DatabasePool } from '../kernel/services/db/index.ts';
 import { orchestratorPlugins } from '../plugins/builtin.ts';
 import { createProcessSandbox } from '../plugins/sandboxes/process/index.ts';
 import type { NormalizedEvent } from '../schemas/event.ts';
 import type { Lock, LockWorkflow } from '../schemas/lock.ts';
 import pg from 'pg';
 import { createGitRemote } from '../test/fixtures/git-repos.ts';
-import { machineLine, startBusyLoad } from './lib/machine.ts';
+import { distBin, machineLine, rssMiB, startBusyLoad } from './lib/machine.ts';
 
 const DIST = process.argv.includes('--dist');
 const BUSY = process.argv.includes('--busy');
@@ -162,6 +163,73 @@ async function systemDatabase(): Promise<string | null> {
   return url.toString();
 }
 
+/** The orchestrator the jobs go through, and the bench's own view of its database and caches. */
+interface BenchOrchestrator {
+  url: string;
+  pool: DatabasePool;
+  /** Its own process (--dist), for its RSS. */
+  pid?: number | undefined;
+  /** As ingest decides it: null when the source cache holds the workflow, else the build's key. */
+  buildKeyFor(contentHash: string, lockfileHash: string | null): Promise<string | null>;
+}
+const ORCHESTRATOR_ENV = (url: string) => ({
+  SVC_DATABASE_URL: url, SVC_SERVER_PORT: '0', SVC_SERVER_HOST: '127.0.0.1', SVC_DATA_DIR: dataDir,
+  SVC_SECRET_KEY: 'c'.repeat(64), SVC_AGENT_AUTH: 'none', SVC_STORAGE_TYPE: 'filesystem',
+});
+
+/** The orchestrator's dispatch and caches subsystems in this process, from the sources. */
+async function startInProcessOrchestrator(url: string): Promise<BenchOrchestrator> {
+  const orch = await startOrchestrator({
+    env: ORCHESTRATOR_ENV(url),
+    cwd: dataDir,
+    logger: testLogger,
+    plugins: orchestratorPlugins,
+    // The default 2 s tick: what is below it comes from NOTIFY, not polling.
+    subsystems: [createDispatchSubsystem(), createCachesSubsystem({ sweepMs: 0 })],
+  });
+  teardown.unshift(() => orch.stop());
+  const checker = new CacheChecker(orch.ctx.host.select('storage', 'filesystem'), orch.ctx.metrics);
+  return { url: orch.url, pool: orch.ctx.db, buildKeyFor: async (c, l) => (await checker.check(ORG, c, l)).buildKey };
+}
+
+/**
+ * `svc-orchestrator` as shipped (dist/, every subsystem) in its own process, so the bench's own
+ * work (creating runs, polling for their end) never shares the orchestrator's event loop. The
+ * bench reads the source-cache pointer from the orchestrator's filesystem storage directly.
+ */
+async function startDistOrchestrator(url: string): Promise<BenchOrchestrator> {
+  const child = execa(process.execPath, [distBin('svc-orchestrator')], {
+    env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? dataDir, ...ORCHESTRATOR_ENV(url), SVC_SERVER_LOG_LEVEL: 'warn' },
+    extendEnv: false,
+    reject: false,
+    cwd: dataDir,
+  });
+  teardown.unshift(async () => {
+    child.kill('SIGTERM');
+    await child;
+  });
+  let out = '';
+  const ready = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`svc-orchestrator not ready in 60 s: ${out}`)), 60_000);
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString('utf8');
+      const m = /svc-orchestrator ready (\S+)/.exec(out);
+      if (m !== null) (clearTimeout(timer), resolve(m[1]!));
+    });
+    child.stderr.on('data', (d: Buffer) => (out += d.toString('utf8')));
+    void child.then((r) => reject(new Error(`svc-orchestrator exited ${r.exitCode}: ${out}`)));
+  });
+  const pool = await createDatabase({ url, logger: testLogger });
+  teardown.unshift(() => pool.end());
+  const storageRoot = join(dataDir, 'storage');
+  return {
+    url: ready,
+    pool,
+    pid: child.pid,
+    buildKeyFor: async (c, l) => (existsSync(join(storageRoot, sourcePointerKey(ORG, c))) ? null : buildKeyOf(c, l)),
+  };
+}
+
 const systemUrl = await systemDatabase();
 const database = systemUrl !== null ? { url: systemUrl } : await resolveDatabase({ dataDir: join(dataDir, 'pg'), logger: testLogger });
 if ('close' in database) teardown.push(() => database.close());
@@ -186,19 +254,10 @@ try {
   await remote.push('HEAD:refs/heads/main');
   const sha = (await remote.git(['rev-parse', 'HEAD'])).trim();
 
-  const orch = await startOrchestrator({
-    env: {
-      SVC_DATABASE_URL: database.url, SVC_SERVER_PORT: '0', SVC_SERVER_HOST: '127.0.0.1', SVC_DATA_DIR: dataDir,
-      SVC_SECRET_KEY: 'c'.repeat(64), SVC_AGENT_AUTH: 'none', SVC_STORAGE_TYPE: 'filesystem',
-    },
-    cwd: dataDir,
-    logger: testLogger,
-    plugins: orchestratorPlugins,
-    // The default 2 s tick: what is below it comes from NOTIFY, not polling.
-    subsystems: [createDispatchSubsystem(), createCachesSubsystem({ sweepMs: 0 })],
-  });
-  teardown.unshift(() => orch.stop());
+  const orch = DIST ? await startDistOrchestrator(database.url) : await startInProcessOrchestrator(database.url);
+  console.log(`orchestrator: ${DIST ? 'dist/bin/svc-orchestrator.js (compiled, own process, every subsystem)' : 'in this process, from the sources (dispatch and caches only)'}`);
   const agentWorkDir = join(dataDir, 'agent');
+  let agentPid: number | undefined;
   if (DIST) {
     // The compiled program as operators run it; its pino lines (stdout) carry the timings.
     const child = execa(process.execPath, [DIST_AGENT], {
@@ -207,6 +266,7 @@ try {
       reject: false,
       stderr: 'inherit',
     });
+    agentPid = child.pid;
     const collector = lineCollector();
     let ready!: () => void;
     const readyLine = new Promise<void>((resolve) => (ready = resolve));
@@ -230,8 +290,7 @@ try {
     teardown.unshift(() => agent.stop());
   }
   console.log(`agent: ${DIST ? 'dist/bin/svc-agent.js (compiled, own process)' : 'in this process, from the sources'}`);
-  const pool: DatabasePool = orch.ctx.db;
-  const checker = new CacheChecker(orch.ctx.host.select('storage', 'filesystem'), orch.ctx.metrics);
+  const pool: DatabasePool = orch.pool;
   const event = {
     provider: 'github', type: 'push', providerEvent: 'push', action: null, eventName: 'push',
     repository: { fullName: REPO, owner: 'acme', name: 'bench', id: '1', cloneUrl: remote.url, defaultBranch: 'main' },
@@ -241,13 +300,13 @@ try {
 
   let deliveries = 0;
   const run = async (workflow: LockWorkflow, commit = sha): Promise<string> => {
-    const check = await checker.check(ORG, workflow.contentHash, lock.lockfileHash ?? null);
+    const buildKey = await orch.buildKeyFor(workflow.contentHash, lock.lockfileHash ?? null);
     const created = await pool.transaction(async (tx) => {
       const r = await createRun(tx, {
         orgId: ORG, deliveryKey: `bench-${++deliveries}`, sourceId: null, provider: 'github', repository: REPO, workflowRepository: REPO,
         workflowSourceId: null, workflowCloneUrl: null, workflow, workflowSha: commit, workflowRef: 'refs/heads/main', sha: commit, ref: 'refs/heads/main',
         eventName: 'push', subjectKind: 'ref', actor: 'bench', trustTier: 'trusted', isFork: 'false', headRef: '', headRepository: '',
-        lockfileHash: lock.lockfileHash ?? null, event: { ...event, sha: commit } as NormalizedEvent, changedFiles: null, workflowModified: false, buildKey: check.buildKey,
+        lockfileHash: lock.lockfileHash ?? null, event: { ...event, sha: commit } as NormalizedEvent, changedFiles: null, workflowModified: false, buildKey,
       });
       await notifyJobsQueued(tx);
       return r;
@@ -348,7 +407,8 @@ try {
   const medianStep = [...spans].sort((a, b) => a - b)[1]!;
   console.log(`per-step overhead (${STEPS} trivial steps, median of 3 jobs): ${medianStep.toFixed(2)} ms/step  (target ≤ 10 ms)`);
   const mem = process.memoryUsage();
-  console.log(`RSS of the bench process (orchestrator + agent in one process): ${mib(mem.rss)}  heap used ${mib(mem.heapUsed)}`);
+  if (DIST) console.log(`RSS: orchestrator ${rssMiB(orch.pid).toFixed(0)} MiB, agent ${rssMiB(agentPid).toFixed(0)} MiB, bench process ${mib(mem.rss)}`);
+  else console.log(`RSS of the bench process (orchestrator + agent in one process): ${mib(mem.rss)}  heap used ${mib(mem.heapUsed)}`);
 } finally {
   await busyLoad?.stop();
   endMachine();
