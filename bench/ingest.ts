@@ -1,8 +1,10 @@
 // Ingest benchmark through real processes: svc-relay and svc-orchestrator (compiled, dist/) on fresh
 // databases of the system PostgreSQL (SVC_TEST_DATABASE_URL), a generic source with no
 // signature. Measures (1) webhooks/s relay → orchestrator for no-match deliveries and (2) at a
-// steady rate, arrival at the relay → job queued (from the records: jobs.queued_at minus the
-// delivery's received_at). Bounded, loopback only, stops by itself:
+// steady rate, arrival at the relay → job queued and committed (the sender's round trip: the relay
+// answers after the orchestrator's ack, which follows the commit; the records' queued_at −
+// received_at, which stops at the transaction's start, is printed beside it). Bounded, loopback
+// only, stops by itself:
 //   node bench/ingest.ts [--requests N] [--concurrency C] [--rate R] [--steady-seconds S] [--busy] [--profile DIR] [--sample-db]
 // --busy: a background CPU load (stress-ng --cpu 1 --cpu-load 50) during the whole measurement.
 // --sample-db: during the steady phase, what the database's backends wait for (lib/db-sampler.ts).
@@ -209,10 +211,14 @@ async function main(): Promise<void> {
     where d.created_at >= to_timestamp(${sinceRow.at / 1000}) group by 1, 2`)) as unknown[];
   if (rows.length < total) console.log(`records: ${JSON.stringify(census)}`);
   const ms = rows.map((r) => Number(r.ms)).sort((a, b) => a - b);
-  const miss = pct(ms, 99) > 25 || pct(ms, 99.9) > 50 ? 'MISS' : 'OK';
-  console.log(`steady ${RATE}/s for ${STEADY_SECONDS} s: ${ms.length}/${total} queued jobs; arrival→queued p50 ${pct(ms, 50).toFixed(2)} ms, p90 ${pct(ms, 90).toFixed(2)} ms, p99 ${pct(ms, 99).toFixed(2)} ms, p99.9 ${pct(ms, 99.9).toFixed(2)} ms, max ${(ms.at(-1) ?? NaN).toFixed(2)} ms  (target p99 <= 25, p99.9 <= 50: ${miss})`);
+  // The target is judged on the sender's round trip: the relay answers 200 only after the
+  // orchestrator's ack, which follows the commit, so it spans arrival → job queued AND visible
+  // (plus the answer's way back). The records' `queued_at` is the transaction's start, before its
+  // statements and commit: printed below, but it would flatter the figure.
   roundTrips.sort((a, b) => a - b);
-  console.log(`  client round trip (request sent → response read): p50 ${pct(roundTrips, 50).toFixed(2)} ms, p99 ${pct(roundTrips, 99).toFixed(2)} ms, p99.9 ${pct(roundTrips, 99.9).toFixed(2)} ms`);
+  const miss = pct(roundTrips, 99) > 25 || pct(roundTrips, 99.9) > 50 ? 'MISS' : 'OK';
+  console.log(`steady ${RATE}/s for ${STEADY_SECONDS} s: ${ms.length}/${total} queued jobs; arrival → queued and committed (webhook answered, the sender's round trip) p50 ${pct(roundTrips, 50).toFixed(2)} ms, p90 ${pct(roundTrips, 90).toFixed(2)} ms, p99 ${pct(roundTrips, 99).toFixed(2)} ms, p99.9 ${pct(roundTrips, 99.9).toFixed(2)} ms, max ${(roundTrips.at(-1) ?? NaN).toFixed(2)} ms  (target p99 <= 25, p99.9 <= 50: ${miss})`);
+  console.log(`  records: relay received_at → jobs.queued_at (the transaction's start, before its statements and commit): p50 ${pct(ms, 50).toFixed(2)} ms, p90 ${pct(ms, 90).toFixed(2)} ms, p99 ${pct(ms, 99).toFixed(2)} ms, p99.9 ${pct(ms, 99.9).toFixed(2)} ms, max ${(ms.at(-1) ?? NaN).toFixed(2)} ms`);
   // Each hop from the servers' own histograms (bucket-interpolated: a guide to which hop, not
   // exact figures). send → ack includes the orchestrator's hops and the socket both ways.
   const hops: Array<[string, number, string, string]> = [
