@@ -38,8 +38,6 @@ const RunRow = Type.Object({
   provider_kind: Nullable(Type.String()),
 });
 
-const GenericRow = Type.Object({ source_id: Type.String(), provider_kind: Type.String() });
-
 export interface FeedDeps {
   pool: DatabasePool;
   /** Whether providers of this kind report run status (a signed-in provider with `reportRunStatus`). */
@@ -49,14 +47,34 @@ export interface FeedDeps {
 /** `<delivery id>[#generation]:<registration uuid>`: a run a generic delivery fanned out. */
 const FAN_OUT_KEY = /^(.+?)(?:#\d+)?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** The generic source whose delivery started `run`, when a generic fan-out did. */
-async function genericSourceOf(tx: CommonQueryMethods, run: { org_id: string; delivery_id: string | null }): Promise<{ source_id: string; provider_kind: string } | null> {
-  if (run.delivery_id === null) return null;
-  const match = FAN_OUT_KEY.exec(run.delivery_id);
-  if (match === null) return null;
-  return tx.maybeOne(sqlTyped(GenericRow)`
-    SELECT d.source_id::text AS source_id, d.provider_kind FROM webhook_deliveries d
-    WHERE d.org_id = ${run.org_id} AND d.delivery_id = ${match[1]!} AND d.provider_kind = 'generic' AND d.source_id IS NOT NULL`);
+const GenericRowKeyed = Type.Object({ org_id: Type.String(), delivery_id: Type.String(), source_id: Type.String(), provider_kind: Type.String() });
+
+/**
+ * The generic source whose delivery started each run that a generic fan-out started, by run id:
+ * one statement for the whole batch (a statement per run was a round trip per webhook's run).
+ */
+async function genericSourcesOf(
+  tx: CommonQueryMethods,
+  runs: ReadonlyArray<{ id: string; org_id: string; delivery_id: string | null }>,
+): Promise<Map<string, { source_id: string; provider_kind: string }>> {
+  const wanted = runs.flatMap((run) => {
+    const match = run.delivery_id === null ? null : FAN_OUT_KEY.exec(run.delivery_id);
+    return match === null ? [] : [{ runId: run.id, orgId: run.org_id, deliveryId: match[1]! }];
+  });
+  const found = new Map<string, { source_id: string; provider_kind: string }>();
+  if (wanted.length === 0) return found;
+  const rows = await tx.any(sqlTyped(GenericRowKeyed)`
+    SELECT d.org_id, d.delivery_id, d.source_id::text AS source_id, d.provider_kind
+    FROM webhook_deliveries d
+    JOIN unnest(${sql.array(wanted.map((w) => w.orgId), 'text')}, ${sql.array(wanted.map((w) => w.deliveryId), 'text')}) AS w(org_id, delivery_id)
+      ON d.org_id = w.org_id AND d.delivery_id = w.delivery_id
+    WHERE d.provider_kind = 'generic' AND d.source_id IS NOT NULL`);
+  const byDelivery = new Map(rows.map((r) => [`${r.org_id}\u0000${r.delivery_id}`, r]));
+  for (const w of wanted) {
+    const row = byDelivery.get(`${w.orgId}\u0000${w.deliveryId}`);
+    if (row !== undefined) found.set(w.runId, { source_id: row.source_id, provider_kind: row.provider_kind });
+  }
+  return found;
 }
 
 /**
@@ -79,11 +97,12 @@ export async function drainFeedBatch(deps: FeedDeps, limit: number): Promise<{ r
         WHERE r.id = ANY(${sql.array(runIds, 'uuid')})`);
       // Per run: its webhook sources (own source, then the generic source that fanned it out).
       const targets = new Map<string, { run: (typeof runs)[number]; webhookSources: Array<{ id: string; kind: string }> }>();
+      const generics = await genericSourcesOf(tx, runs);
       for (const run of runs) {
         const sources: Array<{ id: string; kind: string }> = [];
         if (run.source_id !== null && run.provider_kind !== null) sources.push({ id: run.source_id, kind: run.provider_kind });
-        const generic = await genericSourceOf(tx, run);
-        if (generic !== null && generic.source_id !== run.source_id) sources.push({ id: generic.source_id, kind: generic.provider_kind });
+        const generic = generics.get(run.id);
+        if (generic !== undefined && generic.source_id !== run.source_id) sources.push({ id: generic.source_id, kind: generic.provider_kind });
         targets.set(run.id, { run, webhookSources: sources });
       }
       const withWebhooks = await sourcesWithWebhooks(tx, [...new Set([...targets.values()].flatMap((t) => t.webhookSources.map((s) => s.id)))]);

@@ -2,7 +2,7 @@
 // where the run came from, a check run through the source's provider (`reportRunStatus` on the
 // provider extension point) and the source's run-status webhook, from a durable delivery queue
 // with retries. Serves the operator routes for its deliveries.
-import { createListener } from '../../services/db/index.ts';
+import { createListener, FEED_SETTLE_MS, settledWake } from '../../services/db/index.ts';
 import type { OrchestratorContext, Subsystem } from '../context.ts';
 import { adminAuthRef } from '../service-refs.ts';
 import { FORGE_STATUS_CHANNEL, RUN_STATUS_CHANNEL } from './feed.ts';
@@ -50,13 +50,16 @@ export function createForgeStatusSubsystem(tuning: ForgeStatusTuning = {}): Subs
         ...(tuning.concurrency === undefined ? {} : { concurrency: tuning.concurrency }),
       });
       const listener = await createListener({ url: ctx.databaseUrl, logger });
-      await listener.listen(RUN_STATUS_CHANNEL, () => worker.wake());
+      // Status changes come in bursts under webhook load: one pass reports a burst.
+      const feedWake = settledWake(() => worker.wake(), FEED_SETTLE_MS);
+      await listener.listen(RUN_STATUS_CHANNEL, () => feedWake.wake());
       await listener.listen(FORGE_STATUS_CHANNEL, () => worker.wake());
       listener.onGap(() => worker.wake());
       worker.start();
       await ctx.http.register(forgeStatusRoutes({ pool: ctx.db, auth: deps.get(adminAuthRef) }));
       deps.onStop(async () => {
         await listener.close();
+        feedWake.cancel();
         await worker.stop();
       });
       logger.debug({ runUrlTemplate }, 'forge status reporter started');

@@ -18,7 +18,7 @@
 // without a relay link).
 import type { Logger } from 'pino';
 import type { OrchestratorToRelay } from '../../../schemas/wire/relay.ts';
-import { createListener, type DatabasePool, type Listener } from '../../services/db/index.ts';
+import { createListener, FEED_SETTLE_MS, settledWake, type DatabasePool, type Listener } from '../../services/db/index.ts';
 import { FEED_RETENTION_DEFAULTS, pruneFeed, type FeedRetention } from './feed-janitor.ts';
 import { RUN_STATUS_CHANNEL, forwardPending, hasPending, jobIdsOfRuns, jobMessages, recentRunIds, runMessages } from './status-feed.ts';
 
@@ -87,6 +87,7 @@ export class StatusForwarder {
   #stopped = false;
   #pass: Promise<void> | undefined;
   #again = false;
+  readonly #feedWake = settledWake(() => this.wake(), FEED_SETTLE_MS);
   /** Set at a welcome: resend runs updated since this time (null: since the window's start). */
   #resendSince: Date | null | undefined;
   /** When the link last dropped, if it has since this process started. */
@@ -108,7 +109,8 @@ export class StatusForwarder {
 
   async start(): Promise<void> {
     this.#listener = await createListener({ url: this.#options.databaseUrl, logger: this.#log });
-    await this.#listener.listen(RUN_STATUS_CHANNEL, () => this.wake());
+    // Status changes come in bursts under webhook load: one pass forwards a burst.
+    await this.#listener.listen(RUN_STATUS_CHANNEL, () => this.#feedWake.wake());
     this.#listener.onGap(() => this.wake());
     this.#timer = setInterval(() => this.wake(), this.#settings.tickMs);
     this.#timer.unref();
@@ -212,6 +214,7 @@ export class StatusForwarder {
     this.#stopped = true;
     clearInterval(this.#timer);
     clearTimeout(this.#soon);
+    this.#feedWake.cancel();
     await this.#listener?.close();
     await this.#pass;
   }

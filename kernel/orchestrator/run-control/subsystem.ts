@@ -3,7 +3,7 @@
 // commands), the relay (dashboard and `svc approve`) and svc-admin, all via approvals.decideRun.
 // It also answers the agents' step-hold requests (step-holds.ts).
 import { isSvcError } from '../../../core/errors.ts';
-import { createListener } from '../../services/db/index.ts';
+import { createListener, FEED_SETTLE_MS, settledWake } from '../../services/db/index.ts';
 import type { Subsystem } from '../context.ts';
 import { RUN_CONTROL_CHANNEL } from '../dispatch/notify.ts';
 import { dispatchServiceRef } from '../service-refs.ts';
@@ -34,11 +34,14 @@ export function createRunControlSubsystem(tuning: RunControlTuning = {}): Subsys
       const worker = new RunControlWorker({ pool: ctx.db, logger, tickMs: tuning.tickMs ?? 1_000 });
       const listener = await createListener({ url: ctx.databaseUrl, logger });
       await listener.listen(RUN_CONTROL_CHANNEL, () => worker.wake());
-      await listener.listen(STATUS_FEED_CHANNEL, () => worker.wake());
+      // Almost no status change frees a slot: a burst of them shares one pass.
+      const feedWake = settledWake(() => worker.wake(), FEED_SETTLE_MS);
+      await listener.listen(STATUS_FEED_CHANNEL, () => feedWake.wake());
       listener.onGap(() => worker.wake());
       worker.start();
       deps.onStop(async () => {
         await listener.close();
+        feedWake.cancel();
         await worker.stop();
       });
     },

@@ -153,6 +153,14 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
       maxPoolSize: options.maxPoolSize ?? 10,
       statementTimeout: options.statementTimeoutMs ?? 60_000,
       connectionTimeout: options.connectionTimeoutMs ?? 5_000,
+      // No `DISCARD ALL` when a connection goes back to the pool. slonik's default reset is one
+      // more round trip per checkout: a fifth of the orchestrator's statements under webhook
+      // load (issue 19), each a socket write that wakes a backend. Pool users never leave
+      // session state behind: no SET (only SET LOCAL / set_config(…, true)), no session advisory
+      // locks, LISTEN, temporary tables or named prepared statements; those run on dedicated
+      // clients (migrate.ts, listen.ts, cluster/leader.ts). test/architecture/pool-session-state
+      // keeps it so. Timeouts are connection startup options, not session SETs.
+      resetConnection: async () => undefined,
     });
   } catch (cause) {
     throw unavailableError(options.url, cause);

@@ -53,3 +53,34 @@ export class WakeupSender {
     while (this.#sending !== undefined) await this.#sending;
   }
 }
+
+/**
+ * How long a status-feed wake-up waits for others to share its pass. Every run and job created
+ * under webhook load notifies the feed; each consumer's pass is several statements, and passes
+ * for one row each were a large share of the database round trips at 200 webhooks/s (issue 19).
+ */
+export const FEED_SETTLE_MS = 50;
+
+/**
+ * A wake-up handler whose calls within `ms` of the first share one call of `fn`: the listener of
+ * a busy channel runs one pass for a burst instead of one per notification. `cancel` on stop.
+ */
+export function settledWake(fn: () => void, ms: number): { wake(): void; cancel(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  let cancelled = false;
+  return {
+    wake() {
+      if (cancelled || timer !== undefined) return;
+      timer = setTimeout(() => {
+        timer = undefined;
+        fn();
+      }, ms);
+      timer.unref();
+    },
+    cancel() {
+      cancelled = true;
+      if (timer !== undefined) clearTimeout(timer);
+      timer = undefined;
+    },
+  };
+}

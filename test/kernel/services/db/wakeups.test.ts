@@ -5,7 +5,7 @@
 // is on its way into the next one.
 import t from 'tap';
 import { pino } from 'pino';
-import { collectWakeups, createDatabase, createListener, notify, WakeupSender, type Listener } from '../../../../kernel/services/db/index.ts';
+import { collectWakeups, createDatabase, createListener, notify, settledWake, WakeupSender, type Listener } from '../../../../kernel/services/db/index.ts';
 import { eachDatabase, testLogger, type Test } from '../../../fixtures/db.ts';
 import { until } from '../../../fixtures/runs.ts';
 
@@ -85,4 +85,22 @@ await eachDatabase(t, async (t, db) => {
     t.equal(lines.length, 1, 'the failure is logged once');
     t.match(JSON.parse(lines[0]!), { msg: 'wake-up notification not sent', channels: ['wake_a'] });
   });
+});
+
+t.test('settledWake: a burst of wake-ups shares one call; cancel drops the one pending', async (t) => {
+  let calls = 0;
+  const settled = settledWake(() => (calls += 1), 20);
+  for (let i = 0; i < 100; i += 1) settled.wake();
+  t.equal(calls, 0, 'nothing runs inside the burst itself');
+  await until('the call after the burst', () => (calls > 0 ? true : undefined), 60_000, 10);
+  t.equal(calls, 1, '100 wake-ups, one call');
+  settled.wake();
+  await until('a later wake-up gets its own call', () => (calls > 1 ? true : undefined), 60_000, 10);
+  t.equal(calls, 2);
+  settled.wake();
+  settled.cancel();
+  settled.wake();
+  // However late the timer would have fired, a cancelled one never does.
+  await new Promise((r) => setTimeout(r, 500));
+  t.equal(calls, 2, 'no call after cancel, and none for wake-ups after it');
 });
