@@ -187,12 +187,14 @@ async function main(): Promise<void> {
   const t0 = performance.now();
   const pending: Promise<number>[] = [];
   const roundTrips: number[] = [];
+  /** [sent at (ms after the phase began), round trip]: whether the slow ones come together. */
+  const slowest: Array<[number, number]> = [];
   for (let i = 0; i < total; i += 1) {
     const due = t0 + i * interval;
     const wait = due - performance.now();
     if (wait > 1) await new Promise((r) => setTimeout(r, wait));
     const sent = performance.now();
-    pending.push(send('match').then((status) => (roundTrips.push(performance.now() - sent), status)));
+    pending.push(send('match').then((status) => (roundTrips.push(performance.now() - sent), slowest.push([sent - t0, performance.now() - sent]), status)));
   }
   await Promise.all(pending);
   const steadySeconds = (performance.now() - t0) / 1000;
@@ -241,6 +243,18 @@ async function main(): Promise<void> {
     const count = (scrapeBuckets(hopsAfter[server]!, name, labels).get(Infinity) ?? 0) - (before.get(Infinity) ?? 0);
     if (count > 0) console.log(`  hop ${label.padEnd(32)} p50 ${q(0.5)} ms, p99 ${q(0.99)} ms  (${count})`);
   }
+  slowest.sort((a, b) => b[1] - a[1]);
+  console.log(`  slowest round trips (sent at +ms: took ms): ${slowest.slice(0, 12).map(([at, ms]) => `+${at.toFixed(0)}: ${ms.toFixed(1)}`).join(', ')}`);
+  // Garbage-collection pauses during the phase (all kinds), from each server's histogram.
+  const gc = (server: number) => {
+    const before = scrapeBuckets(hopsBefore[server]!, 'nodejs_gc_duration_seconds');
+    const after = scrapeBuckets(hopsAfter[server]!, 'nodejs_gc_duration_seconds');
+    const sum = (text: string) => [...text.matchAll(/^nodejs_gc_duration_seconds_sum\{[^}]*\} (\S+)$/gm)].reduce((a, m) => a + Number(m[1]), 0);
+    const count = (after.get(Infinity) ?? 0) - (before.get(Infinity) ?? 0);
+    const top = [...after.keys()].filter(Number.isFinite).sort((a, b) => a - b).find((b) => (after.get(b) ?? 0) - (before.get(b) ?? 0) >= count);
+    return `${count} pauses, ${(1000 * (sum(hopsAfter[server]!) - sum(hopsBefore[server]!))).toFixed(1)} ms in all, all under ${top === undefined ? '?' : `${1000 * top} ms`}`;
+  };
+  console.log(`  GC during the steady phase: relay ${gc(0)}; orchestrator ${gc(1)}`);
   console.log(`  steady phase: CPU relay ${((100 * (cpuSteady1[0]! - cpuSteady0[0]!)) / steadySeconds).toFixed(0)} %, orchestrator ${((100 * (cpuSteady1[1]! - cpuSteady0[1]!)) / steadySeconds).toFixed(0)} % of one core; disk ${diskLine(disk0, disk1, steadySeconds)}`);
   for (const line of sampled ?? []) console.log(line);
   const lag = (text: string, q: string) => (1000 * Number(new RegExp(`^nodejs_eventloop_lag_${q}_seconds (\\S+)`, 'm').exec(text)?.[1] ?? NaN)).toFixed(1);

@@ -9,7 +9,7 @@ import { revokePat } from '../../../../kernel/relay/pats/index.ts';
 import { sql } from '../../../../kernel/services/db/index.ts';
 import { eachDatabase } from '../../../fixtures/db.ts';
 import { ORG, OTHER_ORG, startPlatformStack } from '../../../fixtures/platform-stack.ts';
-import { insertRun } from '../../../fixtures/runs.ts';
+import { insertRun, until } from '../../../fixtures/runs.ts';
 
 t.setTimeout(1_200_000);
 
@@ -159,7 +159,12 @@ await eachDatabase(t, async (t, db) => {
     t.equal(chained.status, 429, 'the cooldown is per original run: re-running the re-run is refused too');
     t.equal(((await db.pool.one(sql.unsafe`select count(*)::int as n from runs where original_run_id = ${pushed.runId}`)) as { n: number }).n, 1, 'nothing created by refusals');
 
-    const payload = await call('GET', `${base}/orgs/${ORG}/runs/${pushed.runId}/payload`, H);
+    // The event log's payload object is written after the delivery's ack (docs/ingest.md): wait
+    // for it rather than race it.
+    const payload = await until('the payload object written', async () => {
+      const answer = await call('GET', `${base}/orgs/${ORG}/runs/${pushed.runId}/payload`, H);
+      return answer.status === 404 ? undefined : answer;
+    }, 60_000, 50);
     t.equal(payload.status, 200);
     t.same(payload.body, { payload: pushed.body }, 'the original webhook body');
     const ofRerun = await call('GET', `${base}/orgs/${ORG}/runs/${newRunId}/payload`, H);
