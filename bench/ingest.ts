@@ -1,10 +1,11 @@
 // Ingest benchmark through real processes: svc-relay and svc-orchestrator (compiled, dist/) on fresh
 // databases of the system PostgreSQL (SVC_TEST_DATABASE_URL), a generic source with no
 // signature. Measures (1) webhooks/s relay → orchestrator for no-match deliveries and (2) at a
-// steady rate, arrival at the relay → job queued and committed (the sender's round trip: the relay
-// answers after the orchestrator's ack, which follows the commit; the records' queued_at −
-// received_at, which stops at the transaction's start, is printed beside it). Bounded, loopback
-// only, stops by itself:
+// steady rate, arrival at the relay → job queued and committed: the relay answers only after the
+// orchestrator's ack, which follows the commit, so the relay's own request histogram (buckets at
+// exactly 25 and 50 ms) gives the share answered within each bound; the sender's round trip and
+// the records' queued_at − received_at (which stops at the transaction's start) are printed
+// beside it. Bounded, loopback only, stops by itself:
 //   node bench/ingest.ts [--requests N] [--concurrency C] [--rate R] [--steady-seconds S] [--busy] [--profile DIR] [--sample-db]
 // --busy: a background CPU load (stress-ng --cpu 1 --cpu-load 50) during the whole measurement.
 // --sample-db: during the steady phase, what the database's backends wait for (lib/db-sampler.ts).
@@ -218,8 +219,19 @@ async function main(): Promise<void> {
   // (plus the answer's way back). The records' `queued_at` is the transaction's start, before its
   // statements and commit: printed below, but it would flatter the figure.
   roundTrips.sort((a, b) => a - b);
-  const miss = pct(roundTrips, 99) > 25 || pct(roundTrips, 99.9) > 50 ? 'MISS' : 'OK';
-  console.log(`steady ${RATE}/s for ${STEADY_SECONDS} s: ${ms.length}/${total} queued jobs; arrival → queued and committed (webhook answered, the sender's round trip) p50 ${pct(roundTrips, 50).toFixed(2)} ms, p90 ${pct(roundTrips, 90).toFixed(2)} ms, p99 ${pct(roundTrips, 99).toFixed(2)} ms, p99.9 ${pct(roundTrips, 99.9).toFixed(2)} ms, max ${(roundTrips.at(-1) ?? NaN).toFixed(2)} ms  (target p99 <= 25, p99.9 <= 50: ${miss})`);
+  // Arrival at the relay → the relay's answer, from the relay's own request histogram, whose
+  // buckets include 25 and 50 ms exactly: the share answered within each bound is exact, so
+  // "p99 <= 25 ms" is "at least 99 % within 25 ms". This is the target's arrival → queued (and
+  // committed: the answer waits for the ack); the sender's round trip below adds the client's
+  // side (this bench process, on the same cores).
+  const answers = (text: string) => scrapeBuckets(text, 'svc_http_request_duration_seconds', 'route="/webhook/:orgId/generic/:sourceId",status_class="2xx"');
+  const [answersBefore, answersAfter] = [answers(hopsBefore[0]!), answers(hopsAfter[0]!)];
+  const answeredCount = (answersAfter.get(Infinity) ?? 0) - (answersBefore.get(Infinity) ?? 0);
+  const within = (bound: number) => (100 * ((answersAfter.get(bound) ?? 0) - (answersBefore.get(bound) ?? 0))) / answeredCount;
+  const relayMiss = within(0.025) < 99 || within(0.05) < 99.9 ? 'MISS' : 'OK';
+  console.log(`steady ${RATE}/s for ${STEADY_SECONDS} s: ${ms.length}/${total} queued jobs; arrival at the relay → queued, committed and answered (relay's clock): within 10 ms ${within(0.01).toFixed(2)} %, within 25 ms ${within(0.025).toFixed(2)} %, within 50 ms ${within(0.05).toFixed(2)} % of ${answeredCount}  (target p99 <= 25, p99.9 <= 50, i.e. >= 99 % and >= 99.9 %: ${relayMiss})`);
+  const miss = pct(roundTrips, 99) > 25 || pct(roundTrips, 99.9) > 50 ? 'over' : 'within';
+  console.log(`  the sender's round trip (request sent → response read, this process): p50 ${pct(roundTrips, 50).toFixed(2)} ms, p90 ${pct(roundTrips, 90).toFixed(2)} ms, p99 ${pct(roundTrips, 99).toFixed(2)} ms, p99.9 ${pct(roundTrips, 99.9).toFixed(2)} ms, max ${(roundTrips.at(-1) ?? NaN).toFixed(2)} ms  (${miss} the target's bounds)`);
   console.log(`  records: relay received_at → jobs.queued_at (the transaction's start, before its statements and commit): p50 ${pct(ms, 50).toFixed(2)} ms, p90 ${pct(ms, 90).toFixed(2)} ms, p99 ${pct(ms, 99).toFixed(2)} ms, p99.9 ${pct(ms, 99.9).toFixed(2)} ms, max ${(ms.at(-1) ?? NaN).toFixed(2)} ms`);
   // Each hop from the servers' own histograms (bucket-interpolated: a guide to which hop, not
   // exact figures). send → ack includes the orchestrator's hops and the socket both ways.
