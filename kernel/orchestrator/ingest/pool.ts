@@ -1,10 +1,9 @@
-// The ingest path's own small pool. slonik resets every connection with `DISCARD ALL` when it
-// goes back to the pool: one more round trip per checkout. The profile of the webhook bench put
-// that reset at ~5% of the orchestrator's CPU (a socket write that wakes a backend on a busy
-// machine is not cheap). Ingest queries never change session state (no SET, LISTEN, temporary
-// tables, named prepared statements or session advisory locks; timeouts are startup options),
-// so this pool skips the reset. Everything else is as `createDatabase`: row validation,
-// statement and connection timeouts.
+// The ingest path's own small pool, so a webhook never waits for a connection behind the other
+// subsystems' work on the shared one. Like every pool (kernel/services/db/pool.ts) it skips
+// slonik's `DISCARD ALL` reset: ingest queries never change session state (no SET, LISTEN,
+// temporary tables, named prepared statements or session advisory locks; timeouts are startup
+// options). Everything else is as `createDatabase`: row validation, statement and connection
+// timeouts.
 import type { Logger } from 'pino';
 import { createPool } from 'slonik';
 import { checkDatabaseUrl, rowValidationInterceptor, sql, type DatabasePool } from '../../services/db/index.ts';
