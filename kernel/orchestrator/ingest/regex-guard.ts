@@ -186,9 +186,20 @@ export class RegexGuard {
 }
 
 let shared: RegexGuard | undefined;
+let suspects: RegexGuard | undefined;
 
 /** The process's guard: one worker for every ingest pipeline of this process. */
 export function sharedRegexGuard(): RegexGuard {
   shared ??= new RegexGuard();
   return shared;
+}
+
+/**
+ * The process's second guard, for expressions that overran their bound recently: they keep
+ * being tested (each under its bound) on a worker of their own, so the other expressions never
+ * queue behind them (steps/message-regex.ts).
+ */
+export function sharedSuspectRegexGuard(): RegexGuard {
+  suspects ??= new RegexGuard();
+  return suspects;
 }
