@@ -29,7 +29,7 @@ import { createDatabase, migrate, sql } from '../kernel/services/db/index.ts';
 import { buildLock } from '../workflow/lock/lock-file.ts';
 import { job, trig, workflow } from '../test/fixtures/locks.ts';
 import { sampleDatabase } from './lib/db-sampler.ts';
-import { bucketQuantile, cpuSeconds as cpuOf, diskCounters, diskLine, distBin, percentile, rssMiB as rssOf, scrapeBuckets, withMachine } from './lib/machine.ts';
+import { bucketQuantile, commandCpuSeconds, cpuSeconds as cpuOf, machineCpuSeconds, diskCounters, diskLine, distBin, percentile, rssMiB as rssOf, scrapeBuckets, withMachine } from './lib/machine.ts';
 
 const { values } = parseArgs({
   options: {
@@ -184,6 +184,7 @@ async function main(): Promise<void> {
   const sampler = values['sample-db'] ? await sampleDatabase(serverUrl, dbNames[1]!) : undefined;
   const disk0 = diskCounters();
   const cpuSteady0 = [cpuSeconds(relay.child), cpuSeconds(orch.child)];
+  const [pgCpu0, machine0] = [commandCpuSeconds('postgres'), machineCpuSeconds()];
   const total = RATE * STEADY_SECONDS;
   // The load comes from a process of its own (lib/webhook-sender.ts), so the pauses of this one
   // (pools, kernel modules) never bunch the sends up.
@@ -203,6 +204,7 @@ async function main(): Promise<void> {
   const steadySeconds = (performance.now() - t0) / 1000;
   const disk1 = diskCounters();
   const cpuSteady1 = [cpuSeconds(relay.child), cpuSeconds(orch.child)];
+  const [pgCpu1, machine1] = [commandCpuSeconds('postgres'), machineCpuSeconds()];
   const sampled = await sampler?.stop();
   await new Promise((r) => setTimeout(r, 500));
   const hopsAfter = [await scrape(relayUrl), await scrape(orch.url)];
@@ -266,10 +268,18 @@ async function main(): Promise<void> {
     const sum = (text: string) => [...text.matchAll(/^nodejs_gc_duration_seconds_sum\{[^}]*\} (\S+)$/gm)].reduce((a, m) => a + Number(m[1]), 0);
     const count = (after.get(Infinity) ?? 0) - (before.get(Infinity) ?? 0);
     const top = [...after.keys()].filter(Number.isFinite).sort((a, b) => a - b).find((b) => (after.get(b) ?? 0) - (before.get(b) ?? 0) >= count);
-    return `${count} pauses, ${(1000 * (sum(hopsAfter[server]!) - sum(hopsBefore[server]!))).toFixed(1)} ms in all, all under ${top === undefined ? '?' : `${1000 * top} ms`}`;
+    // Pauses past 10 ms by kind (major = mark-compact): each stalls every request in flight.
+    const long = ['major', 'minor', 'incremental', 'weakcb']
+      .map((kind) => {
+        const [b, a] = [scrapeBuckets(hopsBefore[server]!, 'nodejs_gc_duration_seconds', `kind="${kind}"`), scrapeBuckets(hopsAfter[server]!, 'nodejs_gc_duration_seconds', `kind="${kind}"`)];
+        const n = (a.get(Infinity) ?? 0) - (b.get(Infinity) ?? 0) - ((a.get(0.01) ?? 0) - (b.get(0.01) ?? 0));
+        return n > 0 ? `${n} ${kind}` : '';
+      })
+      .filter((x) => x !== '');
+    return `${count} pauses, ${(1000 * (sum(hopsAfter[server]!) - sum(hopsBefore[server]!))).toFixed(1)} ms in all, all under ${top === undefined ? '?' : `${1000 * top} ms`}${long.length > 0 ? ` (over 10 ms: ${long.join(', ')})` : ''}`;
   };
   console.log(`  GC during the steady phase: relay ${gc(0)}; orchestrator ${gc(1)}`);
-  console.log(`  steady phase: CPU relay ${((100 * (cpuSteady1[0]! - cpuSteady0[0]!)) / steadySeconds).toFixed(0)} %, orchestrator ${((100 * (cpuSteady1[1]! - cpuSteady0[1]!)) / steadySeconds).toFixed(0)} % of one core; disk ${diskLine(disk0, disk1, steadySeconds)}`);
+  console.log(`  steady phase: CPU relay ${((100 * (cpuSteady1[0]! - cpuSteady0[0]!)) / steadySeconds).toFixed(0)} %, orchestrator ${((100 * (cpuSteady1[1]! - cpuSteady0[1]!)) / steadySeconds).toFixed(0)} %, PostgreSQL ${((100 * (pgCpu1 - pgCpu0)) / steadySeconds).toFixed(0)} % of one core; the machine ${((100 * (machine1.busy - machine0.busy)) / (machine1.total - machine0.total)).toFixed(0)} % busy (${os.cpus().length} cores); disk ${diskLine(disk0, disk1, steadySeconds)}`);
   for (const line of sampled ?? []) console.log(line);
   const lag = (text: string, q: string) => (1000 * Number(new RegExp(`^nodejs_eventloop_lag_${q}_seconds (\\S+)`, 'm').exec(text)?.[1] ?? NaN)).toFixed(1);
   console.log(`  event-loop delay since start (p50/p99): relay ${lag(hopsAfter[0]!, 'p50')}/${lag(hopsAfter[0]!, 'p99')} ms, orchestrator ${lag(hopsAfter[1]!, 'p50')}/${lag(hopsAfter[1]!, 'p99')} ms`);

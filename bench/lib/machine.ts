@@ -3,7 +3,7 @@
 // `--busy` mode (a background CPU load of `stress-ng --cpu 1 --cpu-load 50` for the whole
 // measurement, started here and always ended by its pid), and the compiled programs as shipped.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -104,6 +104,32 @@ export function cpuSeconds(pid: number | undefined): number {
 }
 
 /** Resident set size of a process in MiB, from /proc (Linux; NaN elsewhere). */
+/** CPU seconds of every process whose command name is `comm` (e.g. all PostgreSQL backends). */
+export function commandCpuSeconds(comm: string): number {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== comm) continue;
+      const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+      total += (Number(fields[11]) + Number(fields[12])) / 100;
+    } catch {
+      // The process ended between the listing and the read.
+    }
+  }
+  return total;
+}
+
+/** The whole machine's busy and total CPU seconds so far (all cores, /proc/stat). */
+export function machineCpuSeconds(): { busy: number; total: number } {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const total = fields.reduce((a, b) => a + b, 0) / 100;
+  // idle and iowait are not busy.
+  const idle = ((fields[3] ?? 0) + (fields[4] ?? 0)) / 100;
+  return { busy: total - idle, total };
+}
+
 export function rssMiB(pid: number | undefined): number {
   try {
     const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));

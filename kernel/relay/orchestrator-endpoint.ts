@@ -12,6 +12,8 @@ import {
   OrchestratorToRelayMembers,
   PROTOCOL_VERSION,
   WS_CLOSE_PROTOCOL_ERROR,
+  type ExecutionStatus,
+  type JobStatusForward,
   type OrchestratorToRelay,
 } from '../../schemas/wire/relay.ts';
 import { compileMessageUnion, formatIssues } from '../../schemas/validate.ts';
@@ -22,7 +24,7 @@ import { OrchestratorConnection, type OrchestratorPool } from './orchestrator-po
 import { orgForToken } from './orgs.ts';
 import type { RelayMetrics } from './relay-metrics.ts';
 import type { NegativeCache, RoutingTable } from './routing-table.ts';
-import { recordJobStatus, recordRunStatus } from './run-index.ts';
+import { recordStatusBatch, type StatusBatch } from './run-index.ts';
 import { trackSocket } from '../services/ws-metrics.ts';
 import type { SvcMetrics } from '../services/metrics.ts';
 
@@ -63,6 +65,9 @@ interface SocketState {
   helloDone: boolean;
   /** Frames that touch the database are applied in order. */
   queue: Promise<void>;
+  /** Status messages not yet written: the next write on the queue takes them all at once. */
+  statuses: StatusBatch;
+  statusWriteQueued: boolean;
 }
 
 function rejectUpgrade(socket: Duplex, status: number, reason: string, code: string, message: string): void {
@@ -130,7 +135,7 @@ export class OrchestratorEndpoint {
   }
 
   #accept(socket: WebSocket, orgId: string): void {
-    const state: SocketState = { socket, orgId, alive: true, invalid: 0, helloDone: false, queue: Promise.resolve() };
+    const state: SocketState = { socket, orgId, alive: true, invalid: 0, helloDone: false, queue: Promise.resolve(), statuses: { runs: [], jobs: [] }, statusWriteQueued: false };
     this.#sockets.add(state);
     if (this.#options.socketMetrics !== undefined) trackSocket(this.#options.socketMetrics, 'relay_orchestrator', socket);
     const log = this.#options.logger.child({ orgId });
@@ -202,6 +207,7 @@ export class OrchestratorEndpoint {
       if (state.connection) this.#options.onResponse?.(state.connection, message);
       return;
     }
+    if (message.type === 'execution.status' || message.type === 'job.status.forward') return this.#takeStatus(state, message, log);
     state.queue = state.queue.then(() =>
       this.#apply(state, message, log).catch((error: unknown) => log.error({ err: error, type: message.type }, 'orchestrator frame could not be applied')),
     );
@@ -226,6 +232,32 @@ export class OrchestratorEndpoint {
     this.#options.onReady(connection);
   }
 
+  /**
+   * Status messages are written in batches: those that arrive while a write is under way go
+   * together in the next one (one transaction, run-index.ts), in the queue's order with the
+   * other frames.
+   */
+  #takeStatus(state: SocketState, message: ExecutionStatus | JobStatusForward, log: Logger): void {
+    // The connection's token decides the org; a message naming another one is a bug upstream.
+    if (message.orgId !== undefined && message.orgId !== state.orgId) {
+      return this.#refuse(state, 'org', `${message.type} of run ${message.runId} names org ${message.orgId}, but this connection serves ${state.orgId}`, log);
+    }
+    if (message.type === 'execution.status') state.statuses.runs.push(message);
+    else state.statuses.jobs.push(message);
+    if (state.statusWriteQueued) return;
+    state.statusWriteQueued = true;
+    state.queue = state.queue.then(async () => {
+      const batch = state.statuses;
+      state.statuses = { runs: [], jobs: [] };
+      state.statusWriteQueued = false;
+      try {
+        await recordStatusBatch(this.#options.db, state.orgId, batch);
+      } catch (error) {
+        log.error({ err: error, runs: batch.runs.length, jobs: batch.jobs.length }, 'orchestrator status messages could not be written to the run index');
+      }
+    });
+  }
+
   async #apply(state: SocketState, message: OrchestratorToRelay, log: Logger): Promise<void> {
     const { orgId } = state;
     switch (message.type) {
@@ -243,13 +275,6 @@ export class OrchestratorEndpoint {
           log.info({ routingKey: message.routingKey }, 'source.secrets for a routing key that is not registered');
         }
         return;
-      case 'execution.status':
-      case 'job.status.forward':
-        // The connection's token decides the org; a message naming another one is a bug upstream.
-        if (message.orgId !== undefined && message.orgId !== orgId) {
-          return this.#refuse(state, 'org', `${message.type} of run ${message.runId} names org ${message.orgId}, but this connection serves ${orgId}`, log);
-        }
-        return message.type === 'execution.status' ? recordRunStatus(this.#options.db, orgId, message) : recordJobStatus(this.#options.db, orgId, message);
       default:
         // Responses to dashboard requests: the relay does not issue those yet.
         log.debug({ type: message.type }, 'orchestrator message with no waiting request');

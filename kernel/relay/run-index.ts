@@ -14,61 +14,121 @@ export type JobStatusUpdate = Omit<JobStatusForward, 'type'>;
 
 const orNull = <T>(value: T | undefined): T | null => (value === undefined ? null : value);
 
-export async function recordRunStatus(pool: DatabasePool, orgId: string, u: RunStatusUpdate): Promise<void> {
-  const createdAt = u.createdAt;
-  if (createdAt === undefined) {
-    // An older orchestrator: status only; first seen stands in for the creation time.
-    await pool.query(sql.unsafe`
-      insert into relay_runs (org_id, run_id, workflow, repository, status, updated_at, created_at)
-      values (${orgId}, ${u.runId}, ${u.workflow}, ${u.repository}, ${u.status}, ${u.updatedAt}::timestamptz, ${u.updatedAt}::timestamptz)
-      on conflict (org_id, run_id) do update set
-        workflow = excluded.workflow, repository = excluded.repository, status = excluded.status, updated_at = excluded.updated_at
-      where relay_runs.updated_at <= excluded.updated_at`);
-    return;
-  }
+/** Status messages of one org received together, written in one transaction (recordStatusBatch). */
+export interface StatusBatch {
+  runs: RunStatusUpdate[];
+  jobs: JobStatusUpdate[];
+}
+
+/**
+ * Writes a batch of `execution.status` / `job.status.forward` messages of one org in one
+ * transaction with one statement per kind, not a commit per message: an orchestrator forwards
+ * a status for nearly every webhook (issue 19: the run index's commits were a third of the
+ * relay database's). Per run or job only the newest message counts, as when they are applied
+ * one by one: the stored record's `updated_at` guard still drops anything older than it.
+ * Messages of older orchestrators (no `createdAt` or `kind`) take their own statements.
+ */
+export async function recordStatusBatch(pool: DatabasePool, orgId: string, batch: StatusBatch): Promise<void> {
+  const runs = newestPerKey(batch.runs, (u) => u.runId, (older, newer) => (newer.cancelledBy == null && older.cancelledBy != null ? { ...newer, cancelledBy: older.cancelledBy } : newer));
+  const jobs = newestPerKey(batch.jobs, (u) => u.jobId);
+  if (runs.length === 0 && jobs.length === 0) return;
   await pool.transaction(async (tx) => {
-    await tx.query(sql.unsafe`
-      insert into relay_runs (org_id, run_id, workflow, repository, status, updated_at, reason, event_name, ref, sha, actor,
-                              created_at, started_at, finished_at, parent_run_id, original_run_id, triggered_by, cancelled_by)
-      values (${orgId}, ${u.runId}, ${u.workflow}, ${u.repository}, ${u.status}, ${u.updatedAt}::timestamptz, ${orNull(u.reason)},
-              ${orNull(u.eventName)}, ${orNull(u.ref)}, ${orNull(u.sha)}, ${orNull(u.actor)}, ${createdAt}::timestamptz,
-              ${orNull(u.startedAt)}::timestamptz, ${orNull(u.finishedAt)}::timestamptz, ${orNull(u.parentRunId)}, ${orNull(u.originalRunId)},
-              ${orNull(u.triggeredBy)}, ${orNull(u.cancelledBy)})
-      on conflict (org_id, run_id) do update set
-        workflow = excluded.workflow, repository = excluded.repository, status = excluded.status, updated_at = excluded.updated_at,
-        reason = excluded.reason, event_name = excluded.event_name, ref = excluded.ref, sha = excluded.sha, actor = excluded.actor,
-        created_at = excluded.created_at, started_at = excluded.started_at, finished_at = excluded.finished_at,
-        parent_run_id = excluded.parent_run_id, original_run_id = excluded.original_run_id, triggered_by = excluded.triggered_by,
-        -- The orchestrator's record wins; until it names someone, the dashboard's entry stays.
-        cancelled_by = coalesce(excluded.cancelled_by, relay_runs.cancelled_by)
-      where relay_runs.updated_at <= excluded.updated_at`);
-    // A re-run (whichever way it was started) is the parent's latest re-run; greatest() skips a null.
-    if (u.parentRunId !== undefined && u.parentRunId !== null) {
+    const full = runs.filter((u) => u.createdAt !== undefined);
+    for (const u of runs) if (u.createdAt === undefined) await tx.query(legacyRunStatement(orgId, u));
+    if (full.length > 0) await tx.query(runsStatement(orgId, full));
+    const reruns = rerunsOf(full);
+    if (reruns.length > 0) {
+      // A re-run (whichever way it was started) is the parent's latest re-run; greatest() skips a null.
       await tx.query(sql.unsafe`
-        update relay_runs set last_rerun_at = greatest(last_rerun_at, ${createdAt}::timestamptz)
-        where org_id = ${orgId} and run_id = ${u.parentRunId} and last_rerun_at is distinct from greatest(last_rerun_at, ${createdAt}::timestamptz)`);
+        update relay_runs r set last_rerun_at = greatest(r.last_rerun_at, v.at)
+        from ${sql.unnest(reruns, ['text', 'timestamptz'])} as v(parent, at)
+        where r.org_id = ${orgId} and r.run_id = v.parent and r.last_rerun_at is distinct from greatest(r.last_rerun_at, v.at)`);
     }
+    const withKind = jobs.filter((u) => u.kind !== undefined);
+    for (const u of jobs) if (u.kind === undefined) await tx.query(legacyJobStatement(orgId, u));
+    if (withKind.length > 0) await tx.query(jobsStatement(orgId, withKind));
   });
 }
 
-export async function recordJobStatus(pool: DatabasePool, orgId: string, u: JobStatusUpdate): Promise<void> {
-  if (u.kind === undefined) {
-    await pool.query(sql.unsafe`
-      insert into relay_jobs (org_id, run_id, job_id, job, status, updated_at)
-      values (${orgId}, ${u.runId}, ${u.jobId}, ${u.job}, ${u.status}, ${u.updatedAt}::timestamptz)
-      on conflict (org_id, job_id) do update set
-        run_id = excluded.run_id, job = excluded.job, status = excluded.status, updated_at = excluded.updated_at
-      where relay_jobs.updated_at <= excluded.updated_at`);
-    return;
+/**
+ * The newest message per key (a later one wins a tie, as it would applied after), in arrival
+ * order of the survivors. `merge` carries what the stored record would have kept from an older one.
+ */
+function newestPerKey<T extends { updatedAt: string }>(items: readonly T[], key: (item: T) => string, merge: (older: T, newer: T) => T = (_o, n) => n): T[] {
+  const kept = new Map<string, T>();
+  for (const item of items) {
+    const k = key(item);
+    const seen = kept.get(k);
+    if (seen === undefined) kept.set(k, item);
+    else if (Date.parse(item.updatedAt) >= Date.parse(seen.updatedAt)) kept.set(k, merge(seen, item));
+    else kept.set(k, merge(item, seen));
   }
-  await pool.query(sql.unsafe`
+  return [...kept.values()];
+}
+
+/** Each parent run with the newest creation time among its re-runs in the batch. */
+function rerunsOf(runs: readonly RunStatusUpdate[]): Array<[string, string]> {
+  const latest = new Map<string, string>();
+  for (const u of runs) {
+    if (u.parentRunId == null || u.createdAt === undefined) continue;
+    const seen = latest.get(u.parentRunId);
+    if (seen === undefined || Date.parse(u.createdAt) > Date.parse(seen)) latest.set(u.parentRunId, u.createdAt);
+  }
+  return [...latest.entries()];
+}
+
+function runsStatement(orgId: string, runs: readonly RunStatusUpdate[]) {
+  const tuples = runs.map((u) => [
+    u.runId, u.workflow, u.repository, u.status, u.updatedAt, orNull(u.reason), orNull(u.eventName), orNull(u.ref), orNull(u.sha), orNull(u.actor),
+    u.createdAt!, orNull(u.startedAt), orNull(u.finishedAt), orNull(u.parentRunId), orNull(u.originalRunId), orNull(u.triggeredBy), orNull(u.cancelledBy),
+  ]);
+  const types = ['text', 'text', 'text', 'text', 'timestamptz', 'text', 'text', 'text', 'text', 'text', 'timestamptz', 'timestamptz', 'timestamptz', 'text', 'text', 'text', 'text'];
+  return sql.unsafe`
+    insert into relay_runs (org_id, run_id, workflow, repository, status, updated_at, reason, event_name, ref, sha, actor,
+                            created_at, started_at, finished_at, parent_run_id, original_run_id, triggered_by, cancelled_by)
+    select ${orgId}, v.* from ${sql.unnest(tuples, types)}
+      as v(run_id, workflow, repository, status, updated_at, reason, event_name, ref, sha, actor, created_at, started_at, finished_at,
+           parent_run_id, original_run_id, triggered_by, cancelled_by)
+    on conflict (org_id, run_id) do update set
+      workflow = excluded.workflow, repository = excluded.repository, status = excluded.status, updated_at = excluded.updated_at,
+      reason = excluded.reason, event_name = excluded.event_name, ref = excluded.ref, sha = excluded.sha, actor = excluded.actor,
+      created_at = excluded.created_at, started_at = excluded.started_at, finished_at = excluded.finished_at,
+      parent_run_id = excluded.parent_run_id, original_run_id = excluded.original_run_id, triggered_by = excluded.triggered_by,
+      -- The orchestrator's record wins; until it names someone, the dashboard's entry stays.
+      cancelled_by = coalesce(excluded.cancelled_by, relay_runs.cancelled_by)
+    where relay_runs.updated_at <= excluded.updated_at`;
+}
+
+function jobsStatement(orgId: string, jobs: readonly JobStatusUpdate[]) {
+  const tuples = jobs.map((u) => [u.runId, u.jobId, u.job, u.status, u.updatedAt, u.kind!, orNull(u.reason), orNull(u.startedAt), orNull(u.finishedAt)]);
+  const types = ['text', 'text', 'text', 'text', 'timestamptz', 'text', 'text', 'timestamptz', 'timestamptz'];
+  return sql.unsafe`
     insert into relay_jobs (org_id, run_id, job_id, job, status, updated_at, kind, reason, started_at, finished_at)
-    values (${orgId}, ${u.runId}, ${u.jobId}, ${u.job}, ${u.status}, ${u.updatedAt}::timestamptz, ${u.kind}, ${orNull(u.reason)},
-            ${orNull(u.startedAt)}::timestamptz, ${orNull(u.finishedAt)}::timestamptz)
+    select ${orgId}, v.* from ${sql.unnest(tuples, types)} as v(run_id, job_id, job, status, updated_at, kind, reason, started_at, finished_at)
     on conflict (org_id, job_id) do update set
       run_id = excluded.run_id, job = excluded.job, status = excluded.status, updated_at = excluded.updated_at,
       kind = excluded.kind, reason = excluded.reason, started_at = excluded.started_at, finished_at = excluded.finished_at
-    where relay_jobs.updated_at <= excluded.updated_at`);
+    where relay_jobs.updated_at <= excluded.updated_at`;
+}
+
+/** An older orchestrator's run message: status only; first seen stands in for the creation time. */
+function legacyRunStatement(orgId: string, u: RunStatusUpdate) {
+  return sql.unsafe`
+    insert into relay_runs (org_id, run_id, workflow, repository, status, updated_at, created_at)
+    values (${orgId}, ${u.runId}, ${u.workflow}, ${u.repository}, ${u.status}, ${u.updatedAt}::timestamptz, ${u.updatedAt}::timestamptz)
+    on conflict (org_id, run_id) do update set
+      workflow = excluded.workflow, repository = excluded.repository, status = excluded.status, updated_at = excluded.updated_at
+    where relay_runs.updated_at <= excluded.updated_at`;
+}
+
+/** An older orchestrator's job message: no kind, reason or times. */
+function legacyJobStatement(orgId: string, u: JobStatusUpdate) {
+  return sql.unsafe`
+    insert into relay_jobs (org_id, run_id, job_id, job, status, updated_at)
+    values (${orgId}, ${u.runId}, ${u.jobId}, ${u.job}, ${u.status}, ${u.updatedAt}::timestamptz)
+    on conflict (org_id, job_id) do update set
+      run_id = excluded.run_id, job = excluded.job, status = excluded.status, updated_at = excluded.updated_at
+    where relay_jobs.updated_at <= excluded.updated_at`;
 }
 
 /** Where a page starts: strictly before this creation time (and, at that time, before this run id). */

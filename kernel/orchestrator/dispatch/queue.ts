@@ -284,16 +284,13 @@ export class Dispatcher {
     for (let page = 0; page < MAX_PAGES; page += 1) {
       const jobs = await this.#page(after);
       if (jobs.length === 0) break;
+      const clear: string[] = [];
+      const mark: Array<[string, string]> = [];
       for (const job of jobs) {
         const matchers = requiredMatchers(job.runs_on, job.needs_container);
         const routable = labelSets.some((labels) => satisfies(matchers, labels)) || this.#spawnable(matchers);
         if (routable) {
-          if (job.reason?.startsWith(NO_JOBS_DISPATCHED) || job.unroutable_since !== null) {
-            await this.#o.pool.query(sql.unsafe`
-              UPDATE jobs SET reason = CASE WHEN reason LIKE ${`${NO_JOBS_DISPATCHED}%`} THEN NULL ELSE reason END,
-                     unroutable_since = NULL, updated_at = now()
-              WHERE id = ${job.id} AND status = 'queued'`);
-          }
+          if (job.reason?.startsWith(NO_JOBS_DISPATCHED) || job.unroutable_since !== null) clear.push(job.id);
           continue;
         }
         const reason = noJobsReason(job.runs_on);
@@ -301,12 +298,26 @@ export class Dispatcher {
           failed += await this.#failUnroutable(job, matchers);
           continue;
         }
-        if (job.reason !== reason || job.unroutable_since === null) {
-          await this.#o.pool.query(sql.unsafe`
-            UPDATE jobs SET reason = ${reason}, unroutable_since = coalesce(unroutable_since, now()), updated_at = now()
-            WHERE id = ${job.id} AND status = 'queued'`);
-          marked += 1;
-        }
+        if (job.reason !== reason || job.unroutable_since === null) mark.push([job.id, reason]);
+      }
+      // One statement per page, not one per job: with no agent for them, every queued job of a
+      // burst is marked, and per-job updates were one statement per webhook (issue 19). Rows
+      // another transaction holds are skipped, never waited for (so several rows locked in one
+      // statement cannot deadlock with a run's own updates); the next pass takes them.
+      if (clear.length > 0) {
+        await this.#o.pool.query(sql.unsafe`
+          UPDATE jobs SET reason = CASE WHEN reason LIKE ${`${NO_JOBS_DISPATCHED}%`} THEN NULL ELSE reason END,
+                 unroutable_since = NULL, updated_at = now()
+          WHERE id IN (SELECT id FROM jobs WHERE id = ANY(${sql.array(clear, 'uuid')}) AND status = 'queued' FOR UPDATE SKIP LOCKED)`);
+      }
+      if (mark.length > 0) {
+        const rows = await this.#o.pool.any(sql.unsafe`
+          UPDATE jobs j SET reason = v.reason, unroutable_since = coalesce(j.unroutable_since, now()), updated_at = now()
+          FROM (SELECT q.id, v.reason FROM ${sql.unnest(mark, ['uuid', 'text'])} AS v(id, reason)
+                JOIN jobs q ON q.id = v.id AND q.status = 'queued' FOR UPDATE OF q SKIP LOCKED) AS v
+          WHERE j.id = v.id
+          RETURNING j.id`);
+        marked += rows.length;
       }
       const last = jobs[jobs.length - 1] as QueuedJob;
       after = { at: last.order_at, id: last.id };

@@ -2,7 +2,7 @@
 // where the run came from, a check run through the source's provider (`reportRunStatus` on the
 // provider extension point) and the source's run-status webhook, from a durable delivery queue
 // with retries. Serves the operator routes for its deliveries.
-import { createListener, FEED_SETTLE_MS, settledWake } from '../../services/db/index.ts';
+import { createListener, REPORT_SETTLE_MS, settledWake } from '../../services/db/index.ts';
 import type { OrchestratorContext, Subsystem } from '../context.ts';
 import { adminAuthRef } from '../service-refs.ts';
 import { FORGE_STATUS_CHANNEL, RUN_STATUS_CHANNEL } from './feed.ts';
@@ -51,7 +51,7 @@ export function createForgeStatusSubsystem(tuning: ForgeStatusTuning = {}): Subs
       });
       const listener = await createListener({ url: ctx.databaseUrl, logger });
       // Status changes come in bursts under webhook load: one pass reports a burst.
-      const feedWake = settledWake(() => worker.wake(), FEED_SETTLE_MS);
+      const feedWake = settledWake(() => worker.wake(), REPORT_SETTLE_MS);
       await listener.listen(RUN_STATUS_CHANNEL, () => feedWake.wake());
       await listener.listen(FORGE_STATUS_CHANNEL, () => worker.wake());
       listener.onGap(() => worker.wake());

@@ -9,15 +9,19 @@ import { adminAuthRef, clusterServiceRef, ingestPipelineRef } from '../service-r
 import { watchSources } from '../sources/cache.ts';
 import { watchTrustPolicies } from '../trust-policy/cache.ts';
 import { trustPolicyRoutes } from '../trust-policy/routes.ts';
-import { createListener } from '../../services/db/index.ts';
+import { createDatabase, createListener } from '../../services/db/index.ts';
 import { INGEST_EVENTS_CHANNEL } from './steps/registrations.ts';
 import { releaseInterrupted } from './record/delivery-record.ts';
 import { deliveryRoutes } from './record/routes.ts';
 import { startEventLogRetention } from './record/retention.ts';
 import { webhookRoutes } from './entry/http-route.ts';
 import { createIngest } from './pipeline.ts';
-import { createIngestPool } from './pool.ts';
 import { startRetryWorker } from './retry/worker.ts';
+
+/** The ingest pool: at most this many connections, this many always open, the rest closed after this idle time. */
+const INGEST_POOL_MAX = 10;
+const INGEST_POOL_WARM = 4;
+const INGEST_POOL_IDLE_MS = 60_000;
 
 function storageOf(ctx: OrchestratorContext): StorageExtensionPoint | undefined {
   try {
@@ -36,7 +40,18 @@ export const ingestSubsystem: Subsystem = {
   async start(ctx, deps) {
     const logger = ctx.logger.child({ subsystem: 'ingest' });
     const storage = storageOf(ctx);
-    const pool = await createIngestPool({ url: ctx.databaseUrl, logger });
+    // The ingest path's own pool, so a webhook never waits for a connection behind the other
+    // subsystems' work on the shared one. Its connections stay open however long they idle: a
+    // burst after a quiet spell would otherwise wait for new backends to start (tens of ms each,
+    // the early-burst tail of bench/ingest.ts, issue 19).
+    const pool = await createDatabase({
+      url: ctx.databaseUrl,
+      logger,
+      applicationName: 'svc-orchestrator-ingest',
+      maxPoolSize: INGEST_POOL_MAX,
+      minPoolSize: INGEST_POOL_WARM,
+      idleTimeoutMs: INGEST_POOL_IDLE_MS,
+    });
     const pipeline = createIngest({
       pool,
       logger,

@@ -18,7 +18,7 @@
 // without a relay link).
 import type { Logger } from 'pino';
 import type { OrchestratorToRelay } from '../../../schemas/wire/relay.ts';
-import { createListener, FEED_SETTLE_MS, settledWake, type DatabasePool, type Listener } from '../../services/db/index.ts';
+import { createListener, REPORT_SETTLE_MS, settledWake, type DatabasePool, type Listener } from '../../services/db/index.ts';
 import { FEED_RETENTION_DEFAULTS, pruneFeed, type FeedRetention } from './feed-janitor.ts';
 import { RUN_STATUS_CHANNEL, forwardPending, hasPending, jobIdsOfRuns, jobMessages, recentRunIds, runMessages } from './status-feed.ts';
 
@@ -87,7 +87,7 @@ export class StatusForwarder {
   #stopped = false;
   #pass: Promise<void> | undefined;
   #again = false;
-  readonly #feedWake = settledWake(() => this.wake(), FEED_SETTLE_MS);
+  readonly #feedWake = settledWake(() => this.wake(), REPORT_SETTLE_MS);
   /** Set at a welcome: resend runs updated since this time (null: since the window's start). */
   #resendSince: Date | null | undefined;
   /** When the link last dropped, if it has since this process started. */

@@ -28,4 +28,4 @@ export {
   type ListenerOptions,
   type NotificationHandler,
 } from './listen.ts';
-export { FEED_SETTLE_MS, settledWake, WakeupSender } from './wakeups.ts';
+export { FEED_SETTLE_MS, REPORT_SETTLE_MS, settledWake, WakeupSender } from './wakeups.ts';

@@ -134,6 +134,13 @@ export interface DatabaseOptions {
   interceptors?: readonly Interceptor[];
   /** Shown in pg_stat_activity. */
   applicationName?: string;
+  /**
+   * Connections opened at start and kept however long they idle (default 0). A latency-bound
+   * path sets it so a burst after a quiet spell does not wait for new backends to start.
+   */
+  minPoolSize?: number;
+  /** How long a connection beyond `minPoolSize` may idle before it is closed; default 5 s. */
+  idleTimeoutMs?: number;
 }
 
 /**
@@ -151,6 +158,8 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
     pool = await createPool(parsed.toString(), {
       interceptors: [rowValidationInterceptor(), ...(options.interceptors ?? [])],
       maxPoolSize: options.maxPoolSize ?? 10,
+      minPoolSize: options.minPoolSize ?? 0,
+      idleTimeout: options.idleTimeoutMs ?? 5_000,
       statementTimeout: options.statementTimeoutMs ?? 60_000,
       connectionTimeout: options.connectionTimeoutMs ?? 5_000,
       // No `DISCARD ALL` when a connection goes back to the pool. slonik's default reset is one

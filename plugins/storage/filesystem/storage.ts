@@ -22,6 +22,7 @@ import {
   type StorageExtensionPoint,
 } from '../../../core/extension-points/storage.ts';
 import { StorageKeyError, assertStorageKey, assertStoragePrefix } from '../../../core/extension-points/storage-key.ts';
+import { GroupSync } from './group-sync.ts';
 import { presignedUrl } from './presign.ts';
 
 /** Temp files share the target's directory; keys may not use this prefix for any segment. */
@@ -83,6 +84,10 @@ export class FilesystemStorage implements StorageExtensionPoint {
   readonly root: string;
   readonly #presign: FilesystemPresignOptions | undefined;
   readonly #logger: Logger | undefined;
+  /** Directory fsyncs under way or waiting, shared by concurrent puts into one directory. */
+  readonly #dirSyncs = new Map<string, GroupSync>();
+  /** Directory fsyncs run so far (concurrent puts share them; tests read it). */
+  directorySyncs = 0;
 
   constructor(options: FilesystemStorageOptions) {
     this.root = resolve(options.root);
@@ -118,16 +123,10 @@ export class FilesystemStorage implements StorageExtensionPoint {
       throw new InputError('SVC_ERR_STORAGE_BODY', 'storage body must be a Buffer, Uint8Array or Readable stream');
     }
     const dir = dirname(target);
-    try {
-      await mkdir(dir, { recursive: true });
-    } catch (error) {
-      if (errno(error) === 'EEXIST' || errno(error) === 'ENOTDIR') throw conflict(key, error);
-      throw error;
-    }
     const temp = join(dir, `${TEMP_PREFIX}${randomUUID()}`);
     let handle: FileHandle | undefined;
     try {
-      handle = await open(temp, 'wx', 0o644);
+      handle = await this.#openTemp(key, dir, temp);
       let size = 0;
       if (body instanceof Readable) {
         for await (const chunk of body) {
@@ -154,7 +153,7 @@ export class FilesystemStorage implements StorageExtensionPoint {
         if (errno(error) === 'EISDIR' || errno(error) === 'ENOTEMPTY' || errno(error) === 'EEXIST') throw conflict(key, error);
         throw error;
       }
-      await this.#syncDir(dir);
+      await this.#sharedSyncDir(dir);
       return { size, etag: etagOf(st) };
     } catch (error) {
       await handle?.close().catch(() => undefined);
@@ -249,7 +248,7 @@ export class FilesystemStorage implements StorageExtensionPoint {
         if (errno(error) === 'EISDIR' || errno(error) === 'ENOTEMPTY' || errno(error) === 'EEXIST') throw conflict(to, error);
         throw error;
       }
-      await this.#syncDir(dir);
+      await this.#sharedSyncDir(dir);
     } catch (error) {
       await unlink(temp).catch(() => undefined);
       throw error;
@@ -339,7 +338,41 @@ export class FilesystemStorage implements StorageExtensionPoint {
   }
 
   /** Make a rename durable: fsync the directory that holds the new entry. */
+  /**
+   * The temp file, creating its directory only when it is missing: most puts go into a
+   * directory that exists, and a mkdir per put was one more filesystem call each.
+   */
+  async #openTemp(key: string, dir: string, temp: string): Promise<FileHandle> {
+    try {
+      return await open(temp, 'wx', 0o644);
+    } catch (error) {
+      if (errno(error) === 'ENOTDIR') throw conflict(key, error);
+      if (errno(error) !== 'ENOENT') throw error;
+    }
+    try {
+      await mkdir(dir, { recursive: true });
+    } catch (error) {
+      if (errno(error) === 'EEXIST' || errno(error) === 'ENOTDIR') throw conflict(key, error);
+      throw error;
+    }
+    return open(temp, 'wx', 0o644);
+  }
+
+  #sharedSyncDir(dir: string): Promise<void> {
+    let group = this.#dirSyncs.get(dir);
+    if (group === undefined) {
+      group = new GroupSync(() => this.#syncDir(dir));
+      this.#dirSyncs.set(dir, group);
+    }
+    const done = group.request();
+    const owner = group;
+    return done.finally(() => {
+      if (owner.idle && this.#dirSyncs.get(dir) === owner) this.#dirSyncs.delete(dir);
+    });
+  }
+
   async #syncDir(dir: string): Promise<void> {
+    this.directorySyncs += 1;
     let handle: FileHandle | undefined;
     try {
       handle = await open(dir, 'r');

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import { Type } from 'typebox';
 import { createPat } from '../../../kernel/relay/pats/index.ts';
+import { recordStatusBatch } from '../../../kernel/relay/run-index.ts';
 import { sql, sqlTyped } from '../../../kernel/services/db/index.ts';
 import type { ExecutionStatus, JobStatusForward } from '../../../schemas/wire/relay.ts';
 import { eachDatabase } from '../../fixtures/db.ts';
@@ -106,6 +107,46 @@ await eachDatabase(t, async (t, db) => {
     o.link.send(runStatus(child, 'running', 11, { createdAt: at(10), parentRunId: runB }));
     await until(async () => (await row(child))?.status === 'running', 5_000, 'child running');
     t.equal((await row(runB))?.last_rerun_at, Date.parse(at(10)), 'the latest re-run stays');
+  });
+
+  await t.test('one batch (messages that arrived together): the newest per run and job counts, as applied one by one', async (t) => {
+    const [run, parent, legacy] = [randomUUID(), randomUUID(), randomUUID()];
+    const strip = <T extends { type: string }>(m: T): Omit<T, 'type'> => {
+      const { type: _type, ...rest } = m;
+      return rest;
+    };
+    await db.pool.query(sql.unsafe`insert into relay_runs (org_id, run_id, workflow, repository, status, updated_at, created_at) values ('acme', ${parent}, 'ci', 'acme/app', 'completed', ${at(1)}::timestamptz, ${at(0)}::timestamptz)`);
+    const older = { ...strip(runStatus(legacy, 'queued', 1)) } as Record<string, unknown>;
+    delete older['createdAt'];
+    await recordStatusBatch(db.pool, 'acme', {
+      runs: [
+        strip(runStatus(run, 'running', 2, { cancelledBy: null })),
+        strip(runStatus(run, 'cancelled', 4, { cancelledBy: 'bob' })),
+        strip(runStatus(run, 'queued', 1)),
+        // Same time as the one before it: the later message wins, and keeps who cancelled.
+        strip(runStatus(run, 'failed', 4, { cancelledBy: null, reason: 'later' })),
+        strip(runStatus(randomUUID(), 'queued', 7, { createdAt: at(7), parentRunId: parent })),
+        strip(runStatus(randomUUID(), 'queued', 9, { createdAt: at(9), parentRunId: parent })),
+        older as never,
+      ],
+      jobs: [
+        strip(jobStatus(run, 'batch-j1', 'running', 3)),
+        strip(jobStatus(run, 'batch-j1', 'queued', 1)),
+        strip(jobStatus(run, 'batch-j2', 'queued', 1)),
+        { runId: run, jobId: 'batch-j3', job: 'old', status: 'queued', updatedAt: at(1) },
+      ],
+    });
+    t.match(await row(run), { status: 'failed', cancelled_by: 'bob' });
+    t.equal(await db.pool.oneFirst(sql.unsafe`select reason from relay_runs where run_id = ${run}`), 'later');
+    t.equal((await row(parent))?.last_rerun_at, Date.parse(at(9)), "the parent's latest re-run of the batch");
+    t.match(await row(legacy), { status: 'queued', sha: null }, "an older orchestrator's message in the same batch");
+    const jobs = await db.pool.any(sql.unsafe`select job_id, status from relay_jobs where run_id = ${run} order by job_id`);
+    t.same(jobs, [{ job_id: 'batch-j1', status: 'running' }, { job_id: 'batch-j2', status: 'queued' }, { job_id: 'batch-j3', status: 'queued' }]);
+    // A batch older than what is stored changes nothing.
+    await recordStatusBatch(db.pool, 'acme', { runs: [strip(runStatus(run, 'running', 3))], jobs: [strip(jobStatus(run, 'batch-j1', 'queued', 2))] });
+    t.equal((await row(run))?.status, 'failed');
+    t.equal(await db.pool.oneFirst(sql.unsafe`select status from relay_jobs where job_id = 'batch-j1'`), 'running');
+    await recordStatusBatch(db.pool, 'acme', { runs: [], jobs: [] });
   });
 
   await t.test('a message naming another org is refused', async (t) => {
