@@ -233,9 +233,10 @@ export class OrchestratorEndpoint {
   }
 
   /**
-   * Status messages are written in batches: those that arrive while a write is under way go
-   * together in the next one (one transaction, run-index.ts), in the queue's order with the
-   * other frames.
+   * Status messages are written in batches: those that arrive before their batch's turn on the
+   * queue go together (one transaction, run-index.ts). A later status may so be written ahead
+   * of a source frame that arrived before it: they touch different tables, and statuses carry
+   * their own order (`updatedAt`).
    */
   #takeStatus(state: SocketState, message: ExecutionStatus | JobStatusForward, log: Logger): void {
     // The connection's token decides the org; a message naming another one is a bug upstream.
