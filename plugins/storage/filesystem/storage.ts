@@ -337,7 +337,6 @@ export class FilesystemStorage implements StorageExtensionPoint {
     });
   }
 
-  /** Make a rename durable: fsync the directory that holds the new entry. */
   /**
    * The temp file, creating its directory only when it is missing: most puts go into a
    * directory that exists, and a mkdir per put was one more filesystem call each.
@@ -358,6 +357,7 @@ export class FilesystemStorage implements StorageExtensionPoint {
     return open(temp, 'wx', 0o644);
   }
 
+  /** #syncDir shared with the other puts into `dir` at the moment (group-sync.ts). */
   #sharedSyncDir(dir: string): Promise<void> {
     let group = this.#dirSyncs.get(dir);
     if (group === undefined) {
@@ -371,6 +371,7 @@ export class FilesystemStorage implements StorageExtensionPoint {
     });
   }
 
+  /** Make a rename durable: fsync the directory that holds the new entry. */
   async #syncDir(dir: string): Promise<void> {
     this.directorySyncs += 1;
     let handle: FileHandle | undefined;

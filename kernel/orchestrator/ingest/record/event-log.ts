@@ -51,8 +51,6 @@ interface Outcome {
 }
 
 const CONFIRM_BATCH = 500;
-/** Object writes at once while deliveries are being processed. */
-const BUSY_CONCURRENCY = 1;
 /** Outcomes kept while the database refuses them; past it the oldest are dropped (their records keep saying storage_failed). */
 const MAX_HELD_OUTCOMES = 100_000;
 const RETRY_MIN_MS = 500;
@@ -66,11 +64,11 @@ const gzip = (body: Buffer): Promise<Buffer> | Buffer => (body.length <= SYNC_GZ
 
 /**
  * A deflate context sized to the body. Each context's memory, (1 << (windowBits + 2)) +
- * (1 << (memLevel + 9)) bytes, 256 KB at zlib's defaults, is reported to V8 as external memory,
- * and V8 answers fast-growing external memory with full mark-compact collections: at 200
- * webhooks/s the default contexts cost the orchestrator a major GC every second, its marking on
- * a second thread and its pause stalling every delivery in flight (issue 19). A window no larger
- * than the body compresses it the same; the output is ordinary gzip any reader inflates.
+ * (1 << (memLevel + 9)) bytes, is 256 KB at zlib's defaults and was allocated and freed for
+ * every payload (~50 MB/s at 200 webhooks/s, reported to V8 as external memory); sized to a
+ * typical body it is a few KB. Measured alone it did not change how often the orchestrator ran
+ * full collections (that was the heap growing factor, bin/launch.ts). A window no larger than
+ * the body compresses it the same; the output is ordinary gzip any reader inflates.
  */
 function deflateSizing(bytes: number): { windowBits: number; memLevel: number } {
   const windowBits = Math.min(15, Math.max(9, Math.ceil(Math.log2(bytes + 262))));
@@ -147,7 +145,7 @@ export class EventLogWriter {
   }
 
   #pump(): void {
-    const limit = this.#busy() ? Math.min(BUSY_CONCURRENCY, this.#concurrency) : this.#concurrency;
+    const limit = this.#busy() ? 1 : this.#concurrency;
     if (limit < this.#concurrency && this.#queue.length > 0 && this.#idleTimer === undefined) {
       // Re-check soon: when the burst ends, the full concurrency drains the backlog.
       this.#idleTimer = setTimeout(() => {
