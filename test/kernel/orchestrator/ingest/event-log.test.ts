@@ -3,6 +3,7 @@
 // database takes it again, so a database blip never leaves a stored payload recorded as lost.
 // Found by the fault suite (test/faults/postgres-restart.test.ts): before, every confirmation in
 // flight during a PostgreSQL restart was dropped and its record said `storage_failed` for ever.
+import { gunzipSync } from 'node:zlib';
 import { pino } from 'pino';
 import t from 'tap';
 import { EventLogWriter } from '../../../../kernel/orchestrator/ingest/record/event-log.ts';
@@ -43,5 +44,18 @@ await eachDatabase(t, async (t, db) => {
     t.not(await h.storage.head(row!.payload_key!), null, 'the object is stored');
     t.equal(writer.written, 1);
     t.equal(writer.droppedOutcomes, 0);
+  });
+
+  await t.test('stored payloads inflate to the exact body, small and large (deflate sized to the body)', async (t) => {
+    const small = delivery(pushPayload({ ref: 'refs/heads/tiny', after: 'f'.repeat(40) }), { secret });
+    const large = delivery({ ...pushPayload({ ref: 'refs/heads/big', after: '1'.repeat(40) }), padding: 'x'.repeat(40_000) + 'y'.repeat(20_000) }, { secret });
+    for (const d of [small, large]) {
+      t.equal((await h.pipeline.ingestDelivery(d)).result, 'accepted');
+      t.ok(await h.pipeline.eventLog.drain());
+      const row = await deliveryRow(db, d.deliveryId);
+      const chunks: Buffer[] = [];
+      for await (const chunk of await h.storage.get(row!.payload_key!)) chunks.push(chunk as Buffer);
+      t.same(gunzipSync(Buffer.concat(chunks)), d.body, `${d.body.length}-byte body round-trips`);
+    }
   });
 });
