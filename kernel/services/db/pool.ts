@@ -8,6 +8,7 @@ import { compileSchema, formatIssues, type SchemaCheck, type ValidationIssue } f
 import { InputError, SvcError } from '../../../core/errors.ts';
 import { startEmbeddedPostgres } from './embedded.ts';
 import { DatabaseRowError, checkDatabaseUrl, redactUrl, unavailableError } from './errors.ts';
+import { namedStatementsInterceptor } from './named-statements.ts';
 
 export { sql };
 export type { DatabasePool };
@@ -141,6 +142,11 @@ export interface DatabaseOptions {
   minPoolSize?: number;
   /** How long a connection beyond `minPoolSize` may idle before it is closed; default 5 s. */
   idleTimeoutMs?: number;
+  /**
+   * Name each distinct statement after its text so each connection parses it once
+   * (named-statements.ts; default false). For a hot path with a fixed set of statements.
+   */
+  namedStatements?: boolean;
 }
 
 /**
@@ -156,7 +162,7 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
   let pool: DatabasePool;
   try {
     pool = await createPool(parsed.toString(), {
-      interceptors: [rowValidationInterceptor(), ...(options.interceptors ?? [])],
+      interceptors: [rowValidationInterceptor(), ...(options.namedStatements === true ? [namedStatementsInterceptor()] : []), ...(options.interceptors ?? [])],
       maxPoolSize: options.maxPoolSize ?? 10,
       minPoolSize: options.minPoolSize ?? 0,
       idleTimeout: options.idleTimeoutMs ?? 5_000,
@@ -166,9 +172,10 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
       // more round trip per checkout: a fifth of the orchestrator's statements under webhook
       // load (issue 19), each a socket write that wakes a backend. Pool users never leave
       // session state behind: no SET (only SET LOCAL / set_config(…, true)), no session advisory
-      // locks, LISTEN, temporary tables or named prepared statements; those run on dedicated
-      // clients (migrate.ts, listen.ts, cluster/leader.ts). test/architecture/pool-session-state
-      // keeps it so. Timeouts are connection startup options, not session SETs.
+      // locks, LISTEN, temporary tables or PREPARE; those run on dedicated clients (migrate.ts,
+      // listen.ts, cluster/leader.ts). test/architecture/pool-session-state keeps it so.
+      // Timeouts are connection startup options, not session SETs. The one state a connection
+      // keeps is `namedStatements`', whose names follow from their texts (named-statements.ts).
       resetConnection: async () => undefined,
     });
   } catch (cause) {

@@ -1,0 +1,91 @@
+// Named statements (kernel/services/db/named-statements.ts) against a real PostgreSQL: a
+// statement's text is parsed once per connection and kept there under a name derived from the
+// text, results stay right as values change, table-shaped results stay unnamed, and the number of
+// names per pool is bounded.
+import t from 'tap';
+import { Type } from 'typebox';
+import { createDatabase, namedStatementsInterceptor, sql, sqlTyped, type DatabasePool } from '../../../../kernel/services/db/index.ts';
+import { eachDatabase } from '../../../fixtures/db.ts';
+
+const Prepared = Type.Object({ name: Type.String(), statement: Type.String() }, { additionalProperties: false });
+
+/** The statements prepared on the pool's only connection, by the pool itself (this query is one of them). */
+async function prepared(pool: DatabasePool): Promise<Map<string, string>> {
+  const rows = await pool.any(sqlTyped(Prepared)`select name, statement from pg_prepared_statements where name like 'svc_%'`);
+  return new Map(rows.map((r) => [r.statement, r.name]));
+}
+
+await eachDatabase(t, async (t, db) => {
+  await db.pool.query(sql.unsafe`create table named_items (id integer primary key, label text not null)`);
+
+  await t.test('one name per text, kept on the connection; values bind afresh each time', async (t) => {
+    const interceptor = namedStatementsInterceptor();
+    const pool = await createDatabase({ url: db.url, logger: db.logger, maxPoolSize: 1, interceptors: [interceptor] });
+    t.teardown(() => pool.end());
+    for (const [id, label] of [[1, 'one'], [2, 'two'], [3, 'three']] as const) {
+      await pool.query(sql.unsafe`insert into named_items (id, label) values (${id}, ${label})`);
+    }
+    const Label = Type.Object({ label: Type.String() }, { additionalProperties: false });
+    for (const [id, label] of [[3, 'three'], [1, 'one'], [2, 'two']] as const) {
+      t.equal((await pool.one(sqlTyped(Label)`select label from named_items where id = ${id}`)).label, label, `id ${id} reads its own row`);
+    }
+    const statements = await prepared(pool);
+    const insert = [...statements].find(([text]) => text.startsWith('insert into named_items'));
+    const select = [...statements].find(([text]) => text.startsWith('select label from named_items'));
+    t.ok(insert, 'the insert is prepared on the connection');
+    t.ok(select, 'the select is prepared on the connection');
+    t.match(insert![1], /^svc_[0-9a-f]{32}$/);
+    t.not(insert![1], select![1], 'different texts, different names');
+    t.equal(interceptor.size, 4, 'the start-up `select 1`, the insert, the select and the pg_prepared_statements query: four texts, four names');
+    // A second pool with its own interceptor names the same text the same way.
+    const other = namedStatementsInterceptor();
+    const again = await createDatabase({ url: db.url, logger: db.logger, maxPoolSize: 1, interceptors: [other] });
+    t.teardown(() => again.end());
+    await again.query(sql.unsafe`insert into named_items (id, label) values (${4}, ${'four'})`);
+    t.equal((await prepared(again)).get(insert![0]), insert![1], 'the name follows from the text alone');
+  });
+
+  await t.test('results shaped by a table stay unnamed, and still follow a column added later', async (t) => {
+    const pool = await createDatabase({ url: db.url, logger: db.logger, maxPoolSize: 1, interceptors: [namedStatementsInterceptor()] });
+    t.teardown(() => pool.end());
+    const before = await pool.any(sql.unsafe`select * from named_items where id = ${1}`);
+    t.same(Object.keys(before[0] as object), ['id', 'label']);
+    const Named = Type.Object({ id: Type.Integer(), label: Type.String() }, { additionalProperties: false });
+    await pool.one(sqlTyped(Named)`select id, label from named_items where id = ${1}`);
+    await db.pool.query(sql.unsafe`alter table named_items add column note text`);
+    // Unnamed: PostgreSQL plans it afresh and returns the new column.
+    const after = await pool.any(sql.unsafe`select * from named_items where id = ${1}`);
+    t.same(Object.keys(after[0] as object), ['id', 'label', 'note']);
+    // Named with its columns spelled out: PostgreSQL replans it after the change and it still runs.
+    t.same(await pool.one(sqlTyped(Named)`select id, label from named_items where id = ${1}`), { id: 1, label: 'one' });
+    const texts = [...(await prepared(pool)).keys()];
+    t.notOk(texts.some((text) => text.includes('*')), 'no statement with * is prepared');
+    t.ok(texts.some((text) => text.startsWith('select id, label from named_items')), 'the spelled-out select is');
+    await db.pool.query(sql.unsafe`alter table named_items drop column note`);
+  });
+
+  await t.test('past the limit statements run unnamed, and correctly', async (t) => {
+    const interceptor = namedStatementsInterceptor(2);
+    const pool = await createDatabase({ url: db.url, logger: db.logger, maxPoolSize: 1, verify: false, interceptors: [interceptor] });
+    t.teardown(() => pool.end());
+    const Value = Type.Object({ v: Type.Integer() }, { additionalProperties: false });
+    t.equal((await pool.one(sqlTyped(Value)`select ${1}::int as v`)).v, 1);
+    t.equal((await pool.one(sqlTyped(Value)`select ${2}::int + 0 as v`)).v, 2);
+    t.equal((await pool.one(sqlTyped(Value)`select ${3}::int + 1 as v`)).v, 4);
+    t.equal((await pool.one(sqlTyped(Value)`select ${5}::int + 1 as v`)).v, 6, 'the unnamed one again, new value');
+    t.equal(interceptor.size, 2, 'two names, no more');
+    const count = await pool.oneFirst(sql.unsafe`select count(*)::int from pg_prepared_statements where name like 'svc_%'`);
+    t.equal(count, 2, 'two statements prepared on the connection');
+  });
+
+  await t.test('a statement that fails to parse is not kept; the next one with that text fails the same way', async (t) => {
+    const pool = await createDatabase({ url: db.url, logger: db.logger, maxPoolSize: 1, interceptors: [namedStatementsInterceptor()] });
+    t.teardown(() => pool.end());
+    for (let i = 0; i < 2; i += 1) {
+      const error = await pool.query(sql.unsafe`select missing_column from named_items where id = ${1}`).catch((e: unknown) => e);
+      t.match(String((error as Error).message ?? error), /missing_column/, `attempt ${i + 1} names the column`);
+    }
+    const Value = Type.Object({ v: Type.Integer() }, { additionalProperties: false });
+    t.equal((await pool.one(sqlTyped(Value)`select ${7}::int as v`)).v, 7, 'the connection still works');
+  });
+});
