@@ -62,4 +62,8 @@ export async function launch(from: string, relative: string): Promise<void> {
   const mod = (await import(new URL(relative + ext, from).href)) as { main: (argv: string[]) => Promise<number | void> };
   const code = await mod.main(process.argv.slice(2));
   if (typeof code === 'number') process.exitCode = code;
+  if (SERVERS.has(relative)) {
+    const { exitAfterStop } = await import(new URL(`../core/lifecycle${ext}`, import.meta.url).href);
+    exitAfterStop(from.slice(from.lastIndexOf('/') + 1, -ext.length), typeof code === 'number' ? code : 0);
+  }
 }

@@ -55,3 +55,20 @@ export async function runServerProgram(name: string, start: () => Promise<Runnin
     return 1;
   }
 }
+
+/** How long a server's process may stay up after its stop returned before it is ended. */
+export const EXIT_AFTER_STOP_MS = 10_000;
+
+/**
+ * A stopped server's process ends once nothing is left open. Should something be left (a timer
+ * re-armed after its pool closed, a socket), the process would stay up for ever, holding its
+ * port and its supervisor's stop: after `graceMs` it exits with `code` anyway, naming what was
+ * still open so the leak can be found. The timer itself does not keep the process up.
+ */
+export function exitAfterStop(name: string, code: number, graceMs = EXIT_AFTER_STOP_MS, stderr: NodeJS.WritableStream = process.stderr): void {
+  setTimeout(() => {
+    const open = process.getActiveResourcesInfo().filter((kind) => kind !== 'TTYWrap');
+    stderr.write(`${name}: still running ${graceMs / 1000} s after a finished stop (open: ${open.join(', ') || 'nothing'}); exiting\n`);
+    process.exit(code);
+  }, graceMs).unref();
+}

@@ -1,11 +1,16 @@
 // svc-orchestrator as a real process: ready line, health, metrics, clean SIGTERM, restart on the
 // same database, embedded default under SVC_DATA_DIR, one-line fatal errors.
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
+import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../../kernel/orchestrator/database.ts';
+import { createSource } from '../../kernel/orchestrator/sources/store.ts';
+import { migrate, sql } from '../../kernel/services/db/index.ts';
 import { eachDatabase, type Test } from '../fixtures/db.ts';
+import { until } from '../fixtures/runs.ts';
 import { REPO_ROOT, runProgram, startProgram } from '../fixtures/programs.ts';
 
 // Real processes on a 2-core machine shared with other test files: allow for load.
@@ -44,6 +49,39 @@ t.test('against an operator PostgreSQL', async (t) => {
     const second = await startProgram(BIN, 'svc-orchestrator', { env });
     t.equal((await fetch(`${second.url}/healthz`)).status, 200, 'restart on a migrated database');
     t.equal(await second.stop('SIGINT'), 0, 'SIGINT stops cleanly too');
+  });
+});
+
+// Found by bench/ingest.ts, which drops the databases right after its SIGTERM: the event log's
+// retry timer for a refused confirmation stayed armed after the pool closed, so the stopped
+// process never ended. Here the database refuses every confirmation (a trigger raises).
+t.test('a stop while the database refuses event-log confirmations still ends the process', async (t) => {
+  await eachDatabase(t, async (t, db) => {
+    const dataDir = await tempDir(t);
+    const masterKey = randomBytes(32);
+    await migrate(db.pool, { dir: ORCHESTRATOR_MIGRATIONS_DIR, table: ORCHESTRATOR_MIGRATIONS_TABLE, logger: (await import('pino')).pino({ level: 'silent' }) });
+    const settings = { signature: { mode: 'none' }, maxPayloadBytes: 65536, rateLimitRpm: 1_000_000, eventType: { payloadField: 'event' }, idempotencyWindowSeconds: 3600 };
+    await createSource(db.pool, masterKey, { orgId: 'acme', providerKind: 'generic', sourceId: 'hooks', settings });
+    await db.pool.query(sql.unsafe`
+      create function refuse_payload_confirmation() returns trigger language plpgsql as $$
+      begin raise exception 'this test refuses event-log confirmations'; end $$`);
+    await db.pool.query(sql.unsafe`
+      create trigger refuse_payload_confirmation before update on webhook_deliveries for each row
+      when (old.payload_omitted and not new.payload_omitted) execute function refuse_payload_confirmation()`);
+    const env = baseEnv({ SVC_DATABASE_URL: db.url, SVC_DATA_DIR: dataDir, SVC_SECRET_KEY: masterKey.toString('base64') });
+    const p = await startProgram(BIN, 'svc-orchestrator', { env });
+    const answer = await fetch(`${p.url}/webhook/acme/generic/hooks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ event: 'nothing-listens' }) });
+    t.equal(answer.status, 200, 'the delivery is recorded');
+    await until('the confirmation to be refused', () => ((p.stdout() + p.stderr()).includes('event-log confirmations not recorded') ? true : undefined), 120_000, 50);
+
+    // A hang guard, not a speed check: before the fix the process never ended.
+    const code = await Promise.race([p.stop(), new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 300_000).unref())]);
+    if (code === 'hung') p.child.kill('SIGKILL');
+    t.equal(code, 0, 'the process ended with exit 0 after SIGTERM');
+    t.match(p.stdout() + p.stderr(), /event-log payloads left unwritten or unconfirmed at stop/, 'says what the stop left unconfirmed');
+    t.notMatch(p.stderr(), /still running .* after a finished stop/, 'it ended by itself, not by the backstop');
+    const row = (await db.pool.one(sql.unsafe`select payload_omitted, payload_omitted_reason from webhook_deliveries`)) as { payload_omitted: boolean; payload_omitted_reason: string | null };
+    t.same([row.payload_omitted, row.payload_omitted_reason], [true, 'storage_failed'], 'the record says what is true: not confirmed');
   });
 });
 

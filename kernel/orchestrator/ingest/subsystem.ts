@@ -84,7 +84,9 @@ export const ingestSubsystem: Subsystem = {
     deps.onStop(async () => {
       await listener.close();
       // Payload objects still queued are written before the process goes.
-      if (!(await pipeline.eventLog.drain(5000))) logger.warn({ pending: pipeline.eventLog.pending }, 'event-log payloads left unwritten at stop (recorded storage_failed)');
+      const drained = await pipeline.eventLog.drain(5000);
+      const left = pipeline.eventLog.close();
+      if (!drained || left > 0) logger.warn({ left }, 'event-log payloads left unwritten or unconfirmed at stop (recorded storage_failed)');
       await pipeline.wakeups.idle();
       await pool.end();
     });

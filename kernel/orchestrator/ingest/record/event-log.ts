@@ -96,6 +96,8 @@ export class EventLogWriter {
   #flushTimer: NodeJS.Timeout | undefined;
   #flushing: Promise<void> | undefined;
   #idle: Array<() => void> = [];
+  /** Set by `close` at stop: no more writes, flushes or retries. */
+  #closed = false;
   /** Objects written and confirmed, and writes that failed (tests, metrics). */
   written = 0;
   failures = 0;
@@ -139,6 +141,7 @@ export class EventLogWriter {
   write(delivery: IncomingDelivery, plan: PayloadOutcome): void {
     if (plan.key === null) return;
     this.#reserved = Math.max(0, this.#reserved - plan.bytes);
+    if (this.#closed) return;
     this.#queue.push({ orgId: delivery.orgId, deliveryId: delivery.deliveryId, key: plan.key, body: delivery.body });
     this.#queuedBytes += delivery.body.length;
     this.#pump();
@@ -179,7 +182,7 @@ export class EventLogWriter {
   }
 
   #scheduleFlush(): void {
-    if (this.#flushTimer !== undefined) return;
+    if (this.#flushTimer !== undefined || this.#closed) return;
     const due = this.#retryMs > 0 ? this.#retryMs : this.#confirmed.length + this.#failed.length >= CONFIRM_BATCH ? 0 : this.#flushMs;
     this.#flushTimer = setTimeout(() => {
       this.#flushTimer = undefined;
@@ -252,6 +255,28 @@ export class EventLogWriter {
   #checkIdle(): void {
     if (this.pending > 0 || this.#flushTimer !== undefined) return;
     for (const resolve of this.#idle.splice(0)) resolve();
+  }
+
+  /**
+   * At stop, after `drain` and before the pool closes: no further writes, flushes or retries.
+   * Objects not yet written and confirmations the database has not taken are left as a crash
+   * would leave them (their records say `storage_failed`). Without it a confirmation still
+   * waiting for a refused database kept its retry timer armed after the pool had closed, and the
+   * stopped orchestrator's process never ended (found by bench/ingest.ts dropping its database
+   * at the end). Returns how many deliveries were left that way.
+   */
+  close(): number {
+    this.#closed = true;
+    clearTimeout(this.#flushTimer);
+    clearTimeout(this.#idleTimer);
+    this.#flushTimer = undefined;
+    this.#idleTimer = undefined;
+    const left = this.#queue.length + this.#writing + this.#confirmed.length + this.#failed.length;
+    for (const item of this.#queue.splice(0)) this.#queuedBytes -= item.body.length;
+    this.#confirmed = [];
+    this.#failed = [];
+    for (const resolve of this.#idle.splice(0)) resolve();
+    return left;
   }
 
   /** Resolves when every queued write is done and confirmed (tests; stop). Bounded by `timeoutMs`. */
