@@ -10,12 +10,33 @@ import { collectWakeups, sql, type DatabasePool, type WakeupSender } from '../..
 /** The run status feed trigger's channel (migration 0600; deferred by migration 0840's setting). */
 export const RUN_STATUS_FEED_CHANNEL = 'svc_run_status';
 
-export async function transactionWithWakeupsAfterCommit<T>(pool: DatabasePool, sender: WakeupSender, body: (tx: CommonQueryMethods) => Promise<T>): Promise<T> {
+/**
+ * The deferral as an item of a RETURNING list (`returning id, ${STATUS_FEED_DEFERRAL}`): the
+ * transaction's first statement sets it, one round trip fewer than a statement of its own on the
+ * webhook path (a sixth of a delivery's round trips). Its column reads `deferred`.
+ */
+export const STATUS_FEED_DEFERRAL = sql.fragment`set_config('svc.status_feed_notify', 'deferred', true) as status_feed_notify`;
+
+export interface WakeupTransactionOptions {
+  /**
+   * The body's first statement returns STATUS_FEED_DEFERRAL, before anything the feed trigger
+   * sees. Should it not, the trigger notifies inside the transaction as it always could: the
+   * wake-ups arrive twice, none is lost.
+   */
+  firstStatementDefers?: boolean;
+}
+
+export async function transactionWithWakeupsAfterCommit<T>(
+  pool: DatabasePool,
+  sender: WakeupSender,
+  body: (tx: CommonQueryMethods) => Promise<T>,
+  options: WakeupTransactionOptions = {},
+): Promise<T> {
   const channels = new Set<string>([RUN_STATUS_FEED_CHANNEL]);
   const result = await pool.transaction(async (tx) => {
     collectWakeups(tx, channels);
     // Transaction-local: the feed trigger leaves its NOTIFY to us (migration 0840).
-    await tx.query(sql.unsafe`select set_config('svc.status_feed_notify', 'deferred', true)`);
+    if (options.firstStatementDefers !== true) await tx.query(sql.unsafe`select set_config('svc.status_feed_notify', 'deferred', true)`);
     return body(tx);
   });
   sender.wake(channels);

@@ -5,6 +5,7 @@
 import { Type } from 'typebox';
 import { sql, sqlTyped, type DatabasePool } from '../../../services/db/index.ts';
 import type { CommonQueryMethods } from 'slonik';
+import { STATUS_FEED_DEFERRAL } from '../../runs/deferred-wakeups.ts';
 import type { ClaimOptions, DeliveryState, DeliveryStatus, IncomingDelivery, StepEntry } from '../types.ts';
 
 export type { ClaimOptions };
@@ -50,6 +51,7 @@ export async function recordRejected(
 }
 
 const ClaimRow = Type.Object({ generation: Type.Number() });
+const DeferringClaimRow = Type.Object({ generation: Type.Number(), status_feed_notify: Type.Literal('deferred') });
 const StatusRow = Type.Object({ status: Type.String() });
 
 export type Claim = { claimed: true; generation: number } | { claimed: false; status: string };
@@ -101,13 +103,23 @@ export async function recordOutcome(db: CommonQueryMethods, state: DeliveryState
   return { claimed: false, status: await countDuplicate(db, state.delivery) };
 }
 
-/** `recordOutcome` without counting a duplicate (inside a transaction that will roll back). Null: not claimed. */
-export async function recordOutcomeRow(db: CommonQueryMethods, state: DeliveryState, record: FinishRecord, options: ClaimOptions): Promise<number | null> {
+/**
+ * `recordOutcome` without counting a duplicate (inside a transaction that will roll back). Null:
+ * not claimed. `defersStatusFeed`: the statement also sets the run status feed's deferral
+ * (runs/deferred-wakeups.ts), as the first statement of a run transaction.
+ */
+export async function recordOutcomeRow(
+  db: CommonQueryMethods,
+  state: DeliveryState,
+  record: FinishRecord,
+  options: ClaimOptions,
+  defersStatusFeed = false,
+): Promise<number | null> {
   const { delivery } = state;
   const e = eventColumns(state);
   const over = takeOver(options.windowSeconds);
   const p = record.payload;
-  const row = await db.maybeOne(sqlTyped(ClaimRow)`
+  const row = await db.maybeOne(sqlTyped(defersStatusFeed ? DeferringClaimRow : ClaimRow)`
     insert into webhook_deliveries (org_id, delivery_id, routing_key, provider_kind, source_id, status, message, node_id, received_at,
       event_type, action, event_name, repository, ref, sha, sender, trust_tier, workflow_modified, run_ids, steps,
       payload_key, payload_bytes, payload_omitted, payload_omitted_reason)
@@ -125,7 +137,7 @@ export async function recordOutcomeRow(db: CommonQueryMethods, state: DeliverySt
       generation = ${over.generation}, created_at = ${over.createdAt},
       run_ids = (select coalesce(array_agg(distinct r), '{}') from unnest(${over.runIds} || excluded.run_ids) r)
     where ${over.where}
-    returning generation`);
+    returning generation${defersStatusFeed ? sql.fragment`, ${STATUS_FEED_DEFERRAL}` : sql.fragment``}`);
   return row === null ? null : row.generation;
 }
 

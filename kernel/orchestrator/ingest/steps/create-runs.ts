@@ -135,7 +135,8 @@ export async function dispatchRuns(
     const runs = await transactionWithWakeupsAfterCommit(deps.pool, deps.wakeups, async (tx) => {
       entered = performance.now();
       // The record first, written in its final form with the runs this transaction will create
-      // (ids chosen here): it is also the claim, so a duplicate stops before any run is made.
+      // (ids chosen here): it is also the claim, so a duplicate stops before any run is made. It
+      // also sets the status feed's deferral (`firstStatementDefers` below).
       const planned: string[] = checked.map(() => randomUUID());
       const predicted = checked.map(({ target }, i) => {
         const workflow = target.candidate.workflow;
@@ -146,7 +147,7 @@ export async function dispatchRuns(
       const dispatchEntry = state.steps.entries.length - 1;
       state.steps.add('delivery-record', status);
       const record = { status, ...(message === undefined ? {} : { message }), runIds: planned, payload };
-      const generation = await recordOutcomeRow(tx, state, record, claim);
+      const generation = await recordOutcomeRow(tx, state, record, claim, true);
       if (generation === null) throw new Duplicate();
       state.generation = generation;
       const created: CreatedRun[] = [];
@@ -172,7 +173,7 @@ export async function dispatchRuns(
       if (created.some((r) => r.queuedJobs > 0)) await deps.notifyJobsQueued(tx);
       finished = performance.now();
       return created;
-    });
+    }, { firstStatementDefers: true });
     if (depth !== undefined) deps.queueDepth.committed(depth, runs.reduce((sum, run) => sum + run.queuedJobs, 0));
     deps.stages?.observe('connection', asked, entered);
     deps.stages?.observe('statements', entered, finished);
