@@ -189,6 +189,7 @@ async function main(): Promise<void> {
   // The load comes from a process of its own (lib/webhook-sender.ts), so the pauses of this one
   // (pools, kernel modules) never bunch the sends up.
   const t0 = performance.now();
+  const startedAt = new Date();
   const sender = fork(fileURLToPath(new URL('./lib/webhook-sender.ts', import.meta.url)), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   children.push(sender);
   const sent = await new Promise<Array<[number, number, number]>>((resolve, reject) => {
@@ -246,7 +247,7 @@ async function main(): Promise<void> {
     ['orchestrator commit → ack sent', 1, 'svc_orch_relay_delivery_seconds', 'stage="commit_to_ack"'],
   ];
   // Inside the orchestrator's receive → commit: the pipeline's stages (ingest/stage-metrics.ts).
-  for (const stage of ['steps', 'connection', 'statements', 'commit', 'batch_wait', 'batch_write']) {
+  for (const stage of ['steps', 'one_statement', 'one_statement_aborted', 'connection', 'statements', 'commit', 'batch_wait', 'batch_write']) {
     hops.push([`  ingest stage ${stage}`, 1, 'svc_orch_ingest_stage_seconds', `stage="${stage}"`]);
   }
   for (const [label, server, name, labels] of hops) {
@@ -261,6 +262,11 @@ async function main(): Promise<void> {
   }
   slowest.sort((a, b) => b[1] - a[1]);
   console.log(`  slowest round trips (sent at +ms: took ms): ${slowest.slice(0, 12).map(([at, ms]) => `+${at.toFixed(0)}: ${ms.toFixed(1)}`).join(', ')}`);
+  // Where in the phase the round trips over 25 ms were sent, per second: a burst (one pause, a
+  // start-up pass) shows as one full second, queueing for a busy core as a spread.
+  const overBySecond = new Array<number>(Math.ceil(STEADY_SECONDS) + 1).fill(0);
+  for (const [at, ms] of slowest) if (ms > 25) overBySecond[Math.min(overBySecond.length - 1, Math.floor(at / 1000))]! += 1;
+  console.log(`  round trips over 25 ms by second of the phase (began about ${startedAt.toISOString()}, after the sender's warm-up): ${overBySecond.join(' ')}`);
   // Garbage-collection pauses during the phase (all kinds), from each server's histogram.
   const gc = (server: number) => {
     const before = scrapeBuckets(hopsBefore[server]!, 'nodejs_gc_duration_seconds');
@@ -289,6 +295,10 @@ async function main(): Promise<void> {
   await orchPool.end();
 }
 
+// Killed or interrupted: the servers and the sender go with the bench.
+process.once('exit', () => {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');
+});
 try {
   // Bounded: the busy load ends by itself after this long even if the bench is killed.
   await withMachine(values.busy, 300, main);

@@ -53,9 +53,36 @@ export async function tuneServerHeap(): Promise<void> {
   setInterval(keepYoungGeneration, 250).unref();
 }
 
+/**
+ * The orchestrator's libuv pool threads do its background file work: event-log payload objects
+ * and their fsyncs (written after the ack), storage puts, large gzips. None of it is on a
+ * webhook's way to its answer, so on Linux they run at nice +10 and yield the CPU to the event
+ * loop and the database on a busy machine, using idle time otherwise (measured under `--busy`:
+ * docs/benchmarks.md). Other threads and processes keep their priority; lowering one's own
+ * threads' priority needs no privilege.
+ */
+export async function lowerThreadpoolPriority(): Promise<void> {
+  if (process.platform !== 'linux') return;
+  const fs = await import('node:fs');
+  const os = await import('node:os');
+  // libuv starts the whole pool at its first request: make one, then the threads exist.
+  await fs.promises.stat('/');
+  for (const tid of fs.readdirSync('/proc/self/task')) {
+    try {
+      if (fs.readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim() === 'libuv-worker') os.setPriority(Number(tid), THREADPOOL_NICE);
+    } catch {
+      // A thread that ended meanwhile, or a kernel that refuses: the priority stays as it was.
+    }
+  }
+}
+
+/** The nice value of the orchestrator's libuv pool threads. */
+export const THREADPOOL_NICE = 10;
+
 /** Import `<relative>.ts` next to the sources, or `<relative>.js` in the compiled tree. */
 export async function launch(from: string, relative: string): Promise<void> {
   if (SERVERS.has(relative)) await tuneServerHeap();
+  if (relative === './roots/orchestrator') await lowerThreadpoolPriority();
   const { useVendorBundles } = await import(new URL(`./vendor-hooks${from.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url).href);
   useVendorBundles(import.meta.url);
   const ext = from.endsWith('.ts') ? '.ts' : '.js';

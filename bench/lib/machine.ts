@@ -81,12 +81,16 @@ export async function startBusyLoad(seconds: number): Promise<BusyLoad> {
 export async function withMachine<T>(busy: boolean, maxSeconds: number, body: () => Promise<T>): Promise<T> {
   const end = machineLine(busy);
   const load = busy ? await startBusyLoad(maxSeconds) : undefined;
+  // Ctrl-C, or `kill <pid>` of the bench: the load ends first, then the process ('exit' handlers
+  // end the servers a bench started).
   const stopOnSignal = () => void load?.stop().finally(() => process.exit(130));
   process.once('SIGINT', stopOnSignal);
+  process.once('SIGTERM', stopOnSignal);
   try {
     return await body();
   } finally {
     process.off('SIGINT', stopOnSignal);
+    process.off('SIGTERM', stopOnSignal);
     await load?.stop();
     end();
   }

@@ -2,7 +2,7 @@
 // same database, embedded default under SVC_DATA_DIR, one-line fatal errors.
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -23,6 +23,19 @@ function baseEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, ...extra };
 }
 
+/** Each thread of `pid` with its name and nice value (/proc/<pid>/task/<tid>/stat, field 19). */
+async function threadNices(pid: number): Promise<Array<{ tid: number; name: string; nice: number }>> {
+  const out: Array<{ tid: number; name: string; nice: number }> = [];
+  for (const tid of await readdir(`/proc/${pid}/task`)) {
+    const stat = await readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8').catch(() => '');
+    const close = stat.lastIndexOf(')');
+    if (close < 0) continue;
+    const fields = stat.slice(close + 2).split(' ');
+    out.push({ tid: Number(tid), name: stat.slice(stat.indexOf('(') + 1, close), nice: Number(fields[16]) });
+  }
+  return out;
+}
+
 async function tempDir(t: Test): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-orch-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
@@ -33,7 +46,16 @@ t.test('against an operator PostgreSQL', async (t) => {
   await eachDatabase(t, async (t, db) => {
     const dataDir = await tempDir(t);
     const env = baseEnv({ SVC_DATABASE_URL: db.url, SVC_DATA_DIR: dataDir });
-    const first = await startProgram(BIN, 'svc-orchestrator', { env });
+    let pid: number | undefined;
+    const first = await startProgram(BIN, 'svc-orchestrator', { env, onSpawn: (child) => void (pid = child.pid) });
+    if (process.platform === 'linux') {
+      // Its libuv pool (background file work after the ack) runs at nice +10; the rest at 0.
+      const threads = await threadNices(pid!);
+      const pool = threads.filter((th) => th.name === 'libuv-worker');
+      t.ok(pool.length >= 1, 'the libuv pool is running');
+      t.same([...new Set(pool.map((th) => th.nice))], [10], 'every pool thread at nice +10 (THREADPOOL_NICE, bin/launch.ts)');
+      t.equal(threads.find((th) => th.tid === pid)?.nice, 0, 'the main thread keeps its priority');
+    }
     const health = await fetch(`${first.url}/healthz`);
     t.equal(health.status, 200);
     t.same(await health.json(), { status: 'ok' });

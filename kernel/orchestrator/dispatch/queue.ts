@@ -67,15 +67,23 @@ export function noJobsReason(matchers: readonly string[]): string {
  * One page of dispatchable `queued` jobs in queue order (after the cursor), with whether each
  * needs a container. The dispatcher and the scaling subsystem read the queue the same way.
  */
-export async function queuedJobsPage(pool: DatabasePool, after: { at: number; id: string } | undefined): Promise<QueuedJob[]> {
+export async function queuedJobsPage(
+  pool: DatabasePool,
+  after: { at: number; id: string } | undefined,
+  options: { unmarkedOrContainerPastMs?: number } = {},
+): Promise<QueuedJob[]> {
   const cursor = after === undefined ? sql.fragment`TRUE` : sql.fragment`(coalesce(j.queued_at, j.created_at), j.id) > (${sql.timestamp(new Date(after.at))}, ${after.id}::uuid)`;
+  const needsContainer = sql.fragment`(EXISTS (SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof(r.lock_entry->'jobs') = 'array' THEN r.lock_entry->'jobs' ELSE '[]'::jsonb END) e
+                   WHERE e->>'name' = j.name AND e ? 'container') OR coalesce(j.definition ? 'container', false))`;
+  const graceMs = options.unmarkedOrContainerPastMs;
+  const only = graceMs === undefined
+    ? sql.fragment`TRUE`
+    : sql.fragment`(j.unroutable_since IS NULL OR (j.unroutable_since <= now() - ${graceMs} * interval '1 millisecond' AND ${needsContainer}))`;
   const rows = await pool.any(sql.unsafe`
     SELECT j.id::text AS id, j.run_id::text AS run_id, j.runs_on, j.reason, j.unroutable_since,
-           coalesce(j.queued_at, j.created_at) AS order_at,
-           EXISTS (SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof(r.lock_entry->'jobs') = 'array' THEN r.lock_entry->'jobs' ELSE '[]'::jsonb END) e
-                   WHERE e->>'name' = j.name AND e ? 'container') OR coalesce(j.definition ? 'container', false) AS needs_container
+           coalesce(j.queued_at, j.created_at) AS order_at, ${needsContainer} AS needs_container
     FROM jobs j JOIN runs r ON r.id = j.run_id
-    WHERE j.status = 'queued' AND (j.ready_at IS NULL OR j.ready_at <= now()) AND ${cursor}
+    WHERE j.status = 'queued' AND (j.ready_at IS NULL OR j.ready_at <= now()) AND ${cursor} AND ${only}
     ORDER BY coalesce(j.queued_at, j.created_at), j.id
     LIMIT ${PAGE_SIZE}`);
   return rows as unknown as QueuedJob[];
@@ -84,10 +92,22 @@ export async function queuedJobsPage(pool: DatabasePool, after: { at: number; id
 /** Whether a configured scaler could start an agent satisfying these matchers. */
 export type SpawnableCheck = (matchers: readonly string[]) => boolean;
 
+/**
+ * A full annotation pass reads every queued job; the ones in between read only the jobs not yet
+ * marked (and container jobs whose grace is over) while the connected agents' labels and the
+ * scalers' gates stay as they were, since a marked job's reason cannot change without one of
+ * them. At least this often a full pass runs anyway.
+ */
+export const FULL_ANNOTATION_MS = 30_000;
+
 export class Dispatcher {
   readonly #o: DispatcherOptions;
   /** Set by the scaling subsystem: a job a scaler can start an agent for is not "No jobs dispatched". */
   #spawnable: SpawnableCheck = () => false;
+  /** What `#spawnable` answers from (the scalers' gates): a change calls for a full annotation pass. */
+  #spawnableKey: () => string = () => '';
+  /** The last full annotation pass: what it saw and when. */
+  #annotated: { key: string; at: number } | undefined;
   #running: Promise<void> | undefined;
   #again = false;
   #stopped = false;
@@ -154,8 +174,10 @@ export class Dispatcher {
   }
 
   /** Which matchers a configured scaler can serve (the scaling subsystem; read at each annotation). */
-  setSpawnable(check: SpawnableCheck): void {
+  setSpawnable(check: SpawnableCheck, key: () => string = () => ''): void {
     this.#spawnable = check;
+    this.#spawnableKey = key;
+    this.#annotated = undefined;
   }
 
   #page(after: { at: number; id: string } | undefined): Promise<QueuedJob[]> {
@@ -275,14 +297,21 @@ export class Dispatcher {
    * one for with the "No jobs dispatched" reason, clears it when one can, and fails container
    * jobs left unroutable past the grace.
    */
-  async annotateUnroutable(): Promise<{ marked: number; failed: number }> {
+  async annotateUnroutable(): Promise<{ marked: number; failed: number; full: boolean }> {
     const agents = (await this.#o.pool.any(sql.unsafe`SELECT labels FROM agents WHERE connected`)) as readonly { labels: string[] }[];
     const labelSets = agents.map((a) => new Set(a.labels));
+    // A job's mark depends only on these: while they hold, marked jobs need not be read again
+    // (with a deep queue and no agent for it, re-reading every queued job each tick was a
+    // growing burst of database work every 2 s, issue 19).
+    const key = `${[...new Set(agents.map((a) => [...a.labels].sort().join('\u0000')))].sort().join('\u0001')}\u0002${this.#spawnableKey()}`;
+    const now = Date.now();
+    const full = this.#annotated === undefined || this.#annotated.key !== key || now - this.#annotated.at >= FULL_ANNOTATION_MS;
+    const options = full ? {} : { unmarkedOrContainerPastMs: this.#o.containerGraceMs };
     let marked = 0;
     let failed = 0;
     let after: { at: number; id: string } | undefined;
     for (let page = 0; page < MAX_PAGES; page += 1) {
-      const jobs = await this.#page(after);
+      const jobs = await queuedJobsPage(this.#o.pool, after, options);
       if (jobs.length === 0) break;
       const clear: string[] = [];
       const mark: Array<[string, string]> = [];
@@ -323,7 +352,8 @@ export class Dispatcher {
       after = { at: last.order_at, id: last.id };
       if (jobs.length < PAGE_SIZE) break;
     }
-    return { marked, failed };
+    if (full) this.#annotated = { key, at: now };
+    return { marked, failed, full };
   }
 
   /**

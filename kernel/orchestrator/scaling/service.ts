@@ -71,6 +71,11 @@ export class ScalingService {
     return this.#config.scalers.some((s) => satisfies(matchers, s.gate));
   }
 
+  /** What `spawnable` answers from: the scalers' gates (a reload that changes them changes this). */
+  spawnableKey(): string {
+    return JSON.stringify(this.#config.scalers.map((s) => s.gate));
+  }
+
   async start(): Promise<void> {
     const orphans = await store.endOrphans(this.#o.pool, this.#o.nodeId);
     if (orphans.length > 0) this.#o.logger.warn({ scaleUps: orphans.map((o) => o.id), agents: orphans.map((o) => o.agent_id) }, 'scale-ups left by an earlier process of this node marked reaped (orphaned)');

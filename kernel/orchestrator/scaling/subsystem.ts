@@ -32,7 +32,7 @@ export function createScalingSubsystem(tuning: ScalingTuning = {}): Subsystem {
       );
       // The paths are held until a restart: without them nothing can ever be scaled, no passes run.
       if (config.files.length === 0) return;
-      dispatch.dispatcher.setSpawnable((matchers) => service.spawnable(matchers));
+      dispatch.dispatcher.setSpawnable((matchers) => service.spawnable(matchers), () => service.spawnableKey());
       await service.start();
       deps.onStop(() => service.stop());
 

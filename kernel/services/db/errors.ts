@@ -43,3 +43,14 @@ export function checkDatabaseUrl(url: string): URL {
   }
   return parsed;
 }
+
+/**
+ * A unique violation (SQLSTATE 23505), as the driver or slonik (which wraps it, the driver's
+ * error as its cause) reports it.
+ */
+export function isUniqueViolation(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e !== null && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth += 1) {
+    if ((e as { code?: unknown }).code === '23505') return true;
+  }
+  return false;
+}

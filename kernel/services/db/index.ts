@@ -1,5 +1,5 @@
 // The database service: one import for every database feature.
-export { DatabaseRowError, checkDatabaseUrl, redactUrl, unavailableError } from './errors.ts';
+export { DatabaseRowError, checkDatabaseUrl, isUniqueViolation, redactUrl, unavailableError } from './errors.ts';
 export { startEmbeddedPostgres, type EmbeddedPostgresOptions, type EmbeddedPostgresServer } from './embedded.ts';
 export {
   createDatabase,

@@ -115,18 +115,9 @@ export async function recordOutcomeRow(
   options: ClaimOptions,
   defersStatusFeed = false,
 ): Promise<number | null> {
-  const { delivery } = state;
-  const e = eventColumns(state);
   const over = takeOver(options.windowSeconds);
-  const p = record.payload;
   const row = await db.maybeOne(sqlTyped(defersStatusFeed ? DeferringClaimRow : ClaimRow)`
-    insert into webhook_deliveries (org_id, delivery_id, routing_key, provider_kind, source_id, status, message, node_id, received_at,
-      event_type, action, event_name, repository, ref, sha, sender, trust_tier, workflow_modified, run_ids, steps,
-      payload_key, payload_bytes, payload_omitted, payload_omitted_reason)
-    values (${delivery.orgId}, ${delivery.deliveryId}, ${delivery.routingKey}, ${delivery.providerKind}, ${options.sourceId}, ${record.status},
-      ${record.message ?? null}, ${options.nodeId}, ${delivery.receivedAt.toISOString()}, ${e.eventType}, ${e.action}, ${e.eventName},
-      ${e.repository}, ${e.ref}, ${e.sha}, ${e.sender}, ${state.trust.tier}, ${state.workflowModified}, ${sql.array(record.runIds, 'uuid')},
-      ${sql.jsonb(state.steps.entries as never)}, ${p.key}, ${p.bytes}, ${p.omitted}, ${p.reason})
+    ${recordInsert(state, record, options)}
     on conflict (org_id, delivery_id) do update set status = excluded.status, message = excluded.message, node_id = excluded.node_id,
       source_id = excluded.source_id, shed_reason = null, attempts = webhook_deliveries.attempts + 1, updated_at = now(),
       event_type = excluded.event_type, action = excluded.action, event_name = excluded.event_name, repository = excluded.repository,
@@ -139,6 +130,25 @@ export async function recordOutcomeRow(
     where ${over.where}
     returning generation${defersStatusFeed ? sql.fragment`, ${STATUS_FEED_DEFERRAL}` : sql.fragment``}`);
   return row === null ? null : row.generation;
+}
+
+/**
+ * `insert into webhook_deliveries (...) values (...)` of the record in its final form, without a
+ * conflict clause: `recordOutcomeRow` adds the claim's; the one-statement run path
+ * (ingest/steps/one-statement-run.ts) adds none, so an existing record aborts it.
+ */
+export function recordInsert(state: DeliveryState, record: FinishRecord, options: ClaimOptions) {
+  const { delivery } = state;
+  const e = eventColumns(state);
+  const p = record.payload;
+  return sql.fragment`
+    insert into webhook_deliveries (org_id, delivery_id, routing_key, provider_kind, source_id, status, message, node_id, received_at,
+      event_type, action, event_name, repository, ref, sha, sender, trust_tier, workflow_modified, run_ids, steps,
+      payload_key, payload_bytes, payload_omitted, payload_omitted_reason)
+    values (${delivery.orgId}, ${delivery.deliveryId}, ${delivery.routingKey}, ${delivery.providerKind}, ${options.sourceId}, ${record.status},
+      ${record.message ?? null}, ${options.nodeId}, ${delivery.receivedAt.toISOString()}, ${e.eventType}, ${e.action}, ${e.eventName},
+      ${e.repository}, ${e.ref}, ${e.sha}, ${e.sender}, ${state.trust.tier}, ${state.workflowModified}, ${sql.array(record.runIds, 'uuid')},
+      ${sql.jsonb(state.steps.entries as never)}, ${p.key}, ${p.bytes}, ${p.omitted}, ${p.reason})`;
 }
 
 /**

@@ -8,7 +8,8 @@ import type { DatabasePool, WakeupSender } from '../../../services/db/index.ts';
 import { createRun, jobRowCount, type CreatedRun, type RunPlan } from '../../runs/create.ts';
 import { transactionWithWakeupsAfterCommit } from '../../runs/deferred-wakeups.ts';
 import type { CacheChecker } from './caches.ts';
-import { countDuplicate, recordOutcomeRow, replaceRunIds, type ClaimOptions } from '../record/delivery-record.ts';
+import { countDuplicate, recordOutcomeRow, replaceRunIds, type ClaimOptions, type FinishRecord } from '../record/delivery-record.ts';
+import { planOneStatementRun, writeOneStatementRun } from './one-statement-run.ts';
 import type { EventLogWriter } from '../record/event-log.ts';
 import type { OutcomeBatcher } from '../record/outcome-batch.ts';
 import type { IngestStages } from '../stage-metrics.ts';
@@ -82,6 +83,35 @@ export interface DispatchDeps {
   stages?: IngestStages;
 }
 
+/**
+ * A new delivery's one run in ONE statement (one-statement-run.ts), when it qualifies; null when
+ * it does not, 'aborted' when something already existed: then nothing was written and the steps
+ * are as they were.
+ */
+async function tryOneStatement(
+  deps: DispatchDeps,
+  state: DeliveryState,
+  { target, buildKey }: { target: RunTarget; buildKey: string | null },
+  record: Omit<FinishRecord, 'runIds'>,
+  claim: ClaimOptions,
+): Promise<CreatedRun[] | 'aborted' | null> {
+  // A new record's generation is 0 (a take-over, which raises it, is the transaction's case).
+  const keyed = target.deliveryKeyFor === undefined ? target : { ...target, deliveryKey: target.deliveryKeyFor(0) };
+  const run = planOneStatementRun({ ...planFor(state, keyed, buildKey), runId: randomUUID() }, deps.queueDepth, deps.queueMaxDepth?.());
+  if (run === null) return null;
+  const before = state.steps.entries.length;
+  const { created } = run;
+  state.steps.add('dispatch', 'runs_created', `${target.candidate.workflow.name} → run ${created.runId}, ${created.jobIds.length} job(s), status ${created.status}`);
+  state.steps.add('delivery-record', record.status);
+  if (await writeOneStatementRun(deps.pool, deps.wakeups, state, { ...record, runIds: [created.runId] }, claim, run)) {
+    state.generation = 0;
+    deps.queueDepth.committed({ reason: null, counted: false }, created.queuedJobs);
+    return [created];
+  }
+  state.steps.entries.splice(before);
+  return 'aborted';
+}
+
 export type DispatchResult = { duplicate: false; runs: CreatedRun[] } | { duplicate: true; status: string };
 
 class Duplicate extends Error {}
@@ -128,6 +158,15 @@ export async function dispatchRuns(
     }
     const asked = performance.now();
     if (state.admittedAt !== undefined) deps.stages?.observe('steps', state.admittedAt, asked);
+    if (checked.length === 1) {
+      const runs = await tryOneStatement(deps, state, checked[0]!, { status, ...(message === undefined ? {} : { message }), payload }, claim);
+      if (runs === 'aborted') deps.stages?.observe('one_statement_aborted', asked);
+      else if (runs !== null) {
+        deps.stages?.observe('one_statement', asked);
+        deps.eventLog.write(state.delivery, payload);
+        return { duplicate: false, runs };
+      }
+    }
     let entered = asked;
     let finished = asked;
     let depth: DepthCheck | undefined;

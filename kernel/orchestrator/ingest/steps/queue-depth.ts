@@ -43,18 +43,22 @@ export class QueueDepthGuard {
 
   /** Inside the runs' transaction, after their jobs were inserted. */
   async check(tx: CommonQueryMethods, maxDepth: number | undefined, adding: number): Promise<DepthCheck> {
-    if (maxDepth === undefined || adding === 0) return { reason: null, counted: false };
-    const last = this.#last;
+    if (maxDepth === undefined || !this.needsCount(maxDepth, adding)) return { reason: null, counted: false };
     const now = performance.now();
-    if (last !== undefined && last.maxDepth === maxDepth && now - last.at < this.#refreshMs && last.queued + this.#since + adding <= maxDepth * (1 - this.#slack)) {
-      return { reason: null, counted: false };
-    }
     // The count stops just past the limit, so a long queue costs no more.
     const queued = Number(await tx.oneFirst(sql.unsafe`SELECT count(*) FROM (SELECT 1 FROM jobs WHERE status = 'queued' LIMIT ${maxDepth + 1}) q`));
     this.counts += 1;
     this.#last = { queued, at: now, maxDepth };
     this.#since = 0;
     return { reason: queued > maxDepth ? queueFullReason(maxDepth, adding) : null, counted: true };
+  }
+
+  /** Whether `check` would count the queue now (else it lets the runs stay without a statement). */
+  needsCount(maxDepth: number | undefined, adding: number): boolean {
+    if (maxDepth === undefined || adding === 0) return false;
+    const last = this.#last;
+    const fresh = last !== undefined && last.maxDepth === maxDepth && performance.now() - last.at < this.#refreshMs;
+    return !(fresh && last.queued + this.#since + adding <= maxDepth * (1 - this.#slack));
   }
 
   /** After the commit of runs whose transaction skipped the count: their jobs join the estimate. */
