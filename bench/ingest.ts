@@ -47,6 +47,8 @@ const REQUESTS = Math.min(100_000, Number(values.requests));
 const CONCURRENCY = Math.min(256, Number(values.concurrency));
 const RATE = Math.min(2_000, Number(values.rate));
 const STEADY_SECONDS = Math.min(60, Number(values['steady-seconds']));
+/** The sender's warm-up at the steady rate before the measured phase (not counted). */
+const WARM_SECONDS = 2;
 
 const logger = pino({ level: 'silent' });
 const serverUrl = process.env['SVC_TEST_DATABASE_URL'] || 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -177,26 +179,30 @@ async function main(): Promise<void> {
   const cpu2 = cpuSeconds(orch.child);
   console.log(`  event-log objects confirmed ${((performance.now() - drainStart) / 1000).toFixed(1)} s after the last ack (unconfirmed left: ${backlog}); orchestrator CPU per webhook with that drain ${((1000 * (cpu2 - cpu0[1]!)) / REQUESTS).toFixed(3)} ms`);
 
-  // (2) steady rate, arrival → job queued.
+  // (2) steady rate, arrival → job queued. The load comes from a process of its own
+  // (lib/webhook-sender.ts), so the pauses of this one (pools, kernel modules) never bunch the
+  // sends up. It warms up at the same rate first (WARM_SECONDS, not counted: see the sender);
+  // every "before" figure is read once it is warm, so only the measured phase is judged.
   const scrape = async (url: string) => (await fetch(`${url}/metrics`)).text();
+  const total = RATE * STEADY_SECONDS;
+  const sender = fork(fileURLToPath(new URL('./lib/webhook-sender.ts', import.meta.url)), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  children.push(sender);
+  const senderExit = new Promise<never>((_resolve, reject) => sender.once('exit', (code) => reject(new Error(`the webhook sender exited ${code} before it answered`))));
+  senderExit.catch(() => undefined);
+  const warm = new Promise<void>((resolve) => sender.once('message', () => resolve()));
+  sender.send({ url: `${relayUrl}/webhook/bench/generic/bench`, rate: RATE, seconds: STEADY_SECONDS, warmSeconds: WARM_SECONDS });
+  await Promise.race([warm, senderExit]);
   const hopsBefore = [await scrape(relayUrl), await scrape(orch.url)];
   const sinceRow = (await orchPool.one(sql.unsafe`select now() as at`)) as { at: number };
   const sampler = values['sample-db'] ? await sampleDatabase(serverUrl, dbNames[1]!) : undefined;
   const disk0 = diskCounters();
   const cpuSteady0 = [cpuSeconds(relay.child), cpuSeconds(orch.child)];
   const [pgCpu0, machine0] = [commandCpuSeconds('postgres'), machineCpuSeconds()];
-  const total = RATE * STEADY_SECONDS;
-  // The load comes from a process of its own (lib/webhook-sender.ts), so the pauses of this one
-  // (pools, kernel modules) never bunch the sends up.
   const t0 = performance.now();
   const startedAt = new Date();
-  const sender = fork(fileURLToPath(new URL('./lib/webhook-sender.ts', import.meta.url)), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  children.push(sender);
-  const sent = await new Promise<Array<[number, number, number]>>((resolve, reject) => {
-    sender.once('message', (m: { results: Array<[number, number, number]> }) => resolve(m.results));
-    sender.once('exit', (code) => reject(new Error(`the webhook sender exited ${code} before it answered`)));
-    sender.send({ url: `${relayUrl}/webhook/bench/generic/bench`, rate: RATE, seconds: STEADY_SECONDS });
-  });
+  const results = new Promise<Array<[number, number, number]>>((resolve) => sender.once('message', (m: { results: Array<[number, number, number]> }) => resolve(m.results)));
+  sender.send({ go: true });
+  const sent = await Promise.race([results, senderExit]);
   const roundTrips = sent.map(([, ms]) => ms);
   /** [sent at (ms after the phase began), round trip]: whether the slow ones come together. */
   const slowest: Array<[number, number]> = sent.map(([at, ms]) => [at, ms]);
@@ -266,7 +272,7 @@ async function main(): Promise<void> {
   // start-up pass) shows as one full second, queueing for a busy core as a spread.
   const overBySecond = new Array<number>(Math.ceil(STEADY_SECONDS) + 1).fill(0);
   for (const [at, ms] of slowest) if (ms > 25) overBySecond[Math.min(overBySecond.length - 1, Math.floor(at / 1000))]! += 1;
-  console.log(`  round trips over 25 ms by second of the phase (began about ${startedAt.toISOString()}, after the sender's warm-up): ${overBySecond.join(' ')}`);
+  console.log(`  round trips over 25 ms by second of the phase (began about ${startedAt.toISOString()}, after ${WARM_SECONDS} s of warm-up at the rate): ${overBySecond.join(' ')}`);
   // Garbage-collection pauses during the phase (all kinds), from each server's histogram.
   const gc = (server: number) => {
     const before = scrapeBuckets(hopsBefore[server]!, 'nodejs_gc_duration_seconds');
