@@ -101,15 +101,21 @@ async function tryOneStatement(
   if (run === null) return null;
   const before = state.steps.entries.length;
   const { created } = run;
-  state.steps.add('dispatch', 'runs_created', `${target.candidate.workflow.name} → run ${created.runId}, ${created.jobIds.length} job(s), status ${created.status}`);
+  // The same words as the transaction's (jobRowCount: the workflow's jobs, pseudo-jobs aside).
+  const workflow = target.candidate.workflow;
+  state.steps.add('dispatch', 'runs_created', `${workflow.name} → run ${created.runId}, ${jobRowCount(workflow)} job(s), status ${created.status}`);
   state.steps.add('delivery-record', record.status);
-  if (await writeOneStatementRun(deps.pool, deps.wakeups, state, { ...record, runIds: [created.runId] }, claim, run)) {
-    state.generation = 0;
-    deps.queueDepth.committed({ reason: null, counted: false }, created.queuedJobs);
-    return [created];
+  let written = false;
+  try {
+    written = await writeOneStatementRun(deps.pool, deps.wakeups, state, { ...record, runIds: [created.runId] }, claim, run);
+  } finally {
+    // Nothing was written (or the statement failed): the record's steps are as they were.
+    if (!written) state.steps.entries.splice(before);
   }
-  state.steps.entries.splice(before);
-  return 'aborted';
+  if (!written) return 'aborted';
+  state.generation = 0;
+  deps.queueDepth.committed({ reason: null, counted: false }, created.queuedJobs);
+  return [created];
 }
 
 export type DispatchResult = { duplicate: false; runs: CreatedRun[] } | { duplicate: true; status: string };
