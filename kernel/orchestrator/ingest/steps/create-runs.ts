@@ -105,15 +105,15 @@ async function tryOneStatement(
   const workflow = target.candidate.workflow;
   state.steps.add('dispatch', 'runs_created', `${workflow.name} → run ${created.runId}, ${jobRowCount(workflow)} job(s), status ${created.status}`);
   state.steps.add('delivery-record', record.status);
-  let written = false;
+  let generation: number | null = null;
   try {
-    written = await writeOneStatementRun(deps.pool, deps.wakeups, state, { ...record, runIds: [created.runId] }, claim, run);
+    generation = await writeOneStatementRun(deps.pool, deps.wakeups, state, { ...record, runIds: [created.runId] }, claim, run);
   } finally {
     // Nothing was written (or the statement failed): the record's steps are as they were.
-    if (!written) state.steps.entries.splice(before);
+    if (generation === null) state.steps.entries.splice(before);
   }
-  if (!written) return 'aborted';
-  state.generation = 0;
+  if (generation === null) return 'aborted';
+  state.generation = generation;
   deps.queueDepth.committed({ reason: null, counted: false }, created.queuedJobs);
   return [created];
 }

@@ -52,8 +52,9 @@ export function planOneStatementRun(plan: RunPlan & { runId: string }, queueDept
 }
 
 /**
- * Sends the one statement. True: committed (the wake-ups are on their way). False: something
- * already existed and nothing was written; the caller goes on with the transaction.
+ * Sends the one statement. A number: committed, the record's generation (the wake-ups are on
+ * their way). Null: something already existed and nothing was written; the caller goes on with
+ * the transaction.
  */
 export async function writeOneStatementRun(
   pool: DatabasePool,
@@ -62,19 +63,20 @@ export async function writeOneStatementRun(
   record: FinishRecord,
   claim: ClaimOptions,
   run: OneStatementRun,
-): Promise<boolean> {
+): Promise<number | null> {
+  let generation: number;
   try {
     // Data-modifying WITH queries all run to completion; the feed trigger (an AFTER trigger on runs
     // and jobs) fires at the statement's end, after the record's RETURNING set its deferral.
-    await pool.one(sqlTyped(RecordRow)`
+    ({ generation } = await pool.one(sqlTyped(RecordRow)`
       with delivery_record as (${recordInsert(state, record, claim)} returning generation, ${STATUS_FEED_DEFERRAL}),
         new_run as (${runInsert(run.plan, run.plan.runId, run.shape)} returning id),
         new_jobs as (${jobsInsert(run.plan.runId, run.plan.orgId, run.rows)})
-      select generation, status_feed_notify from delivery_record`);
+      select generation, status_feed_notify from delivery_record`));
   } catch (error) {
-    if (isUniqueViolation(error)) return false;
+    if (isUniqueViolation(error)) return null;
     throw error;
   }
   wakeups.wake(run.channels);
-  return true;
+  return generation;
 }
