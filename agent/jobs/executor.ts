@@ -230,8 +230,8 @@ export class DispatchedJob {
         this.#telemetry.warmRunner(spare !== undefined);
       }
       if (spare !== undefined) {
-        // The next job's spare loads on another core while this one is prepared.
-        warm?.runners.replenish();
+        // The next spare is started once this job's first step runs (or its set-up ends): a
+        // runner loading beside the checkout took a core from it on a busy 2-core machine.
         // The spare's slot is this job's directory: its src/ is the workspace the runner was started in.
         jobRoot = spare.jobRoot;
         workspace = spare.workspace;
@@ -270,12 +270,17 @@ export class DispatchedJob {
             // The project the steps work on comes from git; the workflow tree the lock was
             // hashed over comes from the cache and replaces the checkout's `.svc/`. The tree is
             // staged beside the workspace while the checkout fetches, then moved over it.
+            // The checkout starts first: it is the long pole, and the staging directory's set-up
+            // (two file-system round trips) runs beside it instead of before it.
+            const checkingOut = this.#checkout(choice, { dir: srcDir, auth: this.dispatch.sourceAuth, sha: config.sha, depth: config.checkout?.depth, home, path, signal, log });
             const staging = join(jobRoot, 'overlay');
-            await rm(staging, { recursive: true, force: true });
-            await mkdir(staging, { recursive: true });
             const copyStart = performance.now();
-            const staged = restore(staging).finally(() => this.#timings.set('overlay', performance.now() - copyStart));
-            const [checkedOut, restored] = await Promise.allSettled([this.#checkout(choice, { dir: srcDir, auth: this.dispatch.sourceAuth, sha: config.sha, depth: config.checkout?.depth, home, path, signal, log }), staged]);
+            const staged = (async () => {
+              await rm(staging, { recursive: true, force: true });
+              await mkdir(staging, { recursive: true });
+              return restore(staging);
+            })().finally(() => this.#timings.set('overlay', performance.now() - copyStart));
+            const [checkedOut, restored] = await Promise.allSettled([checkingOut, staged]);
             if (checkedOut.status === 'fulfilled') repoLease = checkedOut.value;
             if (restored.status === 'fulfilled') sourceLease = restored.value;
             if (checkedOut.status === 'rejected') throw checkedOut.reason;
@@ -525,6 +530,7 @@ export class DispatchedJob {
               const timings = this.#timings.snapshot();
               this.#logger.debug({ timings }, 'job set-up timings');
               this.#telemetry.firstStep(timings['total']! / 1000, (timings['runnerReady'] ?? 0) / 1000);
+              this.#env.warm?.runners.replenish();
             }
             this.#currentStep = message.name;
           }

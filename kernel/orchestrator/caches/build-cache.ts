@@ -69,7 +69,7 @@ export function requireStorage(storage: StorageExtensionPoint | undefined): Stor
 }
 
 async function readText(storage: StorageExtensionPoint, key: string): Promise<string | null> {
-  if ((await storage.head(key)) === null) return null;
+  // No head first: `get` throws NotFoundError for a missing key (the storage contract).
   const chunks: Buffer[] = [];
   try {
     for await (const chunk of await storage.get(key)) chunks.push(Buffer.from(chunk as Uint8Array));
@@ -99,9 +99,12 @@ async function follow(deps: Omit<CacheDeps, 'metrics'>, pointerKey: string, obje
     return null;
   }
   const objectKey = objectKeyOf(digest);
-  if ((await storage.head(objectKey)) === null) return null;
+  // The TTL refresh (a database write) goes out with the tarball's head (a storage read): on a
+  // dispatch they are two round trips on the job's way to its agent. A pointer whose tarball is
+  // gone is still refreshed; it is a miss all the same, and the next build rewrites it.
+  const [object] = await Promise.all([storage.head(objectKey), refreshRead(deps.pool, pointerKey)]);
+  if (object === null) return null;
   const url = await storage.presign({ method: 'GET', key: objectKey, expiresInSeconds: PRESIGN_SECONDS });
-  await refreshRead(deps.pool, pointerKey);
   return { digest, url };
 }
 

@@ -3,7 +3,7 @@
 import { Type, type Static } from 'typebox';
 import type { JobDispatch } from '../../../schemas/wire/agent.ts';
 import type { StorageExtensionPoint } from '../../../core/extension-points/storage.ts';
-import { sqlTyped, type DatabasePool } from '../../services/db/index.ts';
+import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
 import { messageOf } from '../../../core/errors.ts';
 import type { MasterKeys } from '../../services/crypto/master-keys.ts';
 import type { Logger } from 'pino';
@@ -52,13 +52,30 @@ export const DispatchRow = Type.Object({
 });
 export type DispatchRow = Static<typeof DispatchRow>;
 
+// The columns of a dispatch row, over `jobs j JOIN runs r`: one list for the load and the claim.
+const DISPATCH_COLUMNS = sql.fragment`
+    j.id::text AS job_id, j.run_id::text AS run_id, j.org_id, j.name, j.kind, j.matrix, j.needs, j.attempts,
+    r.workflow, r.sha, r.ref, r.repository, r.workflow_repository, r.provider, r.source_id::text AS source_id,
+    r.content_hash, r.lockfile_hash, r.lock_entry, r.event, r.changed_files, r.trust_tier, r.source_origin, r.is_fork,
+    j.generated_by, j.definition, r.remote_overlay_key, r.remote_overlay_epk, r.remote_secrets_box, r.remote_contexts`;
+
 export async function loadDispatchRow(pool: DatabasePool, jobId: string): Promise<DispatchRow | null> {
+  return pool.maybeOne(sqlTyped(DispatchRow)`SELECT ${DISPATCH_COLUMNS} FROM jobs j JOIN runs r ON r.id = j.run_id WHERE j.id = ${jobId}`);
+}
+
+/**
+ * Claims a `queued` job for `agentId` and returns its dispatch row, in one statement (the claim's
+ * RETURNING joined to its run): the message is built without another read. Null when another
+ * node or pass took it first. Takes the job's row lock only (never a run's, see the dispatcher).
+ */
+export async function claimDispatchRow(pool: DatabasePool, jobId: string, agentId: string): Promise<DispatchRow | null> {
   return pool.maybeOne(sqlTyped(DispatchRow)`
-    SELECT j.id::text AS job_id, j.run_id::text AS run_id, j.org_id, j.name, j.kind, j.matrix, j.needs, j.attempts,
-           r.workflow, r.sha, r.ref, r.repository, r.workflow_repository, r.provider, r.source_id::text AS source_id,
-           r.content_hash, r.lockfile_hash, r.lock_entry, r.event, r.changed_files, r.trust_tier, r.source_origin, r.is_fork,
-           j.generated_by, j.definition, r.remote_overlay_key, r.remote_overlay_epk, r.remote_secrets_box, r.remote_contexts
-    FROM jobs j JOIN runs r ON r.id = j.run_id WHERE j.id = ${jobId}`);
+    WITH j AS (
+      UPDATE jobs SET status = 'dispatched', agent_id = ${agentId}, attempts = attempts + 1, dispatched_at = now(),
+             reason = NULL, unroutable_since = NULL, recovery_deadline = NULL, updated_at = now()
+      WHERE id = (SELECT id FROM jobs WHERE id = ${jobId} AND status = 'queued' FOR UPDATE SKIP LOCKED)
+      RETURNING *)
+    SELECT ${DISPATCH_COLUMNS} FROM j JOIN runs r ON r.id = j.run_id`);
 }
 
 /** The lock's job entry (`lock_entry.jobs[name]`), or a generated job's own entry. */
@@ -123,18 +140,20 @@ export async function cacheUrls(pool: DatabasePool, storage: StorageExtensionPoi
   if (storage === undefined) return none;
   const out = { ...none };
   try {
-    // Through the caches module: one pointer layout, and a read refreshes the entry's TTL.
-    const source = await findSource({ pool, storage, logger }, row.org_id, row.content_hash);
+    // Through the caches module: one pointer layout, and a read refreshes the entry's TTL. The
+    // two lookups are independent storage and database round trips: they go out together.
+    const cache = { pool, storage, logger };
+    const [source, deps] = await Promise.all([
+      findSource(cache, row.org_id, row.content_hash),
+      row.lockfile_hash === null ? null : findDeps(cache, `${platform}-${arch}`, row.lockfile_hash),
+    ]);
     if (source !== null) {
       out.sourceTarDigest = source.digest;
       out.sourceTarUrl = source.url;
     } else if (isCrossSourceRun(row) && metrics !== undefined) countBundleMissing(metrics, row, logger);
-    if (row.lockfile_hash !== null) {
-      const deps = await findDeps({ pool, storage, logger }, `${platform}-${arch}`, row.lockfile_hash);
-      if (deps !== null) {
-        out.depsHash = deps.digest;
-        out.depsUrl = deps.url;
-      }
+    if (deps !== null) {
+      out.depsHash = deps.digest;
+      out.depsUrl = deps.url;
     }
   } catch (error) {
     // A cache we cannot read is a miss: the agent builds or clones instead.

@@ -8,7 +8,7 @@ import { sql, type DatabasePool } from '../../services/db/index.ts';
 import { messageOf } from '../../../core/errors.ts';
 import { SecretOpenError } from '../secrets/store.ts';
 import { requiredMatchers, satisfies } from './labels.ts';
-import { loadDispatchRow, type DispatchRow } from './message.ts';
+import { claimDispatchRow, type DispatchRow } from './message.ts';
 import { lockRunsOfJobs, progressRun, recordJobComplete } from './progression.ts';
 import type { AgentRegistry, AgentSession } from './registry.ts';
 
@@ -185,32 +185,40 @@ export class Dispatcher {
   }
 
   async #claim(jobId: string, runId: string, session: AgentSession): Promise<boolean> {
-    // One statement, job lock only: a claim never waits on a run lock while holding a job.
-    // A run waiting for its concurrency group stays `queued` while its filter or build runs: it
-    // starts running with the first job dispatched after admission.
-    const row = await this.#o.pool.maybeOne(sql.unsafe`
-      UPDATE jobs SET status = 'dispatched', agent_id = ${session.agentId}, attempts = attempts + 1, dispatched_at = now(),
-             reason = NULL, unroutable_since = NULL, recovery_deadline = NULL, updated_at = now()
-      WHERE id = (SELECT id FROM jobs WHERE id = ${jobId} AND status = 'queued' FOR UPDATE SKIP LOCKED)
-      RETURNING id`);
+    // One statement, job lock only: a claim never waits on a run lock while holding a job. It
+    // returns the dispatch row, so the message is built without reading the job again.
+    const row = await claimDispatchRow(this.#o.pool, jobId, session.agentId);
     if (row === null) return false;
-    await this.#o.pool.query(sql.unsafe`
-      UPDATE runs SET status = 'running', started_at = coalesce(started_at, now()), updated_at = now()
-      WHERE id = ${runId} AND status = 'queued' AND concurrency_state IS DISTINCT FROM 'waiting'`);
     session.activeJobs.add(jobId);
     session.dispatchedCount += 1;
     session.lastDispatchAt = Date.now();
-    const sending = this.#send(jobId, session).finally(() => this.#inflight.delete(sending));
+    const sending = this.#send(row, runId, session).finally(() => this.#inflight.delete(sending));
     this.#inflight.add(sending);
     return true;
   }
 
-  async #send(jobId: string, session: AgentSession): Promise<void> {
+  /**
+   * The run starts with its first dispatched job (a run waiting for its concurrency group stays
+   * `queued` while its filter or build runs: it starts with the first job dispatched after
+   * admission). Its own statement after the claim (the claim takes no run lock), written while
+   * the message is built, and committed before the message goes out.
+   */
+  #startRun(runId: string): Promise<unknown> {
+    return this.#o.pool.query(sql.unsafe`
+      UPDATE runs SET status = 'running', started_at = coalesce(started_at, now()), updated_at = now()
+      WHERE id = ${runId} AND status = 'queued' AND concurrency_state IS DISTINCT FROM 'waiting'`);
+  }
+
+  async #send(row: DispatchRow, runId: string, session: AgentSession): Promise<void> {
+    const jobId = row.job_id;
     let stage = 'build';
     try {
-      const row = await loadDispatchRow(this.#o.pool, jobId);
-      if (row === null) throw new Error('job disappeared');
-      const message = await this.#o.build(row, session);
+      const started = this.#startRun(runId);
+      // Both settle before either's failure is acted on: no statement of this job is left running.
+      const [built, run] = await Promise.allSettled([this.#o.build(row, session), started]);
+      if (built.status === 'rejected') throw built.reason;
+      if (run.status === 'rejected') throw run.reason;
+      const message = built.value;
       stage = 'send';
       await session.send(message);
       this.#o.onDispatched?.(jobId, session.agentId);

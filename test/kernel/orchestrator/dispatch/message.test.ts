@@ -4,6 +4,7 @@ import { Readable } from 'node:stream';
 import t from 'tap';
 import { sql } from '../../../../kernel/services/db/index.ts';
 import { orchestratorPlugins } from '../../../../plugins/builtin.ts';
+import { claimDispatchRow, loadDispatchRow } from '../../../../kernel/orchestrator/dispatch/message.ts';
 import { eachDatabase } from '../../../fixtures/db.ts';
 import { insertRun, jobRow, until } from '../../../fixtures/runs.ts';
 import { TestAgent } from '../../../fixtures/test-agent.ts';
@@ -63,5 +64,34 @@ t.test('org-wide workflow gets workflowAuth; container job unroutable after the 
     t.match(failed.reason, /^Unroutable: no agent can start containers for this job/);
     t.equal(agent.all('job.dispatch').length, 1);
     await agent.close();
+  });
+});
+
+t.test('a pointer whose tarball is gone is a miss; the claim returns the row a load reads after it', async (t) => {
+  await eachDatabase(t, async (t, db) => {
+    const node = await startNode(t, db.url, { SVC_STORAGE_TYPE: 'filesystem' }, {}, orchestratorPlugins);
+    const storage = node.orch.ctx.host.select('storage', 'filesystem');
+    const contentHash = 'f'.repeat(64);
+    // The pointer names a tarball that was never written (or was evicted).
+    await storage.put(`source/v2/org-1/${contentHash}.hash`, Buffer.from('sha256-gone\n'));
+    const agent = await TestAgent.online({ url: node.url, agentId: 'one' });
+    const run = await insertRun(db.pool, { contentHash, jobs: [{ name: 'job' }] });
+    const d = await agent.waitFor('job.dispatch', (m) => m.jobId === run.jobs['job']!.id);
+    t.match(d, { sourceTarUrl: null, sourceTarDigest: null }, 'no URL for a tarball that is not there');
+    t.equal(d.attempt, 1, 'the claim counted the attempt');
+    const runRow = await db.pool.one(sql.unsafe`SELECT status, started_at IS NOT NULL AS started FROM runs WHERE id = ${run.runId}`);
+    t.match(runRow, { status: 'running', started: true }, 'the run started before its first job was sent');
+    agent.jobStatus(d.jobId, 'completed');
+    await agent.close();
+
+    // The claim statement directly: its row is the row loadDispatchRow reads once it committed.
+    // Labels no agent has: the node's own dispatcher leaves it alone.
+    const other = await insertRun(db.pool, { contentHash, jobs: [{ name: 'solo', runsOn: ['nobody'] }] });
+    const jobId = other.jobs['solo']!.id;
+    const claimed = await claimDispatchRow(db.pool, jobId, 'agent-x');
+    t.ok(claimed, 'a queued job is claimed');
+    t.same(claimed, await loadDispatchRow(db.pool, jobId), 'same row as a load after the claim');
+    t.match(await jobRow(db.pool, jobId), { status: 'dispatched', agent_id: 'agent-x', attempts: 1 });
+    t.equal(await claimDispatchRow(db.pool, jobId, 'agent-y'), null, 'a job already dispatched is not claimed again');
   });
 });
