@@ -2,6 +2,7 @@
 // (cache or checkout), content-hash check, dependencies, then the step runner inside the
 // chosen sandbox with its messages relayed (steps, masked and batched logs, api requests) and
 // cancellation (runner.cancel, then a kill of the sandbox's process tree after the grace period).
+import { mkdirSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { arch, platform } from 'node:os';
 import { join } from 'node:path';
@@ -241,8 +242,9 @@ export class DispatchedJob {
       }
       const srcDir = spare?.srcDir ?? join(jobRoot, 'src');
       const home = join(jobRoot, 'home');
-      await mkdir(srcDir, { recursive: true });
-      await mkdir(home, { recursive: true });
+      // Two small directories: synchronously, cheaper than two thread-pool round trips.
+      mkdirSync(srcDir, { recursive: true });
+      mkdirSync(home, { recursive: true });
       this.#timings.mark('workDir');
       const signal = this.#abort.signal;
       const log = (text: string) => this.#system(text);

@@ -3,10 +3,13 @@
 // not fetched, force-pushed history works, concurrent jobs of one repository, a corrupted store
 // is rebuilt (changed under a running agent, or found broken by the next agent process), and the
 // checkout works under bubblewrap, where the store is read-only. Real git, real agent, script runner.
+import { execFile } from 'node:child_process';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import { join } from 'node:path';
 import t from 'tap';
 import type { RunningAgent } from '../../../agent/agent.ts';
+import { storeWriteEnv } from '../../../agent/jobs/repo-store.ts';
 import { createProcessSandbox } from '../../../plugins/sandboxes/process/index.ts';
 import { dispatchOf, launchAgent } from '../fixtures/agent-harness.ts';
 import { makeTree, tempDir } from '../fixtures/trees.ts';
@@ -14,6 +17,7 @@ import { startOrchestratorDouble } from '../fixtures/ws-orchestrator.ts';
 import { createGitRemote, type GitRemote } from '../../fixtures/git-repos.ts';
 import { findExecutable } from '../../../plugins/sandboxes/shared/which.ts';
 
+const execFileAsync = promisify(execFile);
 const orch = await startOrchestratorDouble({ token: 'agent-token-store' });
 const tmp = await tempDir('svc-agent-store-');
 const workDir = join(tmp.dir, 'work');
@@ -181,4 +185,23 @@ t.test('under bubblewrap the job sees the checkout and git reads the read-only s
   t.match(run.text, 'alternates readable=true');
   t.match(run.text, `head=${c1}`);
   t.match(run.text, 'status=[]');
+});
+
+t.test("a fetch into a store skips git's fsyncs, and keeps the credential header's config entry", async (t) => {
+  const base = { PATH: process.env['PATH'] ?? '', HOME: tmp.dir, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' };
+  const withHeader = { ...base, GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'http.extraHeader', GIT_CONFIG_VALUE_0: 'Authorization: Basic eDp5' };
+  const env = storeWriteEnv(withHeader);
+  t.match(env, { GIT_CONFIG_COUNT: '2', GIT_CONFIG_KEY_0: 'http.extraHeader', GIT_CONFIG_KEY_1: 'core.fsync', GIT_CONFIG_VALUE_1: 'none' });
+  t.match(storeWriteEnv(base), { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'core.fsync', GIT_CONFIG_VALUE_0: 'none' });
+  // What git itself reports: trace2's fsync counters for a real depth-1 fetch into a fresh bare store.
+  const fetchTraced = async (name: string, fetchEnv: Record<string, string>) => {
+    const dir = join(tmp.dir, name);
+    const trace = join(tmp.dir, `${name}.trace`);
+    await execFileAsync('git', ['init', '-q', '--bare', dir], { env: base });
+    await execFileAsync('git', ['config', 'fetch.unpackLimit', '1'], { cwd: dir, env: base });
+    await execFileAsync('git', ['fetch', '-q', '--depth=1', '--', remote.url, `+${c2}:refs/svc/c/${c2}`], { cwd: dir, env: { ...fetchEnv, GIT_TRACE2_PERF: trace } });
+    return readFile(trace, 'utf8');
+  };
+  t.match(await fetchTraced('plain-store', base), /fsync\/hardware-flush:[1-9]/, 'by default git flushes the pack it writes (the check can tell)');
+  t.notMatch(await fetchTraced('agent-store', storeWriteEnv(base)), /fsync\/hardware-flush:[1-9]/, 'with the store environment it does not');
 });
