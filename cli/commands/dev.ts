@@ -30,7 +30,7 @@ export default class Dev extends SvcCommand {
     if (!isSupervisedChild()) {
       // The stack runs in a child of its own process group (see cli/dev/supervise.ts).
       const code = await superviseDev();
-      if (code !== 0) this.exit(code);
+      if (code !== 0) process.exitCode = code;
       return undefined;
     }
     const { runDev } = await import('../dev/index.ts');
@@ -44,8 +44,9 @@ export default class Dev extends SvcCommand {
       push: flags.push,
       json: this.jsonEnabled(),
     });
-    // Events were printed as they happened (one JSON object per line with --json).
-    if (code !== 0) this.exit(code);
+    // Events were printed as they happened (one JSON object per line with --json); the exit code
+    // is set, not thrown: this.exit would add oclif's multi-line JSON error to that stream.
+    if (code !== 0) process.exitCode = code;
     return undefined;
   }
 }

@@ -104,6 +104,16 @@ await t.test('bad input is refused before anything starts', async (t) => {
     t.match(out.stderr, c.message);
     t.equal(out.stderr.trim().split('\n').length, 1, 'one line');
   }
+  // With --json a refusal is one error event on stdout, and only JSON lines there (oclif's own
+  // exit error object must not follow it).
+  const refused = await runProgram(SVC, ['dev', '--json', '--repo', join(root, 'missing'), '--data-dir', join(root, 'refused')], { cwd: root, env: gitEnv(), timeoutMs: 60_000 });
+  t.equal(refused.code, 1, '--json refusal: exit code 1');
+  const lines = refused.stdout.trim().split('\n');
+  t.same(
+    lines.map((line) => (JSON.parse(line) as { event: string; code?: string })).filter((e) => e.event === 'error').map((e) => e.code),
+    ['SVC_ERR_DEV_REPO'],
+    '--json refusal: every stdout line is a JSON event, one of them the error with its code',
+  );
   // A port that is taken.
   const busy = createServer();
   await new Promise<void>((r) => busy.listen(0, '127.0.0.1', () => r()));
