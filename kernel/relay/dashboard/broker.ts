@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { RelayToOrchestratorMembers, type OrchestratorToRelay, type RelayToOrchestrator } from '../../../schemas/wire/relay.ts';
 import { compileMessageUnion } from '../../../schemas/validate.ts';
 import { InputError, UnavailableError } from '../../../core/errors.ts';
+import { unstorableText } from '../../services/http/index.ts';
 import type { OrchestratorConnection, OrchestratorPool } from '../orchestrator-pool.ts';
 
 /** The orchestrator's own check of relay frames (relay-link/connect.ts), applied before sending. */
@@ -86,6 +87,12 @@ export class DashboardBroker {
       // Paths only: an issue may quote a value (a secret's).
       const fields = [...new Set(checked.issues.map((i) => i.path || '(frame)'))].join(', ');
       throw new InputError('SVC_ERR_HTTP_BAD_REQUEST', `the request cannot be passed to an orchestrator (the link refuses ${fields}): check the path and the body`);
+    }
+    // Text PostgreSQL cannot store (NUL, an unpaired surrogate) would fail the orchestrator's
+    // write as an internal error: refused here, naming the field only (it may be a secret).
+    const unstorable = unstorableText(full);
+    if (unstorable !== undefined) {
+      throw new InputError('SVC_ERR_HTTP_INVALID_BODY', `invalid request: ${unstorable.path || 'a value'} ${unstorable.message}`);
     }
     const candidates = this.#options.pool.connections(orgId).filter((c) => !c.closed);
     if (candidates.length === 0) {

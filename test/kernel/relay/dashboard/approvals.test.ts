@@ -133,6 +133,13 @@ await eachDatabase(t, async (t, db) => {
     t.match(long.body.error.message, /comment/);
     t.equal((await post(url, alice, { job: '' })).status, 400, 'empty job name');
     t.equal((await post(url, alice, { comment: 7 })).status, 400, 'comment of the wrong type');
+    // Text PostgreSQL cannot store was an internal error from the orchestrator (found by the fuzz test).
+    for (const comment of ['a\u0000b', 'half \ud800 pair']) {
+      const unstorable = await post(url, alice, { comment });
+      t.equal(unstorable.status, 400, `comment ${JSON.stringify(comment)}: 400`);
+      t.equal(unstorable.body.error.code, 'SVC_ERR_HTTP_INVALID_BODY');
+      t.match(unstorable.body.error.message, /comment must not contain NUL characters or unpaired surrogates/);
+    }
     t.equal((await post(url, alice, [])).status, 400, 'an array');
     t.equal((await post(url, alice, 'approve please', 'text/plain')).status, 400, 'text');
     const badId = await post(`${base}/orgs/${ORG}/runs/nope/approve`, alice, {});
