@@ -132,15 +132,7 @@ class WriterThread {
       this.#calls.set(id, resolve);
       // A put in flight keeps the process alive, as a pending fs call would.
       if (this.#calls.size === 1) worker.ref();
-      // A message clones a view's whole ArrayBuffer: a Buffer that is a slice of a large one (or
-      // of Node's 8 KiB pool) is copied to its own bytes first, and that copy is handed over.
-      const { bytes } = request;
-      if (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength) {
-        worker.postMessage({ id, ...request });
-      } else {
-        const own = new Uint8Array(bytes);
-        worker.postMessage({ id, ...request, bytes: own }, [own.buffer]);
-      }
+      worker.postMessage({ id, ...request });
     });
   }
 
