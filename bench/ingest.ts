@@ -200,9 +200,10 @@ async function main(): Promise<void> {
   const [pgCpu0, machine0] = [commandCpuSeconds('postgres'), machineCpuSeconds()];
   const t0 = performance.now();
   const startedAt = new Date();
-  const results = new Promise<Array<[number, number, number]>>((resolve) => sender.once('message', (m: { results: Array<[number, number, number]> }) => resolve(m.results)));
+  type SenderAnswer = { results: Array<[number, number, number]>; cpuMs: number };
+  const answered = new Promise<SenderAnswer>((resolve) => sender.once('message', (m: SenderAnswer) => resolve(m)));
   sender.send({ go: true });
-  const sent = await Promise.race([results, senderExit]);
+  const { results: sent, cpuMs: senderCpuMs } = await Promise.race([answered, senderExit]);
   const roundTrips = sent.map(([, ms]) => ms);
   /** [sent at (ms after the phase began), round trip]: whether the slow ones come together. */
   const slowest: Array<[number, number]> = sent.map(([at, ms]) => [at, ms]);
@@ -293,7 +294,7 @@ async function main(): Promise<void> {
     return `${count} pauses, ${(1000 * (sum(hopsAfter[server]!) - sum(hopsBefore[server]!))).toFixed(1)} ms in all, all under ${top === undefined ? '?' : `${1000 * top} ms`}${long.length > 0 ? ` (${long.join(', ')})` : ''}`;
   };
   console.log(`  GC during the steady phase: relay ${gc(0)}; orchestrator ${gc(1)}`);
-  console.log(`  steady phase: CPU relay ${((100 * (cpuSteady1[0]! - cpuSteady0[0]!)) / steadySeconds).toFixed(0)} %, orchestrator ${((100 * (cpuSteady1[1]! - cpuSteady0[1]!)) / steadySeconds).toFixed(0)} %, PostgreSQL ${((100 * (pgCpu1 - pgCpu0)) / steadySeconds).toFixed(0)} % of one core; the machine ${((100 * (machine1.busy - machine0.busy)) / (machine1.total - machine0.total)).toFixed(0)} % busy (${os.cpus().length} cores); disk ${diskLine(disk0, disk1, steadySeconds)}`);
+  console.log(`  steady phase: CPU relay ${((100 * (cpuSteady1[0]! - cpuSteady0[0]!)) / steadySeconds).toFixed(0)} %, orchestrator ${((100 * (cpuSteady1[1]! - cpuSteady0[1]!)) / steadySeconds).toFixed(0)} %, PostgreSQL ${((100 * (pgCpu1 - pgCpu0)) / steadySeconds).toFixed(0)} %, the webhook sender ${(senderCpuMs / 10 / steadySeconds).toFixed(0)} % of one core; the machine ${((100 * (machine1.busy - machine0.busy)) / (machine1.total - machine0.total)).toFixed(0)} % busy (${os.cpus().length} cores); disk ${diskLine(disk0, disk1, steadySeconds)}`);
   for (const line of sampled ?? []) console.log(line);
   const lag = (text: string, q: string) => (1000 * Number(new RegExp(`^nodejs_eventloop_lag_${q}_seconds (\\S+)`, 'm').exec(text)?.[1] ?? NaN)).toFixed(1);
   console.log(`  event-loop delay since start (p50/p99): relay ${lag(hopsAfter[0]!, 'p50')}/${lag(hopsAfter[0]!, 'p99')} ms, orchestrator ${lag(hopsAfter[1]!, 'p50')}/${lag(hopsAfter[1]!, 'p99')} ms`);

@@ -119,7 +119,9 @@ export async function startOrchestrator(options: StartOrchestratorOptions): Prom
 
   try {
     const masterKeys = await masterKeysFor(config, dataDir, logger);
-    const database = await resolveDatabase({ url: config.database.url, dataDir, logger });
+    // Statements that repeat (the periodic passes, per-delivery work off the ingest pool) are
+    // named, so PostgreSQL stops parsing and planning them on every run (named-statements.ts).
+    const database = await resolveDatabase({ url: config.database.url, dataDir, logger, pool: { namedStatements: 'repeated' } });
     stops.push(() => database.close());
     await migrate(database.pool, { dir: ORCHESTRATOR_MIGRATIONS_DIR, table: ORCHESTRATOR_MIGRATIONS_TABLE, logger });
     // Every sealed store before anything opens one: values under SVC_SECRET_KEY_OLD are re-sealed

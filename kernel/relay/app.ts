@@ -103,6 +103,8 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Relay
       dataDir: join(resolve(cwd, config.dataDir), 'relay'),
       database: RELAY_EMBEDDED_DATABASE,
       logger,
+      // Its run-index writes and dashboard reads repeat: named, parsed and planned once per connection.
+      pool: { namedStatements: 'repeated' },
     });
     stops.push(() => database.close());
     await migrateRelay(database.pool, logger);

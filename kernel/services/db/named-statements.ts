@@ -23,8 +23,21 @@ export interface NamedStatements extends Interceptor {
   readonly size: number;
 }
 
-export function namedStatementsInterceptor(limit: number = NAMED_STATEMENTS_MAX): NamedStatements {
+/** How many texts seen once (not named yet) a `fromUse` > 1 interceptor remembers before it starts over. */
+const SEEN_ONCE_MAX = 4_096;
+
+/**
+ * `fromUse`: the execution of a text from which it is named. 1 names every text at once (a hot
+ * path whose statements are all repeated). 2 leaves the one-off statements of a shared pool
+ * (migrations, an operator's request) unnamed, so the `limit` names go to the texts that repeat:
+ * the periodic passes and per-delivery work, which PostgreSQL otherwise parses and plans afresh
+ * every time (on a busy machine planning a short query cost more than running it).
+ */
+export function namedStatementsInterceptor(limit: number = NAMED_STATEMENTS_MAX, fromUse = 1): NamedStatements {
   const names = new Map<string, string>();
+  const seen = new Set<string>();
+  /** Texts PostgreSQL refused to run again in their prepared form: unnamed from then on. */
+  const refused = new Set<string>();
   return {
     name: 'svc-named-statements',
     get size() {
@@ -34,13 +47,35 @@ export function namedStatementsInterceptor(limit: number = NAMED_STATEMENTS_MAX)
       if (query.name !== undefined) return query;
       let name = names.get(query.sql);
       if (name === undefined) {
-        if (names.size >= limit || followsTable(query.sql)) return query;
+        if (names.size >= limit || followsTable(query.sql) || refused.has(query.sql)) return query;
+        if (fromUse > 1 && !seen.has(query.sql)) {
+          if (seen.size >= SEEN_ONCE_MAX) seen.clear();
+          seen.add(query.sql);
+          return query;
+        }
+        seen.delete(query.sql);
         name = `svc_${createHash('sha256').update(query.sql).digest('hex').slice(0, 32)}`;
         names.set(query.sql, name);
       }
       return { ...query, name };
     },
+    // A column's type changed under a named statement (a migration from another node): PostgreSQL
+    // refuses its prepared form on that connection from now on, so the text runs unnamed.
+    queryExecutionError(_context, query, error) {
+      if (resultTypeChanged(error)) {
+        names.delete(query.sql);
+        refused.add(query.sql);
+      }
+      return null;
+    },
   };
+}
+
+function resultTypeChanged(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth += 1) {
+    if (/cached plan must not change result type/i.test(e.message)) return true;
+  }
+  return false;
 }
 
 /** `*` as a result column: `select *`, `select t.*`, `returning *` (not `count(*)`, not `a * b`). */

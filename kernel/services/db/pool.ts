@@ -8,7 +8,7 @@ import { compileSchema, formatIssues, type SchemaCheck, type ValidationIssue } f
 import { InputError, SvcError } from '../../../core/errors.ts';
 import { startEmbeddedPostgres } from './embedded.ts';
 import { DatabaseRowError, checkDatabaseUrl, redactUrl, unavailableError } from './errors.ts';
-import { namedStatementsInterceptor } from './named-statements.ts';
+import { NAMED_STATEMENTS_MAX, namedStatementsInterceptor } from './named-statements.ts';
 
 export { sql };
 export type { DatabasePool };
@@ -144,9 +144,11 @@ export interface DatabaseOptions {
   idleTimeoutMs?: number;
   /**
    * Name each distinct statement after its text so each connection parses it once
-   * (named-statements.ts; default false). For a hot path with a fixed set of statements.
+   * (named-statements.ts; default false). `true` names every text at first use (a hot path with
+   * a fixed set of statements); `'repeated'` only a text run a second time (a shared pool, whose
+   * one-off statements should not take the names).
    */
-  namedStatements?: boolean;
+  namedStatements?: boolean | 'repeated';
 }
 
 /**
@@ -162,7 +164,7 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
   let pool: DatabasePool;
   try {
     pool = await createPool(parsed.toString(), {
-      interceptors: [rowValidationInterceptor(), ...(options.namedStatements === true ? [namedStatementsInterceptor()] : []), ...(options.interceptors ?? [])],
+      interceptors: [rowValidationInterceptor(), ...namedStatementsOf(options.namedStatements), ...(options.interceptors ?? [])],
       maxPoolSize: options.maxPoolSize ?? 10,
       minPoolSize: options.minPoolSize ?? 0,
       idleTimeout: options.idleTimeoutMs ?? 5_000,
@@ -193,6 +195,11 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
   }
   logger.debug({ url: redactUrl(options.url) }, 'database pool ready');
   return pool;
+}
+
+function namedStatementsOf(option: DatabaseOptions['namedStatements']): Interceptor[] {
+  if (option === undefined || option === false) return [];
+  return [namedStatementsInterceptor(NAMED_STATEMENTS_MAX, option === 'repeated' ? 2 : 1)];
 }
 
 const DATABASE_NAME = /^[a-z_][a-z0-9_]{0,62}$/;

@@ -78,6 +78,50 @@ await eachDatabase(t, async (t, db) => {
     t.equal(count, 2, 'two statements prepared on the connection');
   });
 
+  await t.test("'repeated': a text is named from its second run, so one-off statements leave the names to those that repeat", async (t) => {
+    const interceptor = namedStatementsInterceptor(2, 2);
+    const pool = await createDatabase({ url: db.url, logger: db.logger, maxPoolSize: 1, verify: false, interceptors: [interceptor] });
+    t.teardown(() => pool.end());
+    const Value = Type.Object({ v: Type.Integer() }, { additionalProperties: false });
+    t.equal((await pool.one(sqlTyped(Value)`select ${1}::int + 100 as v`)).v, 101, 'a one-off statement runs');
+    t.equal(interceptor.size, 0, 'and takes no name');
+    for (const v of [1, 2, 3]) t.equal((await pool.one(sqlTyped(Value)`select ${v}::int + 200 as v`)).v, v + 200, `run ${v} of a repeated statement`);
+    t.equal(interceptor.size, 1, 'the repeated statement is named');
+    const count = await pool.oneFirst(sql.unsafe`select count(*)::int from pg_prepared_statements where name like 'svc_%' and statement like '%+ 200%'`);
+    t.equal(count, 1, 'and prepared on the connection');
+    t.equal((await pool.one(sqlTyped(Value)`select ${2}::int + 100 as v`)).v, 102, 'the one-off text run again');
+    t.equal(interceptor.size, 2, 'is named at its second run: the limit of two is reached');
+    t.equal((await pool.one(sqlTyped(Value)`select ${3}::int + 300 as v`)).v, 303);
+    t.equal((await pool.one(sqlTyped(Value)`select ${4}::int + 300 as v`)).v, 304, 'past the limit a repeated text runs unnamed, correctly');
+    t.equal(interceptor.size, 2);
+    // The pool option the orchestrator's and the relay's shared pools use.
+    const shared = await createDatabase({ url: db.url, logger: db.logger, maxPoolSize: 1, namedStatements: 'repeated' });
+    t.teardown(() => shared.end());
+    const prepared400 = () => shared.oneFirst(sql.unsafe`select count(*)::int from pg_prepared_statements where statement like '%+ 400 as v'`);
+    t.equal((await shared.one(sqlTyped(Value)`select ${1}::int + 400 as v`)).v, 401);
+    t.equal(await prepared400(), 0, "namedStatements: 'repeated' leaves a first run unnamed");
+    t.equal((await shared.one(sqlTyped(Value)`select ${2}::int + 400 as v`)).v, 402);
+    t.equal(await prepared400(), 1, 'and names the second');
+  });
+
+  await t.test('a column whose type changed under a named statement: one failure, then the text runs unnamed', async (t) => {
+    await db.pool.query(sql.unsafe`create table typed_items (id integer primary key, amount integer not null)`);
+    await db.pool.query(sql.unsafe`insert into typed_items values (1, 5)`);
+    const interceptor = namedStatementsInterceptor();
+    const pool = await createDatabase({ url: db.url, logger: db.logger, maxPoolSize: 1, interceptors: [interceptor] });
+    t.teardown(() => pool.end());
+    const read = () => pool.oneFirst(sql.unsafe`select amount from typed_items where id = ${1}`);
+    t.equal(await read(), 5, 'named and run');
+    const named = interceptor.size;
+    // Another node's migration: the result column is now text.
+    await db.pool.query(sql.unsafe`alter table typed_items alter column amount type text using amount::text`);
+    const error = await read().catch((e: unknown) => e);
+    t.match(String((error as Error)?.message ?? error), /result type/, "PostgreSQL refuses the prepared statement's old form once");
+    t.equal(interceptor.size, named - 1, 'the text lost its name');
+    t.equal(await read(), '5', 'and runs unnamed from then on, with the new type');
+    t.equal(await read(), '5', 'every time');
+  });
+
   await t.test('a statement that fails to parse is not kept; the next one with that text fails the same way', async (t) => {
     const pool = await createDatabase({ url: db.url, logger: db.logger, maxPoolSize: 1, interceptors: [namedStatementsInterceptor()] });
     t.teardown(() => pool.end());
