@@ -1,6 +1,13 @@
-// LISTEN/NOTIFY. slonik has no LISTEN API, so one raw pg client per listener holds the
-// subscriptions; it reconnects with capped backoff and re-LISTENs. Notifications sent while it
-// was disconnected are lost: subscribers hear about the gap and re-read what they watch.
+// LISTEN/NOTIFY. slonik has no LISTEN API, so a raw pg client holds the subscriptions; it
+// reconnects with capped backoff and re-LISTENs. Notifications sent while it was disconnected are
+// lost: subscribers hear about the gap and re-read what they watch.
+//
+// The listeners of one process share one such client per database (`createListener` hands out
+// views of it). PostgreSQL signals every backend that LISTENs in a database on each committed
+// NOTIFY there, whatever its channels: each one wakes, reads the notification queue in a
+// transaction of its own and goes back to sleep. With a connection per subsystem the
+// orchestrator had nine such backends, so every wake-up under webhook load woke nine processes
+// on a machine whose cores were already the bottleneck (issue 19); now it wakes one.
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { sql, type CommonQueryMethods } from 'slonik';
@@ -40,9 +47,123 @@ export function checkChannel(channel: unknown): string {
   return channel;
 }
 
-/** Connects and returns a listener; fails with SVC_ERR_DB_UNAVAILABLE when the first connect fails. */
+/** One process's connection for a database and backoff, and how many listeners use it. */
+interface SharedConnection {
+  readonly listener: Listener;
+  users: number;
+  closing: boolean;
+}
+
+const sharedConnections = new Map<string, Promise<SharedConnection>>();
+
+/**
+ * A listener of its own (its handlers, its gap handlers, its `close`) on the process's shared
+ * connection for `options.url`, opened by the first one; fails with SVC_ERR_DB_UNAVAILABLE when
+ * that first connect fails. The connection ends when its last listener closes.
+ */
 export async function createListener(options: ListenerOptions): Promise<Listener> {
   checkDatabaseUrl(options.url);
+  const key = JSON.stringify([options.url, options.minBackoffMs ?? null, options.maxBackoffMs ?? null]);
+  for (;;) {
+    let opening = sharedConnections.get(key);
+    if (opening === undefined) {
+      const opened = openListener(options).then((listener): SharedConnection => ({ listener, users: 0, closing: false }));
+      opening = opened;
+      sharedConnections.set(key, opened);
+      opened.catch(() => {
+        if (sharedConnections.get(key) === opened) sharedConnections.delete(key);
+      });
+    }
+    const connection = await opening;
+    // Its last listener closed it while this call waited: open a new one.
+    if (connection.closing) continue;
+    connection.users += 1;
+    return viewOf(connection, options.logger, () => {
+      connection.users -= 1;
+      if (connection.users > 0) return false;
+      connection.closing = true;
+      if (sharedConnections.get(key) === opening) sharedConnections.delete(key);
+      return true;
+    });
+  }
+}
+
+/**
+ * One user's listener on a shared connection. Its handlers are wrapped, so the same function
+ * given by two users is two subscriptions, and each user's `unlisten` and `close` remove only
+ * its own; its gap handlers hear the channels it listens to.
+ */
+function viewOf(connection: SharedConnection, parentLogger: Logger, release: () => boolean): Listener {
+  const shared = connection.listener;
+  const logger = parentLogger.child({ component: 'db-listen' });
+  const mine = new Map<string, Map<NotificationHandler, NotificationHandler>>();
+  const gapHandlers = new Set<GapHandler>();
+  let closed = false;
+  const offGap = shared.onGap(() => {
+    const listened = [...mine.keys()];
+    for (const handler of [...gapHandlers]) {
+      try {
+        handler(listened);
+      } catch (error) {
+        logger.error({ err: error }, 'gap handler failed');
+      }
+    }
+  });
+  const remove = async (channel: string, handler?: NotificationHandler): Promise<void> => {
+    const wrappers = mine.get(channel);
+    if (wrappers === undefined) return;
+    const removed = handler === undefined ? [...wrappers.values()] : [wrappers.get(handler)].filter((w) => w !== undefined);
+    if (handler === undefined) wrappers.clear();
+    else wrappers.delete(handler);
+    if (wrappers.size === 0) mine.delete(channel);
+    for (const wrapper of removed) await shared.unlisten(channel, wrapper);
+  };
+  return {
+    get connected() {
+      return !closed && shared.connected;
+    },
+    async listen(channel, handler) {
+      checkChannel(channel);
+      if (closed) throw new InputError('SVC_ERR_DB_LISTENER_CLOSED', 'this listener is closed');
+      if (typeof handler !== 'function') throw new InputError('SVC_ERR_DB_LISTENER_HANDLER', 'listen needs a handler function');
+      let wrappers = mine.get(channel);
+      if (wrappers === undefined) {
+        wrappers = new Map();
+        mine.set(channel, wrappers);
+      }
+      if (wrappers.has(handler)) return;
+      const wrapper: NotificationHandler = (payload, on) => handler(payload, on);
+      wrappers.set(handler, wrapper);
+      await shared.listen(channel, wrapper);
+    },
+    async unlisten(channel, handler) {
+      checkChannel(channel);
+      await remove(channel, handler);
+    },
+    onGap(handler) {
+      gapHandlers.add(handler);
+      return () => {
+        gapHandlers.delete(handler);
+      };
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      offGap();
+      gapHandlers.clear();
+      const last = release();
+      if (last) {
+        mine.clear();
+        await shared.close();
+        return;
+      }
+      for (const channel of [...mine.keys()]) await remove(channel).catch(() => undefined);
+    },
+  };
+}
+
+/** Connects one client; fails with SVC_ERR_DB_UNAVAILABLE when the first connect fails. */
+async function openListener(options: ListenerOptions): Promise<Listener> {
   const logger = options.logger.child({ component: 'db-listen' });
   const minBackoff = Math.max(1, options.minBackoffMs ?? 100);
   const maxBackoff = Math.max(minBackoff, options.maxBackoffMs ?? 5_000);

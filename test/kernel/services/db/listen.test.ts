@@ -120,6 +120,58 @@ await eachDatabase(t, async (t, db) => {
     await waitFor(() => got.includes('after-reconnect'), 'a notification after reconnect');
     t.pass('delivery resumed');
   });
+  await t.test('the listeners of one process share one connection, and each keeps its own handlers, gaps and close', async (t) => {
+    const backends = async () =>
+      Number(await db.pool.oneFirst(sql.unsafe`select count(*)::int from pg_stat_activity where application_name = 'svc-listen' and datname = current_database()`));
+    const [a, b] = [await open(t), await open(t)];
+    t.equal(await backends(), 1, 'two listeners, one backend LISTENing');
+    const got: string[] = [];
+    const both = (p: string, channel: string) => got.push(`${channel}:${p}`);
+    await a.listen('jobs', both);
+    await b.listen('jobs', both);
+    await b.listen('runs', (p) => got.push(`b-runs:${p}`));
+    const gaps = { a: [] as Array<readonly string[]>, b: [] as Array<readonly string[]> };
+    a.onGap((channels) => gaps.a.push(channels));
+    b.onGap((channels) => gaps.b.push(channels));
+
+    await notify(db.pool, 'jobs', '1');
+    await waitFor(() => got.length === 2, 'one notification, one call per listener');
+    t.same(got, ['jobs:1', 'jobs:1'], 'the same function given by two listeners is two subscriptions');
+
+    await a.unlisten('jobs', both);
+    await notify(db.pool, 'jobs', '2');
+    await notify(db.pool, 'runs', '3');
+    await waitFor(() => got.length === 4, "b's two");
+    t.same(got.slice(2), ['jobs:2', 'b-runs:3'], "a's unlisten left b's subscription to the same channel");
+
+    await a.listen('jobs', both);
+    await db.pool.query(sql.unsafe`select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'svc-listen' and datname = current_database()`);
+    await waitFor(() => gaps.a.length === 1 && gaps.b.length === 1, 'both hear of the gap');
+    t.same(gaps.a[0], ['jobs'], 'a hears its own channels');
+    t.same([...gaps.b[0]!].sort(), ['jobs', 'runs'], 'b its own');
+
+    await a.close();
+    t.equal(a.connected, false, 'a closed listener says so');
+    t.equal(b.connected, true, 'the other stays connected');
+    await notify(db.pool, 'jobs', '4');
+    await waitFor(() => got.includes('jobs:4'), 'b still hears');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    t.equal(got.filter((g) => g === 'jobs:4').length, 1, 'a closed listener hears nothing');
+    await t.rejects(a.listen('jobs', both), { code: 'SVC_ERR_DB_LISTENER_CLOSED' });
+
+    await b.close();
+    let left = await backends();
+    for (let i = 0; i < 100 && left > 0; i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      left = await backends();
+    }
+    t.equal(left, 0, 'the last close ends the connection');
+    const c = await open(t);
+    await c.listen('jobs', both);
+    await notify(db.pool, 'jobs', '5');
+    await waitFor(() => got.includes('jobs:5'), 'a listener created after the last close opens a new connection');
+    t.equal(await backends(), 1);
+  });
 });
 
 t.test('an unreachable server is a clear error at creation', async (t) => {
