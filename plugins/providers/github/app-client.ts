@@ -1,5 +1,11 @@
 // GitHub App authentication: an App JWT (via @octokit/auth-app) buys installation tokens, which
 // are cached until shortly before GitHub's expiry and shared by concurrent callers.
+//
+// The token request is ours, not auth-app's `type: 'installation'` flow: auth-app (8.3.1) shares
+// in-flight token requests through one map for the whole process, keyed by installation id alone,
+// so two sources on different GitHub hosts (github.com and a GitHub Enterprise server) whose
+// installation ids coincide got each other's token when they asked at the same moment, and sent
+// it to the wrong host. Here in-flight requests are shared per host, App and installation.
 import { createHash } from 'node:crypto';
 import { createAppAuth } from '@octokit/auth-app';
 import { Octokit } from '@octokit/rest';
@@ -23,7 +29,11 @@ export interface GithubAppClientOptions {
   now?: () => number;
 }
 
-type AppAuth = ReturnType<typeof createAppAuth>;
+/** The App's JWT signer and a request bound to its API host. */
+interface AppAuth {
+  jwt: ReturnType<typeof createAppAuth>;
+  request: Octokit['request'];
+}
 
 /** Octokit's `log`, sent to pino instead of the console. */
 function octokitLog(logger: Logger) {
@@ -67,9 +77,7 @@ export class GithubAppClient {
     let auth = this.#auths.get(key);
     if (!auth) {
       const request = new Octokit({ baseUrl: source.apiBaseUrl, userAgent: USER_AGENT, log: octokitLog(this.#options.logger) }).request;
-      // auth-app keeps its own 59-minute cache that ignores `expires_at`; we always pass
-      // `refresh: true` and keep our own cache, which honours it.
-      auth = createAppAuth({ appId: source.appId, privateKey: source.privateKey, request, log: octokitLog(this.#options.logger) });
+      auth = { jwt: createAppAuth({ appId: source.appId, privateKey: source.privateKey, request, log: octokitLog(this.#options.logger) }), request };
       this.#auths.set(key, auth);
     }
     return auth;
@@ -104,14 +112,20 @@ export class GithubAppClient {
   }
 
   async #fetchToken(source: GithubSource, installationId: string): Promise<InstallationToken> {
-    const auth = this.#appAuth(source);
-    let result: { token: string; expiresAt: string };
+    const { jwt, request } = this.#appAuth(source);
+    let result: { token?: unknown; expires_at?: unknown };
     try {
-      result = (await auth({ type: 'installation', installationId: Number(installationId), refresh: true })) as { token: string; expiresAt: string };
+      const { token } = await jwt({ type: 'app' });
+      const response = await request('POST /app/installations/{installation_id}/access_tokens', {
+        installation_id: Number(installationId),
+        headers: { authorization: `bearer ${token}` },
+        request: this.requestOptions(),
+      });
+      result = response.data as { token?: unknown; expires_at?: unknown };
     } catch (error) {
       throw githubError(error, `installation token for App ${source.appId}, installation ${installationId}`);
     }
-    const expiresAt = new Date(result.expiresAt);
+    const expiresAt = new Date(String(result.expires_at));
     if (typeof result.token !== 'string' || result.token === '' || Number.isNaN(expiresAt.getTime())) {
       throw new UnavailableError('SVC_ERR_GITHUB_TOKEN_RESPONSE', `GitHub returned no usable installation token for installation ${installationId}`);
     }

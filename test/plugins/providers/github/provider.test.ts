@@ -60,6 +60,27 @@ t.test('concurrent callers share one token request', async (t) => {
   t.equal(fake.calls.access_tokens, 1);
 });
 
+t.test('two GitHub hosts with the same installation id, asked at the same moment: each gets its own token', async (t) => {
+  // github.com and a GitHub Enterprise server both have an installation 99. auth-app's own token
+  // flow shared the first request in flight between them (its process-wide map is keyed by the
+  // installation id alone): one host got the other's token, refused it with 401, and had been sent it.
+  const { fake: first, github, source } = await setup(t);
+  const second = await startFakeGithub({ appId: APP_ID, publicKey: keys.publicKey });
+  t.teardown(() => second.close());
+  second.addInstallation('99', ['acme/app']);
+  second.addCommit('acme/app', SHA2, { files: { '.svc/svc.lock.json': LOCK } });
+  const enterprise: ProviderSource = { ...source, id: 'src-enterprise', settings: { appId: APP_ID, apiBaseUrl: second.url } };
+  const [a, b] = await Promise.all([github.fetchLockFile({ source, repository, sha: SHA2 }), github.fetchLockFile({ source: enterprise, repository, sha: SHA2 })]);
+  t.equal(Buffer.from(a!).toString(), LOCK, 'the first host served its lock');
+  t.equal(Buffer.from(b!).toString(), LOCK, 'the second host served its lock');
+  t.equal(first.calls.access_tokens, 1, 'each host minted one token');
+  t.equal(second.calls.access_tokens, 1);
+  const [ca, cb] = await Promise.all([github.checkoutCredentials({ source, repository }), github.checkoutCredentials({ source: enterprise, repository })]);
+  t.not(ca.token, cb.token, 'two tokens, one per host');
+  t.ok(first.liveTokens().includes(ca.token) && !first.liveTokens().includes(cb.token), "the first host's token is its own");
+  t.ok(second.liveTokens().includes(cb.token) && !second.liveTokens().includes(ca.token), "the second host's token is its own");
+});
+
 t.test('a token close to expiry is refreshed', async (t) => {
   const { fake, github, source } = await setup(t, { tokenRefreshMarginMs: 5 * 60_000 });
   fake.tokenTtlMs = 2 * 60_000; // inside the margin: never reused
