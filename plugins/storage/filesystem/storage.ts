@@ -23,10 +23,18 @@ import {
 } from '../../../core/extension-points/storage.ts';
 import { StorageKeyError, assertStorageKey, assertStoragePrefix } from '../../../core/extension-points/storage-key.ts';
 import { GroupSync } from './group-sync.ts';
+import { writeInThread } from './writer-thread.ts';
 import { presignedUrl } from './presign.ts';
 
 /** Temp files share the target's directory; keys may not use this prefix for any segment. */
 export const TEMP_PREFIX = '.svc-tmp-';
+
+/**
+ * In-memory bodies up to this size are written by the process's writer thread (writer-thread.ts:
+ * one message instead of nine pool round trips); larger ones and streams take the pool path, so
+ * a big upload never holds up the small puts queued behind it.
+ */
+export const THREAD_WRITE_MAX_BYTES = 4 * 1024 * 1024;
 
 export interface FilesystemPresignOptions {
   publicBaseUrl: string;
@@ -68,7 +76,7 @@ const conflict = (key: string, cause: unknown): ConflictError =>
 const errno = (error: unknown): string | undefined => (error as NodeJS.ErrnoException | null)?.code;
 
 /** Derived from inode, size and mtime: the same for `put`'s result and later `head`s, new on every write. */
-function etagOf(st: BigIntStats): string {
+function etagOf(st: Pick<BigIntStats, 'ino' | 'size' | 'mtimeNs'>): string {
   return `"${st.ino.toString(16)}-${st.size.toString(16)}-${st.mtimeNs.toString(16)}"`;
 }
 
@@ -124,6 +132,10 @@ export class FilesystemStorage implements StorageExtensionPoint {
     }
     const dir = dirname(target);
     const temp = join(dir, `${TEMP_PREFIX}${randomUUID()}`);
+    if (body instanceof Uint8Array && body.length <= THREAD_WRITE_MAX_BYTES) {
+      if (body.length > limit) throw new StorageTooLargeError(limit);
+      return this.#putInThread(key, dir, temp, target, body);
+    }
     let handle: FileHandle | undefined;
     try {
       handle = await this.#openTemp(key, dir, temp);
@@ -355,6 +367,23 @@ export class FilesystemStorage implements StorageExtensionPoint {
       throw error;
     }
     return open(temp, 'wx', 0o644);
+  }
+
+  async #putInThread(key: string, dir: string, temp: string, target: string, bytes: Uint8Array): Promise<PutResult> {
+    const result = await writeInThread({ dir, temp, target, bytes });
+    if (!result.ok) {
+      const cause = Object.assign(new Error(result.message), { code: result.code });
+      const clash =
+        (result.stage === 'open' && result.code === 'ENOTDIR') ||
+        (result.stage === 'mkdir' && (result.code === 'EEXIST' || result.code === 'ENOTDIR')) ||
+        (result.stage === 'rename' && (result.code === 'EISDIR' || result.code === 'ENOTEMPTY' || result.code === 'EEXIST'));
+      throw clash ? conflict(key, cause) : cause;
+    }
+    if (result.dirSynced) this.directorySyncs += 1;
+    if (result.dirSyncError !== undefined) {
+      this.#logger?.warn({ dir, reason: result.dirSyncError }, 'could not fsync storage directory');
+    }
+    return { size: bytes.length, etag: etagOf(result) };
   }
 
   /** #syncDir shared with the other puts into `dir` at the moment (group-sync.ts). */
