@@ -77,8 +77,8 @@ t.test('two GitHub hosts with the same installation id, asked at the same moment
   t.equal(second.calls.access_tokens, 1);
   const [ca, cb] = await Promise.all([github.checkoutCredentials({ source, repository }), github.checkoutCredentials({ source: enterprise, repository })]);
   t.not(ca.token, cb.token, 'two tokens, one per host');
-  t.ok(first.liveTokens().includes(ca.token) && !first.liveTokens().includes(cb.token), "the first host's token is its own");
-  t.ok(second.liveTokens().includes(cb.token) && !second.liveTokens().includes(ca.token), "the second host's token is its own");
+  t.ok(first.liveTokens().includes(ca.token!) && !first.liveTokens().includes(cb.token!), "the first host's token is its own");
+  t.ok(second.liveTokens().includes(cb.token!) && !second.liveTokens().includes(ca.token!), "the second host's token is its own");
 });
 
 t.test('a token close to expiry is refreshed', async (t) => {
