@@ -47,6 +47,25 @@ export function checkChannel(channel: unknown): string {
   return channel;
 }
 
+/** Tells each gap handler which channels may have missed notifications; one failing does not stop the rest. */
+function reportGap(handlers: ReadonlySet<GapHandler>, listened: readonly string[], logger: Logger): void {
+  for (const handler of [...handlers]) {
+    try {
+      handler(listened);
+    } catch (error) {
+      logger.error({ err: error }, 'gap handler failed');
+    }
+  }
+}
+
+/** Adds `item` to `set`; the returned function takes it out again. */
+function added<T>(set: Set<T>, item: T): () => void {
+  set.add(item);
+  return () => {
+    set.delete(item);
+  };
+}
+
 /** One process's connection for a database and backoff, and how many listeners use it. */
 interface SharedConnection {
   readonly listener: Listener;
@@ -99,16 +118,7 @@ function viewOf(connection: SharedConnection, parentLogger: Logger, release: () 
   const mine = new Map<string, Map<NotificationHandler, NotificationHandler>>();
   const gapHandlers = new Set<GapHandler>();
   let closed = false;
-  const offGap = shared.onGap(() => {
-    const listened = [...mine.keys()];
-    for (const handler of [...gapHandlers]) {
-      try {
-        handler(listened);
-      } catch (error) {
-        logger.error({ err: error }, 'gap handler failed');
-      }
-    }
-  });
+  const offGap = shared.onGap(() => reportGap(gapHandlers, [...mine.keys()], logger));
   const remove = async (channel: string, handler?: NotificationHandler): Promise<void> => {
     const wrappers = mine.get(channel);
     if (wrappers === undefined) return;
@@ -141,10 +151,7 @@ function viewOf(connection: SharedConnection, parentLogger: Logger, release: () 
       await remove(channel, handler);
     },
     onGap(handler) {
-      gapHandlers.add(handler);
-      return () => {
-        gapHandlers.delete(handler);
-      };
+      return added(gapHandlers, handler);
     },
     async close() {
       if (closed) return;
@@ -257,13 +264,7 @@ async function openListener(options: ListenerOptions): Promise<Listener> {
     failures = 0;
     const listened = [...channels.keys()];
     logger.info({ channels: listened }, 'notification connection re-established');
-    for (const handler of [...gapHandlers]) {
-      try {
-        handler(listened);
-      } catch (error) {
-        logger.error({ err: error }, 'gap handler failed');
-      }
-    }
+    reportGap(gapHandlers, listened, logger);
   };
 
   try {
@@ -314,10 +315,7 @@ async function openListener(options: ListenerOptions): Promise<Listener> {
       }
     },
     onGap(handler) {
-      gapHandlers.add(handler);
-      return () => {
-        gapHandlers.delete(handler);
-      };
+      return added(gapHandlers, handler);
     },
     async close() {
       if (closed) return;
