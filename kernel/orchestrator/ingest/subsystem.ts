@@ -9,7 +9,7 @@ import { adminAuthRef, clusterServiceRef, ingestPipelineRef } from '../service-r
 import { watchSources } from '../sources/cache.ts';
 import { watchTrustPolicies } from '../trust-policy/cache.ts';
 import { trustPolicyRoutes } from '../trust-policy/routes.ts';
-import { createDatabase, createListener } from '../../services/db/index.ts';
+import { createDatabase, createListener, WAKEUP_LINGER_MS, WakeupSender } from '../../services/db/index.ts';
 import { INGEST_EVENTS_CHANNEL } from './steps/registrations.ts';
 import { releaseInterrupted } from './record/delivery-record.ts';
 import { deliveryRoutes } from './record/routes.ts';
@@ -65,6 +65,9 @@ export const ingestSubsystem: Subsystem = {
       nodeId: ctx.nodeId,
       ...(storage ? { storage } : {}),
       notifyJobsQueued,
+      // This process's dispatcher and feed consumers are woken in-process at each commit; the
+      // NOTIFY for other nodes folds a burst's commits (kernel/services/db/wakeups.ts).
+      wakeups: new WakeupSender(pool, logger, { url: ctx.databaseUrl, lingerMs: WAKEUP_LINGER_MS }),
       // Read per delivery: `ctx.config` is the holder's current snapshot, so a reload applies it.
       queueMaxDepth: () => ctx.config.queue.maxDepth,
       retryPolicy: () => ctx.config.ingestRetry,

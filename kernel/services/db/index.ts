@@ -23,10 +23,12 @@ export {
   checkChannel,
   collectWakeups,
   createListener,
+  LOCAL_WAKE_PREFIX,
   notify,
+  wakeLocalListeners,
   type GapHandler,
   type Listener,
   type ListenerOptions,
   type NotificationHandler,
 } from './listen.ts';
-export { FEED_SETTLE_MS, REPORT_SETTLE_MS, settledWake, WakeupSender } from './wakeups.ts';
+export { FEED_SETTLE_MS, REPORT_SETTLE_MS, settledWake, WAKEUP_LINGER_MS, WakeupSender, type WakeupSenderOptions } from './wakeups.ts';

@@ -8,6 +8,7 @@
 // transaction of its own and goes back to sleep. With a connection per subsystem the
 // orchestrator had nine such backends, so every wake-up under webhook load woke nine processes
 // on a machine whose cores were already the bottleneck (issue 19); now it wakes one.
+import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { sql, type CommonQueryMethods } from 'slonik';
@@ -66,14 +67,46 @@ function added<T>(set: Set<T>, item: T): () => void {
   };
 }
 
+/**
+ * The payload of a wake-up NOTIFY whose sender already woke its own process's listeners
+ * (`wakeLocalListeners`): this prefix, then the tokens of the connections woken, comma-separated.
+ * Those connections drop it; every other listener hears an ordinary empty-payload wake-up.
+ */
+export const LOCAL_WAKE_PREFIX = 'svc-wake:';
+
+/** An open shared connection's own side: its token, and an in-process wake of its handlers. */
+interface OpenConnection extends Listener {
+  readonly token: string;
+  wakeHere(channels: readonly string[]): void;
+}
+
 /** One process's connection for a database and backoff, and how many listeners use it. */
 interface SharedConnection {
-  readonly listener: Listener;
+  readonly url: string;
+  readonly listener: OpenConnection;
   users: number;
   closing: boolean;
 }
 
 const sharedConnections = new Map<string, Promise<SharedConnection>>();
+/** The shared connections opened and not yet closing, for in-process wake-ups. */
+const liveConnections = new Set<SharedConnection>();
+
+/**
+ * Wakes, in this process and without a round trip, the handlers of `channels` on every shared
+ * connection to `url`, on the next turn of the event loop (never inside the caller's stack).
+ * Returns those connections' tokens, for the NOTIFY that tells the other processes
+ * (`LOCAL_WAKE_PREFIX`): the connections named there skip it, so nobody hears a wake-up twice.
+ */
+export function wakeLocalListeners(url: string, channels: readonly string[]): string[] {
+  const tokens: string[] = [];
+  for (const connection of liveConnections) {
+    if (connection.url !== url || connection.closing) continue;
+    tokens.push(connection.listener.token);
+    connection.listener.wakeHere(channels);
+  }
+  return tokens;
+}
 
 /**
  * A listener of its own (its handlers, its gap handlers, its `close`) on the process's shared
@@ -86,7 +119,11 @@ export async function createListener(options: ListenerOptions): Promise<Listener
   for (;;) {
     let opening = sharedConnections.get(key);
     if (opening === undefined) {
-      const opened = openListener(options).then((listener): SharedConnection => ({ listener, users: 0, closing: false }));
+      const opened = openListener(options).then((listener): SharedConnection => {
+        const shared: SharedConnection = { url: options.url, listener, users: 0, closing: false };
+        liveConnections.add(shared);
+        return shared;
+      });
       opening = opened;
       sharedConnections.set(key, opened);
       opened.catch(() => {
@@ -101,6 +138,7 @@ export async function createListener(options: ListenerOptions): Promise<Listener
       connection.users -= 1;
       if (connection.users > 0) return false;
       connection.closing = true;
+      liveConnections.delete(connection);
       if (sharedConnections.get(key) === opening) sharedConnections.delete(key);
       return true;
     });
@@ -170,7 +208,7 @@ function viewOf(connection: SharedConnection, parentLogger: Logger, release: () 
 }
 
 /** Connects one client; fails with SVC_ERR_DB_UNAVAILABLE when the first connect fails. */
-async function openListener(options: ListenerOptions): Promise<Listener> {
+async function openListener(options: ListenerOptions): Promise<OpenConnection> {
   const logger = options.logger.child({ component: 'db-listen' });
   const minBackoff = Math.max(1, options.minBackoffMs ?? 100);
   const maxBackoff = Math.max(minBackoff, options.maxBackoffMs ?? 5_000);
@@ -187,16 +225,31 @@ async function openListener(options: ListenerOptions): Promise<Listener> {
     if (dead.has(next)) handleLoss(new Error('connection lost while re-subscribing'));
   };
 
-  const dispatch = (message: pg.Notification): void => {
-    const handlers = channels.get(message.channel);
+  const token = randomBytes(9).toString('base64url');
+  const deliver = (channel: string, payload: string): void => {
+    const handlers = channels.get(channel);
     if (handlers === undefined) return;
     for (const handler of [...handlers]) {
       try {
-        handler(message.payload ?? '', message.channel);
+        handler(payload, channel);
       } catch (error) {
-        logger.error({ err: error, channel: message.channel }, 'notification handler failed');
+        logger.error({ err: error, channel }, 'notification handler failed');
       }
     }
+  };
+  const dispatch = (message: pg.Notification): void => {
+    const payload = message.payload ?? '';
+    if (!payload.startsWith(LOCAL_WAKE_PREFIX)) return deliver(message.channel, payload);
+    // A wake-up whose sender woke this connection's handlers in-process already.
+    if (payload.slice(LOCAL_WAKE_PREFIX.length).split(',').includes(token)) return;
+    deliver(message.channel, '');
+  };
+  // Channels woken in-process, delivered together on the next turn of the loop.
+  const wokenHere = new Set<string>();
+  const deliverWokenHere = (): void => {
+    const woken = [...wokenHere];
+    wokenHere.clear();
+    if (!closed) for (const channel of woken) deliver(channel, '');
   };
 
   const open = async (): Promise<pg.Client> => {
@@ -274,6 +327,13 @@ async function openListener(options: ListenerOptions): Promise<Listener> {
   }
 
   return {
+    token,
+    wakeHere(woken) {
+      if (closed) return;
+      const first = wokenHere.size === 0;
+      for (const channel of woken) wokenHere.add(channel);
+      if (first && wokenHere.size > 0) setImmediate(deliverWokenHere);
+    },
     get connected() {
       return client !== undefined;
     },

@@ -2,8 +2,11 @@
 // `collectWakeups` sends no NOTIFY of its own for empty-payload wake-ups (notifications arrive in
 // commit order, so a sentinel committed after it proves nothing was queued), a payload still goes
 // through the transaction, and the `WakeupSender` folds the channels asked for while a statement
-// is on its way into the next one.
+// is on its way into the next one. Given the database's URL it wakes this process's listeners at
+// once, in-process, and lets the NOTIFY for other processes linger; those listeners skip that
+// NOTIFY, so each hears a wake-up once.
 import t from 'tap';
+import pg from 'pg';
 import { pino } from 'pino';
 import { collectWakeups, createDatabase, createListener, notify, settledWake, WakeupSender, type Listener } from '../../../../kernel/services/db/index.ts';
 import { eachDatabase, testLogger, type Test } from '../../../fixtures/db.ts';
@@ -69,6 +72,58 @@ await eachDatabase(t, async (t, db) => {
     t.equal(sender.statements, 2, 'the first wake-up goes at once; the 49 asked meanwhile share one more statement');
     await until('every channel woken', () => (['fold_a', 'fold_b', 'fold_c'].every((c) => heardOn(c).length > 0) ? true : undefined), 10_000, 10);
     t.ok(heardOn('fold_a').length <= 2 && heardOn('fold_b').length <= 2, 'at most one notification per channel per statement');
+  });
+
+  await t.test('with the URL: this process hears at once and once; another hears it after the linger', async (t) => {
+    heard.length = 0;
+    await open(t, ['near_a', 'near_b', 'near_sentinel']);
+    // Another process's connection: a raw client, which sees the payload as sent.
+    const other = new pg.Client({ connectionString: db.url });
+    await other.connect();
+    t.teardown(() => other.end());
+    const otherHeard: Array<{ channel: string; payload: string }> = [];
+    other.on('notification', (m) => otherHeard.push({ channel: m.channel, payload: m.payload ?? '' }));
+    await other.query('listen near_a');
+    await other.query('listen near_b');
+    const sender = new WakeupSender(db.pool, testLogger, { url: db.url, lingerMs: 60_000 });
+    sender.wake(['near_a']);
+    t.equal(heardOn('near_a').length, 0, 'never inside the caller: the handler runs on a later turn');
+    await until('the in-process wake-up', () => (heardOn('near_a').length === 1 ? true : undefined), 10_000, 5);
+    await until('the first NOTIFY (after a quiet spell it goes at once)', () => (otherHeard.length === 1 ? true : undefined), 10_000, 10);
+    t.equal(sender.statements, 1);
+    t.match(otherHeard[0], { channel: 'near_a', payload: /^svc-wake:[\w-]+$/ }, 'tagged with the connection woken in-process');
+
+    sender.wake(['near_a', 'near_b']);
+    sender.wake(['near_b']);
+    await until('the second wake-up, in-process', () => (heardOn('near_b').length === 1 ? true : undefined), 10_000, 5);
+    // 300 ms against a 60 s linger: far from both.
+    await new Promise((r) => setTimeout(r, 300));
+    t.equal(sender.statements, 1, 'within the linger no second statement is sent');
+    t.equal(otherHeard.length, 1, 'the other process has not heard the second yet');
+    await notify(db.pool, 'near_sentinel', 'after');
+    await until('the sentinel', () => (heardOn('near_sentinel').length > 0 ? true : undefined), 10_000, 10);
+    t.same(
+      heard.filter((h) => h.channel !== 'near_sentinel'),
+      [{ channel: 'near_a', payload: '' }, { channel: 'near_a', payload: '' }, { channel: 'near_b', payload: '' }],
+      'each wake-up heard once here, with an empty payload: the first NOTIFY (committed before the sentinel) was skipped',
+    );
+
+    await sender.idle();
+    t.equal(sender.statements, 2, 'idle sends what lingered at once');
+    await until('the folded NOTIFY', () => (otherHeard.length === 3 ? true : undefined), 10_000, 10);
+    t.same(otherHeard.slice(1).map((h) => h.channel).sort(), ['near_a', 'near_b'], 'one statement for both channels, each once');
+    await notify(db.pool, 'near_sentinel', 'again');
+    await until('the second sentinel', () => (heardOn('near_sentinel').length > 1 ? true : undefined), 10_000, 10);
+    t.equal(heard.length, 5, 'nothing more here: the folded NOTIFY was skipped too');
+  });
+
+  await t.test("another process's tagged wake-up reaches the handlers with an empty payload; a plain payload is untouched", async (t) => {
+    heard.length = 0;
+    await open(t, ['tagged']);
+    await notify(db.pool, 'tagged', 'svc-wake:not-this-process');
+    await notify(db.pool, 'tagged', 'svc-wakeful');
+    await until('both', () => (heardOn('tagged').length === 2 ? true : undefined), 10_000, 10);
+    t.same(heardOn('tagged').map((h) => h.payload), ['', 'svc-wakeful']);
   });
 
   await t.test('a bad channel is refused; a failed send is logged, not thrown', async (t) => {
