@@ -43,7 +43,7 @@ import type { NormalizedEvent } from '../schemas/event.ts';
 import type { Lock, LockWorkflow } from '../schemas/lock.ts';
 import pg from 'pg';
 import { createGitRemote } from '../test/fixtures/git-repos.ts';
-import { distBin, machineLine, rssMiB, startBusyLoad } from './lib/machine.ts';
+import { distBin, fileCreateProbe, machineLine, rssMiB, startBusyLoad } from './lib/machine.ts';
 
 const DIST = process.argv.includes('--dist');
 const BUSY = process.argv.includes('--busy');
@@ -236,6 +236,7 @@ if ('close' in database) teardown.push(() => database.close());
 console.log(`database: ${systemUrl !== null ? 'system PostgreSQL' : 'embedded PostgreSQL'}`);
 
 const endMachine = machineLine(BUSY);
+console.log(fileCreateProbe(dataDir));
 const busyLoad = BUSY ? await startBusyLoad(600) : undefined;
 try {
   // A repository whose .svc/ has a package lock: the build job caches source and deps.

@@ -29,7 +29,7 @@ import { createDatabase, migrate, sql } from '../kernel/services/db/index.ts';
 import { buildLock } from '../workflow/lock/lock-file.ts';
 import { job, trig, workflow } from '../test/fixtures/locks.ts';
 import { sampleDatabase } from './lib/db-sampler.ts';
-import { bucketQuantile, commandCpuSeconds, cpuSeconds as cpuOf, machineCpuSeconds, diskCounters, diskLine, distBin, percentile, rssMiB as rssOf, scrapeBuckets, withMachine } from './lib/machine.ts';
+import { bucketQuantile, commandCpuSeconds, cpuSeconds as cpuOf, machineCpuSeconds, diskCounters, diskLine, distBin, fileCreateProbe, percentile, rssMiB as rssOf, scrapeBuckets, withMachine } from './lib/machine.ts';
 
 const { values } = parseArgs({
   options: {
@@ -99,6 +99,7 @@ const rssMiB = (child: ChildProcess) => rssOf(child.pid);
 const pct = percentile;
 
 async function main(): Promise<void> {
+  console.log(fileCreateProbe(dataDir));
   for (const name of dbNames) await admin(`CREATE DATABASE ${name}`);
   const relayPool = await createDatabase({ url: urlFor(dbNames[0]!), logger });
   await migrateRelay(relayPool, logger);

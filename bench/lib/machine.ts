@@ -3,7 +3,7 @@
 // `--busy` mode (a background CPU load of `stress-ng --cpu 1 --cpu-load 50` for the whole
 // measurement, started here and always ended by its pid), and the compiled programs as shipped.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,6 +26,32 @@ export function machineLine(busy: boolean): () => void {
   const mode = busy ? 'busy (stress-ng --cpu 1 --cpu-load 50 in the background)' : 'quiet (no background load started)';
   process.stdout.write(`machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), ${mode}; load average at start ${loadAverage()}\n`);
   return () => process.stdout.write(`load average at end ${loadAverage()}\n`);
+}
+
+/**
+ * What creating a file costs in `dir` right now, in system CPU per file (200 files of 1 KB,
+ * created, written and closed; left there, removed with the bench's data directory). A machine
+ * figure like the load average: on a journal-less ext4 (this VM's root), allocating an inode
+ * skips every inode of its group freed in the last one to six minutes, reading each one's inode
+ * table block (`recently_deleted` in `perf`), so after a large delete nearby (the previous
+ * bench's data directory, a test run's) each new file costs several hundred µs instead of tens
+ * for minutes, and every stored event-log payload and checked-out file pays it.
+ */
+export function fileCreateProbe(dir: string): string {
+  const probeDir = path.join(dir, 'file-create-probe');
+  mkdirSync(probeDir, { recursive: true });
+  const bytes = Buffer.alloc(1024, 97);
+  const count = 200;
+  const before = process.cpuUsage();
+  const began = performance.now();
+  for (let i = 0; i < count; i += 1) {
+    const fd = openSync(path.join(probeDir, `f${i}`), 'wx');
+    writeSync(fd, bytes);
+    closeSync(fd);
+  }
+  const wallUs = ((performance.now() - began) * 1000) / count;
+  const used = process.cpuUsage(before);
+  return `file create in the bench's data directory: ${(used.system / count).toFixed(0)} µs of system CPU each (${wallUs.toFixed(0)} µs wall; tens when inode allocation is cheap, several hundred after a large delete nearby on a journal-less ext4)`;
 }
 
 export interface BusyLoad {
