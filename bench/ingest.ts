@@ -1,6 +1,7 @@
 // Ingest benchmark through real processes: svc-relay and svc-orchestrator (compiled, dist/) on fresh
 // databases of the system PostgreSQL (SVC_TEST_DATABASE_URL), a generic source with no
-// signature. Measures (1) webhooks/s relay → orchestrator for no-match deliveries and (2) at a
+// signature. Measures (1) webhooks/s relay → orchestrator for no-match deliveries (sent from
+// --concurrency connections of lib/webhook-sender.ts, a process of its own) and (2) at a
 // steady rate, arrival at the relay → job queued and committed: the relay answers only after the
 // orchestrator's ack, which follows the commit, so the relay's own request histogram (buckets at
 // exactly 25 and 50 ms) gives the share answered within each bound; the sender's round trip and
@@ -141,31 +142,23 @@ async function main(): Promise<void> {
   // Let the orchestrator's hello register the source at the relay.
   await new Promise((r) => setTimeout(r, 1500));
 
-  const send = async (event: string) => {
-    const res = await fetch(`${relayUrl}/webhook/bench/generic/bench`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-delivery-id': randomUUID() }, body: JSON.stringify({ event, nonce: randomUUID() }) });
-    await res.arrayBuffer();
-    return res.status;
-  };
-
-  // (1) throughput, no-match.
-  // Warm both paths (JIT, caches) so the figures are a running server's.
-  for (let i = 0; i < 50; i += 1) await send('warmup');
-  for (let i = 0; i < 20; i += 1) await send('match');
-  let next = 0;
+  // (1) throughput, no-match, from a sender process of its own (lib/webhook-sender.ts: node:http,
+  // not this process's fetch, whose CPU per request would be taken from the servers measured).
+  const burstSender = fork(fileURLToPath(new URL('./lib/webhook-sender.ts', import.meta.url)), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  children.push(burstSender);
+  const burstExit = new Promise<never>((_resolve, reject) => burstSender.once('exit', (code) => reject(new Error(`the webhook sender exited ${code} before it answered`))));
+  burstExit.catch(() => undefined);
+  const burstWarm = new Promise<void>((resolve) => burstSender.once('message', () => resolve()));
+  burstSender.send({ kind: 'burst', url: `${relayUrl}/webhook/bench/generic/bench`, requests: REQUESTS, concurrency: CONCURRENCY });
+  await Promise.race([burstWarm, burstExit]);
   const cpu0 = [cpuSeconds(relay.child), cpuSeconds(orch.child)];
-  const statuses = new Map<number, number>();
-  const began = performance.now();
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    while (next < REQUESTS) {
-      next += 1;
-      const status = await send('nomatch');
-      statuses.set(status, (statuses.get(status) ?? 0) + 1);
-    }
-  }));
-  const seconds = (performance.now() - began) / 1000;
+  type BurstAnswer = { statuses: Record<string, number>; seconds: number; cpuMs: number };
+  const burstAnswered = new Promise<BurstAnswer>((resolve) => burstSender.once('message', (m: BurstAnswer) => resolve(m)));
+  burstSender.send({ go: true });
+  const { statuses, seconds, cpuMs: burstSenderCpuMs } = await Promise.race([burstAnswered, burstExit]);
   const cpu1 = [cpuSeconds(relay.child), cpuSeconds(orch.child)];
-  console.log(`no-match throughput: ${REQUESTS} webhooks in ${seconds.toFixed(2)} s = ${(REQUESTS / seconds).toFixed(0)}/s (statuses ${JSON.stringify(Object.fromEntries(statuses))})`);
-  console.log(`  CPU per webhook: relay ${((1000 * (cpu1[0]! - cpu0[0]!)) / REQUESTS).toFixed(3)} ms, orchestrator ${((1000 * (cpu1[1]! - cpu0[1]!)) / REQUESTS).toFixed(3)} ms`);
+  console.log(`no-match throughput: ${REQUESTS} webhooks in ${seconds.toFixed(2)} s = ${(REQUESTS / seconds).toFixed(0)}/s (statuses ${JSON.stringify(statuses)})`);
+  console.log(`  CPU per webhook: relay ${((1000 * (cpu1[0]! - cpu0[0]!)) / REQUESTS).toFixed(3)} ms, orchestrator ${((1000 * (cpu1[1]! - cpu0[1]!)) / REQUESTS).toFixed(3)} ms, the webhook sender ${(burstSenderCpuMs / REQUESTS).toFixed(3)} ms`);
 
   // Event-log payload objects are written after the ack: let phase 1's backlog finish first so
   // phase 2 measures a steady state (how long it took is reported: the object write rate).

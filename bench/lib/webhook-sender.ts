@@ -1,10 +1,15 @@
-// The steady phase's load generator, in a process of its own: only Node's built-ins (node:http
+// The ingest bench's load generator, in a process of its own: only Node's built-ins (node:http
 // with a keep-alive agent), a small heap, nothing else on its event loop. In the bench process itself (which holds
 // database pools and much of the kernel) its own pauses held sends back and then let them out
-// together, so the servers saw bursts instead of a steady rate. Started with fork(); takes
-// { url, rate, seconds, warmSeconds } over IPC, says { warm: true } after the warm-up, waits for
-// any message, and answers { results: [sentAtMs, roundTripMs, status][], cpuMs } of the measured
-// phase (cpuMs: this process's CPU over it).
+// together, so the servers saw bursts instead of a steady rate. Started with fork(); takes one
+// job over IPC, says { warm: true } after its warm-up, waits for any message, runs the measured
+// phase and answers, then exits:
+// - the steady phase, { url, rate, seconds, warmSeconds }: answers { results: [sentAtMs,
+//   roundTripMs, status][], cpuMs };
+// - the throughput phase, { kind: 'burst', url, requests, concurrency }: no-match webhooks from
+//   `concurrency` connections, each sending its next as soon as the last is answered; answers
+//   { statuses: { [status]: count }, seconds, cpuMs }.
+// cpuMs: this process's CPU over the measured phase.
 //
 // node:http, not fetch: on a 2-core machine the sender shares the cores with the servers it
 // measures, and fetch (undici) cost ~0.9 ms of CPU per request here against ~0.2 ms for
@@ -15,11 +20,19 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 
 interface Job {
+  kind?: 'steady';
   url: string;
   rate: number;
   seconds: number;
   /** Seconds at the same rate before the measured phase, not recorded (see `run`). */
   warmSeconds: number;
+}
+
+interface BurstJob {
+  kind: 'burst';
+  url: string;
+  requests: number;
+  concurrency: number;
 }
 
 type Result = [sentAtMs: number, roundTripMs: number, status: number];
@@ -80,16 +93,49 @@ async function paced(url: string, event: string, rate: number, count: number): P
 async function run(job: Job): Promise<{ results: Result[]; cpuMs: number }> {
   for (let i = 0; i < 50; i += 1) await post(job.url, 'warmup');
   await paced(job.url, 'match', job.rate, Math.round(job.rate * job.warmSeconds));
-  await new Promise<void>((resolve) => {
-    process.once('message', () => resolve());
-    process.send!({ warm: true });
-  });
+  await warmThenWait();
   const before = process.cpuUsage();
   const results = await paced(job.url, 'match', job.rate, Math.round(job.rate * job.seconds));
   const cpu = process.cpuUsage(before);
   return { results, cpuMs: (cpu.user + cpu.system) / 1000 };
 }
 
-process.once('message', (job: Job) => {
-  void run(job).then((answer) => process.send!(answer, () => process.exit(0)));
+/** Tells the bench it is warm and waits for its go (the bench reads its "before" figures meanwhile). */
+function warmThenWait(): Promise<void> {
+  return new Promise<void>((resolve) => {
+    process.once('message', () => resolve());
+    process.send!({ warm: true });
+  });
+}
+
+/**
+ * The throughput phase. Warm-up: 50 no-match and 20 matched webhooks one at a time (both paths
+ * compiled on the servers), then one request on each connection so they are all open.
+ */
+async function burst(job: BurstJob): Promise<{ statuses: Record<string, number>; seconds: number; cpuMs: number }> {
+  for (let i = 0; i < 50; i += 1) await post(job.url, 'warmup');
+  for (let i = 0; i < 20; i += 1) await post(job.url, 'match');
+  await Promise.all(Array.from({ length: job.concurrency }, () => post(job.url, 'warmup')));
+  await warmThenWait();
+  const statuses: Record<string, number> = {};
+  let next = 0;
+  const before = process.cpuUsage();
+  const began = performance.now();
+  await Promise.all(
+    Array.from({ length: job.concurrency }, async () => {
+      while (next < job.requests) {
+        next += 1;
+        const status = await post(job.url, 'nomatch').catch(() => 0);
+        statuses[status] = (statuses[status] ?? 0) + 1;
+      }
+    }),
+  );
+  const seconds = (performance.now() - began) / 1000;
+  const cpu = process.cpuUsage(before);
+  return { statuses, seconds, cpuMs: (cpu.user + cpu.system) / 1000 };
+}
+
+process.once('message', (job: Job | BurstJob) => {
+  const answer = job.kind === 'burst' ? burst(job) : run(job);
+  void answer.then((result) => process.send!(result, () => process.exit(0)));
 });
