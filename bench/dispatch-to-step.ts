@@ -11,8 +11,9 @@
 // `storeWait`, `fetch`, `materialise`, and the runner's `runnerReady`/`firstStep`. Each job's total
 // is also split into named groups that add up to it (breakdown(), printed at p50/p99 and for the
 // median job): which phase a slow job lost its time in.
-// Run: node bench/dispatch-to-step.ts [--dist] [--busy] [jobs=50] [steps=100]
+// Run: node bench/dispatch-to-step.ts [--dist] [--busy] [--keep-data] [jobs=50] [steps=100]
 //   --busy: a background CPU load (stress-ng --cpu 1 --cpu-load 50, bench/lib/machine.ts) meanwhile.
+//   --keep-data: leave the data directory (lib/machine.ts keepOrRemove says why a set of runs would).
 //   --dist: the programs as shipped (`npm run build` first): `dist/bin/svc-orchestrator.js` (every
 //   subsystem) and `dist/bin/svc-agent.js`, each its own process (vendored bundles, compiled step
 //   runner); otherwise both run in this process from the sources (the orchestrator with its
@@ -43,10 +44,11 @@ import type { NormalizedEvent } from '../schemas/event.ts';
 import type { Lock, LockWorkflow } from '../schemas/lock.ts';
 import pg from 'pg';
 import { createGitRemote } from '../test/fixtures/git-repos.ts';
-import { distBin, fileCreateProbe, machineLine, rssMiB, startBusyLoad } from './lib/machine.ts';
+import { distBin, fileCreateProbe, keepOrRemove, machineLine, rssMiB, startBusyLoad } from './lib/machine.ts';
 
 const DIST = process.argv.includes('--dist');
 const BUSY = process.argv.includes('--busy');
+const KEEP_DATA = process.argv.includes('--keep-data');
 const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const JOBS = Math.max(1, Math.min(1000, Number(args[0] ?? 50)));
 const STEPS = Math.max(1, Math.min(2000, Number(args[1] ?? 100)));
@@ -414,5 +416,5 @@ try {
   await busyLoad?.stop();
   endMachine();
   for (const fn of teardown) await Promise.resolve(fn()).catch(() => undefined);
-  await rm(dataDir, { recursive: true, force: true });
+  keepOrRemove(dataDir, KEEP_DATA);
 }

@@ -7,7 +7,7 @@
 // exactly 25 and 50 ms) gives the share answered within each bound; the sender's round trip and
 // the records' queued_at − received_at (which stops at the transaction's start) are printed
 // beside it. Bounded, loopback only, stops by itself:
-//   node bench/ingest.ts [--requests N] [--concurrency C] [--rate R] [--steady-seconds S] [--busy] [--profile DIR] [--sample-db]
+//   node bench/ingest.ts [--requests N] [--concurrency C] [--rate R] [--steady-seconds S] [--busy] [--profile DIR] [--sample-db] [--keep-data]
 // --busy: a background CPU load (stress-ng --cpu 1 --cpu-load 50) during the whole measurement.
 // --sample-db: during the steady phase, what the database's backends wait for (lib/db-sampler.ts).
 // The steady phase also prints each hop at p50/p99 (relay receive → send, send → ack, and in the
@@ -16,7 +16,7 @@
 // Targets (also --busy): >= 1,000 webhooks/s; at 200/s p50 <= 5 ms, p99 <= 25 ms, p99.9 <= 50 ms.
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -30,7 +30,7 @@ import { createDatabase, migrate, sql } from '../kernel/services/db/index.ts';
 import { buildLock } from '../workflow/lock/lock-file.ts';
 import { job, trig, workflow } from '../test/fixtures/locks.ts';
 import { sampleDatabase } from './lib/db-sampler.ts';
-import { bucketQuantile, commandCpuSeconds, cpuSeconds as cpuOf, machineCpuSeconds, diskCounters, diskLine, distBin, fileCreateProbe, percentile, rssMiB as rssOf, scrapeBuckets, withMachine } from './lib/machine.ts';
+import { bucketQuantile, commandCpuSeconds, cpuSeconds as cpuOf, machineCpuSeconds, diskCounters, diskLine, distBin, fileCreateProbe, keepOrRemove, percentile, rssMiB as rssOf, scrapeBuckets, withMachine } from './lib/machine.ts';
 
 const { values } = parseArgs({
   options: {
@@ -42,6 +42,8 @@ const { values } = parseArgs({
     profile: { type: 'string' },
     busy: { type: 'boolean', default: false },
     'sample-db': { type: 'boolean', default: false },
+    // Leave the data directory (its path is printed): see keepOrRemove in lib/machine.ts.
+    'keep-data': { type: 'boolean', default: false },
   },
 });
 const REQUESTS = Math.min(100_000, Number(values.requests));
@@ -307,5 +309,5 @@ try {
   for (const child of children) child.kill('SIGTERM');
   await new Promise((r) => setTimeout(r, 1500));
   for (const name of dbNames) await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
-  rmSync(dataDir, { recursive: true, force: true });
+  keepOrRemove(dataDir, values['keep-data']);
 }

@@ -3,7 +3,7 @@
 // `--busy` mode (a background CPU load of `stress-ng --cpu 1 --cpu-load 50` for the whole
 // measurement, started here and always ended by its pid), and the compiled programs as shipped.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,6 +52,17 @@ export function fileCreateProbe(dir: string): string {
   const wallUs = ((performance.now() - began) * 1000) / count;
   const used = process.cpuUsage(before);
   return `file create in the bench's data directory: ${(used.system / count).toFixed(0)} µs of system CPU each (${wallUs.toFixed(0)} µs wall; tens when inode allocation is cheap, several hundred after a large delete nearby on a journal-less ext4)`;
+}
+
+/**
+ * Removes a bench's data directory, or with `--keep-data` leaves it and says where. Removing
+ * thousands of files (the event-log objects, the agent's stores) is the "large delete nearby"
+ * of `fileCreateProbe`: on a journal-less ext4 it slows file creation in the next bench run for
+ * minutes. A set of runs meant to be compared keeps its directories and removes them after.
+ */
+export function keepOrRemove(dir: string, keep: boolean): void {
+  if (keep) process.stdout.write(`data directory kept: ${dir}\n`);
+  else rmSync(dir, { recursive: true, force: true });
 }
 
 export interface BusyLoad {
