@@ -56,16 +56,39 @@ export async function readDeliveryPayload(pool: DatabasePool, storage: StorageEx
 
 async function payloadOf(storage: StorageExtensionPoint | undefined, record: Static<typeof DeliveryRow>): Promise<{ payload: unknown }> {
   if (record.payload_omitted || record.payload_key === null) {
-    const why = record.payload_omitted_reason === 'size_exceeded' ? 'it was larger than eventLog.maxPayloadBytes' : record.payload_omitted_reason === 'storage_failed' ? 'storage failed when it arrived' : 'it was not stored';
+    // Written after the ack (ingest/record/event-log.ts): until the confirmation batch flips it,
+    // a record keeps its key and says storage_failed. The object may well be there already (a
+    // burst's backlog takes seconds to confirm): serve it rather than report a failure.
+    const pending = record.payload_key !== null && record.payload_omitted_reason === 'storage_failed' && storage !== undefined;
+    if (pending) {
+      const found = await readStored(storage, record, true);
+      if (found !== null) return found;
+    }
+    const why =
+      record.payload_omitted_reason === 'size_exceeded'
+        ? 'it was larger than eventLog.maxPayloadBytes'
+        : pending
+          ? 'it is not in storage: storage failed when it arrived, or its write is still pending (try again in a few seconds)'
+          : record.payload_omitted_reason === 'storage_failed'
+            ? 'storage failed when it arrived'
+            : 'it was not stored';
     throw new NotFoundError('SVC_ERR_RUNS_PAYLOAD_OMITTED', `the payload of delivery ${record.delivery_id} was not kept: ${why}`, { details: { reason: record.payload_omitted_reason } });
   }
   if (storage === undefined) throw new UnavailableError('SVC_ERR_RUNS_PAYLOAD_NO_STORAGE', 'this orchestrator has no storage configured; the payload cannot be read');
+  return (await readStored(storage, record, false))!;
+}
+
+/** The stored object of `record`, parsed; null when it is absent and `absentIsNull`. */
+async function readStored(storage: StorageExtensionPoint, record: Static<typeof DeliveryRow>, absentIsNull: boolean): Promise<{ payload: unknown } | null> {
   let body: Buffer;
   try {
-    const gz = await readAll(await storage.get(record.payload_key), MAX_RELAYED_PAYLOAD_BYTES);
+    const gz = await readAll(await storage.get(record.payload_key!), MAX_RELAYED_PAYLOAD_BYTES);
     body = gunzipSync(gz, { maxOutputLength: MAX_RELAYED_PAYLOAD_BYTES });
   } catch (error) {
-    if (error instanceof NotFoundError) throw new NotFoundError('SVC_ERR_RUNS_PAYLOAD_MISSING', `the payload object ${record.payload_key} is missing from storage`);
+    if (error instanceof NotFoundError) {
+      if (absentIsNull) return null;
+      throw new NotFoundError('SVC_ERR_RUNS_PAYLOAD_MISSING', `the payload object ${record.payload_key} is missing from storage`);
+    }
     throw new UnavailableError('SVC_ERR_RUNS_PAYLOAD_UNREADABLE', `the payload of delivery ${record.delivery_id} could not be read: ${messageOf(error)}`);
   }
   try {

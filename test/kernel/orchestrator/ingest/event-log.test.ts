@@ -7,6 +7,7 @@ import { gunzipSync } from 'node:zlib';
 import { pino } from 'pino';
 import t from 'tap';
 import { EventLogWriter } from '../../../../kernel/orchestrator/ingest/record/event-log.ts';
+import { readDeliveryPayload } from '../../../../kernel/orchestrator/runs/api/payload.ts';
 import { sql } from '../../../../kernel/services/db/index.ts';
 import { eachDatabase } from '../../../fixtures/db.ts';
 import { pushPayload } from '../../../fixtures/github-payloads.ts';
@@ -57,5 +58,26 @@ await eachDatabase(t, async (t, db) => {
       for await (const chunk of await h.storage.get(row!.payload_key!)) chunks.push(chunk as Buffer);
       t.same(gunzipSync(Buffer.concat(chunks)), d.body, `${d.body.length}-byte body round-trips`);
     }
+  });
+
+  await t.test('a payload read before its confirmation: served when the object is there, "still pending" when not', async (t) => {
+    const d = delivery(pushPayload({ ref: 'refs/heads/early', after: '2'.repeat(40) }), { secret });
+    t.equal((await h.pipeline.ingestDelivery(d)).result, 'accepted');
+    t.ok(await h.pipeline.eventLog.drain());
+    const stored = await readDeliveryPayload(db.pool, h.storage, 'acme', d.deliveryId);
+    t.same(stored.payload, JSON.parse(d.body.toString('utf8')), 'confirmed: read as always');
+    // How the record reads between the commit and the confirmation, the object already written.
+    await db.pool.query(sql.unsafe`update webhook_deliveries set payload_omitted = true, payload_omitted_reason = 'storage_failed' where delivery_id = ${d.deliveryId}`);
+    t.same((await readDeliveryPayload(db.pool, h.storage, 'acme', d.deliveryId)).payload, stored.payload, 'written, not yet confirmed: served from storage');
+    // ... and before the write (or after a crash before it).
+    const row = await deliveryRow(db, d.deliveryId);
+    await h.storage.delete(row!.payload_key!);
+    await t.rejects(readDeliveryPayload(db.pool, h.storage, 'acme', d.deliveryId), {
+      code: 'SVC_ERR_RUNS_PAYLOAD_OMITTED',
+      message: /was not kept: it is not in storage: storage failed when it arrived, or its write is still pending/,
+    });
+    // A write that failed cleared the key: that says storage failed, and reads nothing.
+    await db.pool.query(sql.unsafe`update webhook_deliveries set payload_key = null where delivery_id = ${d.deliveryId}`);
+    await t.rejects(readDeliveryPayload(db.pool, h.storage, 'acme', d.deliveryId), { code: 'SVC_ERR_RUNS_PAYLOAD_OMITTED', message: /was not kept: storage failed when it arrived$/ });
   });
 });
