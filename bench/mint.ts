@@ -12,7 +12,7 @@ import { createIdentityService } from '../kernel/orchestrator/identity/service.t
 import type { CustodyExtensionPoint } from '../core/extension-points/custody.ts';
 import { createDatabase, ensureDatabaseExists } from '../kernel/services/db/index.ts';
 import type { CustodyKind } from '../schemas/identity.ts';
-import { AwsKmsCustody } from '../plugins/custody/aws-kms/index.ts';
+import { AwsKmsCustody } from '../plugins/custody/aws-kms/custody.ts';
 import { CommandCustody } from '../plugins/custody/command/index.ts';
 import { startKmsServer } from '../test/fixtures/kms-server.ts';
 import { boundDbCustody, insertRunJob, masterKeys, migrateOrchestrator, silent } from '../test/kernel/orchestrator/identity/fixtures.ts';

@@ -13,7 +13,8 @@ import { Value } from 'typebox/value';
 import type { StorageExtensionPoint } from '../core/extension-points/storage.ts';
 import { startRouteServer } from '../core/testing/route-server.ts';
 import { FilesystemStorage, storageRoutes } from '../plugins/storage/filesystem/index.ts';
-import { S3Storage, S3StorageConfig } from '../plugins/storage/s3/index.ts';
+import { S3StorageConfig } from '../plugins/storage/s3/index.ts';
+import { S3Storage } from '../plugins/storage/s3/storage.ts';
 import { startS3Server } from '../test/fixtures/s3-server.ts';
 
 const MiB = 1024 * 1024;

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { AwsKmsCustody } from '../../../plugins/custody/aws-kms/index.ts';
+import { AwsKmsCustody } from '../../../plugins/custody/aws-kms/custody.ts';
 import { startKmsServer } from '../../fixtures/kms-server.ts';
 import { custodyContract } from './contract.ts';
 

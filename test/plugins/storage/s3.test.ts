@@ -10,7 +10,7 @@ import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { readAll } from '../../../core/extension-points/contracts/storage-bodies.ts';
-import { S3Storage } from '../../../plugins/storage/s3/index.ts';
+import { S3Storage } from '../../../plugins/storage/s3/storage.ts';
 import { S3StorageConfig } from '../../../plugins/storage/s3/config.ts';
 import { Value } from 'typebox/value';
 import { eachDatabase } from '../../fixtures/db.ts';
