@@ -14,7 +14,7 @@
 // orchestrator receive → commit → ack), from the servers' own histograms, so a regression names
 // its hop. `npm run build` first.
 // Targets (also --busy): >= 1,000 webhooks/s; at 200/s p50 <= 5 ms, p99 <= 25 ms, p99.9 <= 50 ms.
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -30,7 +30,8 @@ import { createDatabase, migrate, sql } from '../kernel/services/db/index.ts';
 import { buildLock } from '../workflow/lock/lock-file.ts';
 import { job, trig, workflow } from '../test/fixtures/locks.ts';
 import { sampleDatabase } from './lib/db-sampler.ts';
-import { bucketQuantile, commandCpuSeconds, cpuSeconds as cpuOf, machineCpuSeconds, diskCounters, diskLine, distBin, fileCreateProbe, keepOrRemove, percentile, rssMiB as rssOf, scrapeBuckets, withMachine } from './lib/machine.ts';
+import { warmSender } from './lib/sender-process.ts';
+import { bucketQuantile, commandCpuSeconds, cpuSeconds as cpuOf, machineCpuSeconds, machineShare, diskCounters, diskLine, distBin, fileCreateProbe, keepOrRemove, percentile, rssMiB as rssOf, scrapeBuckets, withMachine } from './lib/machine.ts';
 
 const { values } = parseArgs({
   options: {
@@ -146,18 +147,10 @@ async function main(): Promise<void> {
 
   // (1) throughput, no-match, from a sender process of its own (lib/webhook-sender.ts: node:http,
   // not this process's fetch, whose CPU per request would be taken from the servers measured).
-  const burstSender = fork(fileURLToPath(new URL('./lib/webhook-sender.ts', import.meta.url)), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  children.push(burstSender);
-  const burstExit = new Promise<never>((_resolve, reject) => burstSender.once('exit', (code) => reject(new Error(`the webhook sender exited ${code} before it answered`))));
-  burstExit.catch(() => undefined);
-  const burstWarm = new Promise<void>((resolve) => burstSender.once('message', () => resolve()));
-  burstSender.send({ kind: 'burst', url: `${relayUrl}/webhook/bench/generic/bench`, requests: REQUESTS, concurrency: CONCURRENCY });
-  await Promise.race([burstWarm, burstExit]);
-  const cpu0 = [cpuSeconds(relay.child), cpuSeconds(orch.child)];
   type BurstAnswer = { statuses: Record<string, number>; seconds: number; cpuMs: number };
-  const burstAnswered = new Promise<BurstAnswer>((resolve) => burstSender.once('message', (m: BurstAnswer) => resolve(m)));
-  burstSender.send({ go: true });
-  const { statuses, seconds, cpuMs: burstSenderCpuMs } = await Promise.race([burstAnswered, burstExit]);
+  const burstSender = await warmSender<BurstAnswer>({ kind: 'burst', url: `${relayUrl}/webhook/bench/generic/bench`, requests: REQUESTS, concurrency: CONCURRENCY }, children);
+  const cpu0 = [cpuSeconds(relay.child), cpuSeconds(orch.child)];
+  const { statuses, seconds, cpuMs: burstSenderCpuMs } = await burstSender.go();
   const cpu1 = [cpuSeconds(relay.child), cpuSeconds(orch.child)];
   console.log(`no-match throughput: ${REQUESTS} webhooks in ${seconds.toFixed(2)} s = ${(REQUESTS / seconds).toFixed(0)}/s (statuses ${JSON.stringify(statuses)})`);
   console.log(`  CPU per webhook: relay ${((1000 * (cpu1[0]! - cpu0[0]!)) / REQUESTS).toFixed(3)} ms, orchestrator ${((1000 * (cpu1[1]! - cpu0[1]!)) / REQUESTS).toFixed(3)} ms, the webhook sender ${(burstSenderCpuMs / REQUESTS).toFixed(3)} ms`);
@@ -181,13 +174,8 @@ async function main(): Promise<void> {
   // every "before" figure is read once it is warm, so only the measured phase is judged.
   const scrape = async (url: string) => (await fetch(`${url}/metrics`)).text();
   const total = RATE * STEADY_SECONDS;
-  const sender = fork(fileURLToPath(new URL('./lib/webhook-sender.ts', import.meta.url)), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  children.push(sender);
-  const senderExit = new Promise<never>((_resolve, reject) => sender.once('exit', (code) => reject(new Error(`the webhook sender exited ${code} before it answered`))));
-  senderExit.catch(() => undefined);
-  const warm = new Promise<void>((resolve) => sender.once('message', () => resolve()));
-  sender.send({ url: `${relayUrl}/webhook/bench/generic/bench`, rate: RATE, seconds: STEADY_SECONDS, warmSeconds: WARM_SECONDS });
-  await Promise.race([warm, senderExit]);
+  type SenderAnswer = { results: Array<[number, number, number]>; cpuMs: number };
+  const sender = await warmSender<SenderAnswer>({ url: `${relayUrl}/webhook/bench/generic/bench`, rate: RATE, seconds: STEADY_SECONDS, warmSeconds: WARM_SECONDS }, children);
   const hopsBefore = [await scrape(relayUrl), await scrape(orch.url)];
   const sinceRow = (await orchPool.one(sql.unsafe`select now() as at`)) as { at: number };
   const sampler = values['sample-db'] ? await sampleDatabase(serverUrl, dbNames[1]!) : undefined;
@@ -196,10 +184,7 @@ async function main(): Promise<void> {
   const [pgCpu0, machine0] = [commandCpuSeconds('postgres'), machineCpuSeconds()];
   const t0 = performance.now();
   const startedAt = new Date();
-  type SenderAnswer = { results: Array<[number, number, number]>; cpuMs: number };
-  const answered = new Promise<SenderAnswer>((resolve) => sender.once('message', (m: SenderAnswer) => resolve(m)));
-  sender.send({ go: true });
-  const { results: sent, cpuMs: senderCpuMs } = await Promise.race([answered, senderExit]);
+  const { results: sent, cpuMs: senderCpuMs } = await sender.go();
   const roundTrips = sent.map(([, ms]) => ms);
   /** [sent at (ms after the phase began), round trip]: whether the slow ones come together. */
   const slowest: Array<[number, number]> = sent.map(([at, ms]) => [at, ms]);
@@ -290,7 +275,7 @@ async function main(): Promise<void> {
     return `${count} pauses, ${(1000 * (sum(hopsAfter[server]!) - sum(hopsBefore[server]!))).toFixed(1)} ms in all, all under ${top === undefined ? '?' : `${1000 * top} ms`}${long.length > 0 ? ` (${long.join(', ')})` : ''}`;
   };
   console.log(`  GC during the steady phase: relay ${gc(0)}; orchestrator ${gc(1)}`);
-  console.log(`  steady phase: CPU relay ${((100 * (cpuSteady1[0]! - cpuSteady0[0]!)) / steadySeconds).toFixed(0)} %, orchestrator ${((100 * (cpuSteady1[1]! - cpuSteady0[1]!)) / steadySeconds).toFixed(0)} %, PostgreSQL ${((100 * (pgCpu1 - pgCpu0)) / steadySeconds).toFixed(0)} %, the webhook sender ${(senderCpuMs / 10 / steadySeconds).toFixed(0)} % of one core; the machine ${((100 * (machine1.busy - machine0.busy)) / (machine1.total - machine0.total)).toFixed(0)} % busy (${os.cpus().length} cores); disk ${diskLine(disk0, disk1, steadySeconds)}`);
+  console.log(`  steady phase: CPU relay ${((100 * (cpuSteady1[0]! - cpuSteady0[0]!)) / steadySeconds).toFixed(0)} %, orchestrator ${((100 * (cpuSteady1[1]! - cpuSteady0[1]!)) / steadySeconds).toFixed(0)} %, PostgreSQL ${((100 * (pgCpu1 - pgCpu0)) / steadySeconds).toFixed(0)} %, the webhook sender ${(senderCpuMs / 10 / steadySeconds).toFixed(0)} % of one core; ${machineShare(machine0, machine1)}; disk ${diskLine(disk0, disk1, steadySeconds)}`);
   for (const line of sampled ?? []) console.log(line);
   const lag = (text: string, q: string) => (1000 * Number(new RegExp(`^nodejs_eventloop_lag_${q}_seconds (\\S+)`, 'm').exec(text)?.[1] ?? NaN)).toFixed(1);
   console.log(`  event-loop delay since start (p50/p99): relay ${lag(hopsAfter[0]!, 'p50')}/${lag(hopsAfter[0]!, 'p99')} ms, orchestrator ${lag(hopsAfter[1]!, 'p50')}/${lag(hopsAfter[1]!, 'p99')} ms`);
