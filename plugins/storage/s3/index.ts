@@ -1,9 +1,10 @@
 // `s3` storage plugin (SVC_STORAGE_TYPE=s3): objects in an S3 bucket or an S3-compatible server.
 // Agents and developers move data straight to and from the bucket through pre-signed URLs; the
 // orchestrator serves no storage routes. The AWS SDK (storage.ts) is imported only when a
-// process signs this plugin in: loaded by every orchestrator and relay that keeps its objects on
-// the filesystem, it was ~5 MB of their live heap, which each full garbage collection marks on
-// the webhook path's thread (issue 19), and ~0.2 s of CPU at every start.
+// process signs this plugin in: loaded by every program that lists the built-in plugins (the
+// orchestrator, `svc dev`, `svc-admin cache`) even with filesystem storage, it was ~5 MB of the
+// orchestrator's live heap, which each full garbage collection marks on the webhook path's
+// thread (issue 19), and 0.15-0.2 s of CPU at every start.
 import { definePlugin } from '../../../core/plugins/define-plugin.ts';
 import type { StorageExtensionPoint } from '../../../core/extension-points/storage.ts';
 import { S3StorageConfig } from './config.ts';
