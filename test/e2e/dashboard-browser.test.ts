@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { git, gitEnv } from '../fixtures/git-repos.ts';
-import { REPO_ROOT } from '../fixtures/programs.ts';
+import { exitedWithOutput, REPO_ROOT } from '../fixtures/programs.ts';
 import { describeSample, measureContrast, type ContrastReport } from './dashboard/contrast.ts';
 import { dashboardExample, FLOOD_LINES, MARKUP_LINE, PACKAGE_VERSION } from './dashboard/example.ts';
 
@@ -55,7 +55,7 @@ async function browserTests(): Promise<void> {
     devStopped ??= (async () => {
       const running = dev;
       if (running === undefined || running.exitCode !== null || running.signalCode !== null) return;
-      const exited = new Promise((resolve) => running.once('exit', resolve));
+      const exited = exitedWithOutput(running);
       running.kill('SIGINT');
       const late = setTimeout(() => running.kill('SIGKILL'), 60_000);
       await exited;

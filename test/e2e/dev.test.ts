@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { git, gitEnv } from '../fixtures/git-repos.ts';
-import { REPO_ROOT, runProgram } from '../fixtures/programs.ts';
+import { exitedWithOutput, REPO_ROOT, runProgram } from '../fixtures/programs.ts';
 
 t.setTimeout(1_200_000);
 
@@ -46,12 +46,13 @@ function startDev(args: string[], cwd: string): DevProcess {
     for (const w of waiters.splice(0)) w();
   });
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  const exited = new Promise<number | null>((resolve) =>
-    child.on('exit', (code) => {
-      resolve(code);
-      for (const w of waiters.splice(0)) w();
-    }),
-  );
+  // Waiters give up once svc dev has exited and its last output has been read.
+  const exited = exitedWithOutput(child);
+  let finished = false;
+  void exited.then(() => {
+    finished = true;
+    for (const w of waiters.splice(0)) w();
+  });
   const waitFor = (what: string, match: (e: DevEvent) => boolean, timeoutMs = 120_000) =>
     new Promise<DevEvent>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}\nevents: ${events.map((e) => JSON.stringify(e)).join('\n')}\nstderr: ${stderr}`)), timeoutMs);
@@ -62,7 +63,7 @@ function startDev(args: string[], cwd: string): DevProcess {
           resolve(found);
           return;
         }
-        if (child.exitCode !== null) {
+        if (finished) {
           clearTimeout(timer);
           reject(new Error(`svc dev exited (${child.exitCode}) before ${what}\nstderr: ${stderr}`));
           return;
