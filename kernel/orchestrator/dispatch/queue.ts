@@ -4,7 +4,7 @@
 // and on a bounded periodic tick; passes never overlap.
 import type { Logger } from 'pino';
 import type { JobDispatch } from '../../../schemas/wire/agent.ts';
-import { sql, type DatabasePool } from '../../services/db/index.ts';
+import { PLAN_EACH_EXECUTION, sql, type DatabasePool } from '../../services/db/index.ts';
 import { messageOf } from '../../../core/errors.ts';
 import { SecretOpenError } from '../secrets/store.ts';
 import { requiredMatchers, satisfies } from './labels.ts';
@@ -344,13 +344,13 @@ export class Dispatcher {
       // another transaction holds are skipped, never waited for (so several rows locked in one
       // statement cannot deadlock with a run's own updates); the next pass takes them.
       if (clear.length > 0) {
-        await this.#o.pool.query(sql.unsafe`
+        await this.#o.pool.query(sql.unsafe`${PLAN_EACH_EXECUTION}
           UPDATE jobs SET reason = CASE WHEN reason LIKE ${`${NO_JOBS_DISPATCHED}%`} THEN NULL ELSE reason END,
                  unroutable_since = NULL, updated_at = now()
           WHERE id IN (SELECT id FROM jobs WHERE id = ANY(${sql.array(clear, 'uuid')}) AND status = 'queued' FOR UPDATE SKIP LOCKED)`);
       }
       if (mark.length > 0) {
-        const rows = await this.#o.pool.any(sql.unsafe`
+        const rows = await this.#o.pool.any(sql.unsafe`${PLAN_EACH_EXECUTION}
           UPDATE jobs j SET reason = v.reason, unroutable_since = coalesce(j.unroutable_since, now()), updated_at = now()
           FROM (SELECT q.id, v.reason FROM ${sql.unnest(mark, ['uuid', 'text'])} AS v(id, reason)
                 JOIN jobs q ON q.id = v.id AND q.status = 'queued' FOR UPDATE OF q SKIP LOCKED) AS v

@@ -8,7 +8,7 @@
 //     too, when it has a run-status webhook (source_status_webhooks).
 import { Type } from 'typebox';
 import type { CommonQueryMethods } from 'slonik';
-import { notify, sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
+import { notify, PLAN_EACH_EXECUTION, sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
 import { reportedState } from './state.ts';
 import { enqueueDeliveries, type NewDelivery } from './store.ts';
 import { sourcesWithWebhooks } from './webhook-config.ts';
@@ -63,7 +63,7 @@ async function genericSourcesOf(
   });
   const found = new Map<string, { source_id: string; provider_kind: string }>();
   if (wanted.length === 0) return found;
-  const rows = await tx.any(sqlTyped(GenericRowKeyed)`
+  const rows = await tx.any(sqlTyped(GenericRowKeyed)`${PLAN_EACH_EXECUTION}
     SELECT d.org_id, d.delivery_id, d.source_id::text AS source_id, d.provider_kind
     FROM webhook_deliveries d
     JOIN unnest(${sql.array(wanted.map((w) => w.orgId), 'text')}, ${sql.array(wanted.map((w) => w.deliveryId), 'text')}) AS w(org_id, delivery_id)
@@ -91,7 +91,7 @@ export async function drainFeedBatch(deps: FeedDeps, limit: number): Promise<{ r
     const deliveries: NewDelivery[] = [];
     if (runLevel.length > 0) {
       const runIds = [...new Set(runLevel.map((r) => r.run_id))];
-      const runs = await tx.any(sqlTyped(RunRow)`
+      const runs = await tx.any(sqlTyped(RunRow)`${PLAN_EACH_EXECUTION}
         SELECT r.id::text AS id, r.org_id, r.source_id::text AS source_id, r.delivery_id, r.finished_at IS NOT NULL AS finished, s.provider_kind
         FROM runs r LEFT JOIN sources s ON s.id = r.source_id
         WHERE r.id = ANY(${sql.array(runIds, 'uuid')})`);
@@ -121,7 +121,7 @@ export async function drainFeedBatch(deps: FeedDeps, limit: number): Promise<{ r
       }
     }
     const enqueued = await enqueueDeliveries(tx, deliveries);
-    await tx.query(sql.unsafe`
+    await tx.query(sql.unsafe`${PLAN_EACH_EXECUTION}
       UPDATE run_status_feed SET forge_done_at = clock_timestamp() WHERE seq = ANY(${sql.array(rows.map((r) => r.seq), 'int8')})`);
     if (enqueued > 0) await notify(tx, FORGE_STATUS_CHANNEL, '');
     return { rows: rows.length, enqueued };

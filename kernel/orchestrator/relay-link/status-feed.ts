@@ -12,7 +12,7 @@
 import { Type } from 'typebox';
 import type { CommonQueryMethods } from 'slonik';
 import { MAX_STATUS_REASON_LENGTH, type ExecutionStatus, type JobStatusForward, type OrchestratorToRelay } from '../../../schemas/wire/relay.ts';
-import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
+import { PLAN_EACH_EXECUTION, sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
 import { Nullable } from '../runs/run-record.ts';
 
 /** The feed trigger's NOTIFY channel (migration 0600). */
@@ -62,7 +62,7 @@ const cut = (text: string | null): string | null => (text === null ? null : text
 /** Current records of these runs as `execution.status` messages (runs that no longer exist are left out). */
 export async function runMessages(q: CommonQueryMethods, runIds: readonly string[]): Promise<ExecutionStatus[]> {
   if (runIds.length === 0) return [];
-  const rows = await q.any(sqlTyped(RunRow)`
+  const rows = await q.any(sqlTyped(RunRow)`${PLAN_EACH_EXECUTION}
     SELECT r.id::text AS id, r.org_id, r.status, r.reason, r.workflow, r.repository, r.ref, r.sha, r.event_name, r.actor,
       r.parent_run_id::text AS parent_run_id, r.original_run_id::text AS original_run_id, r.triggered_by, r.cancelled_by,
       r.created_at, coalesce(r.started_at, (SELECT min(j.started_at) FROM jobs j WHERE j.run_id = r.id)) AS started_at, r.finished_at,
@@ -95,7 +95,7 @@ export async function runMessages(q: CommonQueryMethods, runIds: readonly string
 /** Current records of these jobs as `job.status.forward` messages. */
 export async function jobMessages(q: CommonQueryMethods, jobIds: readonly string[]): Promise<JobStatusForward[]> {
   if (jobIds.length === 0) return [];
-  const rows = await q.any(sqlTyped(JobRow)`
+  const rows = await q.any(sqlTyped(JobRow)`${PLAN_EACH_EXECUTION}
     SELECT j.id::text AS id, j.run_id::text AS run_id, j.org_id, j.display_name, j.kind, j.status, j.reason, j.started_at, j.finished_at,
       greatest(j.updated_at, (SELECT max(f.at) FROM run_status_feed f WHERE f.run_id = j.run_id AND f.job_id = j.id)) AS updated_at
     FROM jobs j WHERE j.id = any(${sql.array([...jobIds], 'uuid')})
@@ -147,7 +147,7 @@ export async function forwardPending(pool: DatabasePool, orgId: string, send: (m
     const messages = [...(await runMessages(tx, runIds)), ...(await jobMessages(tx, jobIds))];
     if (!sendAll(messages, send)) return { claimed: rows.length, sent: false, messages: 0 };
     // Rows of runs or jobs deleted meanwhile have nothing to send: handled too.
-    await tx.query(sql.unsafe`UPDATE run_status_feed SET relay_sent_at = now() WHERE seq = any(${sql.array(rows.map((r) => r.seq), 'int8')})`);
+    await tx.query(sql.unsafe`${PLAN_EACH_EXECUTION}UPDATE run_status_feed SET relay_sent_at = now() WHERE seq = any(${sql.array(rows.map((r) => r.seq), 'int8')})`);
     return { claimed: rows.length, sent: true, messages: messages.length };
   });
 }

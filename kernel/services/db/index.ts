@@ -16,7 +16,7 @@ export {
   type ResolvedDatabase,
   type RowSchema,
 } from './pool.ts';
-export { NAMED_STATEMENTS_MAX, namedStatementsInterceptor, type NamedStatements } from './named-statements.ts';
+export { NAMED_STATEMENTS_MAX, namedStatementsInterceptor, PLAN_EACH_EXECUTION, type NamedStatements } from './named-statements.ts';
 export { migrate, migrationLockKey, readMigrations, type MigrateOptions, type MigrateResult, type Migration } from './migrate.ts';
 export {
   MAX_NOTIFY_PAYLOAD_BYTES,

@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import { gzip as gzipCallback, gzipSync } from 'node:zlib';
 import type { Logger } from 'pino';
 import type { StorageExtensionPoint } from '../../../../core/extension-points/storage.ts';
-import { sql, type DatabasePool } from '../../../services/db/index.ts';
+import { PLAN_EACH_EXECUTION, sql, type DatabasePool } from '../../../services/db/index.ts';
 import { messageOf } from '../../../../core/errors.ts';
 import { eventLogKey, type PayloadOutcome } from './delivery-record.ts';
 import type { IncomingDelivery } from '../types.ts';
@@ -210,7 +210,7 @@ export class EventLogWriter {
     try {
       if (confirmed.length > 0) {
         // Only a record still pointing at this object (a later replay may have re-planned it).
-        await this.#pool.query(sql.unsafe`
+        await this.#pool.query(sql.unsafe`${PLAN_EACH_EXECUTION}
           update webhook_deliveries d set payload_omitted = false, payload_omitted_reason = null
           from unnest(${sql.array(confirmed.map((c) => c.orgId), 'text')}, ${sql.array(confirmed.map((c) => c.deliveryId), 'text')},
             ${sql.array(confirmed.map((c) => c.key), 'text')}) as u(org_id, delivery_id, key)
@@ -219,7 +219,7 @@ export class EventLogWriter {
         confirmed = [];
       }
       if (failed.length > 0) {
-        await this.#pool.query(sql.unsafe`
+        await this.#pool.query(sql.unsafe`${PLAN_EACH_EXECUTION}
           update webhook_deliveries d set payload_key = null, payload_omitted = true, payload_omitted_reason = 'storage_failed'
           from unnest(${sql.array(failed.map((c) => c.orgId), 'text')}, ${sql.array(failed.map((c) => c.deliveryId), 'text')},
             ${sql.array(failed.map((c) => c.key), 'text')}) as u(org_id, delivery_id, key)

@@ -1,10 +1,12 @@
 // Named statements (kernel/services/db/named-statements.ts) against a real PostgreSQL: a
 // statement's text is parsed once per connection and kept there under a name derived from the
-// text, results stay right as values change, table-shaped results stay unnamed, and the number of
-// names per pool is bounded.
+// text, results stay right as values change, table-shaped results stay unnamed, statements marked
+// PLAN_EACH_EXECUTION stay unnamed (and so keep finding rows by index as their table grows), and
+// the number of names per pool is bounded.
 import t from 'tap';
+import type { CommonQueryMethods } from 'slonik';
 import { Type } from 'typebox';
-import { createDatabase, namedStatementsInterceptor, sql, sqlTyped, type DatabasePool } from '../../../../kernel/services/db/index.ts';
+import { createDatabase, namedStatementsInterceptor, PLAN_EACH_EXECUTION, sql, sqlTyped, type DatabasePool } from '../../../../kernel/services/db/index.ts';
 import { eachDatabase } from '../../../fixtures/db.ts';
 
 const Prepared = Type.Object({ name: Type.String(), statement: Type.String() }, { additionalProperties: false });
@@ -102,6 +104,55 @@ await eachDatabase(t, async (t, db) => {
     t.equal(await prepared400(), 0, "namedStatements: 'repeated' leaves a first run unnamed");
     t.equal((await shared.one(sqlTyped(Value)`select ${2}::int + 400 as v`)).v, 402);
     t.equal(await prepared400(), 1, 'and names the second');
+  });
+
+  await t.test('PLAN_EACH_EXECUTION: the statement stays unnamed and is planned for its keys as the table grows; a named one keeps its first plan', async (t) => {
+    // The shape of the event-log confirmation (a record per delivery, keyed by org and delivery id).
+    await db.pool.query(sql.unsafe`
+      create table grown_items (org_id text, item_id text, item_key text not null, done boolean not null default false, pad text, primary key (org_id, item_id))`);
+    const grow = (from: number, to: number) =>
+      db.pool.query(sql.unsafe`insert into grown_items (org_id, item_id, item_key, pad) select 'o', 'i' || g, 'k' || g, repeat('x', 200) from generate_series(${from}::int, ${to}::int) g`);
+    await grow(1, 100);
+    const interceptor = namedStatementsInterceptor();
+    const pool = await createDatabase({ url: db.url, logger: db.logger, maxPoolSize: 1, interceptors: [interceptor] });
+    t.teardown(() => pool.end());
+    const Scans = Type.Object({ seq: Type.Integer(), idx: Type.Integer() }, { additionalProperties: false });
+    // Scans of the table by one execution: the connection's own counters (pg_stat_xact_*: its
+    // activity not yet reported) read just before and just after it, in one transaction.
+    const counters = (tx: CommonQueryMethods) =>
+      tx.one(sqlTyped(Scans)`select coalesce(seq_scan, 0)::int as seq, coalesce(idx_scan, 0)::int as idx from pg_stat_xact_user_tables where relname = 'grown_items'`);
+    const scansOf = (statement: (ids: number[]) => ReturnType<typeof sql.unsafe>) =>
+      pool.transaction(async (tx) => {
+        const before = await counters(tx);
+        await tx.query(statement([3, 7]));
+        const after = await counters(tx);
+        return { seq: after.seq - before.seq, idx: after.idx - before.idx };
+      });
+    // Rows picked by a join with unnested arrays of their keys.
+    const keys = (ids: number[]) =>
+      sql.fragment`unnest(${sql.array(ids.map(() => 'o'), 'text')}, ${sql.array(ids.map((i) => `i${i}`), 'text')}, ${sql.array(ids.map((i) => `k${i}`), 'text')}) as u(org_id, item_id, item_key)
+        where g.org_id = u.org_id and g.item_id = u.item_id and g.item_key = u.item_key`;
+    const marked = (ids: number[]) => sql.unsafe`${PLAN_EACH_EXECUTION}update grown_items g set done = true from ${keys(ids)}`;
+    const plain = (ids: number[]) => sql.unsafe`update grown_items g set done = false from ${keys(ids)}`;
+    // Past the five executions after which PostgreSQL may keep a generic plan, on a small table.
+    for (let i = 0; i < 8; i += 1) {
+      await pool.query(marked([1, 2]));
+      await pool.query(plain([1, 2]));
+    }
+    const texts = [...(await prepared(pool)).keys()];
+    t.notOk(texts.some((text) => text.includes('set done = true')), 'the marked statement is not prepared on the connection');
+    t.ok(texts.some((text) => text.includes('set done = false')), 'the plain one is');
+    // The table grows; nothing refreshes its statistics (as on a cluster with autovacuum off).
+    await grow(101, 40_000);
+    const Done = Type.Object({ ids: Type.Array(Type.Integer()) }, { additionalProperties: false });
+    const done = async () => (await pool.one(sqlTyped(Done)`select coalesce(array_agg(substr(item_id, 2)::int order by item_id), '{}')::int4[] as ids from grown_items where done`)).ids;
+    const planned = await scansOf(marked);
+    t.equal(planned.seq, 0, 'the marked statement reads no table whole');
+    t.ok(planned.idx >= 1, `it finds its rows by index (${JSON.stringify(planned)})`);
+    t.same(await done(), [3, 7], 'and marks the rows it names');
+    const cached = await scansOf(plain);
+    t.equal(cached.seq, 1, `the named one still reads the whole table by the plan it cached when the table was small (${JSON.stringify(cached)})`);
+    t.same(await done(), [], 'and unmarks them');
   });
 
   await t.test('a column whose type changed under a named statement: one failure, then the text runs unnamed', async (t) => {
