@@ -9,6 +9,7 @@ import { InputError, SvcError } from '../../../core/errors.ts';
 import { startEmbeddedPostgres } from './embedded.ts';
 import { DatabaseRowError, checkDatabaseUrl, redactUrl, unavailableError } from './errors.ts';
 import { NAMED_STATEMENTS_MAX, namedStatementsInterceptor } from './named-statements.ts';
+import { queryThroughCallbacks } from './pg-query-callbacks.ts';
 
 export { sql };
 export type { DatabasePool };
@@ -157,6 +158,9 @@ export interface DatabaseOptions {
  */
 export async function createDatabase(options: DatabaseOptions): Promise<DatabasePool> {
   const parsed = checkDatabaseUrl(options.url);
+  // Every pg client of the process (slonik's included) queries through pg's callback API from
+  // here on: its promise API kept each query's objects alive into the old generation.
+  queryThroughCallbacks();
   if (options.applicationName !== undefined && !parsed.searchParams.has('application_name')) {
     parsed.searchParams.set('application_name', options.applicationName);
   }
