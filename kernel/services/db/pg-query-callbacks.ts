@@ -20,10 +20,14 @@ type Query = (this: pg.Client, config: unknown, values?: unknown, callback?: unk
 
 const PATCHED = Symbol.for('svc.pg.queryThroughCallbacks');
 
-/** Whether pg itself must handle this call: a callback given, a submittable, or no query at all. */
+/**
+ * Whether pg itself must handle this call: a callback given (as an argument or on the config
+ * object), a submittable, or no query at all.
+ */
 function passThrough(config: unknown, values: unknown, callback: unknown): boolean {
   if (config === null || config === undefined) return true;
-  if (typeof (config as { submit?: unknown }).submit === 'function') return true;
+  const fields = config as { submit?: unknown; callback?: unknown };
+  if (typeof fields.submit === 'function' || typeof fields.callback === 'function') return true;
   return typeof values === 'function' || typeof callback === 'function';
 }
 

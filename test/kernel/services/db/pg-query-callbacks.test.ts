@@ -82,6 +82,11 @@ await eachDatabase(t, async (t, db) => {
       t.equal(returned, undefined, 'with a callback nothing is returned, as in pg');
     });
     t.same(viaCallback.rows, [{ n: 7 }]);
+    const viaConfig = await new Promise<pg.QueryResult<{ n: number }>>((resolve, reject) => {
+      const config = { text: 'select $1::int as n', values: [8], callback: (error: Error | null, result: pg.QueryResult<{ n: number }>) => (error ? reject(error) : resolve(result)) };
+      t.equal(client.query(config as never), undefined, "a config object's own callback is pg's to call");
+    });
+    t.same(viaConfig.rows, [{ n: 8 }]);
     const submitted = new pg.Query('select 5 as n');
     const rows: unknown[] = [];
     await new Promise<void>((resolve, reject) => {
