@@ -123,19 +123,28 @@ await eachDatabase(t, async (t, db) => {
     const o = await fakeOrchestrator(t, r.url, token, { sources: [githubSource('100'), { routingKey: 'generic:hooks', providerKind: 'generic', sourceId: 'hooks', maxPayloadBytes: 1000, rateLimitRpm: 60 }] });
     o.link.send({ type: 'source.secrets', routingKey: 'github:100', signatureMode: 'hmac', rotating: true });
     o.link.registerSource(githubSource('300'));
-    await sleep(150);
     const Row = Type.Object({ routing_key: Type.String(), signature_mode: Type.Union([Type.String(), Type.Null()]), rotating: Type.Union([Type.Boolean(), Type.Null()]), max_payload_bytes: Type.Union([Type.Number(), Type.Null()]) });
-    let rows = await db.pool.any(sqlTyped(Row)`select routing_key, signature_mode, rotating, max_payload_bytes from relay_sources where org_id = 'acme' order by routing_key`);
+    const readRows = () => db.pool.any(sqlTyped(Row)`select routing_key, signature_mode, rotating, max_payload_bytes from relay_sources where org_id = 'acme' order by routing_key`);
+    // The relay applies the frames on its own time (a busy machine can take far longer than any
+    // fixed sleep): wait for their effect, bounded, then assert it.
+    let rows = await readRows();
+    await until(async () => {
+      rows = await readRows();
+      return rows.length === 3 && rows.some((x) => x.routing_key === 'github:100' && x.signature_mode !== null);
+    }, 20_000, 'the registration and signature metadata to be persisted');
     t.same(rows.map((x) => x.routing_key), ['generic:hooks', 'github:100', 'github:300']);
     t.same(rows.find((x) => x.routing_key === 'github:100'), { routing_key: 'github:100', signature_mode: 'hmac', rotating: true, max_payload_bytes: null });
     t.equal(rows.find((x) => x.routing_key === 'generic:hooks')?.max_payload_bytes, 1000);
-    t.equal((await sendWebhook(r.url, 'acme', { target: '300' })).status, 200);
+    // Memory follows the commit: the same bound for the webhook answer.
+    let status = 0;
+    await until(async () => (status = (await sendWebhook(r.url, 'acme', { target: '300' })).status) === 200, 20_000, 'github:300 to be served');
+    t.equal(status, 200);
 
     o.link.deregisterSource('github:300');
-    await sleep(150);
-    rows = await db.pool.any(sqlTyped(Row)`select routing_key, signature_mode, rotating, max_payload_bytes from relay_sources where org_id = 'acme' order by routing_key`);
-    t.notOk(rows.some((x) => x.routing_key === 'github:300'));
-    t.equal((await sendWebhook(r.url, 'acme', { target: '300' })).status, 404);
+    await until(async () => !(await readRows()).some((x) => x.routing_key === 'github:300'), 20_000, 'the deregistration to be persisted');
+    // Memory follows the delete's commit: the webhook answer turns to 404 within the same bound.
+    await until(async () => (status = (await sendWebhook(r.url, 'acme', { target: '300' })).status) === 404, 20_000, 'github:300 to be unknown');
+    t.equal(status, 404);
     const columns = await db.pool.anyFirst(sql.unsafe`select column_name from information_schema.columns where table_name = 'relay_sources'`);
     t.notOk(columns.some((c) => /secret$|^secret|key_material|token/.test(String(c))), 'no column can hold a secret');
   });
