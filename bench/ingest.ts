@@ -127,9 +127,9 @@ async function main(): Promise<void> {
   mkdirSync(pointerDir, { recursive: true });
   writeFileSync(path.join(pointerDir, `${entry.contentHash}.hash`), 'digest');
 
-  const relayPort = String(21000 + Math.floor(Math.random() * 20000));
-  const relay = await start(distBin('svc-relay'), 'svc-relay', { ...process.env, SVC_RELAY_DATABASE_URL: urlFor(dbNames[0]!), SVC_RELAY_PORT: relayPort, SVC_RELAY_HOST: '127.0.0.1', SVC_SERVER_LOG_LEVEL: 'warn', SVC_DATA_DIR: path.join(dataDir, 'relay'), SVC_RELAY_RATE_LIMIT_PER_ORG_RPM: '100000000', SVC_RELAY_RATE_LIMIT_PER_IP_RPM: '100000000' });
-  const relayUrl = `http://127.0.0.1:${relayPort}`;
+  // Port 0: the relay prints the address it bound (a random pick could meet a port in use).
+  const relay = await start(distBin('svc-relay'), 'svc-relay', { ...process.env, SVC_RELAY_DATABASE_URL: urlFor(dbNames[0]!), SVC_RELAY_PORT: '0', SVC_RELAY_HOST: '127.0.0.1', SVC_SERVER_LOG_LEVEL: 'warn', SVC_DATA_DIR: path.join(dataDir, 'relay'), SVC_RELAY_RATE_LIMIT_PER_ORG_RPM: '100000000', SVC_RELAY_RATE_LIMIT_PER_IP_RPM: '100000000' });
+  const relayUrl = relay.url;
   const orch = await start(distBin('svc-orchestrator'), 'svc-orchestrator', {
     ...process.env,
     SVC_DATABASE_URL: urlFor(dbNames[1]!),
