@@ -52,7 +52,7 @@ await eachDatabase(t, async (t, db) => {
       bodies,
       'exact bytes',
     );
-    await until(async () => (await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_buffer`)) === 0, 5_000, 'buffer drained');
+    await until(async () => (await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_buffer`)) === 0, 20_000, 'buffer drained');
     const log = await db.pool.any(sqlTyped(LogRow)`select delivery_id, outcome, routing_key from relay_delivery_log where delivery_id like 'buf-%' order by id`);
     t.equal(log.length, 6);
     t.ok(log.every((l) => l.outcome === 'replayed_accepted' && l.routing_key === 'github:100'));
@@ -65,7 +65,7 @@ await eachDatabase(t, async (t, db) => {
     t.same((await sendWebhook(r.url, 'acme', { delivery: 'shed-1' })).json, { status: 'buffered' });
     t.same((await sendWebhook(r.url, 'acme', { delivery: 'shed-2' })).json, { status: 'buffered' });
     const shedder = await fakeOrchestrator(t, r.url, token, { onDelivery: () => ({ result: 'shed_retry_later', retryAfterSeconds: 30 }) });
-    await until(() => shedder.received.length >= 1, 5_000, 'first replay');
+    await until(() => shedder.received.length >= 1, 20_000, 'first replay');
     await sleep(200);
     t.equal(shedder.received.length, 1, 'replay paused after a shed; order kept');
     t.equal(await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_buffer where delivery_id like 'shed-%'`), 2, 'both kept');
@@ -74,7 +74,7 @@ await eachDatabase(t, async (t, db) => {
     const r2 = await startTestRelay(t, db.url, { replayIntervalMs: 100 });
     await r.stop();
     const taker = await fakeOrchestrator(t, r2.url, token);
-    await until(() => taker.received.length >= 2, 5_000, 'replay to the new orchestrator');
+    await until(() => taker.received.length >= 2, 20_000, 'replay to the new orchestrator');
     t.same(taker.received.map((d) => d.deliveryId), ['shed-1', 'shed-2']);
   });
 
@@ -85,12 +85,12 @@ await eachDatabase(t, async (t, db) => {
     const released = new Promise<void>((resolve) => (release = resolve));
     t.teardown(() => release());
     const hung = await fakeOrchestrator(t, r.url, token, { id: 'hung', onDelivery: async () => (await released, { result: 'accepted' }) });
-    await until(() => hung.received.length >= 1, 5_000, 'offered to the hung one');
+    await until(() => hung.received.length >= 1, 20_000, 'offered to the hung one');
     await hung.close();
     const good = await fakeOrchestrator(t, r.url, token, { id: 'good' });
-    await until(() => good.received.length >= 1, 5_000, 'offered to the good one');
+    await until(() => good.received.length >= 1, 20_000, 'offered to the good one');
     t.equal(good.received[0]!.deliveryId, 'hung-1');
-    await until(async () => (await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_buffer where delivery_id = 'hung-1'`)) === 0, 5_000, 'removed after the ack');
+    await until(async () => (await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_buffer where delivery_id = 'hung-1'`)) === 0, 20_000, 'removed after the ack');
   });
 
   await t.test('expired deliveries are dropped, logged and counted', async (t) => {
@@ -119,7 +119,7 @@ await eachDatabase(t, async (t, db) => {
     t.equal(await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_buffer where delivery_id = 'b3'`), 0);
     // Refused, so not a duplicate later: once there is room it is taken.
     const o = await fakeOrchestrator(t, r.url, token);
-    await until(() => o.received.length >= 2, 5_000, 'drain');
+    await until(() => o.received.length >= 2, 20_000, 'drain');
     const retried = await sendWebhook(r.url, 'acme', { delivery: 'b3' });
     t.same(retried.json, { status: 'accepted' });
 
@@ -138,7 +138,7 @@ await eachDatabase(t, async (t, db) => {
     t.teardown(() => release());
     const hung = await fakeOrchestrator(t, r.url, token, { onDelivery: async () => (await released, { result: 'accepted' }) });
     const pending = sendWebhook(r.url, 'acme', { delivery: 'inflight-1' });
-    await until(() => hung.received.length >= 1, 5_000, 'delivery offered');
+    await until(() => hung.received.length >= 1, 20_000, 'delivery offered');
     const stopping = r.stop();
     const res = await pending;
     await stopping;

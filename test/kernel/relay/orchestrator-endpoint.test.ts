@@ -155,7 +155,7 @@ await eachDatabase(t, async (t, db) => {
     o.link.send({ type: 'execution.status', runId: 'run-1', workflow: 'ci', repository: 'acme/app', status: 'running', updatedAt: '2026-01-01T00:00:02Z' });
     o.link.send({ type: 'execution.status', runId: 'run-1', workflow: 'ci', repository: 'acme/app', status: 'queued', updatedAt: '2026-01-01T00:00:01Z' });
     o.link.send({ type: 'job.status.forward', runId: 'run-1', jobId: 'job-1', job: 'build', status: 'completed', updatedAt: '2026-01-01T00:00:03Z' });
-    await until(async () => (await db.pool.maybeOneFirst(sql.unsafe`select status from relay_jobs where job_id = 'job-1'`)) === 'completed', 3_000, 'job row');
+    await until(async () => (await db.pool.maybeOneFirst(sql.unsafe`select status from relay_jobs where job_id = 'job-1'`)) === 'completed', 20_000, 'job row');
     t.equal(await db.pool.oneFirst(sql.unsafe`select status from relay_runs where run_id = 'run-1'`), 'running', 'an older update does not overwrite');
   });
 

@@ -79,33 +79,33 @@ await eachDatabase(t, async (t, db) => {
     o.link.send(runStatus(runA, 'queued', 1));
     o.link.send(jobStatus(runA, 'job-a1', 'running', 2));
     o.link.send(jobStatus(runA, 'job-a1', 'queued', 1));
-    await until(async () => (await db.pool.maybeOneFirst(sql.unsafe`select status from relay_jobs where job_id = 'job-a1'`)) !== null, 5_000, 'job row');
-    await until(async () => (await row(runA))?.status === 'running', 5_000, 'run row');
+    await until(async () => (await db.pool.maybeOneFirst(sql.unsafe`select status from relay_jobs where job_id = 'job-a1'`)) !== null, 20_000, 'job row');
+    await until(async () => (await row(runA))?.status === 'running', 20_000, 'run row');
     t.match(await row(runA), { status: 'running', sha: 'c'.repeat(40), actor: 'octocat', event_name: 'push' });
     t.equal(await db.pool.oneFirst(sql.unsafe`select status from relay_jobs where job_id = 'job-a1'`), 'running', 'an older job update does not overwrite');
     o.link.send(runStatus(runA, 'running', 2, { startedAt: at(1) }));
     o.link.send(runStatus(runA, 'completed', 3, { startedAt: at(1), finishedAt: at(3) }));
-    await until(async () => (await row(runA))?.status === 'completed', 5_000, 'completed');
+    await until(async () => (await row(runA))?.status === 'completed', 20_000, 'completed');
   });
 
   await t.test('cancelled_by: the dashboard entry stays until the orchestrator names someone; a re-run sets last_rerun_at', async (t) => {
     o.link.send(runStatus(runB, 'running', 1));
-    await until(async () => (await row(runB)) !== null, 5_000, 'run B');
+    await until(async () => (await row(runB)) !== null, 20_000, 'run B');
     await db.pool.query(sql.unsafe`update relay_runs set cancelled_by = 'dash-alice' where run_id = ${runB}`);
     o.link.send(runStatus(runB, 'running', 2));
-    await until(async () => (await db.pool.oneFirst(sql.unsafe`select updated_at from relay_runs where run_id = ${runB}`)) === Date.parse(at(2)), 5_000, 'update 2');
+    await until(async () => (await db.pool.oneFirst(sql.unsafe`select updated_at from relay_runs where run_id = ${runB}`)) === Date.parse(at(2)), 20_000, 'update 2');
     t.equal((await row(runB))?.cancelled_by, 'dash-alice', 'kept while the orchestrator has no value');
     o.link.send(runStatus(runB, 'cancelled', 3, { cancelledBy: 'alice' }));
-    await until(async () => (await row(runB))?.status === 'cancelled', 5_000, 'cancelled');
+    await until(async () => (await row(runB))?.status === 'cancelled', 20_000, 'cancelled');
     t.equal((await row(runB))?.cancelled_by, 'alice', "the orchestrator's record wins");
 
     const child = randomUUID();
     o.link.send(runStatus(child, 'queued', 10, { createdAt: at(10), parentRunId: runB, originalRunId: runB, triggeredBy: 'alice' }));
-    await until(async () => (await row(runB))?.last_rerun_at === Date.parse(at(10)), 5_000, 'last_rerun_at');
+    await until(async () => (await row(runB))?.last_rerun_at === Date.parse(at(10)), 20_000, 'last_rerun_at');
     t.match(await row(child), { parent_run_id: runB, triggered_by: 'alice' });
     o.link.send(runStatus(randomUUID(), 'queued', 5, { createdAt: at(5), parentRunId: runB }));
     o.link.send(runStatus(child, 'running', 11, { createdAt: at(10), parentRunId: runB }));
-    await until(async () => (await row(child))?.status === 'running', 5_000, 'child running');
+    await until(async () => (await row(child))?.status === 'running', 20_000, 'child running');
     t.equal((await row(runB))?.last_rerun_at, Date.parse(at(10)), 'the latest re-run stays');
   });
 
@@ -154,7 +154,7 @@ await eachDatabase(t, async (t, db) => {
     o.link.send(runStatus(foreign, 'queued', 1, { orgId: 'umbrella' }));
     const marker = randomUUID();
     o.link.send(runStatus(marker, 'queued', 1));
-    await until(async () => (await row(marker)) !== null, 5_000, 'marker');
+    await until(async () => (await row(marker)) !== null, 20_000, 'marker');
     t.equal(await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_runs where run_id = ${foreign}`), 0, 'not stored under either org');
     t.ok(o.link.connected, 'one refusal does not close the link');
   });

@@ -78,10 +78,10 @@ await eachDatabase(t, async (t, db) => {
     const res = await sendWebhook(r.url, 'acme', { delivery: 'slow-1' });
     t.same(res.json, { status: 'buffered' }, 'the live attempt ran out of time');
     // The replay has been offered (attempts is bumped just before the offer) while the first call still runs.
-    await until(async () => Number(await db.pool.oneFirst(sql.unsafe`select coalesce(max(attempts), 0)::int from relay_buffer where delivery_id = 'slow-1'`)) >= 1, 5_000, 'replay offered');
+    await until(async () => Number(await db.pool.oneFirst(sql.unsafe`select coalesce(max(attempts), 0)::int from relay_buffer where delivery_id = 'slow-1'`)) >= 1, 20_000, 'replay offered');
     await sleep(150);
     release();
-    await until(async () => (await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_buffer where delivery_id = 'slow-1'`)) === 0, 5_000, 'replay acked');
+    await until(async () => (await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_buffer where delivery_id = 'slow-1'`)) === 0, 20_000, 'replay acked');
     t.equal(calls, 1, 'the replay joined the delivery already in flight');
   });
 
@@ -95,23 +95,23 @@ await eachDatabase(t, async (t, db) => {
     await until(async () => (await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_sources where routing_key = 'github:500'`)) === 1, 10_000, 'source registered');
     t.pass('registered through the link');
     await first.stop();
-    await until(() => !o.link.connected, 2_000, 'link notices');
+    await until(() => !o.link.connected, 20_000, 'link notices');
     // Forget the routing table: only the link's hello can bring it back.
     await db.pool.query(sql.unsafe`delete from relay_sources where org_id = 'acme'`);
     const second = await startTestRelay(t, db.url, { env });
     await o.link.waitConnected(5_000);
     t.ok(o.link.connected);
-    await until(async () => (await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_sources where org_id = 'acme'`)) === 2, 2_000, 'sources back');
+    await until(async () => (await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_sources where org_id = 'acme'`)) === 2, 20_000, 'sources back');
     t.same((await sendWebhook(second.url, 'acme', { target: '500' })).json, { status: 'accepted' });
     t.equal(o.received.at(-1)?.routingKey, 'github:500');
 
     // Deregistration while disconnected is sent after the next welcome.
     await second.stop();
-    await until(() => !o.link.connected, 2_000, 'link notices again');
+    await until(() => !o.link.connected, 20_000, 'link notices again');
     o.link.deregisterSource('github:500');
     const third = await startTestRelay(t, db.url, { env });
     await o.link.waitConnected(5_000);
-    await until(async () => (await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_sources where routing_key = 'github:500'`)) === 0, 2_000, 'deregistered');
+    await until(async () => (await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_sources where routing_key = 'github:500'`)) === 0, 20_000, 'deregistered');
     await o.close();
     t.notOk(o.link.connected);
     await sleep(200);
