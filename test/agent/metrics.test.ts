@@ -125,7 +125,7 @@ t.test("a checkout job moves the agent's job metrics", async (t) => {
 
   // The job-finished count moves after the terminal status is sent: give it a moment.
   let text = await scrape(agent.metricsUrl);
-  for (let i = 0; i < 50 && sample(text, 'svc_agent_jobs_total{status="failed"}') !== 1; i++) {
+  for (let i = 0; i < 200 && sample(text, 'svc_agent_jobs_total{status="failed"}') !== 1; i++) {
     await new Promise((r) => setTimeout(r, 100));
     text = await scrape(agent.metricsUrl);
   }

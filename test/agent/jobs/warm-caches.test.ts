@@ -172,7 +172,9 @@ t.test('TreeCache: one fill for concurrent leases, refused keys, a failed fill i
   await t.rejects(cache.lease(key(2), async () => { throw new Error('download failed'); }), /download failed/);
   t.equal(cache.size, 1, 'a failed fill leaves nothing');
   for (const n of [2, 3, 4]) (await cache.lease(key(n), fill)).release();
-  await new Promise((r) => setTimeout(r, 50));
+  // Eviction runs after each release, one directory removal at a time: wait for it (bounded far
+  // beyond what a busy machine takes), never a fixed sleep.
+  for (const until = Date.now() + 20_000; cache.size > 2 && Date.now() < until; ) await new Promise((r) => setTimeout(r, 20));
   t.ok(cache.size <= 2, `at most 2 entries (${cache.size})`);
   const held = await cache.lease(key(4), fill);
   t.notOk(held.filled, 'the most recent entry survived');

@@ -56,17 +56,20 @@ t.test('plain process: IPC works and the kill reaches the whole group', async (t
     env,
     cwd: ws.dir,
   });
-  for (let i = 0; i < 50; i++) {
-    if (await access(pidFile).then(() => true, () => false)) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  const grandchild = Number((await readFile(pidFile, 'utf8')).trim());
+  // Bounded polls, far beyond what a busy machine takes: the pid once the shell has written it,
+  // then the grandchild's end (a SIGKILLed process still has to be scheduled to exit).
+  const pidText = async () => (await readFile(pidFile, 'utf8').catch(() => '')).trim();
+  for (const until = Date.now() + 20_000; !/^\d+$/.test(await pidText()) && Date.now() < until; ) await new Promise((r) => setTimeout(r, 50));
+  const grandchild = Number(await pidText());
+  t.ok(grandchild > 1, `the grandchild's pid (${grandchild})`);
   await sandbox.kill(proc, { graceMs: 500 });
-  await new Promise((r) => setTimeout(r, 100));
   // Gone, or a zombie nobody reaped yet (pid 1 of a container may not reap).
-  const state = await readFile(`/proc/${grandchild}/status`, 'utf8').then((s) => /State:\s+(\S)/.exec(s)?.[1], () => undefined);
-  const alive = state !== undefined && state !== 'Z';
-  t.notOk(alive, 'the grandchild died with the group');
+  const alive = async () => {
+    const state = await readFile(`/proc/${grandchild}/status`, 'utf8').then((s) => /State:\s+(\S)/.exec(s)?.[1], () => undefined);
+    return state !== undefined && state !== 'Z';
+  };
+  for (const until = Date.now() + 10_000; (await alive()) && Date.now() < until; ) await new Promise((r) => setTimeout(r, 50));
+  t.notOk(await alive(), 'the grandchild died with the group');
   await sandbox.releaseWorkspace(ws);
 });
 
