@@ -71,7 +71,7 @@ export async function fakeOrchestrator(
   let closed: Promise<void> | undefined;
   const close = () => (closed ??= link.close());
   t.teardown(close);
-  if (options.wait !== false) await link.waitConnected(5_000);
+  if (options.wait !== false) await link.waitConnected(20_000);
   return { link, received, close };
 }
 

@@ -99,7 +99,7 @@ await eachDatabase(t, async (t, db) => {
     // Forget the routing table: only the link's hello can bring it back.
     await db.pool.query(sql.unsafe`delete from relay_sources where org_id = 'acme'`);
     const second = await startTestRelay(t, db.url, { env });
-    await o.link.waitConnected(5_000);
+    await o.link.waitConnected(20_000);
     t.ok(o.link.connected);
     await until(async () => (await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_sources where org_id = 'acme'`)) === 2, 20_000, 'sources back');
     t.same((await sendWebhook(second.url, 'acme', { target: '500' })).json, { status: 'accepted' });
@@ -110,7 +110,7 @@ await eachDatabase(t, async (t, db) => {
     await until(() => !o.link.connected, 20_000, 'link notices again');
     o.link.deregisterSource('github:500');
     const third = await startTestRelay(t, db.url, { env });
-    await o.link.waitConnected(5_000);
+    await o.link.waitConnected(20_000);
     await until(async () => (await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_sources where routing_key = 'github:500'`)) === 0, 20_000, 'deregistered');
     await o.close();
     t.notOk(o.link.connected);
