@@ -223,9 +223,11 @@ export async function runDev(options: DevOptions = {}): Promise<number> {
     }
 
     const signal = await stop.requested;
-    reporter.emit({ event: 'stopping', signal });
+    // The progress recorded up to the signal is flushed first, so that after `stopping` only
+    // `stopped` (or `error`) follows: a reader can stop reading runs at `stopping`.
     await watcher.poll().catch(() => undefined);
     await watcher.stop();
+    reporter.emit({ event: 'stopping', signal });
     stack = undefined;
     await running.stop();
     reporter.emit({ event: 'stopped' });

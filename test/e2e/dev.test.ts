@@ -217,6 +217,8 @@ await t.test('first start: example copied, first commit pushed, the run finishes
   dev.child.kill('SIGINT');
   t.equal(await dev.exited, 0, 'SIGINT stops svc dev with exit 0');
   t.ok(dev.events.some((e) => e.event === 'stopped'), 'it said it stopped');
+  const stopping = dev.events.findIndex((e) => e.event === 'stopping');
+  t.same(dev.events.slice(stopping).map((e) => e.event), ['stopping', 'stopped'], 'after stopping, only stopped (the progress was flushed before it)');
   t.equal(dev.stderr(), '', 'nothing on stderr');
 });
 
