@@ -20,6 +20,7 @@ import type { AgentSession } from './registry.ts';
 import type { AgentMessage, DispatchService } from './service.ts';
 import { appendLogChunk, applyJobStatus, applyStepStatus, storeJobContext } from './status.ts';
 import { checkAgentToken } from './tokens.ts';
+import { PeerLiveness, watchPeer } from '../../services/ws-liveness.ts';
 import { trackSocket } from '../../services/ws-metrics.ts';
 
 export const AGENT_CONNECT_PATH = '/v1/agents/connect';
@@ -95,7 +96,7 @@ class AgentConnection {
   #closed = false;
   /** This side closed the socket (refusal, protocol error): later frames are not handled. */
   #refusing = false;
-  #alive = true;
+  #liveness = new PeerLiveness();
   #timers: NodeJS.Timeout[] = [];
 
   constructor(ctx: OrchestratorContext, service: DispatchService, socket: WebSocket, tokenHash: string | null, ip: string) {
@@ -109,28 +110,21 @@ class AgentConnection {
   start(): void {
     const socket = this.#socket;
     socket.on('message', (data, isBinary) => {
+      this.#liveness.heard();
       // One frame at a time, in order: a step's status lands before the job's.
       this.#chain = this.#chain.then(() => this.#onFrame(data as Buffer, isBinary)).catch((error: unknown) => {
         this.#logger.error({ err: messageOf(error) }, 'agent frame handling failed');
       });
-    });
-    socket.on('pong', () => {
-      this.#alive = true;
     });
     socket.on('close', () => this.#onClose());
     socket.on('error', (error) => this.#logger.debug({ err: messageOf(error) }, 'agent socket error'));
     const registerTimer = setTimeout(() => {
       if (this.#session === undefined && !this.#registering) this.#close(WS_CLOSE_PROTOCOL_ERROR, 'agent.register not received in time');
     }, this.#service.options.registerTimeoutMs);
-    const heartbeat = setInterval(() => {
-      if (!this.#alive) {
-        this.#logger.warn({ agentId: this.#session?.agentId }, 'agent missed a heartbeat; closing its socket');
-        socket.terminate();
-        return;
-      }
-      this.#alive = false;
-      socket.ping();
-    }, this.#service.options.heartbeatMs);
+    const heartbeat = watchPeer(socket, this.#liveness, this.#service.options.heartbeatMs, () => {
+      this.#logger.warn({ agentId: this.#session?.agentId }, 'agent missed a heartbeat; closing its socket');
+      socket.terminate();
+    });
     this.#timers.push(registerTimer, heartbeat);
   }
 
