@@ -87,6 +87,13 @@ export class WarmRunners {
     return this.#depth;
   }
 
+  /** Whether the spare the next job would take has said `runner.ready` (false while none is up). */
+  async nextLoaded(): Promise<boolean> {
+    const head = this.#spares[0];
+    if (head === undefined) return false;
+    return (await head)?.loaded() ?? false;
+  }
+
   /** Start spares until `depth` are up or starting (no-op after close or too many idle deaths). */
   replenish(): void {
     const oneShot = this.#options.oneShot === true;

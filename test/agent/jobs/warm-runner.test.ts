@@ -49,8 +49,8 @@ t.test('a spare that loaded before the job took it: one spare is kept', async (t
   // The second job's spare (slot 1) loads before that job comes.
   warm.replenish();
   await until('the spare loaded', async () => (await readdir(join(tmp.dir, 'loaded', '1', 'src')).catch(() => [] as string[])).includes('ready'));
-  // The message left before the file was written; give the agent side's loop a moment to take it in.
-  await new Promise((r) => setTimeout(r, 500));
+  // The message left before the file was written; the agent side takes it in on its next turn.
+  await until('the agent side heard runner.ready', () => warm.nextLoaded());
   const spare = await warm.take();
   if (spare === undefined) throw new Error('no spare');
   t.equal(warm.depth, 1, 'the spare had loaded when taken: still one spare');
