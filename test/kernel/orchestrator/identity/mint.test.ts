@@ -30,7 +30,7 @@ await eachDatabase(t, async (t, db) => {
 
   await t.test('a key generated while mint waits is used', async (t) => {
     const { jobId, agentId } = await insertRunJob(db.pool);
-    const slow = createIdentityService({ pool: db.pool, custody, custodyKind: 'db', issuer: ISSUER, orchestratorId: 'orch-a', logger: silent, keyWaitMs: 5000 });
+    const slow = createIdentityService({ pool: db.pool, custody, custodyKind: 'db', issuer: ISSUER, orchestratorId: 'orch-a', logger: silent, keyWaitMs: 60_000 });
     const pending = slow.mintIdentityToken({ jobId, agentId, audience: 'sts.example' });
     await new Promise((r) => setTimeout(r, 300));
     await custody.generate();

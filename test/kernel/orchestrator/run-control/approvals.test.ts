@@ -57,9 +57,12 @@ t.test('workflow-level holds', async (t) => {
     });
 
     await t.test('an expired hold ends the run with its reason', async (t) => {
+      const created = Date.now();
       const runId = await newRun(db.pool, gated({ timeoutSeconds: 1 }));
       await pass(db.pool);
-      t.equal((await runState(db.pool, runId)).status, 'held', 'not before its time');
+      const early = (await runState(db.pool, runId)).status;
+      // Only a pass that ran within the second can show "not yet" (a busy machine may take longer).
+      if (Date.now() - created < 900) t.equal(early, 'held', 'not before its time');
       await new Promise((r) => setTimeout(r, 1_600));
       const r = await pass(db.pool);
       t.ok(r.expired >= 1);

@@ -144,7 +144,9 @@ t.test('job gates', async (t) => {
       const runId = await newRun(db.pool, lockWorkflow([job('deploy', { contexts: ['slow'] })]));
       const readyAt = Number(await db.pool.oneFirst(sql.unsafe`SELECT extract(epoch FROM ready_at) * 1000 FROM jobs WHERE run_id = ${runId}`));
       await pass(db.pool);
-      t.match((await jobStates(db.pool, runId))['deploy'], { status: 'waiting', reason: /^Wait timer of secret context slow \(2 s\): released at / });
+      const early = (await jobStates(db.pool, runId))['deploy'];
+      // Only a pass that ran within the timer can show it waiting (a busy machine may take longer).
+      if (Date.now() < readyAt + 1_900) t.match(early, { status: 'waiting', reason: /^Wait timer of secret context slow \(2 s\): released at / });
       while (Date.now() < readyAt + 2_100) await new Promise((r) => setTimeout(r, 200));
       await pass(db.pool);
       t.equal((await jobStates(db.pool, runId))['deploy']?.status, 'queued');

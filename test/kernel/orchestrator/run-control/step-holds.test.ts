@@ -129,9 +129,12 @@ t.test('step holds', async (t) => {
 
     await t.test('expiry: no decision within timeoutSeconds ends the hold with its reason', async (t) => {
       const { runId, jobId } = await runningJob(db.pool, { ...ALICE_ONLY, timeoutSeconds: 1 });
+      const asked = Date.now();
       await ask(db.pool, jobId);
       await pass(db.pool);
-      t.equal((await holdsOfRun(db.pool, runId))[0]?.status, 'pending', 'not before its time');
+      const early = (await holdsOfRun(db.pool, runId))[0]?.status;
+      // Only a pass that ran within the second can show "not yet" (a busy machine may take longer).
+      if (Date.now() - asked < 900) t.equal(early, 'pending', 'not before its time');
       await new Promise((r) => setTimeout(r, 1_600));
       t.ok((await pass(db.pool)).expired >= 1);
       const told = await until('the expiry is pushed', () => decisionsFor(jobId)[0]);
