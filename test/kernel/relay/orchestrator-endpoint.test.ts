@@ -167,7 +167,8 @@ await eachDatabase(t, async (t, db) => {
     await new Promise((resolve) => dead.once('message', resolve));
     // Stop answering pings (and everything else) without closing the TCP connection.
     (dead as unknown as { _socket: { pause(): void } })._socket.pause();
-    await sleep(400);
+    // Two missed beats (100 ms each) drop it; on a busy machine the timers may come later.
+    await until(async () => /^svc_relay_orchestrators_connected 0$/m.test(await (await fetch(`${r.url}/metrics`)).text()), 20_000, 'the dead socket dropped');
     const started = Date.now();
     const res = await sendWebhook(r.url, 'acme');
     t.same(res.json, { status: 'buffered' });
