@@ -1,9 +1,10 @@
 // Liveness of a WebSocket peer, checked once per heartbeat round. Any frame from the peer (a
 // message, its own ping, a pong) shows it is alive, so a round that heard one sends nothing: a
 // peer that pings on its own (the agent does, every 30 s) is pinged only in rounds it was quiet.
-// With thousands of idle agents on one orchestrator this halves the heartbeat frames each side
-// writes and reads (issue 19: idle CPU with 5,000 agents). A quiet round sends a ping; a round
-// after a ping that heard nothing ends the peer.
+// With thousands of idle agents on one orchestrator this cuts the heartbeat frames the
+// orchestrator writes and reads by about a third (issue 19: idle CPU with 5,000 agents; see
+// docs/benchmarks.md). A quiet round sends a ping; a round after a ping that heard nothing ends
+// the peer.
 
 export type LivenessRound = 'heard' | 'ping' | 'dead';
 
