@@ -1,10 +1,10 @@
 // The web dashboard in a real browser (Debian's Chromium driven by playwright-core) against a
 // real stack: `svc dev` (relay, orchestrator, agent on embedded PostgreSQL) with an example whose
-// workflows flood 100,000 log lines, wait for approval, and tick slowly. Checked: sign-in with a
+// workflows flood FLOOD_LINES log lines (100,000 in test:full, 10,000 in npm test), wait for approval, and tick slowly. Checked: sign-in with a
 // personal access token; a run's logs stream while it runs; Cancel from the page ends it; a held
 // run approved from the page runs; Re-run opens the new run and a second one inside the cooldown
 // shows the countdown; a push appears in the runs list without a reload; a delivery sent again
-// shows as duplicate in the event log; the 100,000-line log scrolls to its last line with a
+// shows as duplicate in the event log; the flood's log scrolls to its last line with a
 // bounded number of line elements (main-thread long tasks are printed, never asserted); a line
 // that looks like markup stays text; the agents page lists the agent; a run's page shows its job
 // outputs, its attestation verified (and the bundle downloads) and, after two re-runs, the whole
@@ -167,7 +167,7 @@ async function browserTests(): Promise<void> {
     t.pass('approved, it ran to completion');
   });
 
-  await t.test('the 100,000-line log opens and scrolls to its last line', async (t) => {
+  await t.test(`the ${FLOOD_LINES.toLocaleString('en')}-line log opens and scrolls to its last line`, async (t) => {
     const runId = await runOf('flood');
     floodRunId = runId;
     await waitEvent('flood to finish', (e) => e.event === 'run' && e['runId'] === runId && e['status'] === 'completed', 300_000);

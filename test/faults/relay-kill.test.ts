@@ -8,10 +8,13 @@
 // died first) are the sender's to retry; some of them were committed anyway and are delivered.
 import t from 'tap';
 import { faultCluster, startFaultStack, tallyLine } from '../fixtures/fault-stack.ts';
+import { volume } from '../fixtures/volume.ts';
 
 t.setTimeout(1_200_000);
 
-const PUSHES = 450;
+// 90 pushes a phase in npm test (six seconds of sending at 15/s, so each kill lands mid-stream);
+// 150 a phase in test:full.
+const PUSHES = volume(270, 450);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 await t.test('relay SIGKILLed mid-stream, with a buffer filling and draining: nothing answered 200 is lost or doubled', async (t) => {

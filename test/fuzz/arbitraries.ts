@@ -5,19 +5,23 @@
 // wire itself forbids is the parser's business, covered by test/kernel/services/http/client-error.
 import fc from 'fast-check';
 import { errorCodeEntry } from '../../core/error-codes.ts';
+import { volume } from '../fixtures/volume.ts';
 
-/** How many generated cases each property runs: SVC_FUZZ_RUNS, or the suite's default. */
+/**
+ * How many generated cases each property runs: SVC_FUZZ_RUNS, or the suite's default (five times
+ * as many in `npm run test:full`).
+ */
 export function fuzzRuns(defaultRuns: number): number {
   const fromEnv = Number(process.env['SVC_FUZZ_RUNS']);
-  return Number.isSafeInteger(fromEnv) && fromEnv > 0 ? fromEnv : defaultRuns;
+  return Number.isSafeInteger(fromEnv) && fromEnv > 0 ? fromEnv : volume(defaultRuns, defaultRuns * 5);
 }
 
 /**
- * The file's time limit: 15 minutes for the suite's defaults; none for a run scaled by
+ * The file's time limit: 15 minutes for the suite's defaults (an hour in test:full); none for a run scaled by
  * SVC_FUZZ_RUNS, which takes as long as the cases take (the operator stops it).
  */
 export function fuzzTimeout(): number {
-  return process.env['SVC_FUZZ_RUNS'] === undefined ? 900_000 : 0;
+  return process.env['SVC_FUZZ_RUNS'] === undefined ? volume(900_000, 3_600_000) : 0;
 }
 
 /**

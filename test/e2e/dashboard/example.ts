@@ -1,13 +1,15 @@
 // The example repository of the dashboard's browser test: the quickstart plus four workflows on
-// push to main — `flood` prints 100,000 coloured lines (and one that looks like markup), `held`
+// push to main — `flood` prints FLOOD_LINES coloured lines (and one that looks like markup), `held`
 // waits for the developer's approval, `slow` ticks once a second for two minutes (to watch live
 // and to cancel), `package` builds a file, has the orchestrator attest it (ctx.attestProvenance)
 // and hands its version on as job outputs (the run page's outputs, attestations and lineage).
+import { volume } from '../../fixtures/volume.ts';
 import { cp, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../../fixtures/programs.ts';
 
-export const FLOOD_LINES = 100_000;
+/** The flood's length: 100,000 lines in `npm run test:full`, 10,000 in `npm test` (the same paths: paging, scroll to the end). */
+export const FLOOD_LINES = volume(10_000, 100_000);
 export const PACKAGE_VERSION = '1.4.2';
 export const MARKUP_LINE = '<img src=x onerror="document.title=\'pwned\'"> not markup';
 

@@ -1,0 +1,183 @@
+// The suite in tiers (docs/testing.md): `npm test` runs unit, integration and system, each its own
+// tap run; `npm run test:full` adds the files left to it and runs everything on both PostgreSQL
+// flavours with full volumes. Prints each tier's wall time and the slowest files.
+//
+//   node scripts/test-tiers.ts                  the three tiers of `npm test`
+//   node scripts/test-tiers.ts --full           npm run test:full
+//   node scripts/test-tiers.ts --tier unit      one tier (repeatable: --tier unit --tier system)
+//   node scripts/test-tiers.ts --tally FILE     count what the run costs (children, servers, databases)
+//
+// Expects dist/ built (the npm scripts build first): the system tier runs the shipped bins.
+import { spawn } from 'node:child_process';
+import { globSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import picomatch from 'picomatch';
+import { startTestEmbeddedServer } from '../test/fixtures/db.ts';
+import { tallySummary } from '../test/fixtures/tally.ts';
+import { FULL_ONLY, SYSTEM, UNIT } from '../test/tiers.ts';
+
+type TierName = 'unit' | 'integration' | 'system' | 'full';
+
+interface Tier {
+  name: TierName;
+  files: string[];
+  /** Files run at once. The system and full tiers run one stack at a time. */
+  jobs: number;
+  /** tap's per-file hang guard, in seconds: far from any behaviour under test. */
+  timeout: number;
+  coverage: boolean;
+}
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const { values } = parseArgs({
+  options: {
+    full: { type: 'boolean', default: false },
+    tier: { type: 'string', multiple: true },
+    tally: { type: 'string' },
+  },
+});
+const full = values.full === true;
+
+function partition(): Tier[] {
+  const all = globSync('test/**/*.test.ts', { cwd: ROOT }).sort();
+  const isUnit = picomatch([...UNIT]);
+  const isSystem = picomatch([...SYSTEM]);
+  const isFullOnly = picomatch([...FULL_ONLY]);
+  const unknown = UNIT.filter((file) => !all.includes(file));
+  if (unknown.length > 0) throw new Error(`test/tiers.ts lists files that do not exist: ${unknown.join(', ')}`);
+  const tiers: Record<TierName, string[]> = { unit: [], integration: [], system: [], full: [] };
+  for (const file of all) {
+    if (isSystem(file)) tiers.system.push(file);
+    else if (isFullOnly(file)) tiers.full.push(file);
+    else if (isUnit(file)) tiers.unit.push(file);
+    else tiers.integration.push(file);
+  }
+  return [
+    { name: 'unit', files: tiers.unit, jobs: 2, timeout: 60, coverage: true },
+    { name: 'integration', files: tiers.integration, jobs: 2, timeout: 300, coverage: true },
+    { name: 'system', files: tiers.system, jobs: 1, timeout: 900, coverage: false },
+    { name: 'full', files: tiers.full, jobs: 1, timeout: 1800, coverage: false },
+  ];
+}
+
+interface FileTime {
+  file: string;
+  tier: TierName;
+  seconds: number;
+  failed: boolean;
+}
+
+const TAP = path.join(ROOT, 'node_modules', '.bin', 'tap');
+const FILE_LINE = /^(not )?ok \d+ - (test\/\S+) # time=([0-9.]+)ms/;
+
+/** One tap run over a tier's files; resolves with its exit code and each file's time. */
+function runTier(tier: Tier, env: NodeJS.ProcessEnv): Promise<{ code: number; times: FileTime[] }> {
+  const args = [
+    `--jobs=${tier.jobs}`,
+    `--timeout=${tier.timeout}`,
+    `--node-arg=--import=${path.join(ROOT, 'test', 'fixtures', 'child-env.mjs')}`,
+    ...(tier.coverage ? ['--allow-incomplete-coverage', '--coverage-report=none'] : ['--disable-coverage']),
+    ...tier.files,
+  ];
+  const child = spawn(TAP, args, { cwd: ROOT, env: { ...env, SVC_TEST_TIER: tier.name }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const times: FileTime[] = [];
+  let pending = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    process.stdout.write(chunk);
+    pending += chunk.toString();
+    const lines = pending.split('\n');
+    pending = lines.pop() ?? '';
+    for (const line of lines) {
+      const match = FILE_LINE.exec(line);
+      if (match) times.push({ file: match[2] as string, tier: tier.name, seconds: Number(match[3]) / 1000, failed: match[1] !== undefined });
+    }
+  });
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code: code ?? 1, times })));
+}
+
+/** tap clears .tap/coverage at the start of each run: keep each covered tier's files aside. */
+function stashCoverage(into: string): void {
+  const dir = path.join(ROOT, '.tap', 'coverage');
+  mkdirSync(into, { recursive: true });
+  for (const entry of readdirSync(dir, { withFileTypes: true }).filter((e) => e.isFile())) renameSync(path.join(dir, entry.name), path.join(into, entry.name));
+}
+
+function restoreCoverage(from: string): void {
+  const dir = path.join(ROOT, '.tap', 'coverage');
+  mkdirSync(dir, { recursive: true });
+  for (const name of readdirSync(from)) renameSync(path.join(from, name), path.join(dir, name));
+  rmSync(from, { recursive: true, force: true });
+}
+
+function runReport(env: NodeJS.ProcessEnv): Promise<number> {
+  const child = spawn(TAP, ['report', 'text-summary'], { cwd: ROOT, env, stdio: 'inherit' });
+  return new Promise((resolve) => child.on('close', (code) => resolve(code ?? 1)));
+}
+
+async function main(): Promise<number> {
+  const selected = new Set(values.tier ?? (full ? ['unit', 'integration', 'system', 'full'] : ['unit', 'integration', 'system']));
+  const tiers = partition().filter((tier) => selected.has(tier.name) && tier.files.length > 0);
+  for (const name of selected) {
+    if (!['unit', 'integration', 'system', 'full'].includes(name)) throw new Error(`--tier ${name}: use unit, integration, system or full`);
+  }
+  const env: NodeJS.ProcessEnv = { ...process.env, SVC_TEST_DIST: '1' };
+  if (full) Object.assign(env, { SVC_TEST_FLAVOURS: 'both', SVC_TEST_FULL: '1' });
+  if (values.tally !== undefined) {
+    const tally = path.resolve(values.tally);
+    writeFileSync(tally, '');
+    env['SVC_TEST_TALLY'] = tally;
+    env['NODE_OPTIONS'] = `${env['NODE_OPTIONS'] ?? ''} --import=${path.join(ROOT, 'test', 'fixtures', 'tally-preload.mjs')}`.trim();
+  }
+  if (env['SVC_TEST_TALLY'] !== undefined) {
+    // This process counts too (the embedded server it starts).
+    process.env['SVC_TEST_TALLY'] = env['SVC_TEST_TALLY'];
+    // @ts-expect-error: plain JavaScript without types, imported for its effect only.
+    await import('../test/fixtures/tally-preload.mjs');
+  }
+  // The run's one embedded PostgreSQL: every file that runs on the embedded flavour shares it
+  // (each test in its own database), instead of each file starting its own.
+  const embedded = tiers.some((tier) => tier.name !== 'unit') ? await startTestEmbeddedServer() : undefined;
+  if (embedded !== undefined) env['SVC_TEST_EMBEDDED_URL'] = embedded.url;
+
+  const results: Array<{ tier: TierName; files: number; seconds: number; code: number }> = [];
+  const times: FileTime[] = [];
+  const stash = path.join(os.tmpdir(), `svc-test-coverage-${process.pid}`);
+  let covered = 0;
+  try {
+    for (const tier of tiers) {
+      process.stdout.write(`\n# tier ${tier.name}: ${tier.files.length} files, ${tier.jobs} at a time\n`);
+      const started = performance.now();
+      const run = await runTier(tier, env);
+      results.push({ tier: tier.name, files: tier.files.length, seconds: (performance.now() - started) / 1000, code: run.code });
+      times.push(...run.times);
+      if (tier.coverage) {
+        stashCoverage(stash);
+        covered += 1;
+      }
+    }
+  } finally {
+    await embedded?.stop();
+  }
+  let reportCode = 0;
+  if (covered > 0) {
+    restoreCoverage(stash);
+    process.stdout.write(`\n# coverage over the in-process tiers (${tiers.filter((t) => t.coverage).map((t) => t.name).join(', ')})\n`);
+    reportCode = await runReport(env);
+  }
+
+  process.stdout.write('\n# wall time per tier\n');
+  for (const r of results) process.stdout.write(`#   ${r.tier.padEnd(12)} ${r.files.toString().padStart(4)} files  ${r.seconds.toFixed(1).padStart(7)} s  ${r.code === 0 ? 'passed' : `FAILED (tap exit ${r.code})`}\n`);
+  process.stdout.write('# 15 slowest files\n');
+  for (const f of [...times].sort((a, b) => b.seconds - a.seconds).slice(0, 15)) {
+    process.stdout.write(`#   ${f.seconds.toFixed(1).padStart(7)} s  ${f.tier.padEnd(12)} ${f.file}${f.failed ? '  (failed)' : ''}\n`);
+  }
+  // A file over a minute in `npm test` is a defect to split or move (docs/testing.md).
+  const long = times.filter((f) => f.tier !== 'full' && f.seconds > 60);
+  if (long.length > 0) process.stdout.write(`# over 60 s in npm test (split or move them): ${long.map((f) => f.file).join(', ')}\n`);
+  if (env['SVC_TEST_TALLY']) process.stdout.write(`\n${tallySummary(env['SVC_TEST_TALLY'])}\n`);
+  return results.some((r) => r.code !== 0) || reportCode !== 0 ? 1 : 0;
+}
+
+process.exitCode = await main();
