@@ -168,4 +168,4 @@ await eachDatabase(t, async (t, db) => {
     await resolved.close();
     t.equal(await reachable(db.url), true);
   });
-});
+}, { schema: 'empty' });

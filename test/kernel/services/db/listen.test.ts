@@ -172,7 +172,7 @@ await eachDatabase(t, async (t, db) => {
     await waitFor(() => got.includes('jobs:5'), 'a listener created after the last close opens a new connection');
     t.equal(await backends(), 1);
   });
-});
+}, { schema: 'empty' });
 
 t.test('an unreachable server is a clear error at creation', async (t) => {
   await t.rejects(createListener({ url: 'postgres://u:pw@127.0.0.1:1/db', logger: testLogger }), { code: 'SVC_ERR_DB_UNAVAILABLE' });

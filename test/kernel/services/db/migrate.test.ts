@@ -198,7 +198,7 @@ await eachDatabase(t, async (t, db) => {
     await client.end();
     t.equal(found.rows[0].t, null, 'no migrations table was created');
   });
-});
+}, { schema: 'empty' });
 
 t.test('readMigrations orders by number and ignores other files', async (t) => {
   const dir = await migrationDir(t, { '0010_b.sql': 'select 2;', '0002_a.sql': 'select 1;', 'notes.txt': 'x' });

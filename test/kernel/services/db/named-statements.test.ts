@@ -183,4 +183,4 @@ await eachDatabase(t, async (t, db) => {
     const Value = Type.Object({ v: Type.Integer() }, { additionalProperties: false });
     t.equal((await pool.one(sqlTyped(Value)`select ${7}::int as v`)).v, 7, 'the connection still works');
   });
-});
+}, { schema: 'empty' });

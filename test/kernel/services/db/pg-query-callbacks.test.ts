@@ -104,7 +104,7 @@ await eachDatabase(t, async (t, db) => {
     t.teardown(() => pool.end());
     t.equal(await pool.oneFirst(sql.unsafe`select ${'through slonik'}::text`), 'through slonik');
   });
-});
+}, { schema: 'empty' });
 
 const system = await systemAvailability();
 t.test('queries through it promote next to nothing to the old generation', { skip: system.ok || inCi ? false : system.reason }, async (t) => {

@@ -84,7 +84,7 @@ await eachDatabase(t, async (t, db) => {
     }
     await t.rejects(ensureDatabaseExists(db.serverUrl, 'Bad-Name'), { code: 'SVC_ERR_DB_NAME_INVALID' });
   });
-});
+}, { schema: 'empty' });
 
 t.test('bad URLs and unreachable servers get clear errors', async (t) => {
   await t.rejects(createDatabase({ url: 'not a url', logger: testLogger }), { code: 'SVC_ERR_DB_URL_INVALID' });

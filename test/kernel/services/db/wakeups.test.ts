@@ -140,7 +140,7 @@ await eachDatabase(t, async (t, db) => {
     t.equal(lines.length, 1, 'the failure is logged once');
     t.match(JSON.parse(lines[0]!), { msg: 'wake-up notification not sent', channels: ['wake_a'] });
   });
-});
+}, { schema: 'empty' });
 
 t.test('settledWake: a burst of wake-ups shares one call; cancel drops the one pending', async (t) => {
   let calls = 0;
