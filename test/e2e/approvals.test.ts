@@ -5,9 +5,10 @@
 // request's workflow needs one approval by alice (a workflow-level hold). Checked: the run is
 // held and nothing is queued while it waits; `/svc approve` from someone else is recorded and
 // ignored; two concurrent approvals by alice release the run once (the status feed shows one
-// `queued` for the run and one per job); `/svc reject` cancels; an unanswered hold expires; an
-// approval after a cancel starts nothing. The comment deliveries are in the delivery log as
-// `approval_command`.
+// `queued` for the run and one per job); `/svc reject` cancels; an unanswered hold expires (its
+// time moved in the database, not waited out); an approval after a cancel starts nothing. The
+// comment deliveries are in the delivery log as `approval_command`. "Nothing moved" is read after
+// two whole run-control passes, counted on the orchestrator's metrics, never after a sleep.
 import { createHash, createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -20,6 +21,7 @@ import { sourcePointerKey } from '../../kernel/orchestrator/ingest/steps/caches.
 import { FilesystemStorage } from '../../plugins/storage/filesystem/index.ts';
 import { eachDatabase } from '../fixtures/db.ts';
 import { generateAppKeyPair, startFakeGithub } from '../fixtures/fake-github.ts';
+import { morePasses, RUN_CONTROL_PASSES } from '../fixtures/passes.ts';
 import { issueCommentPayload, pullRequestPayload, SHA_B } from '../fixtures/github-payloads.ts';
 import { job, trig, workflow } from '../fixtures/locks.ts';
 import { REPO_ROOT, runProgram, startProgram, type StartedProgram } from '../fixtures/programs.ts';
@@ -127,11 +129,13 @@ await eachDatabase(t, async (t, db) => {
   t.equal(added.code, 0, added.stderr);
   const source = JSON.parse(added.stdout) as { source: { id: string }; secret: string; webhookUrl: string };
 
-  started.push(await startProgram(join(REPO_ROOT, 'bin/svc-orchestrator.ts'), 'svc-orchestrator', { env: orchEnv, readyTimeoutMs: 60_000 }));
+  const orchestrator = await startProgram(join(REPO_ROOT, 'bin/svc-orchestrator.ts'), 'svc-orchestrator', { env: orchEnv, readyTimeoutMs: 60_000 });
+  started.push(orchestrator);
 
   const pool = db.pool;
   const WAIT = 90_000;
-  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  /** Two whole passes of the run-control worker (the one that releases, admits and expires) from now. */
+  const twoPasses = () => morePasses(orchestrator.url, RUN_CONTROL_PASSES);
 
   /** POST as GitHub does: its header names, the App as the hook target, HMAC of the exact bytes. */
   const post = async (event: string, payload: unknown, deliveryId = randomUUID()) => {
@@ -257,9 +261,10 @@ await eachDatabase(t, async (t, db) => {
     t.equal(hold.level, 'workflow');
     t.equal(hold.job_id, null, 'a workflow-level hold (no job)');
     t.equal(hold.expires, false, 'no timeoutSeconds: the hold never expires');
-    // Give the dispatcher and the run-control worker (1 s tick) every chance to move it.
-    await sleep(4_000);
-    t.equal((await runOf(runId)).status, 'held', 'still held after a few seconds');
+    // Give the run-control worker, the only one that could release it, two whole passes to move it
+    // (the dispatcher takes queued jobs only).
+    await twoPasses();
+    t.equal((await runOf(runId)).status, 'held', 'still held after two run-control passes');
     const holds = await holdsOf(runId);
     t.same(holds.map((h) => h.status), ['pending'], 'one pending hold');
     const jobs = await jobFeed(runId);
@@ -281,7 +286,7 @@ await eachDatabase(t, async (t, db) => {
     t.equal(votes.length, 1, 'the vote is stored');
     t.match(votes[0], { actor: 'mallory', decision: 'approve', via: 'comment', counted: false, hold_id: hold.id });
     t.match(votes[0]!.ignored_reason ?? '', /mallory may not decide .*alice/, `ignored_reason names the approver: ${votes[0]!.ignored_reason}`);
-    await sleep(1_500);
+    await twoPasses();
     t.equal((await runOf(runId)).status, 'held', 'still held');
     t.same((await holdsOf(runId)).map((h) => h.status), ['pending'], 'the hold is still pending');
     t.equal(await queuedJobRows(runId), 0, 'no job queued');
@@ -313,8 +318,8 @@ await eachDatabase(t, async (t, db) => {
       WAIT,
       100,
     );
-    // Let any duplicate release show up before counting.
-    await sleep(3_000);
+    // Both commands are processed; any duplicate release a pass would make shows before counting.
+    await twoPasses();
     const feed = await runFeed(runId);
     t.equal(feed[0], 'held', 'the run was written held');
     t.equal(feed.filter((s) => s === 'queued').length, 1, `exactly one queued row for the run after held: ${feed.join(' → ')}`);
@@ -371,8 +376,13 @@ await eachDatabase(t, async (t, db) => {
     t.notOk((await runFeed(runId)).includes('queued'), 'the run never queued');
   });
 
-  await t.test('a hold with timeoutSeconds: 2 nobody answers expires and cancels the run', async (t) => {
-    const { runId } = await openPr(105, heldLock({ timeoutSeconds: 2 }));
+  await t.test('a hold with timeoutSeconds: 60 nobody answers expires and cancels the run', async (t) => {
+    const { runId } = await openPr(105, heldLock({ timeoutSeconds: 60 }));
+    await waitHeld(runId);
+    await twoPasses();
+    t.equal((await runOf(runId)).status, 'held', 'not before its time');
+    // Its minute passes: the hold is moved an hour back whole (its timeout stays 60 s).
+    await pool.query(sql.unsafe`UPDATE approval_holds SET created_at = created_at - interval '1 hour', expires_at = expires_at - interval '1 hour' WHERE run_id = ${runId}`);
     const run = await until(
       `run ${runId} cancelled by the expiry`,
       async () => {
@@ -387,14 +397,14 @@ await eachDatabase(t, async (t, db) => {
     const holds = await holdsOf(runId);
     t.equal(holds.length, 1);
     t.match(holds[0], { level: 'workflow', status: 'expired', expires: true, decided_by: 'svc:approval-timeout' });
-    t.match(holds[0]!.outcome ?? '', /^expired: no decision within 2 s/);
+    t.match(holds[0]!.outcome ?? '', /^expired: no decision within 60 s/);
     t.same(await runFeed(runId), ['held', 'cancelled'], 'held, then cancelled: never queued');
     t.equal(await queuedJobRows(runId), 0, 'no job was ever queued');
     t.same(await votesOf(runId), [], 'nobody voted');
     // An approval after the expiry starts nothing.
     const outcome = await commandOutcome(await postComment(105, 'alice', '/svc approve too late'));
     t.match(outcome, /ignored/, `the late approval is ignored: ${outcome}`);
-    await sleep(1_500);
+    await twoPasses();
     t.equal((await runOf(runId)).status, 'cancelled');
     t.equal(await queuedJobRows(runId), 0);
   });
@@ -443,7 +453,7 @@ await eachDatabase(t, async (t, db) => {
     t.ok(votes.every((v) => !v.counted), 'no vote counted');
     for (const v of votes.filter((v) => v.via === 'comment')) t.match(v.ignored_reason ?? '', /cancelled/, 'a comment vote, if stored, names the cancelled hold');
 
-    await sleep(3_000);
+    await twoPasses();
     t.equal((await runOf(runId)).status, 'cancelled', 'the run stays cancelled');
     t.equal((await holdsOf(runId))[0]!.status, 'cancelled', 'the hold stays cancelled');
     t.notOk((await runFeed(runId)).includes('queued'), 'the run never queued');
@@ -470,4 +480,4 @@ await eachDatabase(t, async (t, db) => {
       t.match(step?.detail ?? '', new RegExp(`/svc ${c.command} by ${c.author}: `));
     }
   });
-}, { concurrent: true });
+});

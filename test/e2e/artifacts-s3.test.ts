@@ -27,4 +27,4 @@ await eachDatabase(t, async (t, db) => {
   t.ok(artifactRequests.some((r) => r.method === 'PUT' && r.auth === 'presigned'), 'the agent PUT the artifact through a pre-signed URL');
   t.ok(artifactRequests.some((r) => r.method === 'GET' && r.auth === 'presigned'), 'the agent GOT it through a pre-signed URL');
   t.notOk(existsSync(join(stack.root, 'orch', 'storage', 'artifacts')), 'nothing on the orchestrator disk');
-}, { concurrent: true });
+});

@@ -18,4 +18,4 @@ await eachDatabase(t, async (t, db) => {
   // The orchestrator's storage root (SVC_DATA_DIR/storage), seen directly by the test.
   const bucket = new FilesystemStorage({ root: join(stack.root, 'orch', 'storage') });
   await artifactsFlow(t, stack, bucket);
-}, { concurrent: true });
+});

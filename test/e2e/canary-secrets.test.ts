@@ -493,4 +493,4 @@ await eachDatabase(t, async (t, db) => {
   t.comment(`canary scan: ${sc.shapes.length} shapes × ${places.length} places (${db.kind})\n${table(sc, places)}`);
   const total = [...sc.hits.values()].reduce((n, m) => n + [...m.values()].reduce((a, b) => a + b, 0), 0);
   t.equal(total, 0, `zero hits${total > 0 ? `:\n${sc.where.slice(0, 60).join('\n')}` : ''}`);
-}, { concurrent: true });
+});

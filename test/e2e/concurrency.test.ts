@@ -277,4 +277,4 @@ await eachDatabase(t, async (t, db) => {
       t.same(filters, ['completed'], 'the filter pseudo-job evaluated it');
     }
   });
-}, { concurrent: true });
+});

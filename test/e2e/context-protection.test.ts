@@ -7,8 +7,9 @@
 // prefix, never the secret) so the test can tell the job received it.
 //   - required reviewer alice: the job stays `held` (nothing dispatched, no log), a non-reviewer's
 //     approval is refused with the reason, alice's releases it and the job gets the secret;
-//   - wait timer 6 s: the job waits with the timer's reason and is dispatched no earlier than
-//     6 s after it became ready;
+//   - wait timer 60 s: the job waits with the timer's reason, still waits after two run-control
+//     passes, and (its time moved an hour on in the database, not waited out) is dispatched no
+//     earlier than 60 s after it became ready;
 //   - concurrency limit 1: two runs' jobs never hold the context at once.
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -16,6 +17,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { eachDatabase } from '../fixtures/db.ts';
 import { startJobsStack, type JobsStack } from '../fixtures/jobs-stack.ts';
+import { DISPATCH_PASSES, morePasses, RUN_CONTROL_PASSES } from '../fixtures/passes.ts';
 import { until } from '../fixtures/runs.ts';
 import { sql } from '../../kernel/services/db/index.ts';
 
@@ -28,7 +30,7 @@ const SECRETS = {
 } as const;
 type ContextName = keyof typeof SECRETS;
 
-const WAIT_TIMER_S = 6;
+const WAIT_TIMER_S = 60;
 
 const derived = (value: string) => `length=${value.length} sha256=${createHash('sha256').update(value).digest('hex').slice(0, 12)}`;
 
@@ -131,7 +133,15 @@ async function buildSettled(stack: JobsStack): Promise<void> {
   }, 180_000, 100);
 }
 
-const sleep = (msec: number) => new Promise((resolve) => setTimeout(resolve, msec));
+/**
+ * Two whole passes of the run-control worker (it releases holds and wait timers) and of the
+ * dispatcher (woken through its channel, as a queued job wakes it): whatever they would move,
+ * they have moved; "nothing moved" is read after them, never after a sleep.
+ */
+async function workersPassed(stack: JobsStack): Promise<void> {
+  await morePasses(stack.orchUrl, RUN_CONTROL_PASSES);
+  await morePasses(stack.orchUrl, DISPATCH_PASSES, { wake: () => stack.pool.query(sql.unsafe`SELECT pg_notify('svc_jobs', '')`) });
+}
 
 await eachDatabase(t, async (t, db) => {
   const stack = await startJobsStack(t, db);
@@ -183,19 +193,10 @@ await eachDatabase(t, async (t, db) => {
       select level, context, status, job_id::text as job_id from approval_holds where run_id = ${run.id}`)) as unknown as Array<Record<string, unknown>>;
     t.same(holds, [{ level: 'context', context: 'reviewed', status: 'pending', job_id: held.id }], 'one pending context hold on the job');
 
-    // It stays held: nothing dispatched, no agent, no log line, for several seconds.
-    const until8s = Date.now() + 8_000;
-    let samples = 0;
-    while (Date.now() < until8s) {
-      const job = await shipOf(stack, run.id);
-      if (job.status !== 'held' || job.attempts !== 0 || job.agent_id !== null || job.dispatched_at !== null) {
-        t.fail('the held job moved without an approval', { job });
-        break;
-      }
-      samples += 1;
-      await sleep(500);
-    }
-    t.ok(samples >= 4, `held through ${samples} samples over 8 s`);
+    // It stays held: nothing dispatched, no agent, no log line, through two passes of the workers
+    // that could move it (two idle agents are connected).
+    await workersPassed(stack);
+    t.match(await shipOf(stack, run.id), { status: 'held', attempts: 0, agent_id: null, dispatched_at: null }, 'held after two run-control and two dispatcher passes');
     t.equal(await logText(stack, held.id), '', 'the agent ran nothing for the held job');
     t.match((await stack.pool.oneFirst(sql.unsafe`select status from runs where id = ${run.id}`)) as string, /^(queued|running)$/, 'the run waits with its job');
 
@@ -205,7 +206,7 @@ await eachDatabase(t, async (t, db) => {
     const votes = (await stack.pool.any(sql.unsafe`
       select actor, decision, via, counted, ignored_reason from approval_votes where run_id = ${run.id} order by created_at`)) as unknown as Array<Record<string, unknown>>;
     t.match(votes, [{ actor: 'mallory', decision: 'approve', via: 'admin', counted: false, ignored_reason: /mallory may not decide this context hold/ }]);
-    await sleep(3_000);
+    await workersPassed(stack);
     const still = await shipOf(stack, run.id);
     t.equal(still.status, 'held', 'still held after the ignored approval');
     t.equal(still.dispatched_at, null);
@@ -235,11 +236,17 @@ await eachDatabase(t, async (t, db) => {
     const releasedAt = Date.parse(/released at (\S+)$/.exec(waiting.reason!)![1]!);
     t.ok(releasedAt - waiting.ready_at! >= WAIT_TIMER_S * 1000 - 1, 'released at = ready + the timer', { releasedAt, readyAt: waiting.ready_at });
     t.equal(waiting.dispatched_at, null);
+    // Not before its time: two whole passes leave it waiting, undispatched.
+    await workersPassed(stack);
+    t.match(await shipOf(stack, run.id), { status: 'waiting', queued_at: null, dispatched_at: null }, 'still waiting on its timer');
+    // Its minute passes: the job became ready an hour earlier (the timer stays 60 s).
+    await stack.pool.query(sql.unsafe`UPDATE jobs SET ready_at = ready_at - interval '1 hour' WHERE id = ${waiting.id} AND status = 'waiting'`);
+    const readyAt = (await shipOf(stack, run.id)).ready_at;
 
     const ended = await terminalRun(stack, run.id);
     const job = await shipOf(stack, run.id);
     t.equal(ended.status, 'completed', `run completed (${ended.reason ?? ''}; ship ${job.status} ${job.reason ?? ''})`);
-    t.equal(job.ready_at, waiting.ready_at, 'ready_at did not move');
+    t.equal(job.ready_at, readyAt, 'ready_at did not move but for the hour the test moved it');
     // A lower bound only (never an upper one): 5 ms allow the gate's millisecond clock against
     // PostgreSQL's microsecond timestamps.
     const floor = WAIT_TIMER_S * 1000 - 5;
@@ -285,4 +292,4 @@ await eachDatabase(t, async (t, db) => {
       t.notMatch(logs, SECRETS.limited);
     }
   });
-}, { concurrent: true });
+});

@@ -208,4 +208,4 @@ await eachDatabase(t, async (t, db) => {
     t.match(text.stdout, /some checks warn\n$/);
     for (const value of Object.values(CANARY)) t.notOk(text.stdout.includes(value) || text.stderr.includes(value), 'no canary in diagnose output');
   });
-}, { concurrent: true });
+});

@@ -150,4 +150,4 @@ await eachDatabase(t, async (t, db) => {
     const record = (await db.pool.one(sql.unsafe`select status, event_type from webhook_deliveries where sha = ${headSha}`)) as Record<string, string>;
     t.same(record, { status: 'matched', event_type: 'pull_request' });
   });
-}, { concurrent: true });
+});

@@ -141,4 +141,4 @@ await eachDatabase(t, async (t, db) => {
     t.equal(deliveries.length, 3, 'one delivery record each');
     t.ok(deliveries.every((d) => d.status === 'matched'));
   });
-}, { concurrent: true });
+});

@@ -4,7 +4,8 @@
 // A signed GitHub-shaped push with GitHub's own header names, posted to the relay, becomes a run
 // with queued jobs (the lock served by the fake at that sha); a pull request from a fork is
 // trusted `unknown` and uses the base commit's lock. With GitHub unreachable for a minute, pushes
-// are answered 200, kept and retried by the orchestrator until each becomes its run.
+// are answered 200, kept and retried by the orchestrator until each becomes its run (the minute
+// passes in the database: the kept deliveries' clocks are moved, not waited out).
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -162,7 +163,6 @@ await eachDatabase(t, async (t, db) => {
   await t.test('GitHub unreachable for a minute: pushes that arrive meanwhile all become runs once it is back, sent once', async (t) => {
     const shas = ['1', '2', '3', '4'].map((c) => c.repeat(40));
     for (const sha of shas) fake.addCommit('acme/app', sha, { parent: SHA_B, files: { '.svc/svc.lock.json': baseLock } });
-    const outageStarted = Date.now();
     await fake.pause();
     const sent: string[] = [];
     for (const sha of shas) {
@@ -179,10 +179,25 @@ await eachDatabase(t, async (t, db) => {
       return rows.length === shas.length && rows.every((r) => r.status === 'retrying' && r.attempts >= 2) ? rows : undefined;
     });
     t.equal((await runs()).filter((r) => sent.includes(r.deliveryId)).length, 0, 'no run while the lock cannot be read');
-    const left = 60_000 - (Date.now() - outageStarted);
-    if (left > 0) await new Promise((r) => setTimeout(r, left));
+    // The rest of its minute passes: the kept deliveries' clocks (first failure, next attempt)
+    // move a minute back, and each is retried (failing again) as the minute-old delivery it now is.
+    const moved = await db.pool.query(sql.unsafe`update webhook_delivery_retries
+      set created_at = created_at - interval '1 minute', next_attempt_at = next_attempt_at - interval '1 minute'
+      where delivery_id = any(${sql.array(sent, 'text')})`);
+    t.equal(moved.rowCount, shas.length, 'every push is kept');
+    const aged = await waitFor('a failed attempt of every push a minute into the outage', async () => {
+      const rows = (await db.pool.any(sql.unsafe`select d.status, r.state, r.attempts, r.created_at < now() - interval '1 minute' as old
+        from webhook_deliveries d join webhook_delivery_retries r using (org_id, delivery_id)
+        where d.delivery_id = any(${sql.array(sent, 'text')}) and r.lease_node is null`)) as Array<{ status: string; state: string; attempts: number; old: boolean }>;
+      return rows.length === shas.length && rows.every((r) => r.attempts >= 3) ? rows : undefined;
+    });
+    t.same(aged.map((r) => [r.status, r.state, r.old]), shas.map(() => ['retrying', 'waiting', true]), 'a minute old, still kept and retried: nothing given up or dropped');
     await fake.resume();
+    // Back: each back-off the outage left is moved to now instead of waited out (a kept row not
+    // leased by a retry in flight, which the retry worker takes at its next poll).
     const made = await waitFor('a run for every push', async () => {
+      await db.pool.query(sql.unsafe`update webhook_delivery_retries set next_attempt_at = now()
+        where delivery_id = any(${sql.array(sent, 'text')}) and lease_node is null and next_attempt_at > now()`);
       const found = (await runs()).filter((r) => sent.includes(r.deliveryId));
       return found.length === shas.length ? found : undefined;
     }, 120_000);
@@ -191,4 +206,4 @@ await eachDatabase(t, async (t, db) => {
     const kept = (await db.pool.one(sql.unsafe`select count(*)::int as n from webhook_delivery_retries where delivery_id = any(${sql.array(sent, 'text')})`)) as { n: number };
     t.equal(kept.n, 0, 'nothing left kept');
   });
-}, { concurrent: true });
+});

@@ -272,7 +272,7 @@ await eachDatabase(t, async (t, db) => {
     t.ok((sampleOf(again, 'svc_orch_relay_delivery_seconds_count', { stage: 'receive_to_commit' }) ?? 0) >= 3, 'orchestrator receive → commit observed for each push');
     t.ok((sampleOf(again, 'svc_orch_relay_delivery_seconds_count', { stage: 'commit_to_ack' }) ?? 0) >= 3, 'orchestrator commit → ack observed for each push');
   });
-}, { concurrent: true });
+});
 
 /** The terminal run of `workflow` at `sha` (a push may start several workflows). */
 async function until(stack: Awaited<ReturnType<typeof startJobsStack>>, sha: string, workflow: string): Promise<string> {

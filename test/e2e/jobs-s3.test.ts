@@ -156,4 +156,4 @@ await eachDatabase(t, async (t, db) => {
     t.ok(lines.includes('CACHE restore hit s3-user-cache-v1 cached-in-s3'), 'the first run’s user cache restored');
     t.notOk(lines.some((l) => l.startsWith('CACHE saved')));
   });
-}, { concurrent: true });
+});

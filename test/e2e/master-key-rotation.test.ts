@@ -240,4 +240,4 @@ await eachDatabase(t, async (t, db) => {
     t.match(refused, /store signing_keys: signing key \S+ opens with none of the configured master keys/);
     t.match(refused, /SVC_SECRET_KEY_OLD/);
   });
-}, { concurrent: true });
+});

@@ -339,4 +339,4 @@ await eachDatabase(t, async (t, db) => {
       }
     }
   });
-}, { concurrent: true });
+});

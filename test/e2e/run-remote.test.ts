@@ -196,4 +196,4 @@ export default workflow('extra', { on: push({ branches: ['main'] }), jobs: { add
     t.equal(after, before, 'no run created');
     await put('.svc/tests/denied.ts', null);
   });
-}, { concurrent: true });
+});

@@ -55,4 +55,4 @@ await eachDatabase(t, async (t, db) => {
     t.equal(votes, 1, 'one decision');
     await agent.stop();
   });
-}, { concurrent: true });
+});

@@ -4,12 +4,13 @@
 // (`deploy`) is held for alice (test/fixtures/step-holds.ts). Each step prints a marker line, so
 // the job's log shows which steps ran. Checked:
 //   - step 1 runs, the job pauses before step 2 (still `running`, its reason says what it waits
-//     for, one pending step hold, step 2's marker absent for several seconds);
+//     for, one pending step hold, step 2's marker absent until alice decides);
 //   - `svc approve` by mallory (through the relay) exits 1 with the reason and changes nothing;
 //   - alice's approval through the relay route and `svc-admin approvals approve` at the same time:
 //     one counted, step 2 runs once, step 3 runs, the run completes;
 //   - `svc reject` by alice: step 2 fails with the reason, step 3 is skipped, the run fails;
-//   - an unanswered hold expires: step 2 fails with the expiry, the run fails;
+//   - an unanswered hold expires (still pending after two run-control passes, then its time moved
+//     in the database, not waited out): step 2 fails with the expiry, the run fails;
 //   - cancelling the run while step 2 waits: the hold is cancelled, the job cancelled, alice's
 //     later approval is ignored with the reason and runs nothing.
 import { join } from 'node:path';
@@ -17,12 +18,13 @@ import t from 'tap';
 import { sql } from '../../kernel/services/db/index.ts';
 import { eachDatabase } from '../fixtures/db.ts';
 import { ORG, startJobsStack } from '../fixtures/jobs-stack.ts';
+import { morePasses, RUN_CONTROL_PASSES } from '../fixtures/passes.ts';
 import { REPO_ROOT, runProgram } from '../fixtures/programs.ts';
-import { count, holdsOf, logText, pausedAtDeploy, pushTo, runFor, shipOf, sleep, stepHeldWorkflow, stepsOf, terminalRun } from '../fixtures/step-holds.ts';
+import { count, holdsOf, logText, pausedAtDeploy, pushTo, runFor, shipOf, stepHeldWorkflow, stepsOf, terminalRun } from '../fixtures/step-holds.ts';
 
 t.setTimeout(1_800_000);
 
-const EXPIRY_S = 6;
+const EXPIRY_S = 60;
 
 await eachDatabase(t, async (t, db) => {
   const stack = await startJobsStack(t, db);
@@ -65,8 +67,10 @@ await eachDatabase(t, async (t, db) => {
     t.equal(mallory.code, 1, 'svc approve by a non-approver exits 1');
     t.match(mallory.stderr, /not counted: mallory may not decide this step hold: it needs 1 of users alice/);
     t.match(await votesOf(runId), [{ actor: 'mallory', decision: 'approve', via: 'cli', counted: false, ignored_reason: /mallory may not decide this step hold/ }]);
-    // Still waiting: a wait far longer than the push of a decision takes.
-    await sleep(5_000);
+    // Still waiting. A decision reaches the step only as a push (sent at its commit, in order) or
+    // when the agent asks again; so anything mallory's vote had let through would reach the step
+    // before alice's approval below, and the step would go on with it: the log's one decision
+    // line, alice's, shows nothing did (no wait needed).
     t.match(await shipOf(stack, runId), { status: 'running', reason: /^Awaiting approval \(step deploy\)/ });
     t.equal(count(await logText(stack, ship.id), 'marker: deploy ran'), 0, 'step 2 still has not run');
 
@@ -88,6 +92,7 @@ await eachDatabase(t, async (t, db) => {
     t.equal(count(log, 'marker: deploy ran'), 1, 'step 2 ran once');
     t.equal(count(log, 'marker: notify ran'), 1, 'step 3 ran');
     t.match(log, /Approval approved by alice/);
+    t.equal(count(log, 'Approval '), 1, "the step went on with one decision, alice's");
     t.match(await stepsOf(stack, ship.id), [{ name: 'build', status: 'completed' }, { name: 'deploy', status: 'completed' }, { name: 'notify', status: 'completed' }]);
     t.match(await holdsOf(stack, runId), [{ status: 'approved', outcome: 'approved by alice' }]);
   });
@@ -114,6 +119,12 @@ await eachDatabase(t, async (t, db) => {
   await t.test(`an unanswered hold expires after ${EXPIRY_S} s: step 2 fails with the expiry`, async (t) => {
     const runId = await runFor(stack, await pushTo(stack, 'expiring', 'expire'), 'expiring');
     const ship = await pausedAtDeploy(t, stack, runId);
+    // Not before its time: two whole run-control passes (the worker that expires holds) leave it pending.
+    await morePasses(stack.orchUrl, RUN_CONTROL_PASSES);
+    t.match(await holdsOf(stack, runId), [{ status: 'pending' }], 'not before its time');
+    t.match(await shipOf(stack, runId), { status: 'running', reason: /^Awaiting approval \(step deploy\)/ });
+    // Its minute passes: the hold is moved an hour back whole (its timeout stays 60 s).
+    await stack.pool.query(sql.unsafe`UPDATE approval_holds SET created_at = created_at - interval '1 hour', expires_at = expires_at - interval '1 hour' WHERE run_id = ${runId}`);
     const run = await terminalRun(stack, runId);
     t.equal(run.status, 'failed');
     t.match((await shipOf(stack, runId))!, { status: 'failed', reason: new RegExp(`step "deploy" failed: Approval expired: no decision within ${EXPIRY_S} s`) });
@@ -134,8 +145,10 @@ await eachDatabase(t, async (t, db) => {
     const late = await svcAs('alice', ['approve', runId]);
     t.equal(late.code, 1, 'the late approval is not counted');
     t.match(late.stderr, /its step hold is cancelled/);
-    await sleep(3_000);
+    // The agent reported the job ended (ship cancelled above) before this approval: nothing of it
+    // can run any more. The run-control worker gets two whole passes to change the run.
+    await morePasses(stack.orchUrl, RUN_CONTROL_PASSES);
     t.equal(count(await logText(stack, ship.id), 'marker: deploy ran'), 0, 'step 2 never ran');
     t.equal((await stack.pool.oneFirst(sql.unsafe`select status from runs where id = ${runId}`)) as string, 'cancelled', 'the run stays cancelled');
   });
-}, { concurrent: true });
+});

@@ -285,4 +285,4 @@ await eachDatabase(t, async (t, db) => {
     t.equal((await fetch(`${base}/healthz`)).status, 200, 'the orchestrator still serves');
     t.equal((await fetch(`${base}/admin/config`, { headers: { authorization: `Bearer ${BOOTSTRAP}` } })).status, 200, 'and still answers its admin API');
   });
-}, { concurrent: true });
+});

@@ -15,7 +15,6 @@ import { extractArchive, HostileArchiveError } from '../../agent/jobs/extract.ts
 import { describeTally, fuzzRuns, tally } from './arbitraries.ts';
 
 // Long runs (SVC_FUZZ_RUNS) take minutes, also when this file is run on its own.
-t.setTimeout(1_800_000);
 const RUNS = fuzzRuns(2_000);
 
 const segment = fc.oneof(

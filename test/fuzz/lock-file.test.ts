@@ -15,7 +15,6 @@ import { job, lockOf, trig, workflow } from '../fixtures/locks.ts';
 import { describeTally, fuzzRuns, tally } from './arbitraries.ts';
 
 // Long runs (SVC_FUZZ_RUNS) take minutes, also when this file is run on its own.
-t.setTimeout(1_800_000);
 const RUNS = fuzzRuns(5_000);
 const LOCK = lockOf([
   workflow('ci', [trig.push({ branches: ['main', 'release/*'], paths: ['src/**'] }), trig.pr()], [job('build'), job('test')]),

@@ -159,4 +159,4 @@ await eachDatabase(t, async (t, db) => {
     t.pass('a real agent still registers');
     await agent.close();
   });
-}, { concurrent: true });
+});

@@ -241,4 +241,4 @@ await eachDatabase(t, async (t, db) => {
     t.equal((await fetch(`${stack.relayUrl}/healthz`)).status, 200, 'the relay still serves');
     t.equal((await fetch(`${stack.relayUrl}/v1/orgs/${ORG}/runs/${runId}`, { headers: stack.auth(pat) })).status, 200, 'and still forwards to its orchestrator');
   });
-}, { concurrent: true });
+});

@@ -143,4 +143,4 @@ await eachDatabase(t, async (t, db) => {
     t.equal(res.status, 200);
     t.ok(['accepted', 'buffered'].includes((res.json as { status: string }).status), 'deliveries still flow to an orchestrator');
   });
-}, { concurrent: true });
+});

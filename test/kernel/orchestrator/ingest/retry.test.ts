@@ -140,4 +140,4 @@ await eachDatabase(t, async (t, db) => {
     t.equal(await kept(failed.deliveryId), null);
     t.match(await kept(waiting.deliveryId), { state: 'waiting' }, 'a delivery still being retried keeps its bytes');
   });
-}, { concurrent: true });
+});

@@ -22,7 +22,6 @@ import { generateAppKeyPair, startFakeGithub } from '../../../fixtures/fake-gith
 import { pushPayload } from '../../../fixtures/github-payloads.ts';
 import { job, trig, workflow } from '../../../fixtures/locks.ts';
 
-t.setTimeout(1_200_000);
 const APP_ID = '5151';
 const keys = generateAppKeyPair();
 const lock = serializeLock(buildLock({ source: '.svc/workflows/*.ts#default', workflows: [workflow('ci', [trig.push()], [job('build')])] }));
@@ -112,10 +111,16 @@ await eachDatabase(t, async (t, db) => {
     // Several more passes (one a second): nothing is asked for twice, the live push never.
     const passes = async () => Number(((await db.pool.one(sql.unsafe`SELECT count(*)::int AS n FROM reconcile_redeliveries`)) as { n: number }).n);
     t.equal(await passes(), 2, 'two deliveries asked for');
-    await new Promise((r) => setTimeout(r, 3500));
+    // Each pass stamps the source's row when it finishes: two more stamps, the second from a pass
+    // that began after this point (passes never overlap).
+    const finishedAt = async () => String(await db.pool.oneFirst(sql.unsafe`SELECT finished_at::text FROM source_reconciliations`));
+    for (let pass = 0; pass < 2; pass += 1) {
+      const before = await finishedAt();
+      await until('another reconciliation pass', async () => ((await finishedAt()) !== before ? true : undefined));
+    }
     for (const d of missed) t.equal(attemptsOf(d.guid), 2, `${d.guid}: the miss and one redelivery`);
     t.equal(attemptsOf(live.guid), 1, 'the push that arrived was never asked for again');
     await orchestrator.stop();
     orchestrator = null;
   });
-}, { concurrent: true });
+});
