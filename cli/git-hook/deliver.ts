@@ -14,6 +14,13 @@ export interface DeliveryRequest {
   /** Epoch ms after which no attempt starts and any attempt is cut off. */
   deadline: number;
   deliveryId?: string;
+  /**
+   * The clock `deadline` is on, and the signal that cuts an attempt off after `ms` of it; default
+   * Date.now and AbortSignal.timeout. Callers in-process (tests) move time with their own instead
+   * of waiting out the budget; no flag or setting reaches these.
+   */
+  now?: () => number;
+  timeout?: (ms: number) => AbortSignal;
 }
 
 export interface DeliveryResult {
@@ -65,13 +72,15 @@ export async function deliverWebhook(request: DeliveryRequest): Promise<Delivery
     'x-provider-hook-installation-target-type': 'integration',
     'x-hub-signature-256': signatureHeader(request.secret, request.body),
   };
+  const now = request.now ?? Date.now;
+  const timeout = request.timeout ?? ((ms: number) => AbortSignal.timeout(ms));
   let last: DeliveryResult = { deliveryId, ok: false, status: null, outcome: 'not sent: no time left', attempts: 0 };
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-    const remaining = request.deadline - Date.now();
+    const remaining = request.deadline - now();
     if (remaining <= 0) break;
     let wait = BACKOFF_MS[attempt - 1] ?? 0;
     try {
-      const response = await fetch(request.url, { method: 'POST', headers, body: request.body, signal: AbortSignal.timeout(remaining), redirect: 'error' });
+      const response = await fetch(request.url, { method: 'POST', headers, body: request.body, signal: timeout(remaining), redirect: 'error' });
       const outcome = await outcomeOf(response);
       last = { deliveryId, ok: response.ok, status: response.status, outcome, attempts: attempt };
       if (response.ok || !transient(response.status)) return last;
@@ -84,7 +93,7 @@ export async function deliverWebhook(request: DeliveryRequest): Promise<Delivery
     }
     if (attempt === MAX_ATTEMPTS) break;
     // Never sleep past the deadline: the push is waiting on us.
-    if (Date.now() + wait >= request.deadline) break;
+    if (now() + wait >= request.deadline) break;
     await sleep(wait);
   }
   return last;

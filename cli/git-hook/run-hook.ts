@@ -41,6 +41,11 @@ export interface RunHookOptions {
   print: (line: string) => void;
   warn: (line: string) => void;
   now?: () => number;
+  /**
+   * Cuts a delivery attempt off after `ms` on the `now` clock (default AbortSignal.timeout): with
+   * `now`, a test moves the hook's budget past its end instead of waiting it out.
+   */
+  timeout?: (ms: number) => AbortSignal;
   /** Only send the outbox (`--flush`): stdin is not read. */
   flushOnly?: boolean;
 }
@@ -96,7 +101,17 @@ function send(run: HookRun, body: string, deliveryId?: string): Promise<Delivery
   if (run.now() >= deadline) {
     return Promise.resolve({ deliveryId: deliveryId ?? '', ok: false, status: null, outcome: `not sent: the hook's ${config.timeoutMs} ms budget is spent`, attempts: 0 });
   }
-  return deliverWebhook({ url: config.webhookUrl, secret: config.secret, sourceId: config.sourceId, event: 'push', body: Buffer.from(body), deadline, ...(deliveryId ? { deliveryId } : {}) });
+  return deliverWebhook({
+    url: config.webhookUrl,
+    secret: config.secret,
+    sourceId: config.sourceId,
+    event: 'push',
+    body: Buffer.from(body),
+    deadline,
+    now: run.now,
+    ...(run.options.timeout ? { timeout: run.options.timeout } : {}),
+    ...(deliveryId ? { deliveryId } : {}),
+  });
 }
 
 /** Kept pushes, oldest first, until one fails again (the receiver is still away: the rest wait too). */

@@ -42,6 +42,8 @@ export interface DispatcherOptions {
   /** How long a container job no agent can run stays queued before it fails as unroutable. */
   containerGraceMs: number;
   onDispatched?(jobId: string, agentId: string): void;
+  /** A pass over the queue completed (one with no idle agent too: it had nobody to give a job). */
+  onPass?(): void;
 }
 
 /** Spec ("Dispatch and run errors"): a job no coordinator can open fails with this, then why. */
@@ -129,6 +131,7 @@ export class Dispatcher {
         this.#again = false;
         try {
           await this.#pass();
+          this.#o.onPass?.();
         } catch (error) {
           this.#o.logger.warn({ err: messageOf(error) }, 'dispatch pass failed; retrying on the next wake');
         }

@@ -83,6 +83,9 @@ export class DispatchService {
   #stopped = false;
   readonly #dispatchedCounter;
   readonly #connectedGauge;
+  readonly #recoverySweeps;
+  readonly #dispatchPasses;
+  #ticks = 0;
 
   constructor(options: DispatchServiceOptions) {
     const window = recoveryWindowMs(options.maxReconnectDelayMs);
@@ -96,6 +99,10 @@ export class DispatchService {
     };
     this.#dispatchedCounter = options.metrics.counter({ name: 'svc_orch_jobs_dispatched_total', help: 'Jobs sent to agents by this node' });
     this.#connectedGauge = options.metrics.gauge({ name: 'svc_orch_agents_connected', help: 'Agents connected to this node' });
+    // Passes that completed, whether or not they moved anything: "still recovering (or held) after
+    // N passes" is then a count, not a wait, and operators see both loops are alive.
+    this.#dispatchPasses = options.metrics.counter({ name: 'svc_orch_dispatch_passes_total', help: 'Dispatcher passes over the queue completed by this node' });
+    this.#recoverySweeps = options.metrics.counter({ name: 'svc_orch_recovery_sweeps_total', help: 'Recovery sweeps (the stale detector: recovering jobs past their window failed) finished by this node' });
     const attempts = (): number => options.clusterSettings?.().maxDispatchAttempts ?? options.maxDispatchAttempts;
     this.dispatcher = new Dispatcher({
       pool: options.pool,
@@ -109,6 +116,7 @@ export class DispatchService {
       containerGraceMs: this.options.containerGraceMs,
       build: (row, session) => this.#build(row, session),
       onDispatched: () => this.#dispatchedCounter.inc(),
+      onPass: () => this.#dispatchPasses.inc(),
     });
   }
 
@@ -126,13 +134,23 @@ export class DispatchService {
         const failed = await this.dispatcher.failQueueTimeouts(timeoutMs);
         if (failed.length > 0) this.options.logger.warn({ jobs: failed, timeoutMs }, 'jobs queued longer than queue.timeoutMs failed');
       }
+      this.#ticks += 1;
     });
     // The stale detector: fails the jobs of agents that did not come back within the window.
     this.#every(() => this.#recoveryScanMs, async () => {
       const failed = await sweepExpiredRecoveries(this.options.pool, this.options.maxReconnectDelayMs);
+      this.#recoverySweeps.inc();
       if (failed.length > 0) this.options.logger.info({ jobs: failed }, 'recovery window expired; jobs failed');
     });
     this.dispatcher.wake();
+  }
+
+  /**
+   * Periodic ticks completed (wake, annotation, queue timeouts), every `tickMs`: a test reads
+   * "the other timers had their turn" from it ("no sweep after three ticks") instead of sleeping.
+   */
+  get ticks(): number {
+    return this.#ticks;
   }
 
   /** Recovery sweep interval: `staleDetector.scanIntervalMs` when set, else the tuning or default. */

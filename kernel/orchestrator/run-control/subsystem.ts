@@ -31,7 +31,10 @@ export function createRunControlSubsystem(tuning: RunControlTuning = {}): Subsys
           return { type: 'approval.step.response' as const, requestId: message.requestId, error: { code: error.code, message: error.message } };
         }),
       );
-      const worker = new RunControlWorker({ pool: ctx.db, logger, tickMs: tuning.tickMs ?? 1_000 });
+      // Completed passes, counted: "nothing moved" is read after a number of passes (holds not
+      // expired early, a run not released twice) rather than after a wait.
+      const passes = ctx.metrics.counter({ name: 'svc_orch_run_control_passes_total', help: 'Run-control passes (hold expiry, concurrency admission, job gates) completed by this node' });
+      const worker = new RunControlWorker({ pool: ctx.db, logger, tickMs: tuning.tickMs ?? 1_000, passes });
       const listener = await createListener({ url: ctx.databaseUrl, logger });
       await listener.listen(RUN_CONTROL_CHANNEL, () => worker.wake());
       // Almost no status change frees a slot: a burst of them shares one pass.

@@ -4,6 +4,7 @@
 // releases wait timers; passes never overlap. Every node runs one; they share the work through
 // row locks and per-group advisory locks, so running it twice is safe.
 import type { Logger } from 'pino';
+import type { Counter } from 'prom-client';
 import { messageOf } from '../../../core/errors.ts';
 import { sql, type DatabasePool } from '../../services/db/index.ts';
 import { cancelJobIn } from '../dispatch/cancel.ts';
@@ -19,6 +20,8 @@ export interface RunControlWorkerOptions {
   logger: Logger;
   /** Periodic pass (wait timers, hold expiry, missed notifications). */
   tickMs: number;
+  /** Counts completed passes (`svc_orch_run_control_passes_total`). */
+  passes?: Counter;
 }
 
 export interface PassResult {
@@ -82,6 +85,7 @@ export class RunControlWorker {
         this.#again = false;
         try {
           const r = await runControlPass(this.#o.pool, this.#o.logger);
+          this.#o.passes?.inc();
           if (r.expired + r.admitted + r.cancelledRuns + r.queued + r.held > 0) this.#o.logger.debug(r, 'run-control pass');
         } catch (error) {
           this.#o.logger.warn({ err: messageOf(error) }, 'run-control pass failed; retrying on the next wake');
