@@ -87,6 +87,14 @@ export class WarmRunners {
     return this.#depth;
   }
 
+  /**
+   * Spares up or starting now. `replenish()` starts them synchronously, so a test reads "one new
+   * spare" from this right after it instead of waiting to see that no second slot appears.
+   */
+  get spares(): number {
+    return this.#spares.length;
+  }
+
   /** Whether the spare the next job would take has said `runner.ready` (false while none is up). */
   async nextLoaded(): Promise<boolean> {
     const head = this.#spares[0];

@@ -44,6 +44,8 @@ export interface ReporterOptions {
   stderr: NodeJS.WritableStream & { isTTY?: boolean };
   /** Colour and spinner; defaults to stderr being a TTY. */
   tty?: boolean;
+  /** The clock a task's time is read from (ms); `Date.now` unless a test injects one. */
+  now?: () => number;
 }
 
 const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
@@ -55,6 +57,7 @@ const seconds = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
 
 export function createReporter(options: ReporterOptions): Reporter {
   const { stdout, stderr, json } = options;
+  const now = options.now ?? Date.now;
   const tty = !json && (options.tty ?? stderr.isTTY === true);
   // Colour only where it lands on a terminal: progress on stderr, data on stdout.
   const colourOut = !json && (options.tty ?? stdout.isTTY === true);
@@ -149,7 +152,7 @@ export function createReporter(options: ReporterOptions): Reporter {
   return {
     emit,
     async task(phase, message, fn) {
-      const started = Date.now();
+      const started = now();
       if (tty && spinner === undefined) {
         spinner = { text: `${message}…`, frame: 0, timer: setInterval(() => { spinner!.frame += 1; drawSpinner(); }, 80) };
         spinner.timer.unref();
@@ -165,13 +168,13 @@ export function createReporter(options: ReporterOptions): Reporter {
       try {
         const value = await fn();
         finish();
-        const ms = Date.now() - started;
+        const ms = now() - started;
         if (json) emit({ event: 'progress', phase, status: 'done', ms, message });
         else if (tty) stderr.write(`${paintErr('32', '✓')} ${message} ${paintErr('2', `(${seconds(ms)})`)}\n`);
         return value;
       } catch (error) {
         finish();
-        const ms = Date.now() - started;
+        const ms = now() - started;
         const why = isSvcError(error) ? `${error.code}: ${messageOf(error)}` : messageOf(error);
         if (json) emit({ event: 'progress', phase, status: 'failed', ms, message: `${message}: ${why}` });
         else if (tty) stderr.write(`${paintErr('31', '✗')} ${message}\n`);

@@ -17,7 +17,7 @@ import { DedupWindow } from './dedup-window.ts';
 import { registerDeviceApiRoutes, registerDevicePage } from './device/index.ts';
 import { registerIngestRoutes } from './ingest-routes.ts';
 import { OrchestratorEndpoint } from './orchestrator-endpoint.ts';
-import { OrchestratorPool } from './orchestrator-pool.ts';
+import { OrchestratorPool, type AckTimer } from './orchestrator-pool.ts';
 import { registerPatRoutes } from './pats/routes.ts';
 import { relayMetrics } from './relay-metrics.ts';
 import { Replayer } from './replay.ts';
@@ -43,8 +43,12 @@ export interface StartRelayOptions {
   logger?: Logger;
   /** Tuning, mostly for tests; defaults are the spec's values. */
   ackTimeoutMs?: number;
+  /** The timer of the per-candidate ack ceiling (tests: see `AckTimer`). */
+  ackTimer?: AckTimer;
   totalBudgetMs?: number;
   dedupWindowMs?: number;
+  /** The duplicate window's clock (ms, monotonic); tests move it past the window (DedupWindowOptions.now). */
+  dedupNow?: () => number;
   negativeCacheTtlMs?: number;
   watermarkBytes?: number;
   heartbeatMs?: number;
@@ -120,7 +124,12 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Relay
     await buffer.load();
 
     const negativeCache = new NegativeCache({ ttlMs: options.negativeCacheTtlMs ?? 60_000 });
-    const pool = new OrchestratorPool({ watermarkBytes: options.watermarkBytes ?? SEND_BUFFER_WATERMARK_BYTES, metrics: rm, logger });
+    const pool = new OrchestratorPool({
+      watermarkBytes: options.watermarkBytes ?? SEND_BUFFER_WATERMARK_BYTES,
+      metrics: rm,
+      logger,
+      ...(options.ackTimer !== undefined ? { ackTimer: options.ackTimer } : {}),
+    });
     const replayer = new Replayer({
       buffer,
       pool,
@@ -164,7 +173,11 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Relay
       negativeCache,
       pool,
       buffer,
-      dedup: new DedupWindow({ windowMs: options.dedupWindowMs ?? DEDUP_WINDOW_MS, pendingMs: totalBudgetMs + 60_000 }),
+      dedup: new DedupWindow({
+        windowMs: options.dedupWindowMs ?? DEDUP_WINDOW_MS,
+        pendingMs: totalBudgetMs + 60_000,
+        ...(options.dedupNow !== undefined ? { now: options.dedupNow } : {}),
+      }),
       metrics: rm,
       logger,
       rateLimitPerOrgRpm: config.relay.rateLimitPerOrgRpm,

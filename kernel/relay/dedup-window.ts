@@ -17,6 +17,11 @@ export interface DedupWindowOptions {
   /** How long an in-flight claim may stay pending (the relay's total budget plus slack). */
   pendingMs: number;
   maxKeys?: number;
+  /**
+   * The clock the window and the pending limit are measured on (ms, monotonic); defaults to
+   * `performance.now()`. Tests move an injected clock past the window instead of waiting it out.
+   */
+  now?: () => number;
 }
 
 export class DedupWindow {
@@ -27,7 +32,13 @@ export class DedupWindow {
   constructor(options: DedupWindowOptions) {
     this.#windowMs = options.windowMs;
     this.#pendingMs = options.pendingMs;
-    this.#entries = new LRUCache<string, Entry>({ max: options.maxKeys ?? 200_000, ttlAutopurge: false });
+    const now = options.now;
+    this.#entries = new LRUCache<string, Entry>({
+      max: options.maxKeys ?? 200_000,
+      ttlAutopurge: false,
+      // An injected clock is read on every check (no 1 ms caching of "now").
+      ...(now === undefined ? {} : { perf: { now }, ttlResolution: 0 }),
+    });
   }
 
   /** Claims every key, or reports a duplicate when any key was answered 200 inside the window. */

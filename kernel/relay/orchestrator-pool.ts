@@ -9,6 +9,18 @@ import type { RelayMetrics } from './relay-metrics.ts';
 
 export type AttemptResult = { kind: 'ack'; ack: WebhookAck } | { kind: 'timeout' } | { kind: 'closed' };
 
+/**
+ * Starts the ack ceiling of one attempt on one orchestrator: calls `fire` once `ms` have passed and
+ * returns a cancel. The relay uses `realAckTimer`; a test injects its own so a prompt candidate's
+ * ack does not race a short ceiling on a busy machine (it fires a hanging candidate's ceiling only).
+ */
+export type AckTimer = (ms: number, fire: () => void, orchestratorId: string) => () => void;
+
+export const realAckTimer: AckTimer = (ms, fire) => {
+  const timer = setTimeout(fire, Math.max(1, ms));
+  return () => clearTimeout(timer);
+};
+
 /** One orchestrator socket past hello. */
 export class OrchestratorConnection {
   readonly connId = randomUUID();
@@ -53,19 +65,20 @@ export class OrchestratorConnection {
     return true;
   }
 
-  /** Sends one delivery and waits for its ack, at most `timeoutMs`. Never rejects. */
-  deliver(message: WebhookDeliver, timeoutMs: number): Promise<AttemptResult> {
+  /** Sends one delivery and waits for its ack, at most `timeoutMs` (as `timer` measures it). Never rejects. */
+  deliver(message: WebhookDeliver, timeoutMs: number, timer: AckTimer = realAckTimer): Promise<AttemptResult> {
     if (this.closed) return Promise.resolve({ kind: 'closed' });
     return new Promise<AttemptResult>((resolve) => {
       const ref = message.deliveryRef;
       const finish = (result: AttemptResult): void => {
         if (this.#pending.get(ref) !== finish) return;
         this.#pending.delete(ref);
-        clearTimeout(timer);
+        cancel();
         resolve(result);
       };
-      const timer = setTimeout(() => finish({ kind: 'timeout' }), Math.max(1, timeoutMs));
+      let cancel: () => void = () => undefined;
       this.#pending.set(ref, finish);
+      cancel = timer(timeoutMs, () => finish({ kind: 'timeout' }), this.orchestratorId);
       this.#socket.send(JSON.stringify(message), (error) => {
         if (error) finish({ kind: 'closed' });
       });
@@ -107,6 +120,8 @@ export function orderCandidates<T extends Candidate>(candidates: readonly T[], s
 
 export interface OrchestratorPoolOptions {
   watermarkBytes: number;
+  /** The per-candidate ack ceiling's timer; `realAckTimer` unless a test injects one. */
+  ackTimer?: AckTimer;
   metrics: RelayMetrics;
   logger: Logger;
 }
@@ -165,7 +180,7 @@ export class OrchestratorPool {
       // The buffer may have grown since the order was made.
       if (candidate.closed || candidate.bufferedAmount > this.#options.watermarkBytes) continue;
       const started = performance.now();
-      const result = await candidate.deliver(message, Math.min(perCandidateMs, left));
+      const result = await candidate.deliver(message, Math.min(perCandidateMs, left), this.#options.ackTimer);
       const seconds = (performance.now() - started) / 1000;
       if (result.kind === 'ack') {
         this.#options.metrics.ackSeconds.observe({ result: result.ack.result }, seconds);

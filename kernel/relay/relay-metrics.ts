@@ -31,6 +31,7 @@ export interface RelayMetrics {
   ackSeconds: Histogram<'result'>;
   forwardSeconds: Histogram;
   replayed: Counter<'result'>;
+  replayPasses: Counter;
 }
 
 export function relayMetrics(metrics: SvcMetrics): RelayMetrics {
@@ -59,5 +60,8 @@ export function relayMetrics(metrics: SvcMetrics): RelayMetrics {
       buckets: STAGE_BUCKETS,
     }),
     replayed: metrics.counter({ name: 'svc_relay_replayed_total', help: 'Buffered deliveries replayed, by ack result.', labelNames: ['result'] }),
+    // Tests read "nothing more was replayed" (paused after a shed, an expired delivery) after
+    // counted passes instead of after a sleep.
+    replayPasses: metrics.counter({ name: 'svc_relay_replay_passes_total', help: "Replay passes over an org's buffered deliveries completed (including a pass that found it paused or empty)." }),
   };
 }

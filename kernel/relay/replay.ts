@@ -68,6 +68,7 @@ export class Replayer {
       .catch((error: unknown) => this.#options.logger.error({ err: error, orgId }, 'buffer replay failed; will retry'))
       .finally(() => {
         this.#running.delete(orgId);
+        this.#options.metrics.replayPasses.inc();
         if (this.#again.delete(orgId)) this.kick(orgId);
       });
     this.#running.set(orgId, run);

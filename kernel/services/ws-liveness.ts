@@ -31,21 +31,33 @@ export class PeerLiveness {
 }
 
 /**
- * Runs the rounds for a `ws` socket every `everyMs`: listens for its pings and pongs (the caller
- * reports messages through `heard()`), pings when a round was quiet, and calls `onDead` when a
- * ping went unanswered for a whole round. Returns the timer, for the caller to clear on close.
+ * The rounds of a `ws` socket, each run by a call of the returned function: listens for its pings
+ * and pongs (the caller reports messages through `heard()`); a round pings when it was quiet and
+ * calls `onDead` when a ping went unanswered for a whole round, and returns what it decided.
+ * `watchPeer` runs them on a timer; a test runs them itself, one after the effect of the last.
  */
+export function peerRounds(
+  socket: { on(event: 'ping' | 'pong', listener: () => void): unknown; ping(): void },
+  liveness: PeerLiveness,
+  onDead: () => void,
+): () => LivenessRound {
+  socket.on('ping', () => liveness.heard());
+  socket.on('pong', () => liveness.heard());
+  return () => {
+    const round = liveness.round();
+    if (round === 'ping') socket.ping();
+    else if (round === 'dead') onDead();
+    return round;
+  };
+}
+
+/** Runs `peerRounds` every `everyMs`. Returns the timer, for the caller to clear on close. */
 export function watchPeer(
   socket: { on(event: 'ping' | 'pong', listener: () => void): unknown; ping(): void },
   liveness: PeerLiveness,
   everyMs: number,
   onDead: () => void,
 ): NodeJS.Timeout {
-  socket.on('ping', () => liveness.heard());
-  socket.on('pong', () => liveness.heard());
-  return setInterval(() => {
-    const round = liveness.round();
-    if (round === 'ping') socket.ping();
-    else if (round === 'dead') onDead();
-  }, everyMs);
+  const round = peerRounds(socket, liveness, onDead);
+  return setInterval(round, everyMs);
 }

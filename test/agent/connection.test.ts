@@ -53,24 +53,37 @@ t.test('keeps retrying while the orchestrator is down, then registers', async (t
   const orch = await startOrchestratorDouble();
   const url = orch.url;
   await orch.close();
-  const started = launchAgent({ url, workDir: join(tmp.dir, 'w2'), maxReconnectDelayMs: 200 });
-  await new Promise((r) => setTimeout(r, 600));
-  // Bring an orchestrator up on the same port.
-  const { createServer } = await import('node:http');
   const port = Number(new URL(url).port);
-  const probe = createServer();
+  // Down, and counting: a TCP listener on the port that drops every connection at once.
+  const { createServer } = await import('node:net');
+  let refused = 0;
+  const down = createServer((socket) => {
+    refused += 1;
+    socket.destroy();
+  });
   const free = await new Promise<boolean>((resolve) => {
-    probe.once('error', () => resolve(false));
-    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+    down.once('error', () => resolve(false));
+    down.listen(port, '127.0.0.1', () => resolve(true));
   });
   if (!free) {
     t.comment('port taken meanwhile');
-    (await started).stop();
     return;
   }
-  const again = await startOrchestratorOnPort(port);
+  const started = launchAgent({ url, workDir: join(tmp.dir, 'w2'), maxReconnectDelayMs: 200 });
+  for (const deadline = Date.now() + 60_000; refused < 2 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 10));
+  t.ok(refused >= 2, `tried ${refused} times while the orchestrator was down`);
+  // Bring an orchestrator up on the same port.
+  await new Promise((r) => down.close(r));
+  let again: Awaited<ReturnType<typeof startOrchestratorOnPort>>;
+  try {
+    again = await startOrchestratorOnPort(port);
+  } catch {
+    t.comment('port taken meanwhile');
+    (await started.catch(() => undefined))?.stop();
+    return;
+  }
   const agent = await started;
-  t.ok(agent.connection.stats.connects >= 2, `connected after ${agent.connection.stats.connects} attempts`);
+  t.ok(agent.connection.stats.connects > refused, `connected after ${agent.connection.stats.connects} attempts`);
   await agent.stop();
   await again.close();
 });
@@ -85,7 +98,10 @@ async function startOrchestratorOnPort(port: number) {
       if (m.type === 'agent.register') ws.send(JSON.stringify({ type: 'agent.registered', agentId: m.agentId, labels: m.labels, protocolVersion: 3 }));
     }),
   );
-  await new Promise((r) => wss.once('listening', r));
+  await new Promise((resolve, reject) => {
+    wss.once('listening', resolve);
+    wss.once('error', reject);
+  });
   return { close: () => new Promise<void>((r) => { for (const c of wss.clients) c.terminate(); wss.close(() => r()); }) };
 }
 
@@ -98,7 +114,8 @@ t.test('a bad token ends the agent without a retry (close 4001 and HTTP 401)', a
       (e: unknown) => e as { code?: string; message: string },
     );
     t.equal(error?.code, 'SVC_ERR_AGENT_UNAUTHORIZED', mode);
-    await new Promise((r) => setTimeout(r, 400));
+    // A fatal refusal stops the connection (no redial is scheduled or possible after it): the
+    // count is final once the agent has given up.
     t.equal(orch.connections, mode === 'close' ? 1 : 0, 'no second attempt');
     await orch.close();
   }
@@ -111,7 +128,7 @@ t.test('a protocol-error close ends the agent', async (t) => {
     (e: unknown) => e as { code?: string },
   );
   t.equal(error?.code, 'SVC_ERR_AGENT_PROTOCOL');
-  await new Promise((r) => setTimeout(r, 300));
+  // Fatal: the agent stopped, nothing dials again.
   t.equal(orch.connections, 1);
   await orch.close();
 });

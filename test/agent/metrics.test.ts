@@ -62,7 +62,7 @@ t.test('the real svc-agent serves event-loop delay and GC pauses on 127.0.0.1', 
 
   // GC pauses are observed as they happen: a busy start has had some; wait for the first if not.
   let text = await scrape(url);
-  for (let i = 0; i < 100 && !/^nodejs_gc_duration_seconds_count\{kind="[a-z]+"\} [1-9]/m.test(text); i++) {
+  for (const deadline = Date.now() + 120_000; !/^nodejs_gc_duration_seconds_count\{kind="[a-z]+"\} [1-9]/m.test(text) && Date.now() < deadline; ) {
     await new Promise((r) => setTimeout(r, 200));
     text = await scrape(url);
   }
@@ -125,7 +125,7 @@ t.test("a checkout job moves the agent's job metrics", async (t) => {
 
   // The job-finished count moves after the terminal status is sent: give it a moment.
   let text = await scrape(agent.metricsUrl);
-  for (let i = 0; i < 200 && sample(text, 'svc_agent_jobs_total{status="failed"}') !== 1; i++) {
+  for (const deadline = Date.now() + 120_000; sample(text, 'svc_agent_jobs_total{status="failed"}') !== 1 && Date.now() < deadline; ) {
     await new Promise((r) => setTimeout(r, 100));
     text = await scrape(agent.metricsUrl);
   }

@@ -6,7 +6,6 @@ import t from 'tap';
 import { REPO_ROOT, runProgram } from '../fixtures/programs.ts';
 
 // Real processes on a 2-core machine shared with other test files: allow for load.
-t.setTimeout(1_200_000);
 
 const bin = (name: string) => join(REPO_ROOT, 'bin', `${name}.ts`);
 

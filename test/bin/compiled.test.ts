@@ -9,7 +9,6 @@ import { eachDatabase, type Test } from '../fixtures/db.ts';
 import { REPO_ROOT, runProgram, startProgram } from '../fixtures/programs.ts';
 
 // Real processes on a 2-core machine shared with other test files: allow for load.
-t.setTimeout(1_200_000);
 
 const dist = (name: string) => join(REPO_ROOT, 'dist/bin', `${name}.js`);
 const built = existsSync(dist('svc')) && existsSync(join(REPO_ROOT, 'dist/vendor/typebox.js'));

@@ -14,7 +14,6 @@ import { until } from '../fixtures/runs.ts';
 import { REPO_ROOT, runProgram, startProgram } from '../fixtures/programs.ts';
 
 // Real processes on a 2-core machine shared with other test files: allow for load.
-t.setTimeout(1_200_000);
 
 const BIN = join(REPO_ROOT, 'bin/svc-orchestrator.ts');
 

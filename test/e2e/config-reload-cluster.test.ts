@@ -12,6 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { createDatabase, sql } from '../../kernel/services/db/index.ts';
 import { eachDatabase, testLogger } from '../fixtures/db.ts';
+import { morePasses, RUN_CONTROL_PASSES } from '../fixtures/passes.ts';
 import { REPO_ROOT, runProgram, startProgram, type StartedProgram } from '../fixtures/programs.ts';
 
 t.setTimeout(1_200_000);
@@ -134,9 +135,19 @@ await eachDatabase(t, async (t, db) => {
     // A version nobody announced: only a reload finds it.
     const direct = await createDatabase({ url: db.url, logger: testLogger, maxPoolSize: 1 });
     t.teardown(() => direct.end());
+    // Reloads node 2 attempted, from any source.
+    const attempted = async () =>
+      (await (await fetch(`${node2.url}/metrics`)).text())
+        .split('\n')
+        .filter((l) => l.startsWith('svc_orch_config_reload_total{') && l.includes('result="attempted"'))
+        .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
+    const attemptedBefore = await attempted();
     const version = Number(await direct.oneFirst(sql.unsafe`INSERT INTO config_versions (id, config, created_by, description) VALUES (${randomUUID()}, ${sql.jsonb({ queue: { maxDepth: 456 } })}, 'cli:set', 'quiet write') RETURNING version`));
-    await sleep(2_000);
+    // Two run-control passes on node 2 (its 1 s tick), counted rather than slept: time in which a
+    // reload driven by anything but a notification or a signal would have shown.
+    await morePasses(node2.url, RUN_CONTROL_PASSES);
     t.not(await gauge(node2), version, 'unannounced: node 2 has not seen it');
+    t.equal(await attempted(), attemptedBefore, 'node 2 attempted no reload');
     const sighupBefore = await reloads(node1, 'success', 'sighup');
     const clusterBefore = await reloads(node2, 'success', 'cluster');
     node1.child.kill('SIGHUP');

@@ -7,7 +7,6 @@ import { tapContract, type ProviderHarness } from 'svc/testing';
 import { GITEA_PLUGIN_PATH, linkSvcIntoExample } from '../fixtures/gitea-example.ts';
 import { giteaPushPayload } from '../fixtures/gitea-payloads.ts';
 
-t.setTimeout(1_200_000);
 await linkSvcIntoExample();
 
 const SHA = '5'.repeat(40);

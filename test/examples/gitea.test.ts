@@ -17,7 +17,6 @@ import { giteaPullRequestPayload, giteaPushPayload } from '../fixtures/gitea-pay
 import { createGitRemote } from '../fixtures/git-repos.ts';
 import { REPO_ROOT, runProgram } from '../fixtures/programs.ts';
 
-t.setTimeout(1_200_000);
 await linkSvcIntoExample();
 
 const host = createPluginHost({ config: { 'provider:gitea': { requestTimeoutMs: 30_000, maxReadFileBytes: 64 } } });

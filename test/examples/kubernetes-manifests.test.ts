@@ -23,7 +23,6 @@ import { loadScalerConfig } from '../../core/scalers/config-file.ts';
 import { KubernetesScalerSettings } from '../../schemas/scaler-kubernetes.ts';
 import { compileSchema } from '../../schemas/validate.ts';
 
-t.setTimeout(1_200_000);
 
 const DIR = fileURLToPath(new URL('../../deploy/kubernetes/', import.meta.url));
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

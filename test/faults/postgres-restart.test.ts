@@ -23,8 +23,12 @@ await t.test('PostgreSQL stopped and started under load: both servers recover un
 
   let stoppedAt = 0;
   let startedAt = 0;
+  // The outage starts once a third of the pushes are recorded (on their effect, not a fixed time):
+  // the rest arrive while the database is down and after.
+  const recorded = async () => Number((await queryOnce<{ n: string }>(stack.orchestratorDbUrl, 'select count(*) as n from webhook_deliveries'))[0]?.n ?? 0);
+  const recordedBefore = await recorded();
   const outage = (async () => {
-    await new Promise((r) => setTimeout(r, 6_000));
+    for (const waitUntil = Date.now() + 120_000; (await recorded()) < recordedBefore + PUSHES / 3 && Date.now() < waitUntil; ) await new Promise((r) => setTimeout(r, 100));
     stoppedAt = Date.now();
     await cluster.stop();
     await new Promise((r) => setTimeout(r, DOWN_MS));

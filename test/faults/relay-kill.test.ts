@@ -7,7 +7,7 @@
 // end as exactly one record, one run per workflow on main. Pushes that got no answer (the relay
 // died first) are the sender's to retry; some of them were committed anyway and are delivered.
 import t from 'tap';
-import { faultCluster, startFaultStack, tallyLine } from '../fixtures/fault-stack.ts';
+import { faultCluster, queryOnce, startFaultStack, tallyLine } from '../fixtures/fault-stack.ts';
 import { volume } from '../fixtures/volume.ts';
 
 t.setTimeout(1_200_000);
@@ -32,9 +32,12 @@ await t.test('relay SIGKILLed mid-stream, with a buffer filling and draining: no
 
   // Each phase has pushes of its own arriving while its kill lands, however long restarts take.
   const batch = (from: number) => stack.sendAll(PUSHES / 3, { concurrency: 8, perSecond: 15, from });
-  // 1. Live: the orchestrator linked.
+  // 1. Live: the orchestrator linked. The kill lands once a third of the phase's pushes are
+  //    recorded (on their effect, not after a fixed time).
+  const recorded = async () => Number((await queryOnce<{ n: string }>(stack.orchestratorDbUrl, 'select count(*) as n from webhook_deliveries'))[0]?.n ?? 0);
+  const recordedBefore = await recorded();
   const live = batch(0);
-  await sleep(3_000);
+  for (const waitUntil = Date.now() + 120_000; (await recorded()) < recordedBefore + PUSHES / 9 && Date.now() < waitUntil; ) await sleep(100);
   await killRelay();
   const sent = await live;
   // 2. Buffering: no orchestrator, so the relay commits every push to its buffer; the kill lands

@@ -76,6 +76,7 @@ export class EventWorker {
   #loop: Promise<void> | null = null;
   #sweeper: NodeJS.Timeout | null = null;
   #sweeping: Promise<void> | null = null;
+  #passes = 0;
 
   constructor(options: WorkerOptions) {
     this.#o = options;
@@ -92,6 +93,15 @@ export class EventWorker {
       if (this.#sweeping === null) this.#sweeping = this.sweep().finally(() => (this.#sweeping = null));
     }, sweepMs);
     this.#sweeper.unref();
+  }
+
+  /**
+   * Passes of the delivery loop completed: each leased what was due and delivered it (or found
+   * nothing, or failed to lease). A test asserts "nothing leased it" after two more passes (the
+   * second began after the state it checks) instead of after a sleep.
+   */
+  get passes(): number {
+    return this.#passes;
   }
 
   /** A notification (or anything else) says events may be due. */
@@ -155,10 +165,12 @@ export class EventWorker {
         leased = await leaseEvents(this.#o.pool, this.#o.nodeId, this.#o.leaseDurationMs, this.#batch);
       } catch (error) {
         this.#o.logger.warn({ err: messageOf(error) }, 'leasing internal events failed');
+        this.#passes += 1;
         await this.#sleep(pollMs);
         continue;
       }
       if (leased.length > 0) await this.#deliverAll(leased);
+      this.#passes += 1;
       // A full batch: more are likely waiting. Otherwise wait for a notification or the poll.
       if (leased.length < this.#batch) await this.#sleep(pollMs);
     }

@@ -69,6 +69,15 @@ export interface RelayLink {
   readonly connected: boolean;
   /** The org the relay serves this link for (its platform token's), from the last welcome. */
   readonly orgId: string | undefined;
+  /**
+   * Deliveries offered while one with the same delivery id was still being handled (a replay
+   * racing its live attempt): they shared its outcome, `onDelivery` ran once. Tests wait on it.
+   */
+  readonly joinedDeliveries: number;
+  /** A redial is scheduled (its timer pending). False once closed: nothing dials again. */
+  readonly redialScheduled: boolean;
+  /** Sockets dialled so far (the first and each redial): a dial starts only once the last ended. */
+  readonly dials: number;
   registerSource(source: RelaySource): void;
   deregisterSource(routingKey: string): void;
   /** Sends a message now if connected (status forwards); false when not connected. */
@@ -125,6 +134,8 @@ export function connectRelay(options: ConnectRelayOptions): RelayLink {
   let orgId: string | undefined;
   let closed = false;
   let attempt = 0;
+  let joinedDeliveries = 0;
+  let dials = 0;
   let reconnectTimer: NodeJS.Timeout | undefined;
   let heartbeatTimer: NodeJS.Timeout | undefined;
   let lastFailure: 'auth' | 'protocol' | undefined;
@@ -184,7 +195,9 @@ export function connectRelay(options: ConnectRelayOptions): RelayLink {
 
   async function handleDelivery(ws: WebSocket, delivery: WebhookDeliver, arrived: number): Promise<void> {
     let pending = inFlight.get(delivery.deliveryId);
-    if (pending === undefined) {
+    if (pending !== undefined) {
+      joinedDeliveries += 1;
+    } else {
       pending = (async () => {
         try {
           return await options.onDelivery(delivery);
@@ -254,7 +267,9 @@ export function connectRelay(options: ConnectRelayOptions): RelayLink {
   }
 
   function dial(): void {
+    reconnectTimer = undefined;
     if (closed) return;
+    dials += 1;
     const ws = new WebSocket(url, {
       headers: { authorization: `Bearer ${options.platformToken}` },
       maxPayload: MAX_RELAY_FRAME_BYTES,
@@ -316,6 +331,15 @@ export function connectRelay(options: ConnectRelayOptions): RelayLink {
     get orgId() {
       return orgId;
     },
+    get joinedDeliveries() {
+      return joinedDeliveries;
+    },
+    get redialScheduled() {
+      return reconnectTimer !== undefined;
+    },
+    get dials() {
+      return dials;
+    },
     registerSource(source) {
       registered.set(source.routingKey, source);
       deregistered.delete(source.routingKey);
@@ -354,6 +378,7 @@ export function connectRelay(options: ConnectRelayOptions): RelayLink {
       if (closed) return;
       closed = true;
       clearTimeout(reconnectTimer);
+      reconnectTimer = undefined;
       clearTimeout(heartbeatTimer);
       for (const w of waiters) w.reject(new UnavailableError('SVC_ERR_RELAY_LINK_CLOSED', 'the relay link was closed'));
       waiters = [];

@@ -19,6 +19,7 @@
 import type { Logger } from 'pino';
 import type { OrchestratorToRelay } from '../../../schemas/wire/relay.ts';
 import { createListener, REPORT_SETTLE_MS, settledWake, type DatabasePool, type Listener } from '../../services/db/index.ts';
+import type { SvcMetrics } from '../../services/metrics.ts';
 import { FEED_RETENTION_DEFAULTS, pruneFeed, type FeedRetention } from './feed-janitor.ts';
 import { RUN_STATUS_CHANNEL, forwardPending, hasPending, jobIdsOfRuns, jobMessages, recentRunIds, runMessages } from './status-feed.ts';
 
@@ -49,6 +50,11 @@ export interface StatusForwarderOptions {
   resendMaxJobs?: number;
   /** Retention of feed rows (feed-janitor.ts). */
   retention?: Partial<FeedRetention>;
+  /**
+   * Counts completed passes (`svc_orch_status_forward_passes_total`): a test reads "still
+   * pending after a pass" from it instead of sleeping.
+   */
+  metrics?: SvcMetrics;
 }
 
 export const STATUS_FORWARDER_DEFAULTS = {
@@ -93,6 +99,7 @@ export class StatusForwarder {
   /** When the link last dropped, if it has since this process started. */
   #droppedAt: Date | undefined;
   #prunedAt = 0;
+  readonly #passes: { inc(): void } | undefined;
 
   constructor(options: StatusForwarderOptions) {
     this.#options = options;
@@ -105,6 +112,7 @@ export class StatusForwarder {
       resendMaxRuns: options.resendMaxRuns ?? STATUS_FORWARDER_DEFAULTS.resendMaxRuns,
       resendMaxJobs: options.resendMaxJobs ?? STATUS_FORWARDER_DEFAULTS.resendMaxJobs,
     } as typeof STATUS_FORWARDER_DEFAULTS;
+    this.#passes = options.metrics?.counter({ name: 'svc_orch_status_forward_passes_total', help: 'Relay status forwarder passes over the run status feed completed by this node' });
   }
 
   async start(): Promise<void> {
@@ -148,6 +156,8 @@ export class StatusForwarder {
         // The next tick retries; rows stay pending.
         this.#log.warn({ err: error }, 'status forwarding pass failed');
         return;
+      } finally {
+        this.#passes?.inc();
       }
     } while (this.#again && !this.#stopped);
   }

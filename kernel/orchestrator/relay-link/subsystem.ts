@@ -43,6 +43,7 @@ export const relayLinkSubsystem: Subsystem = {
       pool: ctx.db,
       databaseUrl: ctx.databaseUrl,
       logger,
+      metrics: ctx.metrics,
       link: {
         get connected() {
           return linkRef?.connected ?? false;

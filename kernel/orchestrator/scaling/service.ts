@@ -9,6 +9,7 @@ import type { ScalerExtensionPoint } from '../../../core/extension-points/scaler
 import { loadScalerConfig, type ResolvedScaler, type ScalerConfig } from '../../../core/scalers/config-file.ts';
 import type { PluginHost } from '../../../core/plugins/index.ts';
 import type { DatabasePool } from '../../services/db/index.ts';
+import type { SvcMetrics } from '../../services/metrics.ts';
 import { InputError } from '../../../core/errors.ts';
 import { requiredMatchers, satisfies } from '../dispatch/labels.ts';
 import { queuedJobsPage } from '../dispatch/queue.ts';
@@ -29,6 +30,12 @@ export interface ScalingServiceOptions extends ScalingTuning {
   isLeader(): boolean;
   /** The config's scaler paths; re-read on reload. */
   paths(): { configPath?: string | undefined; configDir?: string | undefined };
+  /**
+   * Counts completed passes (`svc_orch_scaling_passes_total`) and scaler config re-reads
+   * (`svc_orch_scaler_config_reloads_total`): tests read "no further scale-up after two passes"
+   * and "the bad reload was tried" from them instead of waiting.
+   */
+  metrics?: SvcMetrics;
 }
 
 /** Queued jobs read per pass (bounds one pass; the next takes the rest). */
@@ -41,10 +48,18 @@ export class ScalingService {
   #again = false;
   #stopped = false;
   #timer: NodeJS.Timeout | undefined;
+  readonly #passes: { inc(): void } | undefined;
+  readonly #reloads: { inc(labels: { result: 'applied' | 'kept' }): void } | undefined;
 
   constructor(options: ScalingServiceOptions, config: ScalerConfig) {
     this.#o = options;
     this.#config = config;
+    this.#passes = options.metrics?.counter({ name: 'svc_orch_scaling_passes_total', help: 'Scaling passes (reap, then scale-up on the leader) completed by this node' });
+    this.#reloads = options.metrics?.counter({
+      name: 'svc_orch_scaler_config_reloads_total',
+      help: 'Scaler config re-reads after a config reload: applied, or kept (the new one did not validate; the running one stays)',
+      labelNames: ['result'],
+    });
   }
 
   /** Reads and checks the scaler config: every entry's plugin must be a signed-in scaler. */
@@ -97,9 +112,11 @@ export class ScalingService {
       }
       this.#config = { ...next, plugins: this.#config.plugins };
       this.#o.logger.info({ scalers: next.scalers.map((s) => s.name) }, 'scaler config reloaded');
+      this.#reloads?.inc({ result: 'applied' });
       this.wake();
     } catch (error) {
       this.#o.logger.error({ err: messageOf(error) }, `scaler config not reloaded, the running one stays: ${messageOf(error)}`);
+      this.#reloads?.inc({ result: 'kept' });
     }
   }
 
@@ -119,6 +136,7 @@ export class ScalingService {
         } catch (error) {
           this.#o.logger.warn({ err: messageOf(error) }, 'scaling pass failed; retrying on the next tick');
         }
+        this.#passes?.inc();
       } while (this.#again && !this.#stopped);
     })().finally(() => {
       this.#running = undefined;

@@ -27,7 +27,7 @@ export function createScalingSubsystem(tuning: ScalingTuning = {}): Subsystem {
       // A bad file stops the start with one line naming the file and the field.
       const config = ScalingService.load(paths(), ctx.host);
       const service = new ScalingService(
-        { ...tuning, pool: ctx.db, host: ctx.host, logger, nodeId: ctx.nodeId, isLeader: () => cluster?.isLeader() ?? true, paths },
+        { ...tuning, pool: ctx.db, host: ctx.host, logger, nodeId: ctx.nodeId, isLeader: () => cluster?.isLeader() ?? true, paths, metrics: ctx.metrics },
         config,
       );
       // The paths are held until a restart: without them nothing can ever be scaled, no passes run.

@@ -35,6 +35,11 @@ export interface Listener {
   /** Called after each reconnect with the channels re-LISTENed: notifications may have been missed. */
   onGap(handler: GapHandler): () => void;
   readonly connected: boolean;
+  /**
+   * Reconnect attempts that failed since the connection was lost (0 while connected): a test
+   * reads "no reconnect while the server is down" after a few of them instead of a sleep.
+   */
+  readonly failedReconnects: number;
   close(): Promise<void>;
 }
 
@@ -169,6 +174,9 @@ function viewOf(connection: SharedConnection, parentLogger: Logger, release: () 
   return {
     get connected() {
       return !closed && shared.connected;
+    },
+    get failedReconnects() {
+      return shared.failedReconnects;
     },
     async listen(channel, handler) {
       checkChannel(channel);
@@ -336,6 +344,9 @@ async function openListener(options: ListenerOptions): Promise<OpenConnection> {
     },
     get connected() {
       return client !== undefined;
+    },
+    get failedReconnects() {
+      return failures;
     },
     async listen(channel, handler) {
       checkChannel(channel);

@@ -1,4 +1,4 @@
-// svc-admin admin-token create/list/revoke as a real process against a real database: the token
+// svc-admin admin-token create/list/revoke in-process (runCli) against a real database: the token
 // it prints admits exactly its scopes at a real orchestrator route check (requireScope), until
 // revoked; bad input is refused with a clear error and creates nothing.
 import { join } from 'node:path';
@@ -7,9 +7,9 @@ import { createAdminAuth } from '../../../kernel/orchestrator/admin-auth/index.t
 import { createHttpServer } from '../../../kernel/services/http/index.ts';
 import { createMetrics } from '../../../kernel/services/metrics.ts';
 import { eachDatabase, testLogger } from '../../fixtures/db.ts';
-import { REPO_ROOT, runProgram } from '../../fixtures/programs.ts';
+import { runCli } from '../../fixtures/cli.ts';
+import { REPO_ROOT } from '../../fixtures/programs.ts';
 
-t.setTimeout(1_200_000);
 const BIN = join(REPO_ROOT, 'bin/svc-admin.ts');
 const env = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({ PATH: process.env['PATH'], HOME: process.env['HOME'], ...extra });
 
@@ -19,7 +19,7 @@ interface Listed {
 
 t.test('create, list, revoke', async (t) => {
   await eachDatabase(t, async (t, db) => {
-    const run = (...args: string[]) => runProgram(BIN, ['admin-token', ...args], { env: env({ SVC_DATABASE_URL: db.url }), timeoutMs: 30_000 });
+    const run = (...args: string[]) => runCli(BIN, ['admin-token', ...args], { env: env({ SVC_DATABASE_URL: db.url }) });
     // A real route behind requireScope, to show what the printed token admits.
     const app = createHttpServer({ logger: testLogger, metrics: createMetrics({ defaultMetrics: false }) });
     t.teardown(() => app.close());
@@ -80,7 +80,7 @@ t.test('create, list, revoke', async (t) => {
 });
 
 t.test('without a database: usage error', async (t) => {
-  const result = await runProgram(BIN, ['admin-token', 'list'], { env: env(), timeoutMs: 30_000 });
+  const result = await runCli(BIN, ['admin-token', 'list'], { env: env() });
   t.equal(result.code, 2);
   t.match(result.stderr, /needs the orchestrator database/);
 });

@@ -1,18 +1,18 @@
-// svc-admin agent-token create/list/revoke as a real process against a real database; the
+// svc-admin agent-token create/list/revoke in-process (runCli) against a real database; the
 // token it prints authenticates an agent until revoked.
 import { join } from 'node:path';
 import t from 'tap';
 import { checkAgentToken } from '../../../kernel/orchestrator/dispatch/tokens.ts';
 import { eachDatabase } from '../../fixtures/db.ts';
-import { REPO_ROOT, runProgram } from '../../fixtures/programs.ts';
+import { runCli } from '../../fixtures/cli.ts';
+import { REPO_ROOT } from '../../fixtures/programs.ts';
 
-t.setTimeout(1_200_000);
 const BIN = join(REPO_ROOT, 'bin/svc-admin.ts');
 const env = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({ PATH: process.env['PATH'], HOME: process.env['HOME'], ...extra });
 
 t.test('create, list, revoke', async (t) => {
   await eachDatabase(t, async (t, db) => {
-    const run = (...args: string[]) => runProgram(BIN, ['agent-token', ...args], { env: env({ SVC_DATABASE_URL: db.url }), timeoutMs: 30_000 });
+    const run = (...args: string[]) => runCli(BIN, ['agent-token', ...args], { env: env({ SVC_DATABASE_URL: db.url }) });
     const created = await run('create', '--description', 'farm', '--ttl', '90d');
     t.equal(created.code, 0, created.stderr);
     const token = created.stdout.trim();
@@ -44,7 +44,7 @@ t.test('create, list, revoke', async (t) => {
 });
 
 t.test('without a database: usage error', async (t) => {
-  const result = await runProgram(BIN, ['agent-token', 'list'], { env: env(), timeoutMs: 30_000 });
+  const result = await runCli(BIN, ['agent-token', 'list'], { env: env() });
   t.equal(result.code, 2);
   t.match(result.stderr, /needs the orchestrator database/);
 });

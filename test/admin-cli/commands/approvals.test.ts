@@ -1,4 +1,4 @@
-// svc-admin approvals list/approve/reject as real processes against a real orchestrator database:
+// svc-admin approvals list/approve/reject in-process (runCli) against a real orchestrator database:
 // holds are listed newest first with run, level, job, context, status, outcome, expiry and votes
 // (ignored ones with their reason), filtered by --run and --pending; an operator decides as
 // --actor (`via: admin`) under the hold's approval rule — an approver releases or cancels the run,
@@ -9,10 +9,10 @@ import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../.
 import { ensureHold } from '../../../kernel/orchestrator/run-control/approvals.ts';
 import { migrate, sql, type DatabasePool } from '../../../kernel/services/db/index.ts';
 import { eachDatabase, testLogger } from '../../fixtures/db.ts';
-import { REPO_ROOT, runProgram } from '../../fixtures/programs.ts';
+import { runCli } from '../../fixtures/cli.ts';
+import { REPO_ROOT } from '../../fixtures/programs.ts';
 import { insertRun, runRow } from '../../fixtures/runs.ts';
 
-t.setTimeout(1_200_000);
 const BIN = join(REPO_ROOT, 'bin/svc-admin.ts');
 const env = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({ PATH: process.env['PATH'], HOME: process.env['HOME'], ...extra });
 const ALICE_ONLY = [{ users: ['alice'], teams: [], roles: [], count: 1 }];
@@ -27,7 +27,7 @@ async function heldRun(pool: DatabasePool, orgId: string): Promise<{ runId: stri
 t.test('approvals list, approve, reject', async (t) => {
   await eachDatabase(t, async (t, db) => {
     await migrate(db.pool, { dir: ORCHESTRATOR_MIGRATIONS_DIR, table: ORCHESTRATOR_MIGRATIONS_TABLE, logger: testLogger });
-    const admin = (...args: string[]) => runProgram(BIN, ['approvals', ...args], { env: env({ SVC_DATABASE_URL: db.url }), timeoutMs: 60_000 });
+    const admin = (...args: string[]) => runCli(BIN, ['approvals', ...args], { env: env({ SVC_DATABASE_URL: db.url }) });
 
     const first = await heldRun(db.pool, 'acme');
     const second = await heldRun(db.pool, 'other');
@@ -118,7 +118,7 @@ t.test('approvals list, approve, reject', async (t) => {
       const unknown = await admin('approve', '0b7c5b0e-0000-4000-8000-000000000000', '--actor', 'alice');
       t.equal(unknown.code, 1);
       t.match(unknown.stderr, /SVC_ERR_RUN_NOT_FOUND/);
-      const noDb = await runProgram(BIN, ['approvals', 'list'], { env: env(), timeoutMs: 60_000 });
+      const noDb = await runCli(BIN, ['approvals', 'list'], { env: env() });
       t.equal(noDb.code, 2, 'no database named');
       const pending = (await db.pool.oneFirst(sql.unsafe`select status from approval_holds where id = ${contextHold.id}`)) as string;
       t.equal(pending, 'pending', 'refusals decided nothing');

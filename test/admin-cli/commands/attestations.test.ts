@@ -1,4 +1,4 @@
-// svc-admin attestations list/show/backfill as real processes against a real orchestrator
+// svc-admin attestations list/show/backfill in-process (runCli) against a real orchestrator
 // database: statements frozen while no key was ready are listed as pending; show refuses them;
 // backfill refuses without a usable key and changes nothing, then signs them (origin
 // offline-backfill, the token bound by statement_hash) once a key exists; show writes a bundle
@@ -14,10 +14,10 @@ import { createIdentityService } from '../../../kernel/orchestrator/identity/ser
 import { verifyAttestationBundle } from '../../../kernel/orchestrator/identity/verify-attestation.ts';
 import { sql } from '../../../kernel/services/db/index.ts';
 import { eachDatabase } from '../../fixtures/db.ts';
-import { REPO_ROOT, runProgram } from '../../fixtures/programs.ts';
+import { runCli } from '../../fixtures/cli.ts';
+import { REPO_ROOT } from '../../fixtures/programs.ts';
 import { boundDbCustody, insertRunJob, masterKeys, migrateOrchestrator, silent } from '../../kernel/orchestrator/identity/fixtures.ts';
 
-t.setTimeout(1_800_000);
 const BIN = join(REPO_ROOT, 'bin/svc-admin.ts');
 const ISSUER = 'https://ci.example.test';
 const digest = (text: string) => Buffer.from(text).toString('hex').padEnd(64, '0').slice(0, 64);
@@ -30,7 +30,7 @@ t.test('attestations list, show, backfill', async (t) => {
     t.teardown(() => rm(dir, { recursive: true, force: true }));
     const baseEnv = { PATH: process.env['PATH'], HOME: process.env['HOME'], SVC_DATABASE_URL: db.url, SVC_SECRET_KEY: master.toString('base64'), SVC_DATA_DIR: dir };
     const admin = (args: string[], extra: Record<string, string> = {}) =>
-      runProgram(BIN, ['attestations', ...args], { env: { ...baseEnv, SVC_ORCHESTRATOR_PROVENANCE_ISSUER: ISSUER, ...extra }, cwd: dir, timeoutMs: 180_000 });
+      runCli(BIN, ['attestations', ...args], { env: { ...baseEnv, SVC_ORCHESTRATOR_PROVENANCE_ISSUER: ISSUER, ...extra }, cwd: dir });
     const pendingCount = async () => Number(await db.pool.oneFirst(sql.unsafe`SELECT count(*)::int AS n FROM attestations WHERE status = 'pending'`));
 
     // Two statements frozen while the signer was down (the orchestrator's own path).

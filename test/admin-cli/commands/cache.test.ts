@@ -1,4 +1,4 @@
-// svc-admin cache list / purge / purge-legacy as real processes against a real database and a
+// svc-admin cache list / purge / purge-legacy in-process (runCli) against a real database and a
 // real filesystem storage directory.
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -10,9 +10,9 @@ import { isLegacyCacheKey } from '../../../kernel/orchestrator/caches/index.ts';
 import { migrate, sql } from '../../../kernel/services/db/index.ts';
 import { FilesystemStorage } from '../../../plugins/storage/filesystem/index.ts';
 import { eachDatabase, testLogger } from '../../fixtures/db.ts';
-import { REPO_ROOT, runProgram } from '../../fixtures/programs.ts';
+import { runCli } from '../../fixtures/cli.ts';
+import { REPO_ROOT } from '../../fixtures/programs.ts';
 
-t.setTimeout(1_200_000);
 const BIN = join(REPO_ROOT, 'bin/svc-admin.ts');
 
 t.test('legacy layout rules', async (t) => {
@@ -33,7 +33,7 @@ t.test('list, purge and purge-legacy', async (t) => {
     const storage = new FilesystemStorage({ root });
     await storage.init();
     const env = { PATH: process.env['PATH'], HOME: process.env['HOME'], SVC_DATABASE_URL: db.url, SVC_STORAGE_TYPE: 'filesystem', SVC_STORAGE_FS_PATH: root, SVC_DATA_DIR: join(dir, 'data') };
-    const run = (...args: string[]) => runProgram(BIN, ['cache', ...args], { env, cwd: dir, timeoutMs: 30_000 });
+    const run = (...args: string[]) => runCli(BIN, ['cache', ...args], { env, cwd: dir });
 
     const runId = randomUUID();
     const entries = [

@@ -1,4 +1,4 @@
-// svc-admin cluster nodes as a real process against a real database: every node that joined,
+// svc-admin cluster nodes in-process (runCli) against a real database: every node that joined,
 // live first, with its leader flag only while it is alive, dead once its beats stop (or it
 // stopped), and the alive window taken from cluster.heartbeatMs (three beats).
 import { randomUUID } from 'node:crypto';
@@ -7,9 +7,9 @@ import t from 'tap';
 import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../../../kernel/orchestrator/app.ts';
 import { migrate, sql, type DatabasePool } from '../../../kernel/services/db/index.ts';
 import { eachDatabase, testLogger } from '../../fixtures/db.ts';
-import { REPO_ROOT, runProgram } from '../../fixtures/programs.ts';
+import { runCli } from '../../fixtures/cli.ts';
+import { REPO_ROOT } from '../../fixtures/programs.ts';
 
-t.setTimeout(1_200_000);
 const BIN = join(REPO_ROOT, 'bin/svc-admin.ts');
 const env = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({ PATH: process.env['PATH'], HOME: process.env['HOME'], ...extra });
 
@@ -37,7 +37,7 @@ t.test('cluster nodes', async (t) => {
   await eachDatabase(t, async (t, db) => {
     await migrate(db.pool, { dir: ORCHESTRATOR_MIGRATIONS_DIR, table: ORCHESTRATOR_MIGRATIONS_TABLE, logger: testLogger });
     const run = (extra: Record<string, string> = {}, ...args: string[]) =>
-      runProgram(BIN, ['cluster', 'nodes', ...args], { env: env({ SVC_DATABASE_URL: db.url, ...extra }), timeoutMs: 30_000 });
+      runCli(BIN, ['cluster', 'nodes', ...args], { env: env({ SVC_DATABASE_URL: db.url, ...extra }) });
 
     const empty = await run();
     t.equal(empty.code, 0, empty.stderr);

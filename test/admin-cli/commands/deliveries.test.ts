@@ -1,17 +1,17 @@
-// svc-admin deliveries list/show/retry as real processes against a real database (few spawns: each
-// costs seconds): the list is one line per record, newest first, narrowed by filters, `--json`
-// gives the records; show prints the header, the pipeline steps one per line, the runs and the
-// payload (stored under its key, or omitted with the reason); an unknown delivery exits 1 and a
-// bad --since is refused with the filter's code before the database is opened.
+// svc-admin deliveries list/show/retry in-process (runCli) against a real database: the list is
+// one line per record, newest first, narrowed by filters, `--json` gives the records; show prints
+// the header, the pipeline steps one per line, the runs and the payload (stored under its key, or
+// omitted with the reason); an unknown delivery exits 1 and a bad --since is refused with the
+// filter's code before the database is opened.
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import t from 'tap';
 import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../../../kernel/orchestrator/app.ts';
 import { migrate, sql, type DatabasePool } from '../../../kernel/services/db/index.ts';
 import { eachDatabase, testLogger } from '../../fixtures/db.ts';
-import { REPO_ROOT, runProgram } from '../../fixtures/programs.ts';
+import { runCli } from '../../fixtures/cli.ts';
+import { REPO_ROOT } from '../../fixtures/programs.ts';
 
-t.setTimeout(1_200_000);
 const BIN = join(REPO_ROOT, 'bin/svc-admin.ts');
 const env = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({ PATH: process.env['PATH'], HOME: process.env['HOME'], ...extra });
 
@@ -36,7 +36,7 @@ async function insertDelivery(
 t.test('list and show', async (t) => {
   await eachDatabase(t, async (t, db) => {
     await migrate(db.pool, { dir: ORCHESTRATOR_MIGRATIONS_DIR, table: ORCHESTRATOR_MIGRATIONS_TABLE, logger: testLogger });
-    const run = (...args: string[]) => runProgram(BIN, ['deliveries', ...args], { env: env({ SVC_DATABASE_URL: db.url }), timeoutMs: 30_000 });
+    const run = (...args: string[]) => runCli(BIN, ['deliveries', ...args], { env: env({ SVC_DATABASE_URL: db.url }) });
     await insertDelivery(db.pool, {
       org: 'acme', id: 'gh-1', status: 'matched', minutesAgo: 2, repository: 'acme/app', ref: 'refs/heads/main', sha: 'a1b2c3d4e5f6'.padEnd(40, '0'),
       eventName: 'push', runIds: [RUN_A, RUN_B], payload: ['event-log/acme/gh-1.json.gz', 2048, false, null],

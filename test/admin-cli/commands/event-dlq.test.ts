@@ -1,4 +1,4 @@
-// svc-admin event-dlq list/count/retry/discard as real processes against a real database: only
+// svc-admin event-dlq list/count/retry/discard in-process (runCli) against a real database: only
 // dead-lettered events are listed and counted (filters by org and name), a retry puts exactly the
 // named ones back to pending with a fresh attempt count, a discard marks them processed with the
 // operator's reason, a selection naming one unknown id changes nothing, and bad usage exits 2.
@@ -9,9 +9,9 @@ import { Type } from 'typebox';
 import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../../../kernel/orchestrator/app.ts';
 import { migrate, sql, sqlTyped, type DatabasePool } from '../../../kernel/services/db/index.ts';
 import { eachDatabase, testLogger } from '../../fixtures/db.ts';
-import { REPO_ROOT, runProgram } from '../../fixtures/programs.ts';
+import { runCli } from '../../fixtures/cli.ts';
+import { REPO_ROOT } from '../../fixtures/programs.ts';
 
-t.setTimeout(1_200_000);
 const BIN = join(REPO_ROOT, 'bin/svc-admin.ts');
 const env = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({ PATH: process.env['PATH'], HOME: process.env['HOME'], ...extra });
 
@@ -44,7 +44,7 @@ t.test('list, count, retry, discard', async (t) => {
   await eachDatabase(t, async (t, db) => {
     await migrate(db.pool, { dir: ORCHESTRATOR_MIGRATIONS_DIR, table: ORCHESTRATOR_MIGRATIONS_TABLE, logger: testLogger });
     const dlqCount = async () => Number(await db.pool.oneFirst(sql.unsafe`SELECT count(*)::int FROM internal_events WHERE dlq_reason IS NOT NULL AND processed_at IS NULL`));
-    const run = (...args: string[]) => runProgram(BIN, ['event-dlq', ...args], { env: env({ SVC_DATABASE_URL: db.url }), timeoutMs: 30_000 });
+    const run = (...args: string[]) => runCli(BIN, ['event-dlq', ...args], { env: env({ SVC_DATABASE_URL: db.url }) });
     const longError = `deploy hook answered 503\n  at line two ${'x'.repeat(300)}`;
     const a1 = await insertEvent(db.pool, { org: 'acme', name: 'deploy-done', state: 'dlq', dlqMinutesAgo: 3, lastError: longError });
     const a2 = await insertEvent(db.pool, { org: 'acme', name: 'build-done', state: 'dlq', dlqMinutesAgo: 2, lastError: 'boom' });
@@ -151,7 +151,7 @@ t.test('list, count, retry, discard', async (t) => {
 });
 
 t.test('without a database: usage error', async (t) => {
-  const result = await runProgram(BIN, ['event-dlq', 'list'], { env: env(), timeoutMs: 30_000 });
+  const result = await runCli(BIN, ['event-dlq', 'list'], { env: env() });
   t.equal(result.code, 2);
   t.match(result.stderr, /needs the orchestrator database/);
 });

@@ -1,4 +1,4 @@
-// svc-admin runs logs as a real process against a real database: every stored line of a run in
+// svc-admin runs logs in-process (runCli) against a real database: every stored line of a run in
 // job then chunk order, one job (by display name or id), one step by index and from the end
 // (--step=-1 is the last step), lines stored masked stay masked, --json; unknown run, job and
 // step, and --step on a run with several jobs without --job, exit 1 with their codes.
@@ -8,10 +8,10 @@ import t from 'tap';
 import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../../../kernel/orchestrator/app.ts';
 import { migrate, sql, type DatabasePool } from '../../../kernel/services/db/index.ts';
 import { eachDatabase, testLogger } from '../../fixtures/db.ts';
-import { REPO_ROOT, runProgram } from '../../fixtures/programs.ts';
+import { runCli } from '../../fixtures/cli.ts';
+import { REPO_ROOT } from '../../fixtures/programs.ts';
 import { insertRun } from '../../fixtures/runs.ts';
 
-t.setTimeout(1_200_000);
 const BIN = join(REPO_ROOT, 'bin/svc-admin.ts');
 const env = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({ PATH: process.env['PATH'], HOME: process.env['HOME'], ...extra });
 
@@ -29,7 +29,7 @@ async function addChunk(pool: DatabasePool, jobId: string, seq: number, lines: L
 t.test('runs logs', async (t) => {
   await eachDatabase(t, async (t, db) => {
     await migrate(db.pool, { dir: ORCHESTRATOR_MIGRATIONS_DIR, table: ORCHESTRATOR_MIGRATIONS_TABLE, logger: testLogger });
-    const run = (...args: string[]) => runProgram(BIN, ['runs', 'logs', ...args], { env: env({ SVC_DATABASE_URL: db.url }), timeoutMs: 30_000 });
+    const run = (...args: string[]) => runCli(BIN, ['runs', 'logs', ...args], { env: env({ SVC_DATABASE_URL: db.url }) });
     const two = await insertRun(db.pool, { jobs: [{ name: 'build' }, { name: 'test', needs: ['build'] }] });
     const single = await insertRun(db.pool, { jobs: [{ name: 'deploy' }] });
     const build = two.jobs['build']!.id;

@@ -1,7 +1,6 @@
-// svc-admin context create/bind/list and secret set/list as real processes against a real
+// svc-admin context create/bind/list and secret set/list in-process (runCli) against a real
 // database: values sealed, never printed; the unbound-context warning on stderr with the exit
 // code kept; rotate-key re-seals secrets; bad input refused with nothing changed.
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -11,27 +10,14 @@ import { openContextSecrets } from '../../../kernel/orchestrator/secrets/index.t
 import { parseMasterKey } from '../../../kernel/services/crypto/sealing.ts';
 import { sql } from '../../../kernel/services/db/index.ts';
 import { eachDatabase } from '../../fixtures/db.ts';
-import { programPath, REPO_ROOT, runProgram, type ProgramResult } from '../../fixtures/programs.ts';
+import { runCli } from '../../fixtures/cli.ts';
+import { REPO_ROOT, type ProgramResult } from '../../fixtures/programs.ts';
 
-t.setTimeout(1_200_000);
 const BIN = join(REPO_ROOT, 'bin/svc-admin.ts');
 const SECRET = 'pa55-word-value-7f3a9c';
 
 function withStdin(args: string[], env: NodeJS.ProcessEnv, input: string): Promise<ProgramResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [programPath(BIN), ...args], { cwd: REPO_ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-    child.stdin.end(input);
-  });
+  return runCli(BIN, args, { env, stdin: input });
 }
 
 await eachDatabase(t, async (t, db) => {
@@ -39,7 +25,7 @@ await eachDatabase(t, async (t, db) => {
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const k1 = randomBytes(32).toString('base64');
   const env = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({ PATH: process.env['PATH'], HOME: process.env['HOME'], SVC_DATABASE_URL: db.url, SVC_SECRET_KEY: k1, ...extra });
-  const admin = (args: string[], extra: Record<string, string> = {}) => runProgram(BIN, args, { env: env(extra), timeoutMs: 30_000 });
+  const admin = (args: string[], extra: Record<string, string> = {}) => runCli(BIN, args, { env: env(extra) });
 
   await t.test('create unbound → warning, bind, set three ways, list keys only', async (t) => {
     const created = await admin(['context', 'create', 'deploy', '--branches', 'main', '--branches', 'release/*', '--min-trust', 'trusted']);
@@ -134,7 +120,7 @@ await eachDatabase(t, async (t, db) => {
     t.equal(empty.code, 1);
     t.match(empty.stderr, /SVC_ERR_SECRETS_VALUE/);
     t.equal(await snapshot(), before, 'nothing changed');
-    const noDb = await runProgram(BIN, ['context', 'list'], { env: { PATH: process.env['PATH'], HOME: process.env['HOME'] }, timeoutMs: 30_000 });
+    const noDb = await runCli(BIN, ['context', 'list'], { env: { PATH: process.env['PATH'], HOME: process.env['HOME'] } });
     t.equal(noDb.code, 2);
     t.match(noDb.stderr, /needs the orchestrator database/);
   });

@@ -1,4 +1,4 @@
-// svc-admin cluster-settings show|set and org-settings show|set as real processes against a real
+// svc-admin cluster-settings show|set and org-settings show|set in-process (runCli) against a real
 // database: text and --json output, values range-checked by the routes' schemas (a refusal exits
 // non-zero and changes nothing), removed trust-policy values refused with what replaced them, and
 // a running orchestrator applying a cluster-settings change made by the CLI without a restart.
@@ -12,16 +12,16 @@ import { clusterSubsystem } from '../../../kernel/orchestrator/cluster/subsystem
 import { clusterServiceRef } from '../../../kernel/orchestrator/service-refs.ts';
 import { migrate, sql } from '../../../kernel/services/db/index.ts';
 import { eachDatabase, testLogger } from '../../fixtures/db.ts';
-import { REPO_ROOT, runProgram } from '../../fixtures/programs.ts';
+import { runCli } from '../../fixtures/cli.ts';
+import { REPO_ROOT } from '../../fixtures/programs.ts';
 import { until } from '../../fixtures/runs.ts';
 
-t.setTimeout(1_200_000);
 const BIN = join(REPO_ROOT, 'bin/svc-admin.ts');
 const env = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({ PATH: process.env['PATH'], HOME: process.env['HOME'], ...extra });
 
 await eachDatabase(t, async (t, db) => {
   await migrate(db.pool, { dir: ORCHESTRATOR_MIGRATIONS_DIR, table: ORCHESTRATOR_MIGRATIONS_TABLE, logger: testLogger });
-  const run = (args: string[], extra: Record<string, string> = {}) => runProgram(BIN, args, { env: env({ SVC_DATABASE_URL: db.url, ...extra }), timeoutMs: 60_000 });
+  const run = (args: string[], extra: Record<string, string> = {}) => runCli(BIN, args, { env: env({ SVC_DATABASE_URL: db.url, ...extra }) });
   const clusterRow = () => db.pool.maybeOne(sql.unsafe`SELECT max_dispatch_attempts, sealed_secrets_retry_backoff_ms, updated_by FROM cluster_settings`);
 
   await t.test('cluster-settings show and set', async (t) => {

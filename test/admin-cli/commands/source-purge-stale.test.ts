@@ -1,4 +1,4 @@
-// svc-admin source purge-stale as a real process against a real database. Stale = created and
+// svc-admin source purge-stale in-process (runCli) against a real database. Stale = created and
 // without a delivery or a run for --older-than days, and no unfinished run (however old). The
 // dry run lists and changes nothing; --confirm deletes the stale sources with their
 // registrations, run-status webhook and pending forge-status deliveries, and keeps history (runs,
@@ -9,10 +9,10 @@ import t from 'tap';
 import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../../../kernel/orchestrator/app.ts';
 import { migrate, sql, type DatabasePool } from '../../../kernel/services/db/index.ts';
 import { eachDatabase, testLogger } from '../../fixtures/db.ts';
-import { REPO_ROOT, runProgram } from '../../fixtures/programs.ts';
+import { runCli } from '../../fixtures/cli.ts';
+import { REPO_ROOT } from '../../fixtures/programs.ts';
 import { insertRun } from '../../fixtures/runs.ts';
 
-t.setTimeout(1_200_000);
 const BIN = join(REPO_ROOT, 'bin/svc-admin.ts');
 const env = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({ PATH: process.env['PATH'], HOME: process.env['HOME'], ...extra });
 
@@ -43,7 +43,7 @@ const count = async (pool: DatabasePool, query: ReturnType<typeof sql.unsafe>) =
 t.test('source purge-stale', async (t) => {
   await eachDatabase(t, async (t, db) => {
     await migrate(db.pool, { dir: ORCHESTRATOR_MIGRATIONS_DIR, table: ORCHESTRATOR_MIGRATIONS_TABLE, logger: testLogger });
-    const admin = (...args: string[]) => runProgram(BIN, ['source', 'purge-stale', ...args], { env: env({ SVC_DATABASE_URL: db.url }), timeoutMs: 30_000 });
+    const admin = (...args: string[]) => runCli(BIN, ['source', 'purge-stale', ...args], { env: env({ SVC_DATABASE_URL: db.url }) });
 
     const silent = await source(db.pool, 'silent', 200); // never used: stale
     const lapsed = await source(db.pool, 'lapsed', 200); // last delivery and run 100 days ago: stale at 90, not at 120

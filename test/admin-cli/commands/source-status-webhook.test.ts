@@ -1,4 +1,4 @@
-// svc-admin source status-webhook set|list|remove as real processes: a URL that is not http(s)
+// svc-admin source status-webhook set|list|remove in-process (runCli): a URL that is not http(s)
 // and a missing or short secret are refused with a clear error (before the database is opened);
 // --generate-secret prints the secret once, a given secret is never echoed; list shows URLs only;
 // remove, and removing again is a clear not-found.
@@ -10,9 +10,9 @@ import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../.
 import { createSource } from '../../../kernel/orchestrator/sources/store.ts';
 import { migrate } from '../../../kernel/services/db/index.ts';
 import { eachDatabase, testLogger } from '../../fixtures/db.ts';
-import { REPO_ROOT, runProgram } from '../../fixtures/programs.ts';
+import { runCli } from '../../fixtures/cli.ts';
+import { REPO_ROOT } from '../../fixtures/programs.ts';
 
-t.setTimeout(1_200_000);
 const BIN = join(REPO_ROOT, 'bin/svc-admin.ts');
 const KEY_HEX = 'b'.repeat(64);
 const base = { PATH: process.env['PATH'], HOME: process.env['HOME'], SVC_SECRET_KEY: KEY_HEX };
@@ -20,7 +20,7 @@ const SOURCE = '6f1c2b8e-0000-4000-8000-00000000abcd';
 
 t.test('bad configuration is refused before the database is opened', async (t) => {
   // No SVC_DATABASE_URL: a refusal that needed the database would say so instead.
-  const run = (...args: string[]) => runProgram(BIN, ['source', 'status-webhook', 'set', SOURCE, ...args], { env: base, timeoutMs: 30_000 });
+  const run = (...args: string[]) => runCli(BIN, ['source', 'status-webhook', 'set', SOURCE, ...args], { env: base });
   const ftp = await run('--url', 'ftp://hooks.example.com/ci', '--secret', 'status-hook-secret-0123');
   t.equal(ftp.code, 1);
   t.equal(ftp.stderr.trim(), 'SVC_ERR_FORGE_STATUS_URL_INVALID: run-status webhook URL "ftp://hooks.example.com/ci" is not valid: the scheme is ftp; only http and https are called');
@@ -39,7 +39,7 @@ await eachDatabase(t, async (t, db) => {
   await migrate(db.pool, { dir: ORCHESTRATOR_MIGRATIONS_DIR, table: ORCHESTRATOR_MIGRATIONS_TABLE, logger: testLogger });
   const { source } = await createSource(db.pool, Buffer.from(KEY_HEX, 'hex'), { orgId: 'acme', providerKind: 'git' });
   const env = { ...base, SVC_DATABASE_URL: db.url };
-  const admin = (...args: string[]) => runProgram(BIN, ['source', 'status-webhook', ...args], { env, timeoutMs: 30_000 });
+  const admin = (...args: string[]) => runCli(BIN, ['source', 'status-webhook', ...args], { env });
 
   const generated = await admin('set', source.id, '--url', 'https://hooks.example.com/ci', '--generate-secret', '--json');
   t.equal(generated.code, 0, generated.stderr);

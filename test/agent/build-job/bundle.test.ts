@@ -13,7 +13,6 @@ import { pathWithNode, restoreDeps } from '../../../agent/jobs/restore.ts';
 import { hashWorkflowTree } from '../../../workflow/hash/index.ts';
 import { fileServer, tempDir } from '../fixtures/trees.ts';
 
-t.setTimeout(1_200_000);
 
 async function write(root: string, files: Record<string, string>): Promise<void> {
   for (const [rel, text] of Object.entries(files)) {

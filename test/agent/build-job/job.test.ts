@@ -11,7 +11,6 @@ import { startNode } from '../../kernel/orchestrator/dispatch/harness.ts';
 import { launchAgent } from '../fixtures/agent-harness.ts';
 import { gitRepo, makeTree, tempDir } from '../fixtures/trees.ts';
 
-t.setTimeout(1_200_000);
 
 async function buildRun(pool: DatabasePool, options: { contentHash: string; sha: string; cloneUrl: string }): Promise<{ runId: string; buildId: string; testId: string }> {
   // Complete at insert: the agent may claim the build job the moment the row commits.

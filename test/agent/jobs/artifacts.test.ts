@@ -18,7 +18,6 @@ import { eachDatabase, type Test } from '../../fixtures/db.ts';
 import type { TestAgent } from '../../fixtures/test-agent.ts';
 import { tempDir } from '../fixtures/trees.ts';
 
-t.setTimeout(1_800_000);
 
 const RESPONSE_OF: Record<string, OrchestratorToAgent['type']> = {
   'artifact.upload.request': 'artifact.upload.response',

@@ -11,7 +11,6 @@ import t from 'tap';
 import { handleRunnerApi, type RunnerApiContext } from '../../../agent/jobs/runner-api.ts';
 import { SecretSet } from '../../../agent/logs/masker.ts';
 
-t.setTimeout(1_200_000);
 
 const root = await mkdtemp(join(tmpdir(), 'svc-attest-'));
 t.teardown(() => rm(root, { recursive: true, force: true }));

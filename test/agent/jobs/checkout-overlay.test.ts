@@ -19,7 +19,7 @@ t.teardown(async () => {
   await tmp.cleanup();
 });
 
-const terminal = (jobId: string) => orch.waitFor('job.status', (m) => m.jobId === jobId && m.status !== 'running', 30_000);
+const terminal = (jobId: string) => orch.waitFor('job.status', (m) => m.jobId === jobId && m.status !== 'running', 300_000);
 const logText = (jobId: string) =>
   orch.received
     .filter((m) => m.type === 'log.chunk' && m.jobId === jobId)

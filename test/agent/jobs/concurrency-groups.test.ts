@@ -13,7 +13,6 @@ import { dispatchOf } from '../fixtures/agent-harness.ts';
 import { fileServer, makeTree, tarball, tempDir } from '../fixtures/trees.ts';
 import { startOrchestratorDouble } from '../fixtures/ws-orchestrator.ts';
 
-t.setTimeout(1_200_000);
 
 const WORKFLOW = `import { job, push, workflow } from 'svc/sdk';
 export default workflow('ci', {

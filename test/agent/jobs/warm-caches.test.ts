@@ -32,7 +32,7 @@ files.put('deps', await readFile(join(tmp.dir, 'deps.tar.gz')));
 
 const ofJob = <T extends AgentToOrchestrator['type']>(jobId: string, type: T) =>
   orch.received.filter((m): m is Extract<AgentToOrchestrator, { type: T }> => m.type === type && (m as { jobId?: string }).jobId === jobId);
-const terminal = (jobId: string, timeoutMs = 30_000) => orch.waitFor('job.status', (m) => m.jobId === jobId && m.status !== 'running', timeoutMs);
+const terminal = (jobId: string, timeoutMs = 300_000) => orch.waitFor('job.status', (m) => m.jobId === jobId && m.status !== 'running', timeoutMs);
 const logText = (jobId: string) =>
   ofJob(jobId, 'log.chunk')
     .flatMap((c) => c.lines)
@@ -45,7 +45,7 @@ const run = async (overrides: Parameters<typeof dispatchOf>[0] = {}) => {
   return { done, log: logText(d.jobId) };
 };
 
-async function until(what: string, probe: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+async function until(what: string, probe: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await probe()) return;
@@ -146,7 +146,7 @@ t.test('without the spare and caches (options off) jobs run as before', async (t
   await orch2.waitFor('agent.register');
   const d = dispatchOf({ sourceTarUrl: files.url('source'), sourceTarDigest: digest, jobConfig: { contentHash: tree.contentHash } });
   orch2.dispatch(d);
-  const done = await orch2.waitFor('job.status', (m) => m.jobId === d.jobId && m.status !== 'running', 30_000);
+  const done = await orch2.waitFor('job.status', (m) => m.jobId === d.jobId && m.status !== 'running', 300_000);
   t.equal(done.status, 'completed', done.reason ?? '');
   const text = orch2.received.filter((m) => m.type === 'log.chunk' && m.jobId === d.jobId).flatMap((m) => (m as { lines: { text: string }[] }).lines.map((l) => l.text)).join('\n');
   t.match(text, /file .*\/jobs\/[^/]+\/src\//, 'a per-job directory');
@@ -174,7 +174,7 @@ t.test('TreeCache: one fill for concurrent leases, refused keys, a failed fill i
   for (const n of [2, 3, 4]) (await cache.lease(key(n), fill)).release();
   // Eviction runs after each release, one directory removal at a time: wait for it (bounded far
   // beyond what a busy machine takes), never a fixed sleep.
-  for (const until = Date.now() + 20_000; cache.size > 2 && Date.now() < until; ) await new Promise((r) => setTimeout(r, 20));
+  for (const until = Date.now() + 60_000; cache.size > 2 && Date.now() < until; ) await new Promise((r) => setTimeout(r, 20));
   t.ok(cache.size <= 2, `at most 2 entries (${cache.size})`);
   const held = await cache.lease(key(4), fill);
   t.notOk(held.filled, 'the most recent entry survived');

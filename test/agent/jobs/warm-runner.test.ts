@@ -32,7 +32,7 @@ function runners(name: string, readyAfterMs: number): WarmRunners {
 }
 
 async function until(what: string, check: () => Promise<boolean> | boolean): Promise<void> {
-  for (let i = 0; i < 600; i++) {
+  for (const deadline = Date.now() + 60_000; Date.now() < deadline; ) {
     if (await check()) return;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -55,8 +55,8 @@ t.test('a spare that loaded before the job took it: one spare is kept', async (t
   if (spare === undefined) throw new Error('no spare');
   t.equal(warm.depth, 1, 'the spare had loaded when taken: still one spare');
   warm.replenish();
+  t.equal(warm.spares, 1, 'one new spare is starting (replenish starts them at once), no second');
   await until('the next spare', async () => (await readdir(join(tmp.dir, 'loaded'))).length === 3);
-  await new Promise((r) => setTimeout(r, 300));
   t.equal((await readdir(join(tmp.dir, 'loaded'))).length, 3, 'one new spare (taken spares keep their slot directories until their jobs remove them)');
   await sandbox.kill(spare.proc, { graceMs: 0 });
 });

@@ -6,7 +6,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runRunner, startMessage, type ApiRequestMessage, type RunnerRun } from '../../fixtures/run-runner.ts';
 
-t.setTimeout(1_200_000);
 
 function clean(t: Test, run: RunnerRun): void {
   t.same(run.invalid, [], 'every message matches the wire schema');

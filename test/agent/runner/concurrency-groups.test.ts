@@ -6,7 +6,6 @@ import t, { type Test } from 'tap';
 import type { RunnerStart } from '../../../schemas/wire/runner.ts';
 import { runRunner, type RunnerRun } from '../../fixtures/run-runner.ts';
 
-t.setTimeout(1_200_000);
 
 function filterRole(exportName: string, workflowName: string, start: Partial<RunnerStart> = {}, extra: Partial<Parameters<typeof runRunner>[0]> = {}) {
   return runRunner({ file: 'groups.ts', exportName, workflowName, jobName: 'svc:filter', ...extra, start: { role: 'filter', evaluateWorkflowFilter: true, ...start } });
@@ -124,5 +123,5 @@ t.test('a cancel stops a running group function: cancelled, no keys', async (t) 
   t.equal(r.result?.status, 'cancelled');
   t.equal(r.result?.reason, 'user asked');
   t.equal(r.result?.concurrencyGroups, undefined);
-  t.ok(r.elapsedMs < 60_000, `the 120 s sleep was stopped (${r.elapsedMs} ms)`);
+  t.ok(r.elapsedMs < 300_000, `hang guard: the hour-long sleep was stopped (${r.elapsedMs} ms)`);
 });

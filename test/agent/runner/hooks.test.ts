@@ -5,7 +5,6 @@ import t, { type Test } from 'tap';
 import { runRunner, type RunnerControl, type RunnerRun } from '../../fixtures/run-runner.ts';
 import type { RunnerToAgent } from '../../../schemas/wire/runner.ts';
 
-t.setTimeout(1_200_000);
 
 const hooks = (jobName: string, extra: Partial<Parameters<typeof runRunner>[0]> = {}) =>
   runRunner({ file: 'hooks.ts', workflowName: 'hooks', jobName, ...extra, start: { workflowHooks: true, ...extra.start } });
@@ -28,7 +27,8 @@ function cancelOnChild(label: string, force: boolean, pids: number[]) {
 /** The process has exited: no such pid, or a zombie (killed, waiting to be reaped). */
 async function gone(pid: number): Promise<boolean> {
   const { readFile } = await import('node:fs/promises');
-  for (let i = 0; i < 200; i++) {
+  // Polled; the bound is a hang guard only.
+  for (const deadline = Date.now() + 60_000; Date.now() < deadline; ) {
     try {
       process.kill(pid, 0);
       const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
@@ -152,7 +152,7 @@ t.test('the default hook timeout comes from hookTimeoutMs and kills the hook’s
   clean(t, run);
   t.equal(run.result?.reason, 'job cleanup hook failed: timed out after 300 ms');
   t.same(run.marks().slice(-3), ['job.cleanup', 'workflow.onSuccess', 'workflow.cleanup']);
-  t.ok(run.elapsedMs < 45_000, `did not wait for sleep 90 (${run.elapsedMs} ms)`);
+  t.ok(run.elapsedMs < 300_000, `hang guard: did not wait for the hour-long sleep (${run.elapsedMs} ms)`);
 });
 
 t.test('cancel plus a failing onCancel hook: "cancelled; job onCancel hook failed: boom"', async (t) => {

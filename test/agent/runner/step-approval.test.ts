@@ -5,7 +5,6 @@
 import t, { type Test } from 'tap';
 import { runRunner, type ApiRequestMessage, type RunnerRun } from '../../fixtures/run-runner.ts';
 
-t.setTimeout(1_200_000);
 
 // Job `ruled` of steps.ts: first, never (rule: skipped), docs (rule: skipped), last.
 /** Only a hang guard: a loaded machine may take long to start a runner. */
@@ -20,17 +19,22 @@ function clean(t: Test, run: RunnerRun): void {
 const approvalRequests = (run: RunnerRun) => run.messages.filter((m): m is ApiRequestMessage => m.type === 'api.request' && m.api === 'step.approval');
 
 t.test('approved: the step waits for the decision, then runs', async (t) => {
+  let startedBeforeAnswer: boolean | undefined;
   const run = await runRunner({
     file: 'steps.ts', timeoutMs: HANG_GUARD_MS,
     workflowName: 'steps',
     jobName: 'ruled',
     start: HELD_LAST,
-    api: async (request) => {
+    api: async (request, control) => {
       t.equal(request.api, 'step.approval');
-      await new Promise((r) => setTimeout(r, 1_000));
+      // Answered once the runner has said it waits (its own line), not after a fixed time.
+      const waiting = () => control.messages.some((m) => m.type === 'runner.log' && m.step === 'last' && m.text.startsWith('waiting for an approval'));
+      for (const deadline = Date.now() + HANG_GUARD_MS; !waiting() && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 10));
+      startedBeforeAnswer = control.messages.some((m) => m.type === 'runner.step' && m.name === 'last');
       return { status: 'approved', reason: 'Approval approved by alice' };
     },
   });
+  t.equal(startedBeforeAnswer, false, 'the held step had not started when the answer went');
   clean(t, run);
   t.equal(run.result?.status, 'completed', run.result?.reason ?? '');
   t.same(approvalRequests(run).map((m) => m.args), [{ index: 3, name: 'last' }], 'asked once, for step 4');

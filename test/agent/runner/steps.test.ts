@@ -5,7 +5,6 @@ import { existsSync } from 'node:fs';
 import { runRunner, type RunnerRun } from '../../fixtures/run-runner.ts';
 
 // Each case forks a real runner (about half a second each on two cores).
-t.setTimeout(1_200_000);
 
 const steps = (jobName: string, extra: Partial<Parameters<typeof runRunner>[0]> = {}) =>
   runRunner({ file: 'steps.ts', workflowName: 'steps', jobName, ...extra });
@@ -94,7 +93,7 @@ t.test('a step timeout fails the step and kills its command', async (t) => {
   clean(t, run);
   t.equal(run.result?.status, 'failed');
   t.equal(run.result?.reason, 'step "slow" failed: step timed out after 300 ms');
-  t.ok(run.elapsedMs < 45_000, `finished without waiting for sleep 90 (${run.elapsedMs} ms)`);
+  t.ok(run.elapsedMs < 300_000, `hang guard: finished without waiting for the hour-long sleep (${run.elapsedMs} ms)`);
 });
 
 t.test('jobTimeoutMs fails the running step and skips the rest', async (t) => {
@@ -103,7 +102,7 @@ t.test('jobTimeoutMs fails the running step and skips the rest', async (t) => {
   t.equal(run.result?.status, 'failed');
   t.equal(run.result?.reason, 'step "waits" failed: job timed out after 400 ms');
   t.match(run.result?.steps, [{ name: 'waits', status: 'failed' }, { name: 'after', status: 'skipped' }]);
-  t.ok(run.elapsedMs < 45_000, `did not wait for sleep 90 (${run.elapsedMs} ms)`);
+  t.ok(run.elapsedMs < 300_000, `hang guard: did not wait for the hour-long sleep (${run.elapsedMs} ms)`);
 });
 
 t.test('job outputs that cannot cross IPC fail the job', async (t) => {
@@ -126,7 +125,7 @@ t.test('SIGTERM to the runner is a force cancel: the result is sent at once', as
   clean(t, run);
   t.equal(run.result?.status, 'cancelled');
   t.match(run.result?.reason, /^runner received SIGTERM \(force cancel/);
-  t.ok(run.elapsedMs < 45_000, `finished at once, not after the 90 s sleep (${run.elapsedMs} ms)`);
+  t.ok(run.elapsedMs < 300_000, `hang guard: finished, not after the hour-long sleep (${run.elapsedMs} ms)`);
 });
 
 t.test('shell metacharacters in values stay single arguments', async (t) => {
@@ -161,7 +160,7 @@ t.test('an unhandled rejection or uncaught exception in workflow code fails the 
   clean(t, rejected);
   t.equal(rejected.result?.status, 'failed');
   t.equal(rejected.result?.reason, 'step "rejects" failed: unhandled rejection: lost promise');
-  t.ok(rejected.elapsedMs < 30_000, 'the step failed at once, not after its 60 s wait');
+  t.ok(rejected.elapsedMs < 300_000, `hang guard: the step failed, not after its hour-long wait (${rejected.elapsedMs} ms)`);
   const thrown = await steps('thrown');
   clean(t, thrown);
   t.equal(thrown.result?.reason, 'step "throws-later" failed: uncaught exception: from a timer');

@@ -1,4 +1,4 @@
-// `svc approve` and `svc reject` as real processes through a real relay to a real orchestrator
+// `svc approve` and `svc reject` in-process (runCli) through a real relay to a real orchestrator
 // (real WebSocket link, real PostgreSQL), on runs pushed through the relay for a workflow that
 // needs alice's approval: the approver releases or cancels the run (text and --json), anyone else
 // exits 1 with the reason and the run stays held, a decision on a run nothing awaits exits 1, and
@@ -12,9 +12,9 @@ import { eachDatabase } from '../../fixtures/db.ts';
 import { SHA_A } from '../../fixtures/github-payloads.ts';
 import { heldWorkflow, pushHeldRun } from '../../fixtures/held-runs.ts';
 import { ORG, OTHER_ORG, startPlatformStack } from '../../fixtures/platform-stack.ts';
-import { REPO_ROOT, runProgram } from '../../fixtures/programs.ts';
+import { runCli } from '../../fixtures/cli.ts';
+import { REPO_ROOT } from '../../fixtures/programs.ts';
 
-t.setTimeout(1_200_000);
 
 await eachDatabase(t, async (t, db) => {
   const stack = await startPlatformStack(t, db);
@@ -23,7 +23,7 @@ await eachDatabase(t, async (t, db) => {
   t.teardown(() => rm(home, { recursive: true, force: true }));
   const baseEnv: NodeJS.ProcessEnv = { ...process.env, XDG_CONFIG_HOME: home };
   for (const name of ['SVC_PLATFORM_URL', 'SVC_TOKEN', 'SVC_ORG', 'SVC_PLATFORM_TOKEN']) delete baseEnv[name];
-  const svc = (args: string[], env: Record<string, string> = {}) => runProgram(join(REPO_ROOT, 'bin/svc.ts'), args, { env: { ...baseEnv, ...env }, timeoutMs: 60_000 });
+  const svc = (args: string[], env: Record<string, string> = {}) => runCli(join(REPO_ROOT, 'bin/svc.ts'), args, { env: { ...baseEnv, ...env } });
   const login = await svc(['login', '--token', await stack.pat('alice'), '--platform-url', stack.relayUrl]);
   t.equal(login.code, 0, login.stderr);
   const bob = await stack.pat('bob');

@@ -1,4 +1,4 @@
-// `svc compile` and `svc run local` as real child processes: exit codes, stderr lines, --json.
+// `svc compile` and `svc run local` in-process (runSvc → runCli): exit codes, stderr lines, --json.
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
@@ -6,7 +6,6 @@ import { runSvc, SEVERAL_WORKFLOWS, tempRepo, workflowFile, writeFiles } from '.
 
 const LOCK = '.svc/svc.lock.json';
 // Many real child processes on a shared 2-core machine.
-t.setTimeout(1_200_000);
 
 t.test('compile writes the lock; --check is 0 when fresh and 1 when stale; --json', async (t) => {
   const dir = tempRepo(t, SEVERAL_WORKFLOWS);

@@ -11,11 +11,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { createPat, listPats } from '../../../kernel/relay/pats/index.ts';
 import { eachDatabase } from '../../fixtures/db.ts';
-import { REPO_ROOT, programPath, runProgram } from '../../fixtures/programs.ts';
+import { runCli } from '../../fixtures/cli.ts';
+import { REPO_ROOT, programPath } from '../../fixtures/programs.ts';
 import { newOrg, startTestRelay } from '../../kernel/relay/harness.ts';
 import { TestBrowser, decide } from '../../kernel/relay/browser.ts';
 
-t.setTimeout(1_200_000);
 
 interface Running {
   /** Resolves with the first match of `pattern` in stderr. */
@@ -63,7 +63,9 @@ await eachDatabase(t, async (t, db) => {
   for (const name of ['SVC_PLATFORM_URL', 'SVC_TOKEN', 'SVC_ORG', 'SVC_PLATFORM_TOKEN']) delete env[name];
   const configFile = join(home, 'svc', 'config.json');
   const readConfig = async () => JSON.parse(await readFile(configFile, 'utf8')) as Record<string, unknown>;
-  const svc = (args: string[], more: NodeJS.ProcessEnv = {}) => runProgram(join(REPO_ROOT, 'bin/svc.ts'), args, { env: { ...env, ...more }, timeoutMs: 60_000 });
+  // Commands that run to their end go in-process; the device flows above stay real processes
+  // (startSvc): the test answers what they print while they poll.
+  const svc = (args: string[], more: NodeJS.ProcessEnv = {}) => runCli(join(REPO_ROOT, 'bin/svc.ts'), args, { env: { ...env, ...more } });
   const browser = new TestBrowser(relay.url);
 
   await t.test('usage: --device with --token is exit 2; no Platform address is exit 2', async (t) => {

@@ -5,7 +5,6 @@ import t from 'tap';
 import { doctorExitCode, runDoctor } from '../../../cli/commands/doctor.ts';
 import { commitAll, runSvc, tempRepo, workflowFile, writeFiles } from '../../fixtures/workflow-trees/index.ts';
 
-t.setTimeout(1_200_000);
 
 async function initialized(t: Parameters<typeof tempRepo>[0]): Promise<string> {
   const dir = tempRepo(t, {}, { git: true });

@@ -4,7 +4,6 @@ import path from 'node:path';
 import t from 'tap';
 import { commitAll, git, runSvc, tempRepo, workflowFile, writeFiles } from '../../fixtures/workflow-trees/index.ts';
 
-t.setTimeout(1_200_000);
 
 t.test('the hook recompiles and stages the lock on git commit; reinstalling is a no-op', async (t) => {
   const dir = tempRepo(t, {}, { git: true });

@@ -17,6 +17,7 @@ import { normalizeGithubPayload } from '../../../plugins/providers/shared/github
 import { NormalizedEvent } from '../../../schemas/event.ts';
 import { compileSchema } from '../../../schemas/validate.ts';
 import { createGitRemote, git, ZERO_SHA, type Teardown } from '../../fixtures/git-repos.ts';
+import { runCli } from '../../fixtures/cli.ts';
 import { REPO_ROOT, runProgram } from '../../fixtures/programs.ts';
 
 const SVC = join(REPO_ROOT, 'bin/svc.ts');
@@ -24,7 +25,6 @@ const SECRET = 'hook-secret-0123456789';
 const SOURCE_ID = '6f1c2b8e-0000-4000-8000-00000000abcd';
 const checkEvent = compileSchema(NormalizedEvent);
 // Each push starts a real Node for the hook; the file takes about half a minute.
-t.setTimeout(1_200_000);
 
 /** A loopback port nothing listens on (fetch refuses well-known blocked ports such as 1). */
 async function closedPort(): Promise<number> {
@@ -90,6 +90,8 @@ function checkSigned(t: Test, r: Received): void {
 t.test('installed hook: pushes, a tag and a deletion arrive signed and normalize correctly', async (t) => {
   const remote = await createGitRemote(t);
   const hook = await receiver(t);
+  // A real process: the hook git runs is the bin that installed it (the compiled one under
+  // SVC_TEST_DIST=1), so the pushes below run the shipped hook.
   const installed = await runProgram(SVC, [
     'hook', 'post-receive', '--install', remote.bare, '--webhook-url', hook.url, '--secret-file', await secretFile(t),
     '--source-id', SOURCE_ID, '--repository', 'acme/app', '--remote-url', remote.url, '--json',
@@ -284,7 +286,7 @@ t.test('svc hook post-receive --flush sends the outbox now (no stdin); an unread
   await run(`${ZERO_SHA} ${head} refs/heads/main\n`);
   await writeFile(join(remote.bare, 'svc-outbox', '000000000000000-broken.json'), '{not json');
   up = true;
-  const flushed = await runProgram(SVC, ['hook', 'post-receive', '--flush', '--git-dir', remote.bare, '--json'], { timeoutMs: 120_000 });
+  const flushed = await runCli(SVC, ['hook', 'post-receive', '--flush', '--git-dir', remote.bare, '--json']);
   t.equal(flushed.code, 1, 'exit 1: a file is left in the outbox');
   t.match(flushed.stderr, /outbox file .*000000000000000-broken\.json cannot be read .*move it away or delete it/);
   const report = JSON.parse(flushed.stdout) as { resent: Array<{ ref: string; delivered: boolean }>; deliveries: unknown[]; outbox: number };
@@ -302,18 +304,56 @@ t.test('persistent server errors: three attempts, then a warning', async (t) => 
   t.match(warnings[0], /NOT delivered.*3 attempts/);
 });
 
+/** A clock the test moves: a `timeout(ms)` signal fires (as a timeout) only when `advance` passes it. */
+function movableClock() {
+  let offset = 0;
+  const timers = new Set<{ at: number; controller: AbortController }>();
+  const now = () => Date.now() + offset;
+  return {
+    now,
+    timeout(ms: number): AbortSignal {
+      const controller = new AbortController();
+      timers.add({ at: now() + ms, controller });
+      return controller.signal;
+    },
+    advance(ms: number): void {
+      offset += ms;
+      for (const timer of [...timers]) {
+        if (timer.at > now()) continue;
+        timers.delete(timer);
+        timer.controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
+      }
+    },
+  };
+}
+
 t.test('an unreachable or hanging receiver never blocks the push for long', async (t) => {
   const down = await bareWithConfig(t, `http://127.0.0.1:${await closedPort()}/webhook/org-1/git`);
   const r1 = await down.run(`${ZERO_SHA} ${down.head} refs/heads/main\n`);
   t.match(r1.deliveries[0], { delivered: false, status: null, outcome: /ECONNREFUSED|fetch failed/ });
   t.match(down.warnings[0], /NOT delivered/);
 
-  const hook = await receiver(t, () => ({ status: 200, hang: true }));
+  // The hook's 20 s budget is on a clock the test moves: once the hanging receiver has the first
+  // delivery, the clock is moved past the budget (nothing waits it out).
+  const clock = movableClock();
+  const hook = await receiver(t, () => {
+    clock.advance(20_000);
+    return { status: 200, hang: true };
+  });
   const slow = await bareWithConfig(t, hook.url, { 'svc.timeoutMs': '20000' });
   // The receiver hangs forever: the hook returning at all, with the second delivery refused for
   // lack of time, shows the one budget bounds the whole push (no speed bound needed).
-  const r2 = await slow.run(`${ZERO_SHA} ${slow.head} refs/heads/main\n${ZERO_SHA} ${slow.head} refs/tags/v1\n`);
+  const r2 = await runPostReceive({
+    git: hookGit(slow.remote.bare),
+    stdin: `${ZERO_SHA} ${slow.head} refs/heads/main\n${ZERO_SHA} ${slow.head} refs/tags/v1\n`,
+    env: { USER: 'carol' },
+    print: () => undefined,
+    warn: () => undefined,
+    now: clock.now,
+    timeout: clock.timeout,
+  });
   t.match(r2.deliveries, [{ delivered: false, outcome: 'timed out' }, { delivered: false, outcome: /budget is spent|no time left/ }]);
+  t.equal(hook.got.length, 1, 'the second push was not sent: its budget was spent');
 });
 
 t.test('bad stdin lines and other refs are skipped, never sent', async (t) => {
@@ -357,20 +397,19 @@ t.test('missing configuration: a clear warning, nothing sent', async (t) => {
 
 t.test('the CLI: usage errors exit 2; a failed delivery exits 1 with the warning on stderr', async (t) => {
   const remote = await createGitRemote(t);
-  const r1 = await runProgram(SVC, ['hook', 'post-receive', '--install', remote.bare]);
+  const r1 = await runCli(SVC, ['hook', 'post-receive', '--install', remote.bare]);
   t.equal(r1.code, 2);
   t.match(r1.stderr, /--install needs --webhook-url, --secret-file, --source-id/);
-  const r2 = await runProgram(SVC, ['hook', 'post-receive', '--webhook-url', 'http://x']);
+  const r2 = await runCli(SVC, ['hook', 'post-receive', '--webhook-url', 'http://x']);
   t.equal(r2.code, 2);
   t.match(r2.stderr, /only used with --install/);
-  const r3 = await runProgram(SVC, ['hook', 'post-receive', '--install', remote.work, '--webhook-url', 'http://127.0.0.1:1/x', '--secret-file', await secretFile(t), '--source-id', SOURCE_ID]);
+  const r3 = await runCli(SVC, ['hook', 'post-receive', '--install', remote.work, '--webhook-url', 'http://127.0.0.1:1/x', '--secret-file', await secretFile(t), '--source-id', SOURCE_ID]);
   t.equal(r3.code, 1);
   t.match(r3.stderr, /SVC_ERR_HOOK_NOT_BARE/);
 
   const { remote: r, head } = await bareWithConfig(t, `http://127.0.0.1:${await closedPort()}/webhook/org-1/git`);
-  const child = await import('node:child_process');
-  const result = child.spawnSync(process.execPath, [SVC, 'hook', 'post-receive'], { cwd: r.bare, env: { ...process.env, GIT_DIR: '.' }, input: `${ZERO_SHA} ${head} refs/heads/main\n`, encoding: 'utf8', timeout: 120_000 });
-  t.equal(result.status, 1);
+  const result = await runCli(SVC, ['hook', 'post-receive'], { cwd: r.bare, env: { ...process.env, GIT_DIR: '.' }, stdin: `${ZERO_SHA} ${head} refs/heads/main\n` });
+  t.equal(result.code, 1);
   t.match(result.stderr, /svc: warning: push main was NOT delivered/);
 });
 

@@ -1,6 +1,6 @@
-// `svc init`, `svc types` and `svc workflows` as real child processes in temp repositories, and
-// the first run `svc init` promises: init, compile and `svc run push --local` pass in an empty
-// repository and in a small npm project.
+// `svc init`, `svc types` and `svc workflows` in-process (runSvc → runCli) in temp repositories, and
+// the first run `svc init` promises: init, compile and `svc run push --local` (a child process) pass
+// in an empty repository and in a small npm project.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -9,7 +9,6 @@ import { parseLock } from '../../../workflow/lock/lock-file.ts';
 import { DEFAULT_SVCIGNORE } from '../../../workflow/hash/index.ts';
 import { commitAll, git, runSvc, tempRepo, writeFiles } from '../../fixtures/workflow-trees/index.ts';
 
-t.setTimeout(1_200_000);
 
 const SCAFFOLD = ['.svc/.svcignore', '.svc/.gitignore', '.svc/workflows/ci.ts', '.svc/tests/ci.fixture.ts', '.svc/tsconfig.json', '.svc/package.json'];
 

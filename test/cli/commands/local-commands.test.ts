@@ -1,4 +1,4 @@
-// The developer CLI commands that need no Platform, as real processes: `svc --help` names every
+// The developer CLI commands that need no Platform, in-process (runCli; `svc admin` as real processes): `svc --help` names every
 // command of the spec, topic help has its own text, `svc docs`, `svc admin`, `svc feedback`
 // without --draft, and `svc diagnostics` offline (nothing reachable, secrets still redacted, the
 // .svc/ state of a real git repository).
@@ -7,17 +7,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import t from 'tap';
+import { runCli } from '../../fixtures/cli.ts';
 import { REPO_ROOT, runProgram } from '../../fixtures/programs.ts';
 
-t.setTimeout(1_200_000);
 
 const home = await mkdtemp(join(tmpdir(), 'svc-local-'));
 t.teardown(() => rm(home, { recursive: true, force: true }));
 const baseEnv: NodeJS.ProcessEnv = { ...process.env, XDG_CONFIG_HOME: home };
 for (const name of ['SVC_PLATFORM_URL', 'SVC_TOKEN', 'SVC_ORG', 'SVC_PLATFORM_TOKEN', 'SVC_SECRET_KEY', 'SVC_ADMIN_BIN']) delete baseEnv[name];
 const svc = (args: string[], env: Record<string, string> = {}, cwd?: string) =>
-  runProgram(join(REPO_ROOT, 'bin/svc.ts'), args, { env: { ...baseEnv, ...env }, timeoutMs: 60_000, ...(cwd !== undefined ? { cwd } : {}) });
-const svcAdmin = (args: string[]) => runProgram(join(REPO_ROOT, 'bin/svc-admin.ts'), args, { env: baseEnv, timeoutMs: 60_000 });
+  runCli(join(REPO_ROOT, 'bin/svc.ts'), args, { env: { ...baseEnv, ...env }, ...(cwd !== undefined ? { cwd } : {}) });
+const svcAdmin = (args: string[]) => runCli(join(REPO_ROOT, 'bin/svc-admin.ts'), args, { env: baseEnv });
+// Real processes: `svc admin` hands its own stdout/stderr to the svc-admin it starts (inherited,
+// not written through process.stdout), and `--version` is answered before oclif loads.
+const svcProcess = (args: string[], env: Record<string, string> = {}) => runProgram(join(REPO_ROOT, 'bin/svc.ts'), args, { env: { ...baseEnv, ...env }, timeoutMs: 60_000 });
+const svcAdminProcess = (args: string[]) => runProgram(join(REPO_ROOT, 'bin/svc-admin.ts'), args, { env: baseEnv, timeoutMs: 60_000 });
 
 /** Command and topic names of an oclif root help (`TOPICS` and `COMMANDS` sections). */
 function helpNames(help: string): Set<string> {
@@ -90,22 +94,22 @@ t.test('svc docs lists the shipped topics, prints one, refuses an unknown one', 
 });
 
 t.test('svc admin runs svc-admin with the arguments and its exit code', async (t) => {
-  const version = await svc(['admin', '--', '--version']);
+  const version = await svcProcess(['admin', '--', '--version']);
   t.equal(version.code, 0, version.stderr);
-  t.equal(version.stdout, (await svcAdmin(['--version'])).stdout);
-  const topic = await svc(['admin', 'signing-key', '--', '--help']);
+  t.equal(version.stdout, (await svcAdminProcess(['--version'])).stdout);
+  const topic = await svcProcess(['admin', 'signing-key', '--', '--help']);
   t.match(topic.stdout, /svc-admin signing-key/);
-  const usage = await svc(['admin', 'secret', 'set']);
+  const usage = await svcProcess(['admin', 'secret', 'set']);
   t.equal(usage.code, 2, "svc-admin's usage error keeps its exit code");
   t.match(usage.stderr, /Missing 2 required args/);
   // Any exit code passes through.
   const script = join(home, 'fake-admin.sh');
   await writeFile(script, '#!/bin/sh\necho "args: $*"\nexit 7\n');
   await chmod(script, 0o755);
-  const seven = await svc(['admin', 'runs', 'list', '--json'], { SVC_ADMIN_BIN: script });
+  const seven = await svcProcess(['admin', 'runs', 'list', '--json'], { SVC_ADMIN_BIN: script });
   t.equal(seven.code, 7);
   t.equal(seven.stdout, 'args: runs list --json\n', '--json and every other argument belong to svc-admin');
-  const missing = await svc(['admin', 'runs', 'list'], { SVC_ADMIN_BIN: join(home, 'no-such-svc-admin') });
+  const missing = await svcProcess(['admin', 'runs', 'list'], { SVC_ADMIN_BIN: join(home, 'no-such-svc-admin') });
   t.equal(missing.code, 1);
   t.match(missing.stderr, /SVC_ERR_CLI_ADMIN_NOT_INSTALLED: svc-admin is not installed/);
 });

@@ -1,5 +1,5 @@
-// `svc login --token`, `svc logout`, `svc org use` and `svc-admin relay pat create/list/revoke` as
-// real processes against a real relay on real PostgreSQL; the config file is checked on disk
+// `svc login --token`, `svc logout`, `svc org use` and `svc-admin relay pat create/list/revoke`
+// in-process (runCli) against a real relay on real PostgreSQL; the config file is checked on disk
 // (content and mode 0600). Exit codes: 0 success, 1 failure, 2 usage error.
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -7,10 +7,10 @@ import { join } from 'node:path';
 import t from 'tap';
 import { provisionOrg, migrateRelay } from '../../../kernel/relay/index.ts';
 import { eachDatabase, testLogger } from '../../fixtures/db.ts';
-import { REPO_ROOT, runProgram } from '../../fixtures/programs.ts';
+import { runCli } from '../../fixtures/cli.ts';
+import { REPO_ROOT } from '../../fixtures/programs.ts';
 import { startTestRelay } from '../../kernel/relay/harness.ts';
 
-t.setTimeout(1_200_000);
 
 function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, ...extra };
@@ -26,8 +26,8 @@ await eachDatabase(t, async (t, db) => {
   const home = await mkdtemp(join(tmpdir(), 'svc-login-'));
   t.teardown(() => rm(home, { recursive: true, force: true }));
   const env = cleanEnv({ XDG_CONFIG_HOME: home, SVC_RELAY_DATABASE_URL: db.url });
-  const svc = (args: string[], more: Record<string, string> = {}) => runProgram(join(REPO_ROOT, 'bin/svc.ts'), args, { env: { ...env, ...more }, timeoutMs: 60_000 });
-  const admin = (args: string[]) => runProgram(join(REPO_ROOT, 'bin/svc-admin.ts'), args, { env, timeoutMs: 60_000 });
+  const svc = (args: string[], more: Record<string, string> = {}) => runCli(join(REPO_ROOT, 'bin/svc.ts'), args, { env: { ...env, ...more } });
+  const admin = (args: string[]) => runCli(join(REPO_ROOT, 'bin/svc-admin.ts'), args, { env });
   const configFile = join(home, 'svc', 'config.json');
   const readConfig = async () => JSON.parse(await readFile(configFile, 'utf8')) as Record<string, unknown>;
 

@@ -1,4 +1,4 @@
-// `svc pat create|list|revoke` as real processes against a real relay on real PostgreSQL: a user
+// `svc pat create|list|revoke` in-process (runCli) against a real relay on real PostgreSQL: a user
 // manages their own tokens only (another user's are invisible and answer 404 on revoke), the
 // value is printed once and never listed, expiry is kept, a revoked token is refused after; and
 // /v1/pats refuses callers without a token (401) or with the org platform token (403).
@@ -8,10 +8,10 @@ import { join } from 'node:path';
 import t from 'tap';
 import { createPat } from '../../../kernel/relay/pats/index.ts';
 import { eachDatabase } from '../../fixtures/db.ts';
-import { REPO_ROOT, runProgram } from '../../fixtures/programs.ts';
+import { runCli } from '../../fixtures/cli.ts';
+import { REPO_ROOT } from '../../fixtures/programs.ts';
 import { newOrg, startTestRelay } from '../../kernel/relay/harness.ts';
 
-t.setTimeout(1_200_000);
 
 interface Listed {
   tokens: Array<{ id: string; name: string; createdAt: string; lastUsedAt: string | null; expiresAt: string | null; revokedAt: string | null }>;
@@ -27,7 +27,7 @@ await eachDatabase(t, async (t, db) => {
   const env: NodeJS.ProcessEnv = { ...process.env, XDG_CONFIG_HOME: home };
   for (const name of ['SVC_PLATFORM_URL', 'SVC_TOKEN', 'SVC_ORG', 'SVC_PLATFORM_TOKEN']) delete env[name];
   // Alice is logged in through the config file; Bob through SVC_TOKEN.
-  const svc = (args: string[], more: NodeJS.ProcessEnv = {}) => runProgram(join(REPO_ROOT, 'bin/svc.ts'), args, { env: { ...env, ...more }, timeoutMs: 60_000 });
+  const svc = (args: string[], more: NodeJS.ProcessEnv = {}) => runCli(join(REPO_ROOT, 'bin/svc.ts'), args, { env: { ...env, ...more } });
   const asBob = { SVC_TOKEN: bob.token };
   t.equal((await svc(['login', '--token', alice.token, '--platform-url', relay.url])).code, 0);
 

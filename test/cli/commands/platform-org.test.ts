@@ -1,4 +1,4 @@
-// The developer CLI's org commands as real processes through a real relay to a real orchestrator
+// The developer CLI's org commands in-process (runCli) through a real relay to a real orchestrator
 // (startPlatformStack: real WebSocket link, real PostgreSQL for both): `svc orchestrators`,
 // `svc endpoints`, `svc secrets list|set`, `svc notifications`, `svc report`,
 // `svc runs list --workflow/--branch` and `svc diagnostics` / `svc feedback --draft` against a
@@ -7,16 +7,15 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { execa } from 'execa';
 import t from 'tap';
 import { createContext, openContextSecrets, setSecret } from '../../../kernel/orchestrator/secrets/index.ts';
 import { sql } from '../../../kernel/services/db/index.ts';
 import { eachDatabase } from '../../fixtures/db.ts';
 import { ORG, OTHER_ORG, startPlatformStack } from '../../fixtures/platform-stack.ts';
-import { REPO_ROOT, programPath, runProgram } from '../../fixtures/programs.ts';
+import { runCli } from '../../fixtures/cli.ts';
+import { REPO_ROOT } from '../../fixtures/programs.ts';
 import { insertRun } from '../../fixtures/runs.ts';
 
-t.setTimeout(1_200_000);
 
 await eachDatabase(t, async (t, db) => {
   const stack = await startPlatformStack(t, db);
@@ -27,7 +26,7 @@ await eachDatabase(t, async (t, db) => {
   for (const name of ['SVC_PLATFORM_URL', 'SVC_TOKEN', 'SVC_ORG', 'SVC_PLATFORM_TOKEN', 'SVC_SECRET_KEY']) delete baseEnv[name];
   const bin = join(REPO_ROOT, 'bin/svc.ts');
   const svc = (args: string[], env: Record<string, string> = {}, cwd?: string) =>
-    runProgram(bin, args, { env: { ...baseEnv, ...env }, timeoutMs: 60_000, ...(cwd !== undefined ? { cwd } : {}) });
+    runCli(bin, args, { env: { ...baseEnv, ...env }, ...(cwd !== undefined ? { cwd } : {}) });
   const json = async (args: string[], env: Record<string, string> = {}) => {
     const res = await svc([...args, '--json'], env);
     t.equal(res.code, 0, `${args.join(' ')}: ${res.stderr}`);
@@ -114,8 +113,8 @@ await eachDatabase(t, async (t, db) => {
     await setSecret(db.pool, stack.masterKey, 'prod', 'DEPLOY_KEY', prodValue);
 
     const value = `v-${randomBytes(12).toString('hex')}`;
-    const set = await execa(process.execPath, [programPath(bin), 'secrets', 'set', 'test', 'API_KEY'], { env: { ...baseEnv }, input: `${value}\n`, reject: false, cwd: REPO_ROOT });
-    t.equal(set.exitCode, 0, set.stderr);
+    const set = await runCli(bin, ['secrets', 'set', 'test', 'API_KEY'], { env: { ...baseEnv }, stdin: `${value}\n` });
+    t.equal(set.code, 0, set.stderr);
     t.equal(set.stdout.trim(), 'Set secret test:API_KEY.');
     t.notMatch(set.stdout + set.stderr, value);
     const opened = await openContextSecrets(db.pool, [{ name: 'current', key: stack.masterKey }], ['test']);
@@ -140,8 +139,8 @@ await eachDatabase(t, async (t, db) => {
     const badKey = await svc(['secrets', 'set', 'test', '1bad', '--value', 'x1234567']);
     t.equal(badKey.code, 1);
     t.match(badKey.stderr, /SVC_ERR_SECRETS_KEY/);
-    const empty = await execa(process.execPath, [programPath(bin), 'secrets', 'set', 'test', 'EMPTY'], { env: { ...baseEnv }, input: '', reject: false, cwd: REPO_ROOT });
-    t.equal(empty.exitCode, 1);
+    const empty = await runCli(bin, ['secrets', 'set', 'test', 'EMPTY'], { env: { ...baseEnv }, stdin: '' });
+    t.equal(empty.code, 1);
     t.match(empty.stderr, /must not be empty/);
     t.equal((await svc(['secrets', 'set', 'test'])).code, 2, 'missing name: usage error');
     // The route itself: a malformed body is refused without echoing the value; another org's token is 403.

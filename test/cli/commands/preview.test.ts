@@ -1,5 +1,5 @@
 // `svc preview`: events built from a real git checkout, matched by workflow/matching. In-process
-// calls for the matrix of events, child processes for exit codes and output.
+// calls for the matrix of events, the CLI (in-process, runSvc → runCli) for exit codes and output.
 import path from 'node:path';
 import t from 'tap';
 import { parseEventSpec } from '../../../cli/preview/local-event.ts';
@@ -7,7 +7,6 @@ import { readLocalGitState, repositoryFromRemote } from '../../../cli/preview/lo
 import { previewEvent, type PreviewResult } from '../../../cli/preview/preview.ts';
 import { commitAll, git, runSvc, SEVERAL_WORKFLOWS, tempRepo, workflowFile, writeFiles } from '../../fixtures/workflow-trees/index.ts';
 
-t.setTimeout(1_200_000);
 
 const ALL = ['ci', 'deploy', 'docs', 'nightly', 'review-gate'];
 

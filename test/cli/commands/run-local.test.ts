@@ -8,7 +8,6 @@ import t from 'tap';
 import { parseEnvFlags, parseSecretsText } from '../../../cli/local-run/secrets.ts';
 import { commitAll, runSvc, tempRepo, writeFiles } from '../../fixtures/workflow-trees/index.ts';
 
-t.setTimeout(1_200_000);
 
 const SECRET = 'sk_local_file_secret_42';
 const FLAG_SECRET = 'sk_from_the_flag_77';

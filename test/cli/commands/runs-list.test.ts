@@ -1,4 +1,4 @@
-// `svc runs list` as a real process against a real relay whose run index a real orchestrator fed
+// `svc runs list` in-process (runCli) against a real relay whose run index a real orchestrator fed
 // over the real WebSocket link; then the ORCHESTRATOR is stopped and the list still answers from
 // the relay's index (while `runs show`, which asks the orchestrator, cannot). Table and --json,
 // filters, paging with the printed cursor, another org's token refused, bad parameters.
@@ -10,11 +10,11 @@ import { cancelRunIn } from '../../../kernel/orchestrator/dispatch/index.ts';
 import { sql } from '../../../kernel/services/db/index.ts';
 import { eachDatabase } from '../../fixtures/db.ts';
 import { ORG, OTHER_ORG, startPlatformStack } from '../../fixtures/platform-stack.ts';
-import { REPO_ROOT, runProgram } from '../../fixtures/programs.ts';
+import { runCli } from '../../fixtures/cli.ts';
+import { REPO_ROOT } from '../../fixtures/programs.ts';
 import { insertRun, until } from '../../fixtures/runs.ts';
 
 // Each CLI call is a fresh node process (a few seconds on a loaded machine).
-t.setTimeout(1_200_000);
 
 await eachDatabase(t, async (t, db) => {
   const stack = await startPlatformStack(t, db);
@@ -23,7 +23,7 @@ await eachDatabase(t, async (t, db) => {
   const alice = await stack.pat('alice');
   const baseEnv: NodeJS.ProcessEnv = { ...process.env, XDG_CONFIG_HOME: home };
   for (const name of ['SVC_PLATFORM_URL', 'SVC_TOKEN', 'SVC_ORG', 'SVC_PLATFORM_TOKEN']) delete baseEnv[name];
-  const svc = (args: string[], env: Record<string, string> = {}) => runProgram(join(REPO_ROOT, 'bin/svc.ts'), args, { env: { ...baseEnv, ...env }, timeoutMs: 60_000 });
+  const svc = (args: string[], env: Record<string, string> = {}) => runCli(join(REPO_ROOT, 'bin/svc.ts'), args, { env: { ...baseEnv, ...env } });
   const login = await svc(['login', '--token', alice, '--platform-url', stack.relayUrl]);
   t.equal(login.code, 0, login.stderr);
 

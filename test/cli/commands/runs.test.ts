@@ -1,4 +1,4 @@
-// `svc runs show` and `svc runs logs [--follow]` as real processes through a real relay to a real
+// `svc runs show` and `svc runs logs [--follow]` in-process (runCli) through a real relay to a real
 // orchestrator (startOrchestrator with the kernel subsystems, real WebSocket link, real
 // PostgreSQL). Runs, steps and log chunks are inserted as the dispatch subsystem would store them.
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -8,10 +8,10 @@ import t from 'tap';
 import { sql } from '../../../kernel/services/db/index.ts';
 import { eachDatabase } from '../../fixtures/db.ts';
 import { ORG, OTHER_ORG, startPlatformStack } from '../../fixtures/platform-stack.ts';
-import { REPO_ROOT, runProgram } from '../../fixtures/programs.ts';
+import { runCli } from '../../fixtures/cli.ts';
+import { REPO_ROOT } from '../../fixtures/programs.ts';
 import { insertRun, moveStatus } from '../../fixtures/runs.ts';
 
-t.setTimeout(1_200_000);
 
 const line = (step: string, text: string, stream = 'stdout') => ({ at: new Date().toISOString(), step, stream, text });
 
@@ -22,7 +22,7 @@ await eachDatabase(t, async (t, db) => {
   const alice = await stack.pat('alice');
   const baseEnv: NodeJS.ProcessEnv = { ...process.env, XDG_CONFIG_HOME: home };
   for (const name of ['SVC_PLATFORM_URL', 'SVC_TOKEN', 'SVC_ORG', 'SVC_PLATFORM_TOKEN']) delete baseEnv[name];
-  const svc = (args: string[], env: Record<string, string> = {}) => runProgram(join(REPO_ROOT, 'bin/svc.ts'), args, { env: { ...baseEnv, ...env }, timeoutMs: 60_000 });
+  const svc = (args: string[], env: Record<string, string> = {}) => runCli(join(REPO_ROOT, 'bin/svc.ts'), args, { env: { ...baseEnv, ...env } });
 
   const login = await svc(['login', '--token', alice, '--platform-url', stack.relayUrl]);
   t.equal(login.code, 0, login.stderr);

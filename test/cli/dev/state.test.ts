@@ -96,9 +96,11 @@ t.test('reporter: JSON lines, quiet progress off a TTY, spinner on a TTY', async
   const ttyOut = new PassThrough();
   const ttyErr = new PassThrough();
   const ttyErrText = collect(ttyErr);
-  const tty = createReporter({ json: false, stdout: ttyOut, stderr: ttyErr, tty: true });
-  await tty.task('database', 'starting PostgreSQL', async () => new Promise((r) => setTimeout(r, 120)));
+  // The task's time on an injected clock: 1.23 s pass inside it, however long it really takes.
+  let clock = 50_000;
+  const tty = createReporter({ json: false, stdout: ttyOut, stderr: ttyErr, tty: true, now: () => clock });
+  await tty.task('database', 'starting PostgreSQL', async () => void (clock += 1_230));
   tty.close();
   t.match(ttyErrText(), /starting PostgreSQL…/, 'spinner text');
-  t.match(ttyErrText(), /✓.* starting PostgreSQL .*\(0\.\ds\)/, 'done line with the time');
+  t.match(ttyErrText(), /✓.* starting PostgreSQL .*\(1\.2s\)/, 'done line with the time');
 });

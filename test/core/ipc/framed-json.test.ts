@@ -12,7 +12,6 @@ import { openRunnerTransport } from '../../../agent/runner/transport.ts';
 import { spawnHostProcess } from '../../../plugins/sandboxes/shared/child.ts';
 import { listenRunnerSocket } from '../../../plugins/sandboxes/container/socket-ipc.ts';
 
-t.setTimeout(1_200_000);
 const dir = await mkdtemp(join(tmpdir(), 'svc-ipc-'));
 t.teardown(() => rm(dir, { recursive: true, force: true }));
 

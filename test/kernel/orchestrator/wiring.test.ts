@@ -14,7 +14,6 @@ import { sql } from '../../../kernel/services/db/index.ts';
 import { orchestratorPlugins } from '../../../plugins/builtin.ts';
 import { eachDatabase, testLogger, type Test } from '../../fixtures/db.ts';
 
-t.setTimeout(1_200_000);
 
 const ADMIN_TOKEN = 'admin-token-0123456789abcdef';
 

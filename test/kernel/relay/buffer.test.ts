@@ -4,13 +4,26 @@ import t from 'tap';
 import { Type } from 'typebox';
 import { eachDatabase } from '../../fixtures/db.ts';
 import { sql, sqlTyped } from '../../../kernel/services/db/index.ts';
-import { fakeOrchestrator, newOrg, sendWebhook, sleep, startTestRelay, until } from './harness.ts';
+import { fakeOrchestrator, newOrg, sendWebhook, startTestRelay, until } from './harness.ts';
 
 const LogRow = Type.Object({ delivery_id: Type.String(), outcome: Type.String(), routing_key: Type.String() });
 
 function metricValue(text: string, name: string): number {
   const line = text.split('\n').find((l) => l.startsWith(`${name} `));
   return line === undefined ? 0 : Number(line.split(' ')[1]);
+}
+
+/** Replay passes the relay at `url` completed (`svc_relay_replay_passes_total`). */
+async function replayPasses(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  if (!text.includes('# TYPE svc_relay_replay_passes_total ')) throw new Error('svc_relay_replay_passes_total is not exposed');
+  return metricValue(text, 'svc_relay_replay_passes_total');
+}
+
+/** `n` more replay passes of the relay at `url` (with n = 2, the second began after this call). */
+async function replayPassesAfter(url: string, n: number, from?: number): Promise<void> {
+  const start = from ?? (await replayPasses(url));
+  await until(async () => (await replayPasses(url)) >= start + n, 60_000, `${n} replay passes`);
 }
 
 await eachDatabase(t, async (t, db) => {
@@ -39,20 +52,24 @@ await eachDatabase(t, async (t, db) => {
     text = await (await fetch(`${second.url}/metrics`)).text();
     t.equal(metricValue(text, 'svc_relay_buffered'), 6, 'counters reloaded from the table');
     const o = await fakeOrchestrator(t, second.url, token);
-    await until(() => o.received.length >= 6, 10_000, 'replay');
-    await sleep(200);
+    await until(() => o.received.length >= 6, 60_000, 'replay');
+    await until(async () => (await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_buffer`)) === 0, 60_000, 'buffer drained');
+    // A live webhook after the drain: its frame follows any replay on the one socket, so once it
+    // is acked a replay sent twice would have arrived.
+    t.same((await sendWebhook(second.url, 'acme', { delivery: 'after-replay' })).json, { status: 'accepted' });
+    t.equal(o.received.at(-1)?.deliveryId, 'after-replay');
+    const replayed = o.received.slice(0, -1);
     t.same(
-      o.received.map((d) => d.deliveryId),
+      replayed.map((d) => d.deliveryId),
       bodies.map((_, i) => `buf-${i}`),
       'arrival order, each once',
     );
-    t.ok(o.received.every((d) => d.replay), 'marked as replays');
+    t.ok(replayed.every((d) => d.replay), 'marked as replays');
     t.same(
-      o.received.map((d) => Buffer.from(d.bodyBase64, 'base64').toString('utf8')),
+      replayed.map((d) => Buffer.from(d.bodyBase64, 'base64').toString('utf8')),
       bodies,
       'exact bytes',
     );
-    await until(async () => (await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_buffer`)) === 0, 20_000, 'buffer drained');
     const log = await db.pool.any(sqlTyped(LogRow)`select delivery_id, outcome, routing_key from relay_delivery_log where delivery_id like 'buf-%' order by id`);
     t.equal(log.length, 6);
     t.ok(log.every((l) => l.outcome === 'replayed_accepted' && l.routing_key === 'github:100'));
@@ -65,8 +82,9 @@ await eachDatabase(t, async (t, db) => {
     t.same((await sendWebhook(r.url, 'acme', { delivery: 'shed-1' })).json, { status: 'buffered' });
     t.same((await sendWebhook(r.url, 'acme', { delivery: 'shed-2' })).json, { status: 'buffered' });
     const shedder = await fakeOrchestrator(t, r.url, token, { onDelivery: () => ({ result: 'shed_retry_later', retryAfterSeconds: 30 }) });
-    await until(() => shedder.received.length >= 1, 20_000, 'first replay');
-    await sleep(200);
+    await until(() => shedder.received.length >= 1, 60_000, 'first replay');
+    // The pass that was shed ends, then a whole pass after it (they tick every 100 ms).
+    await replayPassesAfter(r.url, 2);
     t.equal(shedder.received.length, 1, 'replay paused after a shed; order kept');
     t.equal(await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_buffer where delivery_id like 'shed-%'`), 2, 'both kept');
     await shedder.close();
@@ -74,7 +92,7 @@ await eachDatabase(t, async (t, db) => {
     const r2 = await startTestRelay(t, db.url, { replayIntervalMs: 100 });
     await r.stop();
     const taker = await fakeOrchestrator(t, r2.url, token);
-    await until(() => taker.received.length >= 2, 20_000, 'replay to the new orchestrator');
+    await until(() => taker.received.length >= 2, 60_000, 'replay to the new orchestrator');
     t.same(taker.received.map((d) => d.deliveryId), ['shed-1', 'shed-2']);
   });
 
@@ -85,26 +103,28 @@ await eachDatabase(t, async (t, db) => {
     const released = new Promise<void>((resolve) => (release = resolve));
     t.teardown(() => release());
     const hung = await fakeOrchestrator(t, r.url, token, { id: 'hung', onDelivery: async () => (await released, { result: 'accepted' }) });
-    await until(() => hung.received.length >= 1, 20_000, 'offered to the hung one');
+    await until(() => hung.received.length >= 1, 60_000, 'offered to the hung one');
     await hung.close();
     const good = await fakeOrchestrator(t, r.url, token, { id: 'good' });
-    await until(() => good.received.length >= 1, 20_000, 'offered to the good one');
+    await until(() => good.received.length >= 1, 60_000, 'offered to the good one');
     t.equal(good.received[0]!.deliveryId, 'hung-1');
-    await until(async () => (await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_buffer where delivery_id = 'hung-1'`)) === 0, 20_000, 'removed after the ack');
+    await until(async () => (await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_buffer where delivery_id = 'hung-1'`)) === 0, 60_000, 'removed after the ack');
   });
 
   await t.test('expired deliveries are dropped, logged and counted', async (t) => {
     const r = await startTestRelay(t, db.url, { env: { SVC_RELAY_BUFFER_TTL_MS: '150' } });
     t.same((await sendWebhook(r.url, 'acme', { delivery: 'old-1' })).json, { status: 'buffered' });
-    await sleep(300);
+    await until(async () => (await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_buffer where delivery_id = 'old-1' and expires_at <= now()`)) === 1, 60_000, 'past its 150 ms TTL');
     t.equal(await r.relay.sweepExpired(), 1);
     const log = await db.pool.any(sqlTyped(LogRow)`select delivery_id, outcome, routing_key from relay_delivery_log where delivery_id = 'old-1'`);
     t.same(log, [{ delivery_id: 'old-1', outcome: 'expired', routing_key: 'github:100' }]);
     const text = await (await fetch(`${r.url}/metrics`)).text();
     t.equal(metricValue(text, 'svc_relay_buffer_expired_total'), 1);
     t.equal(metricValue(text, 'svc_relay_buffered'), 0);
+    const passes = await replayPasses(r.url);
     const o = await fakeOrchestrator(t, r.url, token);
-    await sleep(300);
+    // The pass its connection started has ended.
+    await replayPassesAfter(r.url, 1, passes);
     t.equal(o.received.length, 0, 'an expired delivery is never replayed');
   });
 
@@ -119,7 +139,7 @@ await eachDatabase(t, async (t, db) => {
     t.equal(await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_buffer where delivery_id = 'b3'`), 0);
     // Refused, so not a duplicate later: once there is room it is taken.
     const o = await fakeOrchestrator(t, r.url, token);
-    await until(() => o.received.length >= 2, 20_000, 'drain');
+    await until(() => o.received.length >= 2, 60_000, 'drain');
     const retried = await sendWebhook(r.url, 'acme', { delivery: 'b3' });
     t.same(retried.json, { status: 'accepted' });
 
@@ -138,7 +158,7 @@ await eachDatabase(t, async (t, db) => {
     t.teardown(() => release());
     const hung = await fakeOrchestrator(t, r.url, token, { onDelivery: async () => (await released, { result: 'accepted' }) });
     const pending = sendWebhook(r.url, 'acme', { delivery: 'inflight-1' });
-    await until(() => hung.received.length >= 1, 20_000, 'delivery offered');
+    await until(() => hung.received.length >= 1, 60_000, 'delivery offered');
     const stopping = r.stop();
     const res = await pending;
     await stopping;

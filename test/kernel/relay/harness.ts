@@ -4,7 +4,7 @@ import { pino } from 'pino';
 import type { Logger } from 'pino';
 import { startRelay, provisionOrg, migrateRelay, type Relay, type StartRelayOptions } from '../../../kernel/relay/index.ts';
 import { connectRelay, type RelayDeliveryResult, type RelayLink } from '../../../kernel/orchestrator/relay-link/index.ts';
-import type { RelaySource, WebhookDeliver } from '../../../schemas/wire/relay.ts';
+import type { RelaySource, RelayToOrchestrator, WebhookDeliver } from '../../../schemas/wire/relay.ts';
 import type { DatabasePool } from '../../../kernel/services/db/index.ts';
 import type { Test } from '../../fixtures/db.ts';
 
@@ -52,7 +52,14 @@ export async function fakeOrchestrator(
   t: Test,
   url: string,
   token: string,
-  options: { id?: string; sources?: RelaySource[]; onDelivery?: (d: WebhookDeliver) => Promise<RelayDeliveryResult> | RelayDeliveryResult; wait?: boolean } = {},
+  options: {
+    id?: string;
+    sources?: RelaySource[];
+    onDelivery?: (d: WebhookDeliver) => Promise<RelayDeliveryResult> | RelayDeliveryResult;
+    /** Relay messages other than deliveries (dashboard requests), as the link hands them over. */
+    onMessage?: (message: RelayToOrchestrator) => void;
+    wait?: boolean;
+  } = {},
 ): Promise<FakeOrchestrator> {
   const received: WebhookDeliver[] = [];
   const link = connectRelay({
@@ -63,6 +70,7 @@ export async function fakeOrchestrator(
     logger: quietLogger,
     minReconnectDelayMs: 50,
     maxReconnectDelayMs: 500,
+    ...(options.onMessage !== undefined ? { onMessage: options.onMessage } : {}),
     onDelivery: async (d) => {
       received.push(d);
       return options.onDelivery ? options.onDelivery(d) : { result: 'accepted' };
@@ -71,7 +79,7 @@ export async function fakeOrchestrator(
   let closed: Promise<void> | undefined;
   const close = () => (closed ??= link.close());
   t.teardown(close);
-  if (options.wait !== false) await link.waitConnected(20_000);
+  if (options.wait !== false) await link.waitConnected(60_000);
   return { link, received, close };
 }
 
@@ -118,7 +126,7 @@ export function sleep(ms: number): Promise<void> {
 }
 
 /** Polls `check` until it is true (bounded). */
-export async function until(check: () => boolean | Promise<boolean>, timeoutMs = 20_000, what = 'condition'): Promise<void> {
+export async function until(check: () => boolean | Promise<boolean>, timeoutMs = 60_000, what = 'condition'): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await check()) return;

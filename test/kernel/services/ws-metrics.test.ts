@@ -22,7 +22,7 @@ await eachDatabase(t, async (t, db) => {
     t.ok((await ws('svc_ws_messages_total', { direction: 'in' })) >= 1, 'agent.register counted in');
     t.ok((await ws('svc_ws_messages_total', { direction: 'out' })) >= 1, 'agent.registered counted out');
     await agent.close();
-    await until(async () => (await ws('svc_ws_disconnects_total')) >= 1, 30_000, 'the disconnect to be counted');
+    await until(async () => (await ws('svc_ws_disconnects_total')) >= 1, 60_000, 'the disconnect to be counted');
     t.equal(await ws('svc_ws_connections_open'), before.open, 'open gauge back down');
     // The orchestrator's own HTTP traffic is counted too (the scrapes above, by route pattern).
     t.ok((sampleOf(await scrape(node.url), 'svc_http_requests_total', { method: 'GET', route: '/metrics', status_class: '2xx' }) ?? 0) >= 1);
@@ -47,7 +47,7 @@ await eachDatabase(t, async (t, db) => {
     t.teardown(async () => {
       if (!closed) await link.close();
     });
-    await link.waitConnected(30_000);
+    await link.waitConnected(60_000);
     const relaySide = async (name: string, labels: Record<string, string> = {}) => sampleOf(await scrape(r.url), name, { endpoint: 'relay_orchestrator', ...labels }) ?? 0;
     const linkSide = async (name: string, labels: Record<string, string> = {}) => sampleOf(await linkMetrics.text(), name, { endpoint: 'relay_link', ...labels }) ?? 0;
     t.equal(await relaySide('svc_ws_connects_total'), 1);
@@ -71,7 +71,7 @@ await eachDatabase(t, async (t, db) => {
 
     await link.close();
     closed = true;
-    await until(async () => (await relaySide('svc_ws_disconnects_total')) === 1, 30_000, 'the relay to count the disconnect');
+    await until(async () => (await relaySide('svc_ws_disconnects_total')) === 1, 60_000, 'the relay to count the disconnect');
     t.equal(await relaySide('svc_ws_connections_open'), 0);
     t.equal(await linkSide('svc_ws_disconnects_total'), 1);
     t.equal(await linkSide('svc_ws_connections_open'), 0);
@@ -90,7 +90,8 @@ await eachDatabase(t, async (t, db) => {
       metrics,
       onDelivery: async () => ({ result: 'accepted' }),
     });
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Three dials started: the first two ended without connecting (a dial starts after the last ended).
+    await until(() => link.dials >= 3, 60_000, 'three dials');
     await link.close();
     const text = await metrics.text();
     t.equal(sampleOf(text, 'svc_ws_connects_total', { endpoint: 'relay_link' }), undefined);

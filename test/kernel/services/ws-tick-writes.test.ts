@@ -25,7 +25,7 @@ t.teardown(() => client.close());
 t.ok(tcp, 'the TCP socket came with the upgrade');
 
 const until = async (what: string, check: () => boolean): Promise<void> => {
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + 60_000;
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 5));

@@ -23,7 +23,6 @@ import { Forge } from '../orchestrator/ingest/harness.ts';
 import { fakeOrchestrator, newOrg, startTestRelay, uniqueId } from '../relay/harness.ts';
 
 // Orchestrators start in-process and each does real work: allow for two busy cores.
-t.setTimeout(1_200_000);
 
 interface Expected {
   status: number;

@@ -10,7 +10,8 @@ const SIGNER = fileURLToPath(new URL('../../fixtures/signer-command.mjs', import
 const BAD = fileURLToPath(new URL('../../fixtures/signer-command-bad.mjs', import.meta.url));
 const dir = await mkdtemp(join(tmpdir(), 'svc-signer-'));
 t.teardown(() => rm(dir, { recursive: true, force: true }));
-const make = (command: string, timeoutMs = 10_000) => new CommandCustody({ command, timeoutMs, maxOutputBytes: 64 * 1024, publicKeyCacheMs: 60_000 });
+// A minute: a node process that starts slowly on a busy machine is not cut; the hang case passes its own.
+const make = (command: string, timeoutMs = 60_000) => new CommandCustody({ command, timeoutMs, maxOutputBytes: 64 * 1024, publicKeyCacheMs: 60_000 });
 
 t.test('contract against a real signer script', async (t) => {
   await custodyContract(t, make(`${process.execPath} ${SIGNER} ${join(dir, 'key.json')}`));
@@ -29,7 +30,7 @@ t.test('a misbehaving command gives a clear error naming the command', async (t)
     const custody = make(`${process.execPath} ${BAD} ${mode}`, timeout);
     const started = Date.now();
     await t.rejects((verb === 'sign' ? custody.sign(Buffer.from('x')) : custody.keyId()) as Promise<unknown>, { code: 'SVC_ERR_CUSTODY_COMMAND', message }, mode);
-    t.ok(Date.now() - started < 60_000, `${mode} is bounded`);
+    t.ok(Date.now() - started < 300_000, `hang guard: ${mode} is bounded`);
   }
   const garbageSign = make(`${process.execPath} ${BAD} garbage`);
   await t.rejects(garbageSign.sign(Buffer.from('x')), { message: /sign" printed something that is not base64/ });

@@ -18,7 +18,6 @@ import { fileServer, gitRepo, makeTree, tarball, tempDir } from '../../agent/fix
 import { startOrchestratorDouble } from '../../agent/fixtures/ws-orchestrator.ts';
 import { buildTestImage } from '../../fixtures/rootfs/build.ts';
 
-t.setTimeout(1_200_000);
 const tmp = await tempDir('svc-sbx-container-');
 const files = await fileServer();
 t.teardown(async () => {

@@ -52,14 +52,14 @@ t.test('plain process: IPC works and the kill reaches the whole group', async (t
   const pidFile = join(tmp.dir, 'grandchild.pid');
   const proc = await sandbox.spawn({
     workspace: ws,
-    argv: ['/bin/sh', '-c', `sleep 30 & echo $! > ${pidFile}; wait`],
+    argv: ['/bin/sh', '-c', `sleep 3600 & echo $! > ${pidFile}; wait`],
     env,
     cwd: ws.dir,
   });
   // Bounded polls, far beyond what a busy machine takes: the pid once the shell has written it,
   // then the grandchild's end (a SIGKILLed process still has to be scheduled to exit).
   const pidText = async () => (await readFile(pidFile, 'utf8').catch(() => '')).trim();
-  for (const until = Date.now() + 20_000; !/^\d+$/.test(await pidText()) && Date.now() < until; ) await new Promise((r) => setTimeout(r, 50));
+  for (const until = Date.now() + 60_000; !/^\d+$/.test(await pidText()) && Date.now() < until; ) await new Promise((r) => setTimeout(r, 50));
   const grandchild = Number(await pidText());
   t.ok(grandchild > 1, `the grandchild's pid (${grandchild})`);
   await sandbox.kill(proc, { graceMs: 500 });
@@ -68,7 +68,7 @@ t.test('plain process: IPC works and the kill reaches the whole group', async (t
     const state = await readFile(`/proc/${grandchild}/status`, 'utf8').then((s) => /State:\s+(\S)/.exec(s)?.[1], () => undefined);
     return state !== undefined && state !== 'Z';
   };
-  for (const until = Date.now() + 10_000; (await alive()) && Date.now() < until; ) await new Promise((r) => setTimeout(r, 50));
+  for (const until = Date.now() + 60_000; (await alive()) && Date.now() < until; ) await new Promise((r) => setTimeout(r, 50));
   t.notOk(await alive(), 'the grandchild died with the group');
   await sandbox.releaseWorkspace(ws);
 });

@@ -14,7 +14,6 @@ import { testLogger } from '../../fixtures/db.ts';
 import { startKubeApiServer, type KubeApiServer } from '../../fixtures/kube-api-server.ts';
 import { until } from '../../fixtures/runs.ts';
 
-t.setTimeout(1_200_000);
 
 /** Waits (60 s bound) until `check` is true. */
 const waitFor = (check: () => Promise<boolean> | boolean, what: string) => until(what, async () => ((await check()) ? true : undefined));

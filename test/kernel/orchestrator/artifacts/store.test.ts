@@ -13,7 +13,6 @@ import { eachDatabase } from '../../../fixtures/db.ts';
 import type { TestAgent } from '../../../fixtures/test-agent.ts';
 
 // Generous: the machine's two cores may be busy with other suites.
-t.setTimeout(1_800_000);
 
 /** A hang guard for one answer, far above any answer time on a busy machine. */
 const ANSWER_MS = 300_000;

@@ -9,7 +9,7 @@ import { migrate, sql, type DatabasePool } from '../../../../kernel/services/db/
 import { eachDatabase, testLogger, type Test } from '../../../fixtures/db.ts';
 import { until } from '../../../fixtures/runs.ts';
 
-const WAIT_MS = 30_000;
+const WAIT_MS = 60_000;
 
 interface Node {
   name: string;
@@ -27,6 +27,12 @@ async function node(t: Test, url: string, name: string): Promise<Node> {
 }
 
 const leaders = (nodes: Node[]) => nodes.filter((n) => n.election.isLeader);
+
+/** Two more election attempts of every node (the second began after this call; one each 100 ms). */
+async function twoAttempts(nodes: Node[]): Promise<void> {
+  const start = nodes.map((n) => n.election.attempts);
+  await until('two election attempts of each node', () => (nodes.every((n, i) => n.election.attempts >= start[i]! + 2) ? true : undefined), WAIT_MS, 10);
+}
 
 async function oneLeader(nodes: Node[], what: string): Promise<Node> {
   return until(what, () => {
@@ -49,7 +55,7 @@ t.test('leader election', async (t) => {
     const b = await node(t, db.url, 'b');
     const first = await oneLeader([a, b], 'one leader');
     const other = first === a ? b : a;
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await twoAttempts([a, b]);
     t.same(leaders([a, b]), [first], 'exactly one node leads, and keeps leading');
     t.same(first.changes, [true]);
     t.same(other.changes, [], 'the other never led');
@@ -70,7 +76,7 @@ t.test('leader election', async (t) => {
 
     await t.test("a leader whose session is terminated loses leadership; one node takes it again", async (t) => {
       const c = await node(t, db.url, 'c');
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await twoAttempts([other, c]);
       t.same(leaders([other, c]), [other], 'the newcomer follows');
       const [pid] = await lockHolders(db.pool);
       t.ok(pid, 'the leader session holds the lock');
@@ -86,7 +92,7 @@ t.test('leader election', async (t) => {
         const now = await lockHolders(db.pool);
         return now.length === 1 && now[0] !== pid ? true : undefined;
       }, WAIT_MS);
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await twoAttempts([other, c]);
       t.equal(leaders([other, c]).length, 1, 'still exactly one leader');
     });
 
@@ -96,7 +102,7 @@ t.test('leader election', async (t) => {
       await oneLeader([x], 'the other database has a leader');
       t.equal(leaders([other]).length + leaders([x]).length, 2, 'both clusters lead at once');
       const y = await node(t, url, 'y');
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await twoAttempts([x, y]);
       t.same(leaders([x, y]), [x], 'one leader per database');
       await x.election.stop();
       await oneLeader([y], 'y takes over its own cluster');

@@ -16,7 +16,6 @@ import { sql } from '../../../../kernel/services/db/index.ts';
 import { eachDatabase, testLogger, type Test } from '../../../fixtures/db.ts';
 import { until } from '../../../fixtures/runs.ts';
 
-t.setTimeout(1_200_000);
 
 const ADMIN = 'admin-token-settings-0123456789';
 

@@ -19,7 +19,6 @@ import { configDefaults, redactConfig, REDACTED } from '../../../../kernel/servi
 import { migrate, sql, type DatabasePool } from '../../../../kernel/services/db/index.ts';
 import { eachDatabase, testLogger } from '../../../fixtures/db.ts';
 
-t.setTimeout(1_200_000);
 
 const KEY = randomBytes(32);
 const KEYS = [{ name: 'current', key: KEY }];

@@ -8,6 +8,7 @@ import { createRunControlSubsystem } from '../../../../kernel/orchestrator/run-c
 import { createDispatchSubsystem, type DispatchService, type DispatchTuning } from '../../../../kernel/orchestrator/dispatch/index.ts';
 import { dispatchServiceRef } from '../../../../kernel/orchestrator/service-refs.ts';
 import { testLogger, type Test } from '../../../fixtures/db.ts';
+import type { TestAgent } from '../../../fixtures/test-agent.ts';
 
 export interface Node {
   orch: Orchestrator;
@@ -50,4 +51,15 @@ export async function startNode(
   t.teardown(stop);
   const service = orch.get(dispatchServiceRef);
   return { orch, url: orch.url, service };
+}
+
+/**
+ * A dispatch pass that began after this call has finished (with the sends it started and any
+ * disconnect handling), and whatever it sent has reached `agents`: "nothing was dispatched to
+ * them" is then a fact about that pass, not about how long the test waited.
+ */
+export async function afterDispatchPass(node: Pick<Node, 'service'>, ...agents: TestAgent[]): Promise<void> {
+  node.service.dispatcher.wake();
+  await node.service.settled();
+  for (const agent of agents) await agent.roundTrip();
 }

@@ -20,6 +20,13 @@ async function reload(node: Node, env: Record<string, string>): Promise<void> {
   holder.swap({ ...holder.snapshot, config, sources });
 }
 
+async function recoverySweeps(node: Node): Promise<number> {
+  const text = await (await fetch(`${node.url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith('svc_orch_recovery_sweeps_total '));
+  if (line === undefined) throw new Error('svc_orch_recovery_sweeps_total is not exposed');
+  return Number(line.split(' ')[1]);
+}
+
 const backdate = (pool: Pool, jobId: string, minutes: number) =>
   pool.query(sql.unsafe`UPDATE jobs SET queued_at = now() - ${minutes} * interval '1 minute' WHERE id = ${jobId}`);
 
@@ -77,8 +84,13 @@ t.test('staleDetector.scanIntervalMs is the recovery sweep interval; a reload ap
     await agent.waitFor('job.dispatch');
     await agent.drop();
     await until('recovering', async () => ((await jobRow(db.pool, jobId)).status === 'recovering' ? true : undefined));
-    await until('window passed', async () => ((await jobRow(db.pool, jobId)).recovery_deadline! < Date.now() - 2_500 ? true : undefined));
-    t.equal((await jobRow(db.pool, jobId)).status, 'recovering', 'window long expired, but the next sweep is ten minutes away');
+    // The window long over (its deadline moved an hour back, not waited for); three dispatcher
+    // ticks (150 ms each) later, a sweep every 100 ms (the default here) would have run.
+    await db.pool.query(sql.unsafe`UPDATE jobs SET recovery_deadline = now() - interval '1 hour' WHERE id = ${jobId}`);
+    const ticks = node.service.ticks;
+    await until('three dispatcher ticks', () => (node.service.ticks >= ticks + 3 ? true : undefined), 60_000, 10);
+    t.equal(await recoverySweeps(node), 0, 'no recovery sweep ran: the next is ten minutes away');
+    t.equal((await jobRow(db.pool, jobId)).status, 'recovering', 'window long expired, but not failed by a sweep');
 
     await reload(node, { SVC_STALE_DETECTOR_SCAN_INTERVAL_MS: '200' });
     const failed = await until('failed by the sweep', async () => {

@@ -5,7 +5,7 @@ import { sql } from '../../../../kernel/services/db/index.ts';
 import { eachDatabase } from '../../../fixtures/db.ts';
 import { insertRun, jobRow, runRow, until } from '../../../fixtures/runs.ts';
 import { TestAgent } from '../../../fixtures/test-agent.ts';
-import { startNode } from './harness.ts';
+import { afterDispatchPass, startNode } from './harness.ts';
 
 t.test('routing by labels, and the No jobs dispatched outcome', async (t) => {
   await eachDatabase(t, async (t, db) => {
@@ -45,7 +45,7 @@ t.test('routing by labels, and the No jobs dispatched outcome', async (t) => {
     const second = await insertRun(db.pool, { jobs: [{ name: 'a', runsOn: ['team-*'] }, { name: 'b', runsOn: ['team-*'] }] });
     const first = await plain.waitFor('job.dispatch');
     t.equal(first.cacheRefScope, 'shared');
-    await new Promise((r) => setTimeout(r, 400));
+    await afterDispatchPass(node, plain);
     t.equal(plain.all('job.dispatch').length, 1, 'a busy agent gets no second job');
     plain.jobStatus(first.jobId, 'completed');
     const next = await plain.waitFor('job.dispatch', (m) => m.jobId !== first.jobId);

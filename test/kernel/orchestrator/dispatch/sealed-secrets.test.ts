@@ -7,7 +7,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { adminAuthSubsystem } from '../../../../kernel/orchestrator/admin-auth/index.ts';
 import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE, startOrchestrator, type Orchestrator } from '../../../../kernel/orchestrator/app.ts';
@@ -21,9 +20,9 @@ import { migrate, sql, type DatabasePool } from '../../../../kernel/services/db/
 import { eachDatabase, testLogger, type Test } from '../../../fixtures/db.ts';
 import { insertRun, jobRow, runRow, until } from '../../../fixtures/runs.ts';
 import { TestAgent } from '../../../fixtures/test-agent.ts';
-import { FAST } from './harness.ts';
+import { dispatchServiceRef } from '../../../../kernel/orchestrator/service-refs.ts';
+import { FAST, afterDispatchPass } from './harness.ts';
 
-t.setTimeout(1_200_000);
 
 const KEY_OLD = 'a'.repeat(64);
 const KEY_NEW = 'b'.repeat(64);
@@ -82,7 +81,7 @@ await eachDatabase(t, async (t, db) => {
     const putBack = await until('the job put back', async () => {
       const row = await jobRow(db.pool, jobId);
       return row.status === 'queued' && row.attempts === 1 ? row : undefined;
-    }, 30_000);
+    }, 60_000);
     t.match(putBack.reason, /^Sealed secrets could not be opened on node node-a \(attempt 1 of 5\): secret deploy:TOKEN opens with no configured master key.*retried after 420 s$/);
     t.equal(putBack.agent_id, null);
     const inMs = await readyInMs(db.pool, jobId);
@@ -90,8 +89,10 @@ await eachDatabase(t, async (t, db) => {
     t.equal((await runRow(db.pool, runId)).status, 'running', 'the run is not failed');
     t.equal(agentA.all('job.dispatch').length, 0, 'nothing was sent to the agent');
 
-    // The dispatcher ticks every 150 ms: inside the back-off the job is not claimed again.
-    await sleep(5_000);
+    // Inside the back-off the job is not claimed again: two dispatch passes after the put-back.
+    const dispatchA = { service: nodeA.get(dispatchServiceRef) };
+    await afterDispatchPass(dispatchA, agentA);
+    await afterDispatchPass(dispatchA, agentA);
     const still = await jobRow(db.pool, jobId);
     t.match(still, { status: 'queued', attempts: 1 }, 'not retried inside the back-off');
     t.equal(agentA.all('job.dispatch').length, 0);
@@ -101,7 +102,7 @@ await eachDatabase(t, async (t, db) => {
     const nodeB = await startNode(t, db.url, { SVC_INSTANCE_ID: 'node-b', SVC_SECRET_KEY: KEY_NEW, SVC_SECRET_KEY_OLD: KEY_OLD });
     const agentB = await TestAgent.online({ url: nodeB.url, agentId: 'agent-b', labels: ['rotate'] });
     t.teardown(() => agentB.close());
-    await sleep(1_000);
+    await afterDispatchPass({ service: nodeB.get(dispatchServiceRef) }, agentB);
     t.equal(agentB.all('job.dispatch').length, 0, 'the node with the key also waits for the back-off');
     // The back-off elapses (moved, not waited for: 7 minutes).
     await db.pool.query(sql.unsafe`UPDATE jobs SET ready_at = now() WHERE id = ${jobId}`);
@@ -110,7 +111,7 @@ await eachDatabase(t, async (t, db) => {
     t.same(dispatch.jobConfig.secrets, { 'deploy:TOKEN': 'token-sealed-under-new', TOKEN: 'token-sealed-under-new' }, 'opened by the node holding the key');
     t.match(await jobRow(db.pool, jobId), { status: 'dispatched', agent_id: 'agent-b', reason: null });
     agentB.jobStatus(jobId, 'completed');
-    await until('the run completed', async () => ((await runRow(db.pool, runId)).status === 'completed' ? true : undefined), 30_000);
+    await until('the run completed', async () => ((await runRow(db.pool, runId)).status === 'completed' ? true : undefined), 60_000);
   });
 
   await t.test('no node opens it: fails at the cluster attempt limit with the spec message; PATCHed back-off applies', async (t) => {
@@ -128,7 +129,7 @@ await eachDatabase(t, async (t, db) => {
     const agent = await TestAgent.online({ url: node.url, agentId: 'agent-c', labels: ['never'] });
     t.teardown(() => agent.close());
     const first = await deployRun(db.pool, 'never');
-    await until('put back', async () => ((await jobRow(db.pool, first.jobId)).attempts === 1 && (await jobRow(db.pool, first.jobId)).status === 'queued' ? true : undefined), 30_000);
+    await until('put back', async () => ((await jobRow(db.pool, first.jobId)).attempts === 1 && (await jobRow(db.pool, first.jobId)).status === 'queued' ? true : undefined), 60_000);
     const inMs = await readyInMs(db.pool, first.jobId);
     t.ok(inMs !== null && inMs > 840_000 && inMs <= 900_000, `ready_at ≈ now + 900 s, the PATCHed value (got ${inMs} ms)`);
 
@@ -142,7 +143,7 @@ await eachDatabase(t, async (t, db) => {
     t.equal(failed.attempts, 2, 'the cluster attempt limit');
     t.ok(failed.reason?.startsWith(SEALED_SECRETS_UNOPENABLE), failed.reason ?? '');
     t.match(failed.reason, /finish the master-key rotation on every coordinator \(2 attempts, the last on node node-c: secret deploy:TOKEN opens with no configured master key/);
-    await until('the run failed', async () => ((await runRow(db.pool, second.runId)).status === 'failed' ? true : undefined), 30_000);
+    await until('the run failed', async () => ((await runRow(db.pool, second.runId)).status === 'failed' ? true : undefined), 60_000);
     t.equal(agent.all('job.dispatch').length, 0, 'the agent never got the job');
   });
 });

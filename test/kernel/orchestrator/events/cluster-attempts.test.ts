@@ -53,7 +53,7 @@ await eachDatabase(t, async (t, db) => {
   const change = async (maxDispatchAttempts: number) => {
     // Written as another node (or svc-admin) would: only the NOTIFY tells this node.
     await patchClusterSettings(db.pool, { maxDispatchAttempts }, SEED, 'test');
-    await until(`the node saw maxDispatchAttempts ${maxDispatchAttempts}`, () => (settings.current().maxDispatchAttempts === maxDispatchAttempts ? true : undefined), 20_000);
+    await until(`the node saw maxDispatchAttempts ${maxDispatchAttempts}`, () => (settings.current().maxDispatchAttempts === maxDispatchAttempts ? true : undefined));
   };
 
   await t.test('dead-lettered after the cluster value, changed live', async (t) => {

@@ -76,6 +76,16 @@ function deliverer(pool: DatabasePool, nodeId: string, fail: (event: LeasedEvent
   return { calls, delivered, deliver };
 }
 
+/** Two more passes of the worker's loop (the second began after this call), woken rather than polled for. */
+async function twoPasses(w: EventWorker): Promise<void> {
+  const start = w.passes;
+  await until('two worker passes', () => {
+    if (w.passes >= start + 2) return true;
+    w.wake();
+    return undefined;
+  }, WAIT_MS, 10);
+}
+
 function worker(db: TestDb, nodeId: string, deliver: (e: LeasedEvent) => Promise<DeliveryResult>, metrics: SvcMetrics, more: Partial<ConstructorParameters<typeof EventWorker>[0]> = {}): EventWorker {
   const w = new EventWorker({
     pool: db.pool,
@@ -268,8 +278,8 @@ t.test('EventWorker end to end', async (t) => {
       w.wake();
       await until('in the DLQ', async () => ((await rowOf(db.pool, id)).dlq_reason !== null ? true : undefined), WAIT_MS);
       t.match(await rowOf(db.pool, id), { attempts: 5, dlq_reason: 'exhausted_retries', processed: false, leased: false, last_error: /delivery 5 of/ });
-      // Nothing leases a DLQ event: give the loop a few polls to prove it.
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      // Nothing leases a DLQ event: two passes of the loop after it got there.
+      await twoPasses(w);
       t.equal(d.calls.get(id), 5, 'exactly five attempts');
       t.equal(await counter(metrics, 'svc_orch_event_dlq_total'), 1);
       t.equal(await counter(metrics, 'svc_orch_events_retried_total'), 4);
@@ -349,7 +359,7 @@ t.test('EventWorker end to end', async (t) => {
       const w = worker(db, 'node-live', d.deliver, metrics);
       t.teardown(() => w.stop());
       await until('in the DLQ', async () => ((await rowOf(db.pool, id)).dlq_reason !== null ? true : undefined), WAIT_MS);
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await twoPasses(w);
       await w.stop();
       t.equal(d.calls.get(id), undefined, 'not delivered a sixth time');
       t.match(await rowOf(db.pool, id), { attempts: 5, dlq_reason: 'exhausted_retries', last_error: 'lease expired on node dead' });

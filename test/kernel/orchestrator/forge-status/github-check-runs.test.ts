@@ -13,7 +13,6 @@ import { insertRun, runRow, until } from '../../../fixtures/runs.ts';
 import { TestAgent } from '../../../fixtures/test-agent.ts';
 import { deliveriesOf, deliveryDetail, MASTER_KEY, settled, startNode } from './harness.ts';
 
-t.setTimeout(1_200_000);
 
 const APP_ID = '5151';
 const keys = generateAppKeyPair();

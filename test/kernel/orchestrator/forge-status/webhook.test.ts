@@ -15,12 +15,12 @@ import { RunStatusWebhookPayload } from '../../../../schemas/run-status-webhook.
 import { compileSchema, formatIssues } from '../../../../schemas/validate.ts';
 import type { ForgeStatusDelivery, ForgeStatusDeliveryDetail } from '../../../../schemas/http/forge-status.ts';
 import { eachDatabase } from '../../../fixtures/db.ts';
-import { REPO_ROOT, runProgram } from '../../../fixtures/programs.ts';
+import { runCli } from '../../../fixtures/cli.ts';
+import { REPO_ROOT } from '../../../fixtures/programs.ts';
 import { insertRun, runRow, until } from '../../../fixtures/runs.ts';
 import { TestAgent } from '../../../fixtures/test-agent.ts';
 import { admin, deliveryDetail, gitSource, MASTER_KEY, MASTER_KEY_HEX, settled, startNode } from './harness.ts';
 
-t.setTimeout(1_200_000);
 
 const SECRET = 'status-hook-secret-0123456789';
 const BIN = join(REPO_ROOT, 'bin/svc-admin.ts');
@@ -156,24 +156,24 @@ await eachDatabase(t, async (t, db) => {
 
     // … and svc-admin.
     const env = { PATH: process.env['PATH'], HOME: process.env['HOME'], SVC_DATABASE_URL: db.url, SVC_SECRET_KEY: MASTER_KEY_HEX };
-    const listed = await runProgram(BIN, ['forge-status', 'list', '--run', runId], { env, timeoutMs: 60_000 });
+    const listed = await runCli(BIN, ['forge-status', 'list', '--run', runId], { env });
     t.equal(listed.code, 0, listed.stderr);
     const lines = listed.stdout.trim().split('\n');
     t.equal(lines.length, 3);
     t.match(lines[0], new RegExp(`  ${queued.id}  run ${runId}  webhook:git  queued → queued  delivered  attempts=2  http=200$`));
     t.match(lines[2], /  failed → completed\/failure  delivered  attempts=1  http=200$/);
-    const json = await runProgram(BIN, ['forge-status', 'list', '--run', runId, '--json'], { env, timeoutMs: 60_000 });
+    const json = await runCli(BIN, ['forge-status', 'list', '--run', runId, '--json'], { env });
     t.same((JSON.parse(json.stdout) as { deliveries: ForgeStatusDelivery[] }).deliveries, deliveries, 'the same records as the admin route');
-    const shown = await runProgram(BIN, ['forge-status', 'show', queued.id], { env, timeoutMs: 60_000 });
+    const shown = await runCli(BIN, ['forge-status', 'show', queued.id], { env });
     t.equal(shown.code, 0, shown.stderr);
     t.match(shown.stdout, /attempts:\n  #1  \S+  retry  http=500  node \S+  the run-status webhook http:\/\/127\.0\.0\.1:\d+\/hooks\/ci answered HTTP 500: receiver broke\n  #2  \S+  delivered  http=200/);
     t.notMatch(shown.stdout, /team=core/, 'the query of the URL is not shown');
-    const showJson = await runProgram(BIN, ['forge-status', 'show', queued.id, '--json'], { env, timeoutMs: 60_000 });
+    const showJson = await runCli(BIN, ['forge-status', 'show', queued.id, '--json'], { env });
     t.same(JSON.parse(showJson.stdout) as ForgeStatusDeliveryDetail, detail);
-    const unknown = await runProgram(BIN, ['forge-status', 'show', '00000000-0000-4000-8000-000000000000'], { env, timeoutMs: 60_000 });
+    const unknown = await runCli(BIN, ['forge-status', 'show', '00000000-0000-4000-8000-000000000000'], { env });
     t.equal(unknown.code, 1);
     t.match(unknown.stderr, /^SVC_ERR_FORGE_STATUS_NOT_FOUND: no forge status delivery/);
-    const badFilter = await runProgram(BIN, ['forge-status', 'list', '--run', 'nope'], { env: { PATH: process.env['PATH'], HOME: process.env['HOME'] }, timeoutMs: 60_000 });
+    const badFilter = await runCli(BIN, ['forge-status', 'list', '--run', 'nope'], { env: { PATH: process.env['PATH'], HOME: process.env['HOME'] } });
     t.equal(badFilter.code, 1);
     t.match(badFilter.stderr, /SVC_ERR_FORGE_STATUS_FILTER_INVALID: run "nope" is not valid: a run id is a UUID/, 'refused before a database is needed');
   });

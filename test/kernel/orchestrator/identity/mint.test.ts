@@ -13,6 +13,30 @@ import { policyAdmits } from './trust-policy.ts';
 
 const ISSUER = 'https://ci.example.test/tenant-a';
 
+/** The custody with its keyId() calls counted: each call is one look for a ready key by the minter; a miss is a look that found none. */
+function countingKeyId<T extends object & { keyId(): Promise<string> }>(custody: T): { custody: T; calls: () => number; misses: () => number } {
+  let calls = 0;
+  let misses = 0;
+  const proxy = new Proxy(custody, {
+    get(target, key) {
+      if (key === 'keyId') {
+        return async () => {
+          calls += 1;
+          try {
+            return await target.keyId();
+          } catch (error) {
+            misses += 1;
+            throw error;
+          }
+        };
+      }
+      const value = Reflect.get(target, key, target) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+  return { custody: proxy, calls: () => calls, misses: () => misses };
+}
+
 await eachDatabase(t, async (t, db) => {
   await migrateOrchestrator(db.pool);
   const keys = masterKeys();
@@ -30,12 +54,15 @@ await eachDatabase(t, async (t, db) => {
 
   await t.test('a key generated while mint waits is used', async (t) => {
     const { jobId, agentId } = await insertRunJob(db.pool);
-    const slow = createIdentityService({ pool: db.pool, custody, custodyKind: 'db', issuer: ISSUER, orchestratorId: 'orch-a', logger: silent, keyWaitMs: 60_000 });
+    const counted = countingKeyId(custody);
+    const slow = createIdentityService({ pool: db.pool, custody: counted.custody, custodyKind: 'db', issuer: ISSUER, orchestratorId: 'orch-a', logger: silent, keyWaitMs: 60_000 });
     const pending = slow.mintIdentityToken({ jobId, agentId, audience: 'sts.example' });
-    await new Promise((r) => setTimeout(r, 300));
+    // The minter has looked for a key and found none: it is in its wait.
+    while (counted.misses() < 1) await new Promise((r) => setImmediate(r));
     await custody.generate();
     const result = await pending;
     t.ok('token' in result);
+    t.equal(counted.calls(), counted.misses() + 1, 'found on the first look after the key was generated');
   });
 
   const verify = async (token: string, audience = 'sts.example') => {
@@ -155,11 +182,10 @@ await eachDatabase(t, async (t, db) => {
     const kid = await custody.keyId();
     const good = await db.pool.oneFirst(sql.unsafe`SELECT private_key_sealed FROM signing_keys WHERE kid = ${kid}`);
     await db.pool.query(sql.unsafe`UPDATE signing_keys SET private_key_sealed = ${seal(randomBytes(32), 'x', `signing-key:${kid}`)} WHERE kid = ${kid}`);
-    const fresh = boundDbCustody(db.pool, keys);
-    const other = createIdentityService({ pool: db.pool, custody: fresh, custodyKind: 'db', issuer: ISSUER, orchestratorId: 'orch-a', logger: silent });
-    const started = Date.now();
+    const fresh = countingKeyId(boundDbCustody(db.pool, keys));
+    const other = createIdentityService({ pool: db.pool, custody: fresh.custody, custodyKind: 'db', issuer: ISSUER, orchestratorId: 'orch-a', logger: silent });
     t.same(await other.mintIdentityToken({ jobId, agentId, audience: 'x' }), { deferred: true, code: 'key_unavailable' });
-    t.ok(Date.now() - started < 4000, 'no 7.5 s wait (bound halfway between both)');
+    t.equal(fresh.calls(), 1, 'deferred after the first look for a key: no wait for one (a wait looks again every 250 ms)');
     await db.pool.query(sql.unsafe`UPDATE signing_keys SET private_key_sealed = ${good as string} WHERE kid = ${kid}`);
   });
 

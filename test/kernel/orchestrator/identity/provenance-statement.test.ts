@@ -16,7 +16,6 @@ import type { AttestationBundle } from '../../../../schemas/identity.ts';
 import { eachDatabase } from '../../../fixtures/db.ts';
 import { boundDbCustody, insertRunJob, masterKeys, migrateOrchestrator, silent } from './fixtures.ts';
 
-t.setTimeout(1_200_000);
 
 const ISSUER = 'https://ci.example.test';
 const digest = createHash('sha256').update('release bytes').digest('hex');

@@ -16,7 +16,6 @@ import { createHttpServer } from '../../../../kernel/services/http/index.ts';
 import { createMetrics } from '../../../../kernel/services/metrics.ts';
 import { eachDatabase, testLogger } from '../../../fixtures/db.ts';
 
-t.setTimeout(1_200_000);
 
 const ADMIN_TOKEN = 'admin-token-0123456789abcdef';
 const auth = { authorization: `Bearer ${ADMIN_TOKEN}` };

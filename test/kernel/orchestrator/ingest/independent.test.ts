@@ -14,12 +14,12 @@ import { orchestratorPlugins } from '../../../../plugins/builtin.ts';
 import { eachDatabase, testLogger } from '../../../fixtures/db.ts';
 import { pushPayload, SHA_A } from '../../../fixtures/github-payloads.ts';
 import { job, trig, workflow } from '../../../fixtures/locks.ts';
-import { REPO_ROOT, runProgram } from '../../../fixtures/programs.ts';
+import { runCli } from '../../../fixtures/cli.ts';
+import { REPO_ROOT } from '../../../fixtures/programs.ts';
 import { Forge } from './harness.ts';
 
 const ADMIN_TOKEN = 'admin-token-0123456789';
 // Each svc-admin call is a fresh Node process.
-t.setTimeout(1_200_000);
 
 await eachDatabase(t, async (t, db) => {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-indep-'));
@@ -50,7 +50,7 @@ await eachDatabase(t, async (t, db) => {
     await rm(dataDir, { recursive: true, force: true });
   });
   const base = orchestrator.url;
-  const admin = (args: string[]) => runProgram(join(REPO_ROOT, 'bin/svc-admin.ts'), args, { env: { ...env, SVC_SERVER_PUBLIC_URL: base }, timeoutMs: 60_000 });
+  const admin = (args: string[]) => runCli(join(REPO_ROOT, 'bin/svc-admin.ts'), args, { env: { ...env, SVC_SERVER_PUBLIC_URL: base } });
 
   const added = await admin(['source', 'add', 'forge', '--org', 'acme', '--target-id', '7', '--json']);
   t.equal(added.code, 0, added.stderr);
@@ -153,7 +153,7 @@ await eachDatabase(t, async (t, db) => {
     const dup = await admin(['source', 'add', 'forge', '--org', 'acme', '--target-id', '7']);
     t.equal(dup.code, 1);
     t.match(dup.stderr, /SVC_ERR_SOURCE_EXISTS/);
-    const noDb = await runProgram(join(REPO_ROOT, 'bin/svc-admin.ts'), ['source', 'list'], { env: { ...process.env, SVC_DATABASE_URL: '' }, timeoutMs: 30_000 });
+    const noDb = await runCli(join(REPO_ROOT, 'bin/svc-admin.ts'), ['source', 'list'], { env: { ...process.env, SVC_DATABASE_URL: '' } });
     t.equal(noDb.code, 2);
     t.equal((JSON.parse((await admin(['source', 'list', '--json'])).stdout) as { sources: unknown[] }).sources.length, 2, 'nothing changed');
     const removed = await admin(['source', 'remove', source.id]);

@@ -32,7 +32,7 @@ await eachDatabase(t, async (t, db) => {
   const setOrg = async (forkPolicy: 'run' | 'ignore' | null) => {
     await patchTrustPolicy(db.pool, 'acme', { forkPolicy }, 'test');
     // The NOTIFY drops the cached policy: the next read sees the new value.
-    await until(`org policy ${forkPolicy} seen by the pipeline`, async () => ((await h.pipeline.trustPolicies.get('acme')).forkPolicy === forkPolicy ? true : undefined), 20_000);
+    await until(`org policy ${forkPolicy} seen by the pipeline`, async () => ((await h.pipeline.trustPolicies.get('acme')).forkPolicy === forkPolicy ? true : undefined));
   };
 
   await t.test('no org policy: forks run for sources without their own policy', async (t) => {

@@ -8,7 +8,7 @@ import { sql } from '../../../../kernel/services/db/index.ts';
 import { InputError, UnavailableError } from '../../../../core/errors.ts';
 import { testCode } from '../../../fixtures/error-codes.ts';
 import { ackForError, connectRelay } from '../../../../kernel/orchestrator/relay-link/index.ts';
-import { fakeOrchestrator, githubSource, newOrg, quietLogger, sendWebhook, sleep, startTestRelay, until } from '../../relay/harness.ts';
+import { fakeOrchestrator, githubSource, newOrg, quietLogger, sendWebhook, startTestRelay, until } from '../../relay/harness.ts';
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -62,13 +62,14 @@ await eachDatabase(t, async (t, db) => {
   });
 
   await t.test('one onDelivery per delivery id in flight, even when the relay offers it twice', async (t) => {
-    // The live attempt gives up after 300 ms (total budget); the replay waits up to 2 s for its ack.
-    const r = await startTestRelay(t, db.url, { ackTimeoutMs: 2_000, totalBudgetMs: 300, replayIntervalMs: 50 });
+    // The live attempt gives up after 300 ms (total budget); the replay waits up to 5 minutes for
+    // its ack (a replay that timed out would be offered again once the first call had ended).
+    const r = await startTestRelay(t, db.url, { ackTimeoutMs: 300_000, totalBudgetMs: 300, replayIntervalMs: 50 });
     let calls = 0;
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
     t.teardown(() => release());
-    await fakeOrchestrator(t, r.url, token, {
+    const o = await fakeOrchestrator(t, r.url, token, {
       onDelivery: async () => {
         calls += 1;
         await released;
@@ -77,11 +78,11 @@ await eachDatabase(t, async (t, db) => {
     });
     const res = await sendWebhook(r.url, 'acme', { delivery: 'slow-1' });
     t.same(res.json, { status: 'buffered' }, 'the live attempt ran out of time');
-    // The replay has been offered (attempts is bumped just before the offer) while the first call still runs.
-    await until(async () => Number(await db.pool.oneFirst(sql.unsafe`select coalesce(max(attempts), 0)::int from relay_buffer where delivery_id = 'slow-1'`)) >= 1, 20_000, 'replay offered');
-    await sleep(150);
+    // The replay reached the link while the first call still runs, and joined it.
+    await until(() => o.link.joinedDeliveries >= 1, 60_000, 'the replay joined the delivery in flight');
+    t.equal(calls, 1, 'the joined replay did not call onDelivery');
     release();
-    await until(async () => (await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_buffer where delivery_id = 'slow-1'`)) === 0, 20_000, 'replay acked');
+    await until(async () => (await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_buffer where delivery_id = 'slow-1'`)) === 0, 60_000, 'replay acked');
     t.equal(calls, 1, 'the replay joined the delivery already in flight');
   });
 
@@ -92,31 +93,31 @@ await eachDatabase(t, async (t, db) => {
     const o = await fakeOrchestrator(t, first.url, token, { sources: [githubSource('100')] });
     o.link.registerSource(githubSource('500'));
     // Applied by the relay in the socket's order, soon: wait for it rather than a fixed time (loaded machines).
-    await until(async () => (await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_sources where routing_key = 'github:500'`)) === 1, 10_000, 'source registered');
+    await until(async () => (await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_sources where routing_key = 'github:500'`)) === 1, 60_000, 'source registered');
     t.pass('registered through the link');
     await first.stop();
-    await until(() => !o.link.connected, 20_000, 'link notices');
+    await until(() => !o.link.connected, 60_000, 'link notices');
     // Forget the routing table: only the link's hello can bring it back.
     await db.pool.query(sql.unsafe`delete from relay_sources where org_id = 'acme'`);
     const second = await startTestRelay(t, db.url, { env });
-    await o.link.waitConnected(20_000);
+    await o.link.waitConnected(60_000);
     t.ok(o.link.connected);
-    await until(async () => (await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_sources where org_id = 'acme'`)) === 2, 20_000, 'sources back');
+    await until(async () => (await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_sources where org_id = 'acme'`)) === 2, 60_000, 'sources back');
     t.same((await sendWebhook(second.url, 'acme', { target: '500' })).json, { status: 'accepted' });
     t.equal(o.received.at(-1)?.routingKey, 'github:500');
 
     // Deregistration while disconnected is sent after the next welcome.
     await second.stop();
-    await until(() => !o.link.connected, 20_000, 'link notices again');
+    await until(() => !o.link.connected, 60_000, 'link notices again');
     o.link.deregisterSource('github:500');
     const third = await startTestRelay(t, db.url, { env });
-    await o.link.waitConnected(20_000);
-    await until(async () => (await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_sources where routing_key = 'github:500'`)) === 0, 20_000, 'deregistered');
+    await o.link.waitConnected(60_000);
+    await until(async () => (await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_sources where routing_key = 'github:500'`)) === 0, 60_000, 'deregistered');
     await o.close();
     t.notOk(o.link.connected);
-    await sleep(200);
-    const text = await (await fetch(`${third.url}/metrics`)).text();
-    t.match(text, /svc_relay_orchestrators_connected 0/, 'closed for good: no redial');
+    t.notOk(o.link.redialScheduled, 'closed for good: no redial is scheduled (only a scheduled redial dials)');
+    await until(async () => /svc_relay_orchestrators_connected 0/.test(await (await fetch(`${third.url}/metrics`)).text()), 60_000, 'the relay dropped the link');
+    t.notOk(o.link.redialScheduled, 'still none');
   });
 
   await t.test('a bad token never connects', async (t) => {

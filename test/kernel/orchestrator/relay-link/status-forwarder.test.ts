@@ -8,13 +8,13 @@ import t from 'tap';
 import { Type } from 'typebox';
 import { cancelRunIn, createAgentToken } from '../../../../kernel/orchestrator/dispatch/index.ts';
 import { startRelay } from '../../../../kernel/relay/index.ts';
-import { sql, sqlTyped, type DatabasePool } from '../../../../kernel/services/db/index.ts';
+import { RUN_STATUS_CHANNEL } from '../../../../kernel/orchestrator/relay-link/status-feed.ts';
+import { notify, sql, sqlTyped, type DatabasePool } from '../../../../kernel/services/db/index.ts';
 import { eachDatabase, testLogger } from '../../../fixtures/db.ts';
 import { ORG, startPlatformStack } from '../../../fixtures/platform-stack.ts';
 import { insertRun, until } from '../../../fixtures/runs.ts';
 import { TestAgent } from '../../../fixtures/test-agent.ts';
 
-t.setTimeout(1_200_000);
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
 const IndexRow = Type.Object({
@@ -47,7 +47,7 @@ async function indexedJobs(relayDb: DatabasePool, runId: string): Promise<Record
 }
 
 /** Waits (generously) until the index row of `runId` satisfies `check`. */
-const indexUntil = (relayDb: DatabasePool, what: string, runId: string, check: (row: NonNullable<Awaited<ReturnType<typeof indexed>>>) => boolean, timeoutMs = 30_000) =>
+const indexUntil = (relayDb: DatabasePool, what: string, runId: string, check: (row: NonNullable<Awaited<ReturnType<typeof indexed>>>) => boolean, timeoutMs = 60_000) =>
   until(what, async () => {
     const row = await indexed(relayDb, runId);
     return row !== null && check(row) ? row : undefined;
@@ -57,6 +57,12 @@ await eachDatabase(t, async (t, db) => {
   const stack = await startPlatformStack(t, db);
   const alice = await stack.pat('alice');
   const post = (path: string) => fetch(`${stack.relayUrl}${path}`, { method: 'POST', headers: stack.auth(alice) });
+  const forwarderPasses = async (): Promise<number> => {
+    const text = await (await fetch(`${stack.orchestrator.url}/metrics`)).text();
+    const line = text.split('\n').find((l) => l.startsWith('svc_orch_status_forward_passes_total '));
+    if (line === undefined) throw new Error('svc_orch_status_forward_passes_total is not exposed');
+    return Number(line.split(' ')[1]);
+  };
 
   let finished = '';
 
@@ -73,16 +79,16 @@ await eachDatabase(t, async (t, db) => {
     t.match(first, { workflow: 'ci', repository: 'acme/forwarded', sha: 'b'.repeat(40), event_name: 'push', ref: 'refs/heads/main' });
     t.ok(['queued', 'running'].includes(first.status), `first seen ${first.status}`);
 
-    await agent.waitFor('job.dispatch', (m) => m.jobId === build, 30_000);
+    await agent.waitFor('job.dispatch', (m) => m.jobId === build, 60_000);
     agent.jobStatus(build, 'running');
     await indexUntil(stack.relayDb, 'run running', run.runId, (r) => r.status === 'running');
     await until('build running, test waiting in the index', async () => {
       const jobs = await indexedJobs(stack.relayDb, run.runId);
       return jobs['build'] === 'running' && jobs['test'] === 'waiting' ? true : undefined;
-    }, 30_000, 50);
+    }, 60_000, 50);
 
     agent.jobStatus(build, 'completed');
-    await agent.waitFor('job.dispatch', (m) => m.jobId === test, 30_000);
+    await agent.waitFor('job.dispatch', (m) => m.jobId === test, 60_000);
     agent.jobStatus(test, 'running');
     agent.jobStatus(test, 'completed');
     const done = await indexUntil(stack.relayDb, 'run completed', run.runId, (r) => r.status === 'completed' && r.finished_at !== null);
@@ -90,7 +96,7 @@ await eachDatabase(t, async (t, db) => {
     await until('both jobs completed in the index', async () => {
       const jobs = await indexedJobs(stack.relayDb, run.runId);
       return jobs['build'] === 'completed' && jobs['test'] === 'completed' ? true : undefined;
-    }, 30_000, 50);
+    }, 60_000, 50);
     const pending = await db.pool.oneFirst(sql.unsafe`select count(*)::int from run_status_feed where run_id = ${run.runId} and relay_sent_at is null`);
     t.equal(pending, 0, "the run's feed rows are marked sent");
 
@@ -106,7 +112,7 @@ await eachDatabase(t, async (t, db) => {
     t.equal(res.status, 200);
     const cancelled = await indexUntil(stack.relayDb, 'cancelled in the index', viaDashboard.runId, (r) => r.status === 'cancelled');
     t.equal(cancelled.cancelled_by, 'alice');
-    await until('its job cancelled in the index', async () => ((await indexedJobs(stack.relayDb, viaDashboard.runId))['build'] === 'cancelled' ? true : undefined), 30_000, 50);
+    await until('its job cancelled in the index', async () => ((await indexedJobs(stack.relayDb, viaDashboard.runId))['build'] === 'cancelled' ? true : undefined), 60_000, 50);
 
     // Cancelled on the orchestrator (an operator, a deadline): only the forwarder can tell the relay.
     const direct = await insertRun(db.pool, { orgId: ORG, jobs: [{ name: 'build', runsOn: ['nobody-has-this'] }] });
@@ -143,7 +149,14 @@ await eachDatabase(t, async (t, db) => {
 
     const during = await insertRun(db.pool, { orgId: ORG, repository: 'acme/while-down', jobs: [{ name: 'build', runsOn: ['nobody-has-this'] }] });
     await cancelRunIn(db.pool, during.runId, 'carol');
-    await new Promise((r) => setTimeout(r, 500));
+    // Two forwarder passes finished after the change committed (so one began after it), woken by
+    // our own wake-ups on the feed's channel rather than waited for.
+    const before = await forwarderPasses();
+    await until('two forwarder passes after the change', async () => {
+      if ((await forwarderPasses()) >= before + 2) return true;
+      await notify(db.pool, RUN_STATUS_CHANNEL, '');
+      return undefined;
+    }, 60_000, 50);
     const pending = await db.pool.oneFirst(sql.unsafe`select count(*)::int from run_status_feed where run_id = ${during.runId} and relay_sent_at is null`);
     t.ok((pending as number) > 0, 'changes made while the relay is down stay pending');
 

@@ -17,9 +17,9 @@ import type { LockApproval, LockStep } from '../../../../schemas/lock.ts';
 import type { RunPlan } from '../../../../kernel/orchestrator/runs/create.ts';
 import { eachDatabase, testLogger } from '../../../fixtures/db.ts';
 import { moveStatus, until } from '../../../fixtures/runs.ts';
+import { isBarrier, notifyBarrier } from '../../../fixtures/notify-barrier.ts';
 import { ALICE_ONLY, job, jobStates, lockWorkflow, migrated, newRun, pass } from './harness.ts';
 
-t.setTimeout(1_200_000);
 
 const AGENT = 'agent-step-1';
 
@@ -108,7 +108,8 @@ t.test('step holds', async (t) => {
       t.match(both.find((r) => r.decisions[0]?.counted !== true)?.decisions[0]?.ignoredReason, /its step hold is approved/);
       const told = await until('the decision is pushed to the agent', () => (decisionsFor(jobId).length > 0 ? decisionsFor(jobId) : undefined));
       t.match(told[0], { agentId: AGENT, message: { jobId, index: 1, status: 'approved', reason: /^Approval approved by (alice|ALICE)$/ } });
-      await new Promise((r) => setTimeout(r, 300));
+      // Both decisions committed: a second push would arrive before a NOTIFY sent now.
+      await notifyBarrier(db.pool, AGENT_COMMANDS_CHANNEL, (id) => pushed.some((p) => isBarrier(p, id)));
       t.equal(decisionsFor(jobId).length, 1, 'released once: one push');
       t.match(await ask(db.pool, jobId), { status: 'approved', reason: /^Approval approved by (alice|ALICE)$/ }, 'a later ask (reconnect, redispatch) gets the decision');
       t.match((await jobStates(db.pool, runId))['ship'], { status: 'running', reason: null }, 'the waiting reason is cleared');

@@ -24,8 +24,10 @@ t.test('a run coalescing on a build that completes meanwhile is released', async
     const hold = new Promise<void>((r) => (release = r));
     let created!: (runId: string) => void;
     const createdRun = new Promise<string>((r) => (created = r));
+    let creator = 0;
     const second = db.pool.transaction(async (tx) => {
       const run = await createRun(tx, runPlan(wf, { buildKey: 'k:1' }));
+      creator = Number(await tx.oneFirst(sql.unsafe`SELECT pg_backend_pid()`));
       created(run.runId);
       await hold;
       return run;
@@ -33,7 +35,10 @@ t.test('a run coalescing on a build that completes meanwhile is released', async
     const runId = await createdRun;
     let completed = false;
     const completion = applyJobStatus(db.pool, 'agent-1', { type: 'job.status', jobId: buildId, status: 'completed', steps: [] }).then(() => (completed = true));
-    await new Promise((r) => setTimeout(r, 1_500));
+    // The completion's statement is blocked by the creating transaction's lock (PostgreSQL says so).
+    await until('the completion blocked by the creating transaction', async () =>
+      Number(await db.pool.oneFirst(sql.unsafe`SELECT count(*)::int FROM pg_stat_activity WHERE ${creator} = ANY(pg_blocking_pids(pid))`)) > 0 ? true : undefined,
+    );
     t.notOk(completed, 'the completion waits for the creating transaction');
     release();
     const run = await second;
@@ -42,7 +47,7 @@ t.test('a run coalescing on a build that completes meanwhile is released', async
     const status = await until('the coalesced job released', async () => {
       const s = String(await db.pool.oneFirst(sql.unsafe`SELECT status FROM jobs WHERE run_id = ${runId} AND name = 'work'`));
       return s === 'waiting' ? undefined : s;
-    }, 20_000);
+    });
     t.equal(status, 'queued', 'its job is queued once the build completed');
   });
 });

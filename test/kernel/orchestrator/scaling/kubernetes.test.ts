@@ -19,7 +19,6 @@ import { startKubeApiServer, type PodObject } from '../../../fixtures/kube-api-s
 import { insertRun, jobRow, until } from '../../../fixtures/runs.ts';
 import { TestAgent } from '../../../fixtures/test-agent.ts';
 
-t.setTimeout(1_200_000);
 
 const NAMESPACE = 'ci-agents';
 const envOf = (pod: PodObject): Record<string, string> =>

@@ -4,7 +4,6 @@ import t from 'tap';
 import type { ResolvedScaler } from '../../../../core/scalers/config-file.ts';
 import { planScaleUps, type PlanInput } from '../../../../kernel/orchestrator/scaling/plan.ts';
 
-t.setTimeout(1_200_000);
 
 const scaler = (name: string, labels: string[], limits: Partial<ResolvedScaler> = {}): ResolvedScaler => ({
   name,

@@ -19,7 +19,6 @@ import { eachDatabase, testLogger, type Test } from '../../../fixtures/db.ts';
 import testAgentScaler, { resetScalerLog, scalerLog } from '../../../fixtures/plugins/test-agent-scaler.ts';
 import { insertRun, jobRow, until } from '../../../fixtures/runs.ts';
 
-t.setTimeout(1_200_000);
 
 interface ScalerFileEntry {
   name: string;
@@ -92,7 +91,19 @@ interface Row {
 const rowsOf = async (pool: DatabasePool): Promise<Row[]> =>
   (await pool.any(sql.unsafe`SELECT scaler, job_id::text AS job_id, agent_id, labels, state, reason FROM scale_ups ORDER BY created_at`)) as unknown as Row[];
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** A counter of the node's /metrics (summed over its label sets matching `labels`). */
+async function counterOf(orch: Orchestrator, name: string, labels = ''): Promise<number> {
+  const text = await (await fetch(`${orch.url}/metrics`)).text();
+  const lines = text.split('\n').filter((l) => (l.startsWith(`${name} `) || l.startsWith(`${name}{`)) && l.includes(labels));
+  if (!text.includes(`# TYPE ${name} `)) throw new Error(`${name} is not exposed`);
+  return lines.reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
+}
+
+/** Two more scaling passes of `orch` (the second began after this call; they tick every 150 ms). */
+async function twoScalingPasses(orch: Orchestrator): Promise<void> {
+  const start = await counterOf(orch, 'svc_orch_scaling_passes_total');
+  await until('two scaling passes', async () => ((await counterOf(orch, 'svc_orch_scaling_passes_total')) >= start + 2 ? true : undefined), 60_000, 20);
+}
 
 /**
  * Each connected scaled agent runs its job to completion and then goes away, as an ephemeral
@@ -189,7 +200,7 @@ t.test('limits and reaping: agents that never take a job are reaped after idleTi
     const file = join(dir, 'scalers.json');
     // connect: false — the scaler "starts" agents that never register.
     await writeFile(file, yamlOf([{ name: 'slow', labels: ['slow'], maxAgents: 5, startsPerMinute: 2, idleTimeoutMs: 1_000 }], false));
-    await startNode(t, db.url, file);
+    const orch = await startNode(t, db.url, file);
     const { all } = await insertRun(db.pool, { trustTier: 'unknown', jobs: [{ name: 's1', runsOn: ['slow'] }] });
     const jobId = all[0]!.id;
 
@@ -202,8 +213,9 @@ t.test('limits and reaping: agents that never take a job are reaped after idleTi
       t.equal(r.job_id, jobId);
     }
     t.ok(scalerLog.scaledDown.includes(reaped[0]!.agent_id!), 'the reaped agent was scaled down by id');
-    // The first two starts used the minute's budget: well past two idle timeouts, no third start.
-    await sleep(5_000);
+    // The first two starts used the minute's budget: two passes after both were reaped (each would
+    // start an agent for the uncovered job), no third start.
+    await twoScalingPasses(orch);
     const rows = await rowsOf(db.pool);
     t.equal(rows.length, 2, 'startsPerMinute 2: no third scale-up within the minute');
     t.equal(scalerLog.requests.length, 2);
@@ -239,7 +251,7 @@ t.test('scaler config: validated at start with one line; re-read after a reload;
     await writeFile(file, '{ not json');
     const holder = orch.ctx.configHolder;
     holder.swap({ ...holder.snapshot });
-    await sleep(2_500);
+    await until('the bad scaler config tried and refused', async () => ((await counterOf(orch, 'svc_orch_scaler_config_reloads_total', 'result="kept"')) >= 1 ? true : undefined));
     const gpu = (await insertRun(db.pool, { trustTier: 'unknown', jobs: [{ name: 'gpu', runsOn: ['gpu'] }] })).all[0]!.id;
     await until('the gpu job ran on the running config', async () => ((await jobRow(db.pool, gpu)).status === 'completed' ? true : undefined));
     t.ok((await jobRow(db.pool, jobId)).reason?.startsWith('No jobs dispatched'), 'the arm job is still unserved');
@@ -264,11 +276,12 @@ t.test('two nodes on one database: a job is scaled up once', async (t) => {
     const file = join(dir, 'scalers.json');
     // connect: false keeps the scale-ups waiting, so both nodes see the same uncovered jobs.
     await writeFile(file, yamlOf([{ name: 'pool', labels: ['many'], maxAgents: 50, startsPerMinute: 1000, idleTimeoutMs: 120_000 }], false));
-    await startNode(t, db.url, file, 'node-a');
-    await startNode(t, db.url, file, 'node-b');
+    const nodeA = await startNode(t, db.url, file, 'node-a');
+    const nodeB = await startNode(t, db.url, file, 'node-b');
     const { all } = await insertRun(db.pool, { trustTier: 'unknown', jobs: Array.from({ length: 6 }, (_, i) => ({ name: `m${i}`, runsOn: ['many'] })) });
     await until('six scale-ups', async () => ((await rowsOf(db.pool)).length >= 6 ? true : undefined));
-    await sleep(2_000);
+    await twoScalingPasses(nodeA);
+    await twoScalingPasses(nodeB);
     const rows = await rowsOf(db.pool);
     t.equal(rows.length, 6, 'six scale-ups for six jobs, not more, with both nodes scaling');
     t.same(new Set(rows.map((r) => r.job_id)), new Set(all.map((j) => j.id)), 'one per job');

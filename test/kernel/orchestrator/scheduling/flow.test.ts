@@ -7,6 +7,7 @@ import { createContext } from '../../../../kernel/orchestrator/secrets/store.ts'
 import { cancelRunIn } from '../../../../kernel/orchestrator/dispatch/cancel.ts';
 import { sweepRunDeadlines } from '../../../../kernel/orchestrator/scheduling/index.ts';
 import type { JobDispatch } from '../../../../schemas/wire/agent.ts';
+import { sql } from '../../../../kernel/services/db/index.ts';
 import { eachDatabase } from '../../../fixtures/db.ts';
 import { until } from '../../../fixtures/runs.ts';
 import { byName, createTestRun, jobsOf, lockJob, lockWorkflow, runEvents, runOf, scriptedAgent, startSchedulingNode } from './harness.ts';
@@ -149,21 +150,25 @@ t.test('scheduling flows', async (t) => {
     });
 
     await t.test('run timeout: the sweeper cancels past the deadline with the reason', async (t) => {
-      const wf = lockWorkflow([lockJob('build'), lockJob('far', { runsOn: ['nowhere'] })], { timeout: 400 });
+      // An hour's timeout, its deadline moved back once the build runs (not a race with the dispatch).
+      const wf = lockWorkflow([lockJob('build'), lockJob('far', { runsOn: ['nowhere'] })], { timeout: 3_600_000 });
+      const before = Date.now();
       const created = await createTestRun(db.pool, wf);
+      const after = Date.now();
       const row = await runOf(db.pool, created.runId);
-      t.ok(row.deadline_at !== null && row.deadline_at > Date.now() - 5_000, 'deadline set at creation');
+      t.ok(row.deadline_at !== null && row.deadline_at >= before + 3_600_000 && row.deadline_at <= after + 3_600_000, 'deadline set at creation: creation time + timeout');
       scripts.set(created.runId, () => null);
       const build = await until('build dispatched', () => dispatchesOf(created.runId).find((d) => d.jobConfig.job === 'build'));
-      const cancel = await agent.waitFor('job.cancel', (m) => m.jobId === build.jobId, 10_000);
-      t.equal(cancel.reason, 'run timed out after 400 ms');
+      await db.pool.query(sql.unsafe`UPDATE runs SET deadline_at = now() - interval '1 second' WHERE id = ${created.runId}`);
+      const cancel = await agent.waitFor('job.cancel', (m) => m.jobId === build.jobId);
+      t.equal(cancel.reason, 'run timed out after 3600000 ms');
       const jobs = byName(await jobsOf(db.pool, created.runId));
       t.equal(jobs['far']!.status, 'cancelled');
-      t.equal(jobs['far']!.reason, 'run timed out after 400 ms');
-      agent.jobStatus(build.jobId, 'cancelled', { reason: 'cancelled: run timed out after 400 ms' });
+      t.equal(jobs['far']!.reason, 'run timed out after 3600000 ms');
+      agent.jobStatus(build.jobId, 'cancelled', { reason: 'cancelled: run timed out after 3600000 ms' });
       const run = await finished(created.runId);
       t.equal(run.status, 'cancelled');
-      t.equal(run.reason, 'run timed out after 400 ms');
+      t.equal(run.reason, 'run timed out after 3600000 ms');
       t.equal(run.cancelled_by, 'svc:timeout');
       t.same(await sweepRunDeadlines(db.pool), [], 'a finished run is not swept again');
     });

@@ -30,7 +30,6 @@ import { migrate, sql, type DatabasePool } from '../../../../kernel/services/db/
 import { DbCustody } from '../../../../plugins/custody/db/index.ts';
 import { eachDatabase, testLogger } from '../../../fixtures/db.ts';
 
-t.setTimeout(1_200_000);
 
 const ROOT = resolve(import.meta.dirname, '../../../..');
 const silent = pino({ level: 'silent' });

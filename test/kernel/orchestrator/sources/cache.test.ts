@@ -22,8 +22,9 @@ await eachDatabase(t, async (t, db) => {
     cache.clear();
   });
   t.teardown(stop);
+  // Polled until true; the 60 s bound is a hang guard only.
   const until = async (what: string, probe: () => boolean) => {
-    for (let i = 0; i < 100 && !probe(); i += 1) await new Promise((r) => setTimeout(r, 50));
+    for (const deadline = Date.now() + 60_000; !probe() && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 20));
     t.ok(probe(), what);
   };
 

@@ -14,7 +14,6 @@ import { orchestratorPlugins } from '../../../../plugins/builtin.ts';
 import { eachDatabase, testLogger } from '../../../fixtures/db.ts';
 import { insertRun } from '../../../fixtures/runs.ts';
 
-t.setTimeout(1_200_000);
 
 t.test('a run with a git source gets the remote and its deploy token; a run without gets none', async (t) => {
   await eachDatabase(t, async (t, db) => {

@@ -15,7 +15,6 @@ import { heldWorkflow, pushHeldRun } from '../../../fixtures/held-runs.ts';
 import { ORG, OTHER_ORG, startPlatformStack } from '../../../fixtures/platform-stack.ts';
 import { insertRun, until } from '../../../fixtures/runs.ts';
 
-t.setTimeout(1_200_000);
 
 interface Answer {
   status: number;

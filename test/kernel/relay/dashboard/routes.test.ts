@@ -11,7 +11,6 @@ import { eachDatabase } from '../../../fixtures/db.ts';
 import { ORG, OTHER_ORG, startPlatformStack } from '../../../fixtures/platform-stack.ts';
 import { insertRun, until } from '../../../fixtures/runs.ts';
 
-t.setTimeout(1_200_000);
 
 interface Answer {
   status: number;

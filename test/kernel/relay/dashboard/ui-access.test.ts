@@ -8,7 +8,6 @@ import t from 'tap';
 import { eachDatabase } from '../../../fixtures/db.ts';
 import { ORG, OTHER_ORG, startPlatformStack } from '../../../fixtures/platform-stack.ts';
 
-t.setTimeout(1_200_000);
 
 await eachDatabase(t, async (t, db) => {
   const stack = await startPlatformStack(t, db);

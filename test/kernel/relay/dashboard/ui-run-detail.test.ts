@@ -16,7 +16,6 @@ import { moveStatus, until } from '../../../fixtures/runs.ts';
 import { RERUN_COOLDOWN_MS } from '../../../../kernel/orchestrator/runs/api/index.ts';
 import { boundDbCustody, masterKeys } from '../../orchestrator/identity/fixtures.ts';
 
-t.setTimeout(1_200_000);
 
 const ISSUER = 'https://ci.example.test';
 const ARTIFACT = Buffer.from('the release tarball');

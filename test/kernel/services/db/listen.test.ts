@@ -5,7 +5,7 @@ import { createDatabase, sql } from '../../../../kernel/services/db/pool.ts';
 import { eachDatabase, initialisedDataDir, testLogger, type Test } from '../../../fixtures/db.ts';
 
 /** Polls until `check` holds; bounded. */
-async function waitFor(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+async function waitFor(check: () => boolean, what: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -155,13 +155,15 @@ await eachDatabase(t, async (t, db) => {
     t.equal(b.connected, true, 'the other stays connected');
     await notify(db.pool, 'jobs', '4');
     await waitFor(() => got.includes('jobs:4'), 'b still hears');
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // A later notification heard by b: any delivery of jobs:4 (to a too) came before it.
+    await notify(db.pool, 'jobs', 'after-4');
+    await waitFor(() => got.includes('jobs:after-4'), 'b hears the next one');
     t.equal(got.filter((g) => g === 'jobs:4').length, 1, 'a closed listener hears nothing');
     await t.rejects(a.listen('jobs', both), { code: 'SVC_ERR_DB_LISTENER_CLOSED' });
 
     await b.close();
     let left = await backends();
-    for (let i = 0; i < 100 && left > 0; i += 1) {
+    for (const deadline = Date.now() + 60_000; left > 0 && Date.now() < deadline; ) {
       await new Promise((resolve) => setTimeout(resolve, 50));
       left = await backends();
     }
@@ -193,7 +195,7 @@ t.test('keeps retrying while the server is down and resumes when it is back', as
   const port = server.port;
   await server.stop();
   await waitFor(() => !listener.connected, 'the loss to be noticed');
-  await new Promise((resolve) => setTimeout(resolve, 300)); // several failed attempts at the 50 ms cap
+  await waitFor(() => listener.failedReconnects >= 3, 'three failed reconnects');
   t.equal(gaps.length, 0, 'no reconnect while the server is down');
   server = await startEmbeddedPostgres({ dataDir, port, logger: testLogger });
   await waitFor(() => gaps.length === 1, 'the reconnect');

@@ -130,7 +130,15 @@ await eachDatabase(t, async (t, db) => {
       done = true;
       return r;
     });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // PostgreSQL shows the migration's session blocked by the holder's lock (not a fixed wait).
+    const holderPid = (await holder.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
+    let blocked = false;
+    for (const deadline = Date.now() + 60_000; !blocked && Date.now() < deadline; ) {
+      const rows = await holder.query<{ n: number }>('select count(*)::int as n from pg_stat_activity where $1::int = any(pg_blocking_pids(pid))', [holderPid]);
+      blocked = rows.rows[0]!.n > 0;
+      if (!blocked) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    t.ok(blocked, 'the migration waits on the lock');
     t.equal(done, false, 'still waiting while the lock is held');
     await holder.query('select pg_advisory_unlock($1::bigint)', [migrationLockKey('svc_migrations').toString()]);
     t.same((await running).applied, ['0001_x.sql']);

@@ -35,7 +35,7 @@ await eachDatabase(t, async (t, db) => {
     });
     t.same([...channels].sort(), ['wake_a', 'wake_b'], 'the empty-payload channels were collected, each once');
     await notify(db.pool, 'sentinel', 'after');
-    await until('the sentinel', () => (heardOn('sentinel').length > 0 ? true : undefined), 10_000, 10);
+    await until('the sentinel', () => (heardOn('sentinel').length > 0 ? true : undefined), 60_000, 10);
     t.same(
       heard.map((h) => h.channel),
       ['carries', 'sentinel'],
@@ -45,7 +45,7 @@ await eachDatabase(t, async (t, db) => {
     const sender = new WakeupSender(db.pool, testLogger);
     sender.wake(channels);
     await sender.idle();
-    await until('both wake-ups', () => (heardOn('wake_a').length === 1 && heardOn('wake_b').length === 1 ? true : undefined), 10_000, 10);
+    await until('both wake-ups', () => (heardOn('wake_a').length === 1 && heardOn('wake_b').length === 1 ? true : undefined), 60_000, 10);
     t.equal(sender.statements, 1, 'one statement for both channels');
   });
 
@@ -70,7 +70,7 @@ await eachDatabase(t, async (t, db) => {
     for (let i = 0; i < 50; i += 1) sender.wake([['fold_a', 'fold_b', 'fold_c'][i % 3]!]);
     await sender.idle();
     t.equal(sender.statements, 2, 'the first wake-up goes at once; the 49 asked meanwhile share one more statement');
-    await until('every channel woken', () => (['fold_a', 'fold_b', 'fold_c'].every((c) => heardOn(c).length > 0) ? true : undefined), 10_000, 10);
+    await until('every channel woken', () => (['fold_a', 'fold_b', 'fold_c'].every((c) => heardOn(c).length > 0) ? true : undefined), 60_000, 10);
     t.ok(heardOn('fold_a').length <= 2 && heardOn('fold_b').length <= 2, 'at most one notification per channel per statement');
   });
 
@@ -85,23 +85,25 @@ await eachDatabase(t, async (t, db) => {
     other.on('notification', (m) => otherHeard.push({ channel: m.channel, payload: m.payload ?? '' }));
     await other.query('listen near_a');
     await other.query('listen near_b');
+    await other.query('listen near_sentinel');
+    const otherWakes = () => otherHeard.filter((h) => h.channel !== 'near_sentinel');
     const sender = new WakeupSender(db.pool, testLogger, { url: db.url, lingerMs: 60_000 });
     sender.wake(['near_a']);
     t.equal(heardOn('near_a').length, 0, 'never inside the caller: the handler runs on a later turn');
-    await until('the in-process wake-up', () => (heardOn('near_a').length === 1 ? true : undefined), 10_000, 5);
-    await until('the first NOTIFY (after a quiet spell it goes at once)', () => (otherHeard.length === 1 ? true : undefined), 10_000, 10);
+    await until('the in-process wake-up', () => (heardOn('near_a').length === 1 ? true : undefined), 60_000, 5);
+    await until('the first NOTIFY (after a quiet spell it goes at once)', () => (otherWakes().length === 1 ? true : undefined), 60_000, 10);
     t.equal(sender.statements, 1);
-    t.match(otherHeard[0], { channel: 'near_a', payload: /^svc-wake:[\w-]+$/ }, 'tagged with the connection woken in-process');
+    t.match(otherWakes()[0], { channel: 'near_a', payload: /^svc-wake:[\w-]+$/ }, 'tagged with the connection woken in-process');
 
     sender.wake(['near_a', 'near_b']);
     sender.wake(['near_b']);
-    await until('the second wake-up, in-process', () => (heardOn('near_b').length === 1 ? true : undefined), 10_000, 5);
-    // 300 ms against a 60 s linger: far from both.
-    await new Promise((r) => setTimeout(r, 300));
-    t.equal(sender.statements, 1, 'within the linger no second statement is sent');
-    t.equal(otherHeard.length, 1, 'the other process has not heard the second yet');
+    await until('the second wake-up, in-process', () => (heardOn('near_b').length === 1 ? true : undefined), 60_000, 5);
+    // A sentinel NOTIFY sent now, heard by both connections: what was committed before it has
+    // arrived (PostgreSQL delivers in commit order). The 60 s linger holds the second one back.
     await notify(db.pool, 'near_sentinel', 'after');
-    await until('the sentinel', () => (heardOn('near_sentinel').length > 0 ? true : undefined), 10_000, 10);
+    await until('the sentinel', () => (heardOn('near_sentinel').length > 0 && otherHeard.some((h) => h.channel === 'near_sentinel') ? true : undefined), 60_000, 10);
+    t.equal(sender.statements, 1, 'within the linger no second statement is sent');
+    t.equal(otherWakes().length, 1, 'the other process has not heard the second yet');
     t.same(
       heard.filter((h) => h.channel !== 'near_sentinel'),
       [{ channel: 'near_a', payload: '' }, { channel: 'near_a', payload: '' }, { channel: 'near_b', payload: '' }],
@@ -110,10 +112,10 @@ await eachDatabase(t, async (t, db) => {
 
     await sender.idle();
     t.equal(sender.statements, 2, 'idle sends what lingered at once');
-    await until('the folded NOTIFY', () => (otherHeard.length === 3 ? true : undefined), 10_000, 10);
-    t.same(otherHeard.slice(1).map((h) => h.channel).sort(), ['near_a', 'near_b'], 'one statement for both channels, each once');
+    await until('the folded NOTIFY', () => (otherWakes().length === 3 ? true : undefined), 60_000, 10);
+    t.same(otherWakes().slice(1).map((h) => h.channel).sort(), ['near_a', 'near_b'], 'one statement for both channels, each once');
     await notify(db.pool, 'near_sentinel', 'again');
-    await until('the second sentinel', () => (heardOn('near_sentinel').length > 1 ? true : undefined), 10_000, 10);
+    await until('the second sentinel', () => (heardOn('near_sentinel').length > 1 ? true : undefined), 60_000, 10);
     t.equal(heard.length, 5, 'nothing more here: the folded NOTIFY was skipped too');
   });
 
@@ -122,7 +124,7 @@ await eachDatabase(t, async (t, db) => {
     await open(t, ['tagged']);
     await notify(db.pool, 'tagged', 'svc-wake:not-this-process');
     await notify(db.pool, 'tagged', 'svc-wakeful');
-    await until('both', () => (heardOn('tagged').length === 2 ? true : undefined), 10_000, 10);
+    await until('both', () => (heardOn('tagged').length === 2 ? true : undefined), 60_000, 10);
     t.same(heardOn('tagged').map((h) => h.payload), ['', 'svc-wakeful']);
   });
 
@@ -155,7 +157,10 @@ t.test('settledWake: a burst of wake-ups shares one call; cancel drops the one p
   settled.wake();
   settled.cancel();
   settled.wake();
-  // However late the timer would have fired, a cancelled one never does.
-  await new Promise((r) => setTimeout(r, 500));
+  // A second one with the same delay, woken after the cancel: timers fire in the order they are
+  // due, so once its call came the cancelled timer's turn has passed, however late both were.
+  let probed = false;
+  settledWake(() => (probed = true), 20).wake();
+  await until('a timer due after the cancelled one', () => (probed ? true : undefined), 60_000, 10);
   t.equal(calls, 2, 'no call after cancel, and none for wake-ups after it');
 });

@@ -9,7 +9,6 @@ import { compileSchema } from '../../../../schemas/validate.ts';
 import { createLogger } from '../../../../core/logging.ts';
 import { createHttpServer, listen } from '../../../../kernel/services/http/index.ts';
 
-t.setTimeout(1_200_000);
 const checkError = compileSchema(ErrorResponse);
 
 interface RawOutcome {

@@ -242,7 +242,7 @@ t.test('a broken upload leaves nothing and keeps the previous object', async (t)
     });
     // The server notices the reset asynchronously: wait (bounded) until its temp file is gone.
     let leftovers: string[] = [];
-    for (let i = 0; i < 100; i++) {
+    for (const deadline = Date.now() + 60_000; Date.now() < deadline; ) {
       leftovers = (await files(join(s.dir, 'root'))).filter((f) => f.startsWith('.svc-tmp-'));
       if (leftovers.length === 0) break;
       await sleep(20);
