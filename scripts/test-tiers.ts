@@ -5,7 +5,8 @@
 //   node scripts/test-tiers.ts                  the three tiers of `npm test`
 //   node scripts/test-tiers.ts --full           npm run test:full
 //   node scripts/test-tiers.ts --tier unit      one tier (repeatable: --tier unit --tier system)
-//   node scripts/test-tiers.ts --tally FILE     count what the run costs (children, servers, databases)
+//   node scripts/test-tiers.ts --tally FILE     count what the run costs (children, servers, databases);
+//                                               SVC_TEST_TALLY=FILE npm test does the same
 //
 // Expects dist/ built (the npm scripts build first): the system tier runs the shipped bins.
 import { spawn } from 'node:child_process';
@@ -124,8 +125,10 @@ async function main(): Promise<number> {
   }
   const env: NodeJS.ProcessEnv = { ...process.env, SVC_TEST_DIST: '1' };
   if (full) Object.assign(env, { SVC_TEST_FLAVOURS: 'both', SVC_TEST_FULL: '1' });
-  if (values.tally !== undefined) {
-    const tally = path.resolve(values.tally);
+  // --tally FILE, or the environment switch SVC_TEST_TALLY=FILE (so `SVC_TEST_TALLY=… npm test` counts).
+  const tallyFile = values.tally ?? (process.env['SVC_TEST_TALLY'] || undefined);
+  if (tallyFile !== undefined) {
+    const tally = path.resolve(tallyFile);
     writeFileSync(tally, '');
     env['SVC_TEST_TALLY'] = tally;
     env['NODE_OPTIONS'] = `${env['NODE_OPTIONS'] ?? ''} --import=${path.join(ROOT, 'test', 'fixtures', 'tally-preload.mjs')}`.trim();

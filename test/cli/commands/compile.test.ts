@@ -5,8 +5,6 @@ import t from 'tap';
 import { runSvc, SEVERAL_WORKFLOWS, tempRepo, workflowFile, writeFiles } from '../../fixtures/workflow-trees/index.ts';
 
 const LOCK = '.svc/svc.lock.json';
-// Many real child processes on a shared 2-core machine.
-
 t.test('compile writes the lock; --check is 0 when fresh and 1 when stale; --json', async (t) => {
   const dir = tempRepo(t, SEVERAL_WORKFLOWS);
   const first = await runSvc(dir, ['compile']);
