@@ -86,4 +86,4 @@ await eachDatabase(t, async (t, db) => {
     t.equal(listed.status, 200);
     t.same(await listed.json(), { runs: [] });
   });
-});
+}, { schema: 'empty' });
