@@ -8,12 +8,13 @@ import { errorCodeEntry } from '../../core/error-codes.ts';
 import { volume } from '../fixtures/volume.ts';
 
 /**
- * How many generated cases each property runs: SVC_FUZZ_RUNS, or the suite's default (five times
- * as many in `npm run test:full`).
+ * How many generated cases each property runs: SVC_FUZZ_RUNS, or else a fifth of the file's
+ * default in `npm test` (every generator and property still runs) and five times it in
+ * `npm run test:full`.
  */
 export function fuzzRuns(defaultRuns: number): number {
   const fromEnv = Number(process.env['SVC_FUZZ_RUNS']);
-  return Number.isSafeInteger(fromEnv) && fromEnv > 0 ? fromEnv : volume(defaultRuns, defaultRuns * 5);
+  return Number.isSafeInteger(fromEnv) && fromEnv > 0 ? fromEnv : volume(Math.ceil(defaultRuns / 5), defaultRuns * 5);
 }
 
 /**
