@@ -1,6 +1,7 @@
 // The web dashboard in a real browser (Debian's Chromium driven by playwright-core) against a
 // real stack: `svc dev` (relay, orchestrator, agent on embedded PostgreSQL) with an example whose
-// workflows flood FLOOD_LINES log lines (100,000 in test:full, 10,000 in npm test), wait for approval, and tick slowly. Checked: sign-in with a
+// workflows flood FLOOD_LINES log lines (100,000 in test:full, 10,000 in npm test), wait for
+// approval, and tick slowly. Checked: sign-in with a
 // personal access token; a run's logs stream while it runs; Cancel from the page ends it; a held
 // run approved from the page runs; Re-run opens the new run and a second one inside the cooldown
 // shows the countdown; a push appears in the runs list without a reload; a delivery sent again
@@ -198,8 +199,10 @@ async function browserTests(): Promise<void> {
     );
     // Colours are classes; markup in a line stays text.
     t.ok((await page.locator('.ln .a-f2').count()) > 0, 'SGR green became a class');
-    await page.fill('#log-search', 'line 99999 ');
-    const found = page.locator('.ln.hl', { hasText: 'line 99999 red bold' });
+    // The flood's last-but-one line: far from the first screen, so the search has to scroll there.
+    const sought = `line ${FLOOD_LINES - 1} `;
+    await page.fill('#log-search', sought);
+    const found = page.locator('.ln.hl', { hasText: `${sought}red bold` });
     await found.waitFor({ timeout: 30_000 });
     const foundAt = Number(await found.getAttribute('data-line'));
     t.pass(`search found the line (${foundAt}) and scrolled to it`);
@@ -212,7 +215,7 @@ async function browserTests(): Promise<void> {
     // A line's own link (#L<n>) opens the log at that line, highlighted.
     await page.goto(`${runs}/${runId}/logs#L${foundAt}`);
     await page.locator(`.ln.hl[data-line="${foundAt}"]`).waitFor({ timeout: 240_000 });
-    t.match(await page.locator(`.ln.hl[data-line="${foundAt}"] .tx`).textContent(), /line 99999 red bold/, `#L${foundAt} opens at that line`);
+    t.match(await page.locator(`.ln.hl[data-line="${foundAt}"] .tx`).textContent(), new RegExp(`${sought}red bold`), `#L${foundAt} opens at that line`);
   });
 
   await t.test('re-run opens the new run; a second one inside the cooldown counts down', async (t) => {
