@@ -1,5 +1,5 @@
-// The suite in tiers (docs/testing.md): `npm test` runs unit, integration and system, each its own
-// tap run; `npm run test:full` adds the files left to it and runs everything on both PostgreSQL
+// The suite in tiers (docs/testing.md): `npm test` runs unit, integration and system, each through
+// the runner in scripts/test-runner/ (each file a tap script in its own process); `npm run test:full` adds the files left to it and runs everything on both PostgreSQL
 // flavours with full volumes. Prints each tier's wall time and the slowest files.
 //
 //   node scripts/test-tiers.ts                  the three tiers of `npm test`
@@ -9,8 +9,7 @@
 //                                               SVC_TEST_TALLY=FILE npm test does the same
 //
 // Expects dist/ built (the npm scripts build first): the system tier runs the shipped bins.
-import { spawn } from 'node:child_process';
-import { globSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { globSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -18,6 +17,8 @@ import picomatch from 'picomatch';
 import { startTestEmbeddedServer } from '../test/fixtures/db.ts';
 import { tallySummary } from '../test/fixtures/tally.ts';
 import { FULL_ONLY, SYSTEM, UNIT } from '../test/tiers.ts';
+import { reportCoverage } from './test-runner/coverage.ts';
+import { runFiles } from './test-runner/run-files.ts';
 
 type TierName = 'unit' | 'integration' | 'system' | 'full';
 
@@ -26,7 +27,7 @@ interface Tier {
   files: string[];
   /** Files run at once. The system and full tiers run one stack at a time. */
   jobs: number;
-  /** tap's per-file hang guard, in seconds: far from any behaviour under test. */
+  /** The per-file hang guard, in seconds: far from any behaviour under test. */
   timeout: number;
   coverage: boolean;
 }
@@ -57,7 +58,7 @@ function partition(): Tier[] {
   }
   return [
     { name: 'unit', files: tiers.unit, jobs: 2, timeout: 60, coverage: true },
-    { name: 'integration', files: tiers.integration, jobs: 2, timeout: 300, coverage: true },
+    { name: 'integration', files: tiers.integration, jobs: 3, timeout: 300, coverage: true },
     { name: 'system', files: tiers.system, jobs: 1, timeout: 900, coverage: false },
     { name: 'full', files: tiers.full, jobs: 1, timeout: 1800, coverage: false },
   ];
@@ -70,51 +71,24 @@ interface FileTime {
   failed: boolean;
 }
 
-const TAP = path.join(ROOT, 'node_modules', '.bin', 'tap');
-const FILE_LINE = /^(not )?ok \d+ - (test\/\S+) # time=([0-9.]+)ms/;
-
-/** One tap run over a tier's files; resolves with its exit code and each file's time. */
-function runTier(tier: Tier, env: NodeJS.ProcessEnv): Promise<{ code: number; times: FileTime[] }> {
-  const args = [
-    `--jobs=${tier.jobs}`,
-    `--timeout=${tier.timeout}`,
-    `--node-arg=--import=${path.join(ROOT, 'test', 'fixtures', 'child-env.mjs')}`,
-    ...(tier.coverage ? ['--allow-incomplete-coverage', '--coverage-report=none'] : ['--disable-coverage']),
-    ...tier.files,
-  ];
-  const child = spawn(TAP, args, { cwd: ROOT, env: { ...env, SVC_TEST_TIER: tier.name }, stdio: ['ignore', 'pipe', 'inherit'] });
-  const times: FileTime[] = [];
-  let pending = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    process.stdout.write(chunk);
-    pending += chunk.toString();
-    const lines = pending.split('\n');
-    pending = lines.pop() ?? '';
-    for (const line of lines) {
-      const match = FILE_LINE.exec(line);
-      if (match) times.push({ file: match[2] as string, tier: tier.name, seconds: Number(match[3]) / 1000, failed: match[1] !== undefined });
-    }
+/** One tier: its files through the runner, the test processes covered when the tier is. */
+async function runTier(tier: Tier, env: NodeJS.ProcessEnv, coverageDir: string): Promise<{ code: number; times: FileTime[]; counts: Record<string, number> }> {
+  const results = await runFiles({
+    root: ROOT,
+    files: tier.files,
+    jobs: tier.jobs,
+    timeout: tier.timeout,
+    env: { ...env, SVC_TEST_TIER: tier.name, ...(tier.coverage ? { SVC_TEST_COVERAGE_DIR: coverageDir } : {}) },
+    imports: [path.join(ROOT, 'test', 'fixtures', 'child-env.mjs'), ...(tier.coverage ? [path.join(ROOT, 'test', 'fixtures', 'coverage-preload.mjs')] : [])],
+    write: (text) => process.stdout.write(text),
   });
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code: code ?? 1, times })));
-}
-
-/** tap clears .tap/coverage at the start of each run: keep each covered tier's files aside. */
-function stashCoverage(into: string): void {
-  const dir = path.join(ROOT, '.tap', 'coverage');
-  mkdirSync(into, { recursive: true });
-  for (const entry of readdirSync(dir, { withFileTypes: true }).filter((e) => e.isFile())) renameSync(path.join(dir, entry.name), path.join(into, entry.name));
-}
-
-function restoreCoverage(from: string): void {
-  const dir = path.join(ROOT, '.tap', 'coverage');
-  mkdirSync(dir, { recursive: true });
-  for (const name of readdirSync(from)) renameSync(path.join(from, name), path.join(dir, name));
-  rmSync(from, { recursive: true, force: true });
-}
-
-function runReport(env: NodeJS.ProcessEnv): Promise<number> {
-  const child = spawn(TAP, ['report', 'text-summary'], { cwd: ROOT, env, stdio: 'inherit' });
-  return new Promise((resolve) => child.on('close', (code) => resolve(code ?? 1)));
+  const counts: Record<string, number> = {};
+  for (const r of results) for (const [key, n] of Object.entries(r.counts)) counts[key] = (counts[key] ?? 0) + n;
+  return {
+    code: results.every((r) => r.ok) ? 0 : 1,
+    times: results.map((r) => ({ file: r.file, tier: tier.name, seconds: r.seconds, failed: !r.ok })),
+    counts,
+  };
 }
 
 async function main(): Promise<number> {
@@ -144,34 +118,35 @@ async function main(): Promise<number> {
   const embedded = tiers.some((tier) => tier.name !== 'unit') ? await startTestEmbeddedServer() : undefined;
   if (embedded !== undefined) env['SVC_TEST_EMBEDDED_URL'] = embedded.url;
 
-  const results: Array<{ tier: TierName; files: number; seconds: number; code: number }> = [];
+  const results: Array<{ tier: TierName; files: number; seconds: number; code: number; counts: Record<string, number> }> = [];
   const times: FileTime[] = [];
-  const stash = path.join(os.tmpdir(), `svc-test-coverage-${process.pid}`);
-  let covered = 0;
+  const coverageDir = mkdtempSync(path.join(os.tmpdir(), 'svc-test-coverage-'));
+  let reportCode = 0;
   try {
-    for (const tier of tiers) {
-      process.stdout.write(`\n# tier ${tier.name}: ${tier.files.length} files, ${tier.jobs} at a time\n`);
-      const started = performance.now();
-      const run = await runTier(tier, env);
-      results.push({ tier: tier.name, files: tier.files.length, seconds: (performance.now() - started) / 1000, code: run.code });
-      times.push(...run.times);
-      if (tier.coverage) {
-        stashCoverage(stash);
-        covered += 1;
+    try {
+      for (const tier of tiers) {
+        process.stdout.write(`\n# tier ${tier.name}: ${tier.files.length} files, ${tier.jobs} at a time\n`);
+        const started = performance.now();
+        const run = await runTier(tier, env, coverageDir);
+        results.push({ tier: tier.name, files: tier.files.length, seconds: (performance.now() - started) / 1000, code: run.code, counts: run.counts });
+        times.push(...run.times);
       }
+    } finally {
+      await embedded?.stop();
+    }
+    if (tiers.some((t) => t.coverage)) {
+      process.stdout.write(`\n# coverage over the in-process tiers (${tiers.filter((t) => t.coverage).map((t) => t.name).join(', ')})\n`);
+      reportCode = (await reportCoverage(ROOT, coverageDir, (text) => process.stdout.write(text))) ? 0 : 1;
     }
   } finally {
-    await embedded?.stop();
-  }
-  let reportCode = 0;
-  if (covered > 0) {
-    restoreCoverage(stash);
-    process.stdout.write(`\n# coverage over the in-process tiers (${tiers.filter((t) => t.coverage).map((t) => t.name).join(', ')})\n`);
-    reportCode = await runReport(env);
+    rmSync(coverageDir, { recursive: true, force: true });
   }
 
   process.stdout.write('\n# wall time per tier\n');
-  for (const r of results) process.stdout.write(`#   ${r.tier.padEnd(12)} ${r.files.toString().padStart(4)} files  ${r.seconds.toFixed(1).padStart(7)} s  ${r.code === 0 ? 'passed' : `FAILED (tap exit ${r.code})`}\n`);
+  for (const r of results) {
+    const counts = Object.entries(r.counts).map(([k, n]) => `${k} ${n}`).join(', ');
+    process.stdout.write(`#   ${r.tier.padEnd(12)} ${r.files.toString().padStart(4)} files  ${r.seconds.toFixed(1).padStart(7)} s  ${r.code === 0 ? 'passed' : 'FAILED'}  (assertions: ${counts})\n`);
+  }
   process.stdout.write('# 15 slowest files\n');
   for (const f of [...times].sort((a, b) => b.seconds - a.seconds).slice(0, 15)) {
     process.stdout.write(`#   ${f.seconds.toFixed(1).padStart(7)} s  ${f.tier.padEnd(12)} ${f.file}${f.failed ? '  (failed)' : ''}\n`);

@@ -46,16 +46,28 @@ export const identitySubsystem: Subsystem = {
     const service: IdentityService = createIdentityService({ pool: ctx.db, custody, custodyKind, issuer, orchestratorId: ctx.nodeId, logger });
     await registerIdentityRoutes(ctx.http, service);
 
-    const timer = setInterval(() => {
-      service.fulfilDeferredAttestations().then(
+    let sweeping: Promise<void> | undefined;
+    const sweep = () => {
+      // One sweep at a time: a slow signer must not pile sweeps up behind each other.
+      if (sweeping !== undefined) return;
+      sweeping = service.fulfilDeferredAttestations().then(
         (result) => {
           if (result.fulfilled > 0) logger.info(result, 'deferred attestations fulfilled');
         },
         (error: unknown) => logger.warn({ err: error }, 'deferred attestation sweep failed'),
-      );
-    }, FULFIL_SWEEP_MS);
+      ).finally(() => {
+        sweeping = undefined;
+      });
+    };
+    // A node that starts (a restart after a signer outage, a new key) signs what waited at once,
+    // not a sweep interval later; then every FULFIL_SWEEP_MS.
+    setImmediate(sweep);
+    const timer = setInterval(sweep, FULFIL_SWEEP_MS);
     timer.unref();
-    deps.onStop(() => clearInterval(timer));
+    deps.onStop(async () => {
+      clearInterval(timer);
+      await sweeping;
+    });
     logger.info({ issuer: service.issuer, custody: custodyKind }, 'OIDC issuer ready');
     return [provide(identityServiceRef, service)];
   },

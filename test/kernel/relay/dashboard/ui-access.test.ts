@@ -3,19 +3,23 @@
 // page GET is sent to sign in; the rest answer 401) and a token of another org (403); a session
 // cookie's action needs the CSRF token and the relay's own origin; with them it acts. A page
 // never carries the token; pages carry the Content-Security-Policy. The event log lists a
-// delivery relayed by the orchestrator, with its steps and payload; the streams send events.
+// delivery relayed by the orchestrator, with its steps and payload, and the same delivery sent
+// again past the relay's one-minute window (its clock moved) as duplicate; the streams send events.
 import t from 'tap';
 import { eachDatabase } from '../../../fixtures/db.ts';
 import { ORG, OTHER_ORG, startPlatformStack } from '../../../fixtures/platform-stack.ts';
+import { until } from '../../../fixtures/runs.ts';
+import { DEDUP_WINDOW_MS } from '../../../../kernel/relay/index.ts';
 
 
 await eachDatabase(t, async (t, db) => {
-  const stack = await startPlatformStack(t, db);
+  let relayClockOffset = 0;
+  const stack = await startPlatformStack(t, db, { relayDedupNow: () => performance.now() + relayClockOffset });
   const base = stack.relayUrl;
   const alicePat = await stack.pat('alice');
   const alice = stack.auth(alicePat);
   const mallory = stack.auth(await stack.pat('mallory', OTHER_ORG));
-  const { runId, deliveryId } = await stack.pushRun();
+  const { runId, deliveryId, body } = await stack.pushRun();
   const org = `/ui/orgs/${ORG}`;
 
   const pages = [`${org}/runs`, `${org}/runs/${runId}`, `${org}/runs/${runId}/logs`, `${org}/events`, `${org}/agents`, `${org}/events/${encodeURIComponent(deliveryId)}/payload`];
@@ -56,6 +60,21 @@ await eachDatabase(t, async (t, db) => {
     t.match(events, /class="pipeline"/, 'with its pipeline steps');
     const payload = await (await fetch(base + `${org}/events/${encodeURIComponent(deliveryId)}/payload`, { headers: alice })).text();
     t.match(payload, /&quot;ref&quot;/, 'the payload is shown, escaped');
+  });
+
+  await t.test('the same delivery sent again past the relay window shows as duplicate', async (t) => {
+    // Inside the minute the relay answers the repeat itself; its clock moved past the window, the
+    // repeat reaches the orchestrator, which counts it on the delivery's one record.
+    relayClockOffset += DEDUP_WINDOW_MS + 1_000;
+    const again = await stack.pushRun(deliveryId, body);
+    t.equal(again.runId, runId, 'no second run');
+    const row = await until('the event log to count the repeat', async () => {
+      const events = await (await fetch(base + `${org}/events`, { headers: alice })).text();
+      const li = new RegExp(`<li class="delivery" data-delivery="${deliveryId}"[^]*?</li>`).exec(events)?.[0];
+      return li?.includes('s-duplicate') ? li : undefined;
+    }, 20_000, 100);
+    t.match(row, /duplicate ×1/, 'the delivery shows as duplicate, counted once');
+    t.match(row, /<dt>Received again<\/dt><dd>1 time\(s\)<\/dd>/);
   });
 
   await t.test('the streams send the rows and the log status as Server-Sent Events', async (t) => {
