@@ -5,6 +5,8 @@
 //   node scripts/test-tiers.ts                  the three tiers of `npm test`
 //   node scripts/test-tiers.ts --full           npm run test:full
 //   node scripts/test-tiers.ts --tier unit      one tier (repeatable: --tier unit --tier system)
+//   node scripts/test-tiers.ts --serial         one tier after another (by default the system tier
+//                                               runs beside unit and integration)
 //   node scripts/test-tiers.ts --tally FILE     count what the run costs (children, servers, databases);
 //                                               SVC_TEST_TALLY=FILE npm test does the same
 //
@@ -38,9 +40,13 @@ const { values } = parseArgs({
     full: { type: 'boolean', default: false },
     tier: { type: 'string', multiple: true },
     tally: { type: 'string' },
+    serial: { type: 'boolean', default: false },
   },
 });
 const full = values.full === true;
+/** One tier after another (by default the system tier runs beside the in-process ones). */
+const serial = values.serial === true;
+const TIER_ORDER: readonly TierName[] = ['unit', 'integration', 'system', 'full'];
 
 function partition(): Tier[] {
   const all = globSync('test/**/*.test.ts', { cwd: ROOT }).sort();
@@ -72,7 +78,7 @@ interface FileTime {
 }
 
 /** One tier: its files through the runner, the test processes covered when the tier is. */
-async function runTier(tier: Tier, env: NodeJS.ProcessEnv, coverageDir: string): Promise<{ code: number; times: FileTime[]; counts: Record<string, number> }> {
+async function runTier(tier: Tier, env: NodeJS.ProcessEnv, coverageDir: string, tag: string | undefined): Promise<{ code: number; times: FileTime[]; counts: Record<string, number> }> {
   const results = await runFiles({
     root: ROOT,
     files: tier.files,
@@ -81,6 +87,7 @@ async function runTier(tier: Tier, env: NodeJS.ProcessEnv, coverageDir: string):
     env: { ...env, SVC_TEST_TIER: tier.name, ...(tier.coverage ? { SVC_TEST_COVERAGE_DIR: coverageDir } : {}) },
     imports: [path.join(ROOT, 'test', 'fixtures', 'child-env.mjs'), ...(tier.coverage ? [path.join(ROOT, 'test', 'fixtures', 'coverage-preload.mjs')] : [])],
     write: (text) => process.stdout.write(text),
+    ...(tag === undefined ? {} : { tag }),
   });
   const counts: Record<string, number> = {};
   for (const r of results) for (const [key, n] of Object.entries(r.counts)) counts[key] = (counts[key] ?? 0) + n;
@@ -124,13 +131,25 @@ async function main(): Promise<number> {
   let reportCode = 0;
   try {
     try {
-      for (const tier of tiers) {
-        process.stdout.write(`\n# tier ${tier.name}: ${tier.files.length} files, ${tier.jobs} at a time\n`);
-        const started = performance.now();
-        const run = await runTier(tier, env, coverageDir);
-        results.push({ tier: tier.name, files: tier.files.length, seconds: (performance.now() - started) / 1000, code: run.code, counts: run.counts });
-        times.push(...run.times);
+      const runLane = async (lane: Tier[]): Promise<void> => {
+        for (const tier of lane) {
+          process.stdout.write(`\n# tier ${tier.name}: ${tier.files.length} files, ${tier.jobs} at a time${serial ? '' : ` (its lines end with [${tier.name}])`}\n`);
+          const started = performance.now();
+          const run = await runTier(tier, env, coverageDir, serial ? undefined : tier.name);
+          results.push({ tier: tier.name, files: tier.files.length, seconds: (performance.now() - started) / 1000, code: run.code, counts: run.counts });
+          times.push(...run.times);
+          process.stdout.write(`# tier ${tier.name} ended: ${run.code === 0 ? 'passed' : 'FAILED'}\n`);
+        }
+      };
+      if (serial) await runLane(tiers);
+      else {
+        // The system tier's one stack spends most of its time waiting on its programs (a third of a
+        // core on average): it runs beside the in-process tiers instead of after them. Still one
+        // whole stack at a time; the full tier's come after both.
+        await Promise.all([runLane(tiers.filter((t) => t.coverage)), runLane(tiers.filter((t) => t.name === 'system'))]);
+        await runLane(tiers.filter((t) => t.name === 'full'));
       }
+      results.sort((a, b) => TIER_ORDER.indexOf(a.tier) - TIER_ORDER.indexOf(b.tier));
     } finally {
       await embedded?.stop();
     }

@@ -28,6 +28,8 @@ export interface RunOptions {
   env: NodeJS.ProcessEnv;
   /** Modules every test process loads first (`--import`). */
   imports: readonly string[];
+  /** Ends each file's line (`[system]`), when tiers run side by side. */
+  tag?: string;
   /** Where each file's line and a failed file's output go. */
   write: (text: string) => void;
 }
@@ -113,7 +115,7 @@ export async function runFiles(options: RunOptions): Promise<FileResult[]> {
       results.push(result);
       reported += 1;
       const counts = Object.entries(result.counts).map(([k, v]) => `${k} ${v}`).join(', ');
-      options.write(`${result.ok ? 'ok' : 'not ok'} ${reported} - ${file} # time=${(result.seconds * 1000).toFixed(0)}ms${counts ? ` (${counts})` : ''}${result.reason ? ` ${result.reason}` : ''}\n`);
+      options.write(`${result.ok ? 'ok' : 'not ok'} ${reported} - ${file} # time=${(result.seconds * 1000).toFixed(0)}ms${counts ? ` (${counts})` : ''}${result.reason ? ` ${result.reason}` : ''}${options.tag ? ` [${options.tag}]` : ''}\n`);
       if (result.output !== undefined) options.write(`${result.output.replace(/^/gm, '    ').trimEnd()}\n`);
     }
   };
