@@ -55,7 +55,10 @@ t.test('build job uploads source and deps; pointers written; lookups find them; 
     await put(source.url as string, 'source tarball');
     builder.sendRaw({ type: 'cache.upload.complete', jobId, cacheType: 'source', key: digest });
     const pointer = `source/v2/org-1/${contentHash}.hash`;
-    await until('source pointer', async () => ((await node.storage.head(pointer)) === null ? undefined : true));
+    // The pointer is written before the entry's row: the upload is committed once both are there.
+    const committed = async (kind: string, at: string) =>
+      (await node.storage.head(at)) !== null && (await db.pool.maybeOne(sql.unsafe`SELECT 1 AS one FROM build_cache_entries WHERE kind = ${kind}`)) !== null ? true : undefined;
+    await until('source pointer and entry', () => committed('source', pointer));
     t.ok(await node.storage.head(`source/v2/org-1/${digest}.tar.gz`), 'tarball at source/v2/<org>/<digest>.tar.gz');
     const hit = await lookupSourceCache(ctx, 'org-1', contentHash);
     t.equal(hit?.digest, digest);
@@ -68,7 +71,7 @@ t.test('build job uploads source and deps; pointers written; lookups find them; 
     await protocolError(builder, 'SVC_ERR_CACHE_DEPS_HASH_MISMATCH');
     builder.sendRaw({ type: 'cache.upload.complete', jobId, cacheType: 'dep', key: depsHash, depsHash });
     const depsPointer = `deps/linux-x64/${lockfileHash}.hash`;
-    await until('deps pointer', async () => ((await node.storage.head(depsPointer)) === null ? undefined : true));
+    await until('deps pointer and entry', () => committed('dep', depsPointer));
     const depsHit = await lookupDepsCache(ctx, 'linux-x64', lockfileHash);
     t.equal(depsHit?.digest, depsHash);
     t.equal(await fetchText(depsHit!.url), 'deps tarball');
