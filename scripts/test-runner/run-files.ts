@@ -28,6 +28,8 @@ export interface RunOptions {
   env: NodeJS.ProcessEnv;
   /** Modules every test process loads first (`--import`). */
   imports: readonly string[];
+  /** How long past `timeout` a file that tap cannot end (a busy loop) runs before it is stopped; 30 s by default. */
+  guardMarginSeconds?: number;
   /** Ends each file's line (`[system]`), when tiers run side by side. */
   tag?: string;
   /** Where each file's line and a failed file's output go. */
@@ -69,11 +71,12 @@ function runOne(options: RunOptions, file: string): Promise<FileResult> {
     }
   };
   // tap ends a file at TAP_TIMEOUT by itself; this is the guard for a file that does not.
+  const guardSeconds = options.timeout + (options.guardMarginSeconds ?? 30);
   const timer = setTimeout(() => {
-    guard = `still running after ${options.timeout + 30} s (the hang guard): stopped`;
+    guard = `still running after ${guardSeconds} s (the hang guard): stopped`;
     killGroup('SIGTERM');
     setTimeout(() => killGroup('SIGKILL'), KILL_GRACE_MS).unref();
-  }, (options.timeout + 30) * 1000);
+  }, guardSeconds * 1000);
   running.add(killGroup);
   return new Promise((resolve) => {
     child.on('close', (code, signal) => {
