@@ -63,7 +63,7 @@ function partition(): Tier[] {
     else tiers.integration.push(file);
   }
   return [
-    { name: 'unit', files: tiers.unit, jobs: 2, timeout: 60, coverage: true },
+    { name: 'unit', files: tiers.unit, jobs: 3, timeout: 60, coverage: true },
     { name: 'integration', files: tiers.integration, jobs: 3, timeout: 300, coverage: true },
     { name: 'system', files: tiers.system, jobs: 1, timeout: 900, coverage: false },
     { name: 'full', files: tiers.full, jobs: 1, timeout: 1800, coverage: false },
