@@ -105,6 +105,11 @@ async function main(): Promise<number> {
     if (!['unit', 'integration', 'system', 'full'].includes(name)) throw new Error(`--tier ${name}: use unit, integration, system or full`);
   }
   const env: NodeJS.ProcessEnv = { ...process.env, SVC_TEST_DIST: '1' };
+  // One V8 compile cache for every Node process of the run (test files and the programs they
+  // start): each process otherwise parses and compiles the same modules (fastify, pg, the AWS SDK,
+  // the kernel) again, about a fifth of a test file's CPU. Coverage is the same with it (checked:
+  // block counts per script equal with and without the cache, closer than two runs without).
+  env['NODE_COMPILE_CACHE'] ??= path.join(ROOT, 'node_modules', '.cache', 'svc-test-compile');
   if (full) Object.assign(env, { SVC_TEST_FLAVOURS: 'both', SVC_TEST_FULL: '1' });
   // --tally FILE, or the environment switch SVC_TEST_TALLY=FILE (so `SVC_TEST_TALLY=… npm test` counts).
   const tallyFile = values.tally ?? (process.env['SVC_TEST_TALLY'] || undefined);
