@@ -64,7 +64,8 @@ function partition(): Tier[] {
   }
   return [
     { name: 'unit', files: tiers.unit, jobs: 3, timeout: 60, coverage: true },
-    { name: 'integration', files: tiers.integration, jobs: 3, timeout: 300, coverage: true },
+    // test:full runs the fuzz files at five times their cases on both databases (several minutes).
+    { name: 'integration', files: tiers.integration, jobs: 3, timeout: full ? 1800 : 300, coverage: true },
     { name: 'system', files: tiers.system, jobs: 1, timeout: 900, coverage: false },
     { name: 'full', files: tiers.full, jobs: 1, timeout: 1800, coverage: false },
   ];
