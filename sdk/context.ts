@@ -94,9 +94,9 @@ export interface ArtifactDownloadResult {
   readonly fileCount?: number;
 }
 export interface ArtifactsApi {
-  /** Packs `paths` (inside the workspace) into artifact `name` of this run. */
+  /** Packs `paths` (inside the workspace, a ctx.mktemp directory, or a ctx.mktempFile file) into artifact `name` of this run. */
   upload(name: string, paths: readonly string[], options?: ArtifactUploadOptions): Promise<ArtifactUploadResult>;
-  /** Extracts artifact `name` into `destination` (inside the workspace; default its root). */
+  /** Extracts artifact `name` into `destination` (inside the workspace or a ctx.mktemp directory; default the workspace root). */
   download(name: string, destination?: string, options?: ArtifactDownloadOptions): Promise<ArtifactDownloadResult>;
 }
 

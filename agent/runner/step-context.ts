@@ -3,7 +3,6 @@
 // its shell, log lines and AbortSignal belong to that activity; the environment, outputs and
 // temp directory are the job's and shared.
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { InputError, NotFoundError } from '../../core/errors.ts';
 import type {
@@ -21,6 +20,7 @@ import { RunnerErrorCode } from './errors.ts';
 import type { RunnerChannel } from './ipc.ts';
 import type { LogSink } from './log-capture.ts';
 import { createRunnerShell } from './shell.ts';
+import { JOB_TEMP_PREFIX, runnerScratch, tempDirName, tempFileName } from './temp-paths.ts';
 
 /** The job state contexts read and write. */
 export interface JobRuntime {
@@ -98,7 +98,7 @@ export function createStepContext(
     error: (message, f) => sink.line(label, 'stderr', `${message}${fields(f)}`),
   };
   const root = async (): Promise<string> => {
-    job.tempRoot ??= await mkdtemp(join(tmpdir(), 'svc-job-'));
+    job.tempRoot ??= await mkdtemp(join(runnerScratch, JOB_TEMP_PREFIX));
     return job.tempRoot;
   };
   const secret = (value: string) => {
@@ -156,7 +156,7 @@ export function createStepContext(
       return result.deliveryId === undefined ? {} : { deliveryId: result.deliveryId };
     },
     async mktemp() {
-      const dir = join(await root(), `dir-${++job.tempCount}`);
+      const dir = join(await root(), tempDirName(++job.tempCount));
       await mkdir(dir, { mode: 0o700 });
       return dir;
     },
@@ -165,7 +165,7 @@ export function createStepContext(
       if (typeof suffix !== 'string' || /[/\\\0]/.test(suffix)) {
         throw new InputError('SVC_ERR_STEP_TEMP_SUFFIX', 'ctx.mktempFile: suffix cannot contain path separators');
       }
-      const file = join(await root(), `file-${++job.tempCount}${suffix}`);
+      const file = join(await root(), tempFileName(++job.tempCount, suffix));
       await writeFile(file, '', { flag: 'wx', mode: 0o600 });
       return file;
     },
