@@ -228,19 +228,52 @@ export interface RemoteRunColumns {
   remote_contexts: unknown;
 }
 
+/**
+ * The X25519 key (derived from one of the master keys) the run's boxes were sealed to. Like the
+ * other sealed stores (openWithAny), the current key is tried first, then SVC_SECRET_KEY_OLD, so
+ * a run queued before a rotation still dispatches while the old key is configured. The boxes say
+ * nothing about their key, so the candidate is the one that opens the secrets box, or when there
+ * is none the overlay itself (read from storage only when there are two keys to choose from).
+ */
+async function runBoxKey(row: RemoteRunColumns & { remote_overlay_key: string }, storage: StorageExtensionPoint, masterKeys: MasterKeys): Promise<{ key: KeyObject; secrets?: Buffer }> {
+  const candidates = masterKeys.all.map((named) => ({ name: named.name, key: remoteRunPrivateKey(named.key) }));
+  const secretsBox = row.remote_secrets_box === null ? undefined : Buffer.from(row.remote_secrets_box, 'base64');
+  if (candidates.length === 1 && secretsBox === undefined) return { key: candidates[0]!.key };
+  const box = secretsBox ?? (await readAll(await storage.get(row.remote_overlay_key)));
+  for (const candidate of candidates) {
+    try {
+      const plain = openBoxWithKey(boxKey(candidate.key, boxEphemeralKey(box)), box);
+      return secretsBox === undefined ? { key: candidate.key } : { key: candidate.key, secrets: plain };
+    } catch (error) {
+      if (!(error instanceof InputError) || error.code !== 'SVC_ERR_REMOTE_RUN_BOX_INVALID') throw error;
+    }
+  }
+  throw new UnavailableError(
+    'SVC_ERR_REMOTE_RUN_UNAVAILABLE',
+    `this remote run's ${secretsBox === undefined ? 'overlay' : 'sealed secrets'} opens with no master key of this orchestrator (tried ${candidates.map((c) => c.name).join(' and ')}); it was queued under a master key that is no longer configured: set it as SVC_SECRET_KEY_OLD, or start the run again`,
+  );
+}
+
+async function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) chunks.push(chunk);
+  } catch (error) {
+    throw new UnavailableError('SVC_ERR_REMOTE_RUN_UNAVAILABLE', `the remote run's overlay could not be read: ${messageOf(error)}`);
+  }
+  return Buffer.concat(chunks);
+}
+
 export async function remoteDispatchParts(row: RemoteRunColumns, storage: StorageExtensionPoint | undefined, masterKeys: MasterKeys | undefined): Promise<RemoteDispatchParts> {
-  if (row.remote_overlay_key === null || row.remote_overlay_epk === null) return {};
-  const master = masterKeys?.current;
-  if (master === undefined || storage === undefined) {
+  const overlayKey = row.remote_overlay_key;
+  if (overlayKey === null || row.remote_overlay_epk === null) return {};
+  if (masterKeys?.current === undefined || storage === undefined) {
     throw new UnavailableError('SVC_ERR_REMOTE_RUN_UNAVAILABLE', 'this remote run needs the orchestrator\'s master key and storage to hand its overlay to the agent');
   }
-  const key = remoteRunPrivateKey(master);
-  const url = await storage.presign({ method: 'GET', key: row.remote_overlay_key, audience: 'agent' });
+  const { key, secrets } = await runBoxKey({ ...row, remote_overlay_key: overlayKey }, storage, masterKeys);
+  const url = await storage.presign({ method: 'GET', key: overlayKey, audience: 'agent' });
   const parts: RemoteDispatchParts = { overlay: { url, key: boxKey(key, Buffer.from(row.remote_overlay_epk, 'base64')).toString('base64') } };
-  if (row.remote_secrets_box !== null) {
-    const box = Buffer.from(row.remote_secrets_box, 'base64');
-    parts.secrets = JSON.parse(openBoxWithKey(boxKey(key, boxEphemeralKey(box)), box).toString('utf8')) as Record<string, string>;
-  }
+  if (secrets !== undefined) parts.secrets = JSON.parse(secrets.toString('utf8')) as Record<string, string>;
   if (typeof row.remote_contexts === 'object' && row.remote_contexts !== null && !Array.isArray(row.remote_contexts)) {
     parts.contexts = row.remote_contexts as Record<string, string>;
   }
