@@ -15,7 +15,7 @@ import { RunnerToAgentMembers, type AgentToRunner, type ConcurrencyGroups, type 
 import { compileMessageUnion, formatIssues } from '../../schemas/validate.ts';
 import { SecretSet, MIN_MASKED_LENGTH, maskDeep } from '../logs/masker.ts';
 import { LogPipeline } from '../logs/pipeline.ts';
-import { checkout, type CheckoutOptions } from './checkout.ts';
+import { checkout, checkoutFlags, type CheckoutOptions } from './checkout.ts';
 import { applyOverlay } from './overlay.ts';
 import { locateWorkflow, verifyContentHash } from './content-hash.ts';
 import { JobFailure, cancelledFailure } from './failure.ts';
@@ -408,7 +408,8 @@ export class DispatchedJob {
    * paths), else a fetch of its own. A firecracker guest gets a copy of the workspace, where the
    * store the `.git` borrows from does not exist; other depths need history the store does not keep.
    */
-  async #checkout(choice: SandboxChoice, options: CheckoutOptions): Promise<StoreLease | undefined> {
+  async #checkout(choice: SandboxChoice, base: CheckoutOptions): Promise<StoreLease | undefined> {
+    const options = { ...base, ...checkoutFlags(this.dispatch.jobConfig.checkout) };
     const repos = this.#env.repos;
     let last = performance.now();
     const observe = (phase: CheckoutPhase) => {

@@ -20,6 +20,10 @@
 //   borrowed its objects is still running. Bounds: `maxStores` and `maxBytes` (least recently
 //   used idle stores evicted), `maxIdleMs` (idle stores unused that long are deleted), and more
 //   than `maxPacks` packs (one per fetch) are repacked into one.
+// - Submodules (`checkout.submodules`) are written from stores of their own, keyed by the job's
+//   repository URL and the submodule's URL together: a store never serves one repository's
+//   submodule objects to a job of another. The superproject's store is the same with or without
+//   them. LFS content is downloaded into the job's own `.git`, never into a store (submodules.ts).
 import { createHash, randomBytes } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
@@ -31,6 +35,7 @@ import type { SourceAuth } from '../../schemas/wire/agent.ts';
 import { messageOf } from '../../core/errors.ts';
 import { JobFailure } from './failure.ts';
 import { gitEnv, validateCheckout } from './checkout.ts';
+import { checkoutExtras } from './submodules.ts';
 import { manifestEntries, statManifest } from './tree-cache.ts';
 
 export interface RepoStoreLimits {
@@ -48,6 +53,9 @@ export interface StoreCheckoutOptions {
   path: string;
   signal: AbortSignal;
   log(text: string): void;
+  /** `checkout.submodules` and `checkout.lfs` (submodules.ts). */
+  submodules?: boolean;
+  lfs?: boolean;
   /** Called as each phase ends: `storeWait`, `fetch`, `materialise`. */
   phase?(name: 'storeWait' | 'fetch' | 'materialise'): void;
 }
@@ -135,15 +143,41 @@ export class RepoStores {
 
   /** Write the commit's tree (with a `.git` borrowing the store's objects) into `options.dir`. */
   async checkout(options: StoreCheckoutOptions): Promise<StoreLease> {
+    const lease = await this.#checkoutOne(options, storeKey(options.auth.cloneUrl));
+    if (options.submodules !== true && options.lfs !== true) return lease;
+    const leases = [lease];
+    const release = () => leases.forEach((l) => l.release());
+    try {
+      await checkoutExtras({
+        ...options,
+        submodules: options.submodules === true,
+        lfs: options.lfs === true,
+        envFor: (auth) => gitEnv(auth, options.home, options.path),
+        checkoutSub: async (sub) => {
+          const { phase: _phase, ...rest } = options;
+          const key = storeKey(`${options.auth.cloneUrl}\n${sub.auth.cloneUrl}`);
+          leases.push(await this.#checkoutOne({ ...rest, ...sub }, key));
+        },
+      });
+    } catch (error) {
+      release();
+      throw error;
+    }
+    return { release };
+  }
+
+  async #checkoutOne(options: StoreCheckoutOptions & { protocol?: string }, key: string): Promise<StoreLease> {
     validateCheckout(options.sha, options.auth.cloneUrl);
     options.log(`checking out ${options.sha} (from the agent's repository store)`);
-    const store = await this.#store(storeKey(options.auth.cloneUrl));
+    const store = await this.#store(key);
     store.lastUsed = Date.now();
     let gen: Generation | undefined;
     const unlock = await this.#lock(store);
     try {
       options.phase?.('storeWait');
       const env = gitEnv(options.auth, options.home, options.path);
+      // A submodule's fetch may use only the transport its checked URL names.
+      if (options.protocol !== undefined) env['GIT_ALLOW_PROTOCOL'] = options.protocol;
       await this.#verify(store, env, options);
       await this.#ensureCommit(store, env, options);
       options.phase?.('fetch');

@@ -20,6 +20,7 @@ export const AGENT_ERROR_CODES = {
   SVC_ERR_AGENT_CACHE_DIGEST: { kind: 'unavailable', message: 'cache entry {response} has digest {sha256}, expected {expected}; not restored' },
   SVC_ERR_AGENT_CHECKOUT: { kind: 'internal', message: 'git {args} failed (exit {exitCode}): {output}' },
   SVC_ERR_AGENT_CONTAINER_IMAGE: { kind: 'internal', message: 'the job asks for a container but names no image (container.image)' },
+  SVC_ERR_AGENT_CONTAINER_OPTION: { kind: 'internal', message: 'container.options[{index}] ({option}) is {kind}: {reason}; nothing was run' },
   SVC_ERR_AGENT_CONTENT_HASH: { kind: 'internal', message: 'the workflow tree could not be hashed: {reason}' },
   SVC_ERR_AGENT_DEPS_DIGEST: {
     kind: 'internal',
@@ -30,6 +31,7 @@ export const AGENT_ERROR_CODES = {
   SVC_ERR_AGENT_DOWNLOAD: { kind: 'unavailable', message: 'download from {url} failed: {reason}' },
   SVC_ERR_AGENT_ENV: { kind: 'input', message: '{name} {message}' },
   SVC_ERR_AGENT_JOB_CANCELLED: { kind: 'internal', message: 'cancelled' },
+  SVC_ERR_AGENT_LFS_UNAVAILABLE: { kind: 'internal', message: 'the job asks for checkout.lfs but git-lfs cannot run on this agent: {reason}' },
   SVC_ERR_AGENT_LOCK_NO_WORKFLOW: {
     kind: 'internal',
     message: 'Lock file is out of date: .svc/svc.lock.json in the job\'s tree has no workflow named {workflowName}; run `svc compile` and push again',
@@ -49,6 +51,7 @@ export const AGENT_ERROR_CODES = {
   SVC_ERR_AGENT_SANDBOX_MISSING: { kind: 'internal', message: 'the agent has no {sandbox} sandbox' },
   SVC_ERR_AGENT_SANDBOX_UNAVAILABLE: { kind: 'unavailable', message: 'the {sandbox} sandbox is not available: {reason}' },
   SVC_ERR_AGENT_OVERLAY_INVALID: { kind: 'input', message: 'the overlay is truncated; run svc run remote again' },
+  SVC_ERR_AGENT_SUBMODULE_REFUSED: { kind: 'internal', message: 'submodule {name} of {repository} refused: {why}; nothing of it was fetched' },
   SVC_ERR_AGENT_SOURCE_CACHE: {
     kind: 'internal',
     message: 'the agent\'s cached source tree for sha256 {digest} changed while it was copied (dropped from the cache); dispatch the job again',
@@ -95,6 +98,7 @@ export const AGENT_ERROR_CODES = {
   SVC_ERR_RUNNER_RULE_RESULT: { kind: 'input', message: '{what} failed: {reason}' },
   SVC_ERR_RUNNER_WORKFLOW_LOAD: { kind: 'input', message: 'workflowFile must be an absolute path, got {file}' },
   // SANDBOX
+  SVC_ERR_SANDBOX_CONTAINER_OPTION: { kind: 'input', message: 'container.options[{index}] ({option}) is {kind}: {reason}' },
   SVC_ERR_SANDBOX_ENV: { kind: 'input', message: 'environment name {key} is not valid' },
   SVC_ERR_SANDBOX_FIRECRACKER_API: { kind: 'unavailable', message: 'firecracker PUT {path} failed (HTTP {statusCode}): {fault}' },
   SVC_ERR_SANDBOX_FIRECRACKER_BOOT: { kind: 'unavailable', message: '{what} within {timeoutMs} ms' },

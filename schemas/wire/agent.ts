@@ -91,9 +91,16 @@ export const JobDispatch = Type.Object(
         /**
          * The lock job's checkout settings. With a cached source the agent still checks the
          * repository out at `sha` (the project the steps work on) and overlays the cached `.svc/`;
-         * absent or disabled: only the cached workflow tree.
+         * absent or disabled: only the cached workflow tree. `submodules`: the commit's submodules
+         * (recursively, at their recorded commits); `lfs`: LFS files with their real content
+         * (pointers otherwise). Absent means false.
          */
-        checkout: Type.Optional(Type.Object({ enabled: Type.Boolean(), depth: Type.Integer({ minimum: 0 }) }, { additionalProperties: true })),
+        checkout: Type.Optional(
+          Type.Object(
+            { enabled: Type.Boolean(), depth: Type.Integer({ minimum: 0 }), submodules: Type.Optional(Type.Boolean()), lfs: Type.Optional(Type.Boolean()) },
+            { additionalProperties: true },
+          ),
+        ),
         isTestRun: Type.Boolean(),
         /**
          * `svc run remote`: the developer's working-tree overlay, applied on the checkout at `sha`

@@ -222,9 +222,10 @@ export async function buildJobDispatch(row: DispatchRow, options: BuildDispatchO
   if (lockJob?.['container'] !== undefined) jobConfig.container = lockJob['container'];
   if (row.kind === 'build') jobConfig.build = true;
   // The lock job's checkout settings: with a cached source the agent still checks the repository out.
-  const checkoutSetting = lockJob?.['checkout'] as { enabled?: unknown; depth?: unknown } | undefined;
+  const checkoutSetting = lockJob?.['checkout'] as { enabled?: unknown; depth?: unknown; submodules?: unknown; lfs?: unknown } | undefined;
   if (row.kind !== 'build' && typeof checkoutSetting?.enabled === 'boolean') {
-    jobConfig.checkout = { enabled: checkoutSetting.enabled, depth: typeof checkoutSetting.depth === 'number' && checkoutSetting.depth >= 0 ? checkoutSetting.depth : 1 };
+    const depth = typeof checkoutSetting.depth === 'number' && checkoutSetting.depth >= 0 ? checkoutSetting.depth : 1;
+    jobConfig.checkout = { enabled: checkoutSetting.enabled, depth, submodules: checkoutSetting.submodules === true, lfs: checkoutSetting.lfs === true };
   }
   Object.assign(jobConfig, scheduling);
   // Steps held for an approval (docs/run-control.md "Step holds"): the runner pauses before each.
