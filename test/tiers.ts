@@ -18,6 +18,7 @@ export const UNIT: readonly string[] = [
   'test/cli/dev/state.test.ts',
   'test/cli/remote-run/junit.test.ts',
   'test/core/cli/in-process.test.ts',
+  'test/core/container-options.test.ts',
   'test/core/error-codes.test.ts',
   'test/core/extension-points/storage-key.test.ts',
   'test/core/log-ring.test.ts',

@@ -5,6 +5,7 @@
 // orchestrator drops a matched run whose (older) lock uses one, recording the reason on the
 // delivery. A feature leaves this table in the change that makes the runtime honour it.
 import type { LockTrigger, LockWorkflow } from '../schemas/lock.ts';
+import { parseContainerOptions } from '../core/container-options.ts';
 
 export interface UnhonouredFeature {
   /** Field path inside the workflow definition (`on[1]`, `jobs.deploy.approval`). */
@@ -49,6 +50,19 @@ function unresolvablePrincipals(path: string, approval: { clauses: ReadonlyArray
   );
 }
 
+/**
+ * The first `container.options` item the agent would refuse (core/container-options.ts): the
+ * compiler fails on malformed ones itself, so at compile this names the unsafe or unsupported
+ * ones (`--privileged`); for an older lock it names whichever the agent would refuse.
+ */
+function unhonouredContainerOption(job: LockWorkflow['jobs'][number]): UnhonouredFeature[] {
+  if (job.container === undefined) return [];
+  const parsed = parseContainerOptions(job.container.options);
+  if (parsed.ok) return [];
+  const { index, option, reason } = parsed.problem;
+  return [{ path: `jobs.${job.name}.container.options[${index}]`, feature: `container option ${option}`, reason }];
+}
+
 /** Every feature of `workflow` the runtime would not carry out, in definition order. */
 export function unhonouredFeatures(workflow: Pick<LockWorkflow, 'triggers' | 'jobs' | 'approval' | 'concurrency'>): UnhonouredFeature[] {
   const found: UnhonouredFeature[] = [];
@@ -58,6 +72,7 @@ export function unhonouredFeatures(workflow: Pick<LockWorkflow, 'triggers' | 'jo
   });
   found.push(...unresolvablePrincipals('approval', workflow.approval));
   for (const job of workflow.jobs) {
+    found.push(...unhonouredContainerOption(job));
     found.push(...unresolvablePrincipals(`jobs.${job.name}.approval`, job.approval));
     // Step holds are carried out (the runner pauses before the step); only their clauses are checked.
     for (const step of job.steps) found.push(...unresolvablePrincipals(`jobs.${job.name}.steps.${step.name}.approval`, step.approval));

@@ -35,6 +35,11 @@ export interface SpawnRequest {
   /** Container image (the job's `container.image`); sandboxes without images ignore it. */
   image?: string;
   /**
+   * The job's `container.options` as written in the lock; the container sandbox honours the subset
+   * core/container-options.ts parses and refuses the rest. Sandboxes without images ignore it.
+   */
+  containerOptions?: readonly string[];
+  /**
    * Host paths the process must read (the Node binary, the step runner's code). Sandboxes that
    * do not see the host file system (containers, VMs) make them available read-only at the
    * same path.

@@ -1,6 +1,7 @@
 // Jobs and steps → lock entries, plus the checks that span jobs: unique names and a `needs`
 // graph without unknown names or cycles.
 import type { LockCheckout, LockConcurrency, LockDynamicRef, LockJob, LockMatrix, LockStep } from '../../schemas/lock.ts';
+import { parseContainerOptions } from '../../core/container-options.ts';
 import { childPath, CompileErrorCode, type CompileScope } from './compile-scope.ts';
 import { normalizeApproval } from './normalize-approval.ts';
 import { JOB_NAME } from './normalize-triggers.ts';
@@ -121,6 +122,12 @@ function container(scope: CompileScope, path: string, value: unknown): LockJob['
     if (typeof item !== 'string' || item === '') scope.fail(CompileErrorCode.invalidValue, itemPath, 'must be a non-empty string');
     return item;
   });
+  // A malformed option fails here; a well-formed one svc never honours (`--privileged`) is
+  // listed by workflow/runtime-support.ts, which refuses the lock naming it.
+  const parsed = parseContainerOptions(options);
+  if (!parsed.ok && parsed.problem.kind === 'invalid') {
+    scope.fail(CompileErrorCode.invalidValue, childPath(childPath(path, 'options'), parsed.problem.index), `${parsed.problem.option}: ${parsed.problem.reason}`);
+  }
   return { image, options };
 }
 

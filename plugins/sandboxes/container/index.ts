@@ -6,7 +6,7 @@
 // or, where no descriptor can cross (docker), a unix socket in the bind-mounted scratch directory
 // that the runner connects to (socket-ipc.ts; `ipcTransport`).
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { execa } from 'execa';
@@ -16,7 +16,8 @@ import type { SandboxAvailability, SandboxExit, SandboxExtensionPoint, SandboxPr
 import { InputError, UnavailableError } from '../../../core/errors.ts';
 import { isHostProcess, killHostProcess, spawnHostProcess } from '../shared/child.ts';
 import { RUNNER_IPC_SOCKET_ENV } from '../../../core/ipc/framed-json.ts';
-import { DOCKER_RUN_FLAGS, PODMAN_RUN_FLAGS, detectRuntime, dockerUserFlags, type DetectedRuntime } from './runtime.ts';
+import { containerRunFlags, describeContainerOptionProblem, parseContainerOptions } from '../../../core/container-options.ts';
+import { DOCKER_RUN_FLAGS, PODMAN_RUN_FLAGS, detectRuntime, dockerUserFlags, runtimeEnv, type DetectedRuntime } from './runtime.ts';
 import { listenRunnerSocket, type RunnerSocket } from './socket-ipc.ts';
 
 export const ContainerSandboxConfig = Type.Object(
@@ -71,26 +72,41 @@ export function createContainerSandbox(config: ContainerSandboxConfig): SandboxE
         throw new UnavailableError('SVC_ERR_SANDBOX_IPC', "the step runner's IPC channel cannot be set up: docker cannot hand a descriptor into a container (no --preserve-fds); use ipcTransport 'socket' or 'auto'");
       }
       for (const key of Object.keys(request.env)) if (!ENV_NAME.test(key)) throw new InputError('SVC_ERR_SANDBOX_ENV', `environment name ${JSON.stringify(key)} is not valid`);
+      const parsed = parseContainerOptions(request.containerOptions ?? []);
+      if (!parsed.ok) throw new InputError('SVC_ERR_SANDBOX_CONTAINER_OPTION', describeContainerOptionProblem(parsed.problem), { details: { ...parsed.problem } });
+      const options = parsed.options;
+      if (options.network === 'bridge' && !config.network) {
+        throw new InputError('SVC_ERR_SANDBOX_CONTAINER_OPTION', "container.options asks for --network bridge, but this agent's container sandbox runs jobs without a network (plugin config network: false)");
+      }
+      const network = options.network ?? (config.network ? undefined : 'none');
       const name = `svc-job-${request.workspace.dir.split('/').slice(-2, -1)[0]?.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 60) ?? 'job'}-${randomBytes(4).toString('hex')}`;
       const mounts: string[] = [];
       const bind = (path: string, mode: 'ro' | 'rw') => mounts.push('-v', `${path}:${path}:${mode}`);
       bind(request.workspace.dir, 'rw');
       if (request.workspace.tmpDir !== undefined) bind(request.workspace.tmpDir, 'rw');
       for (const p of request.readPaths ?? []) if (!p.startsWith(request.workspace.dir)) bind(p, 'ro');
-      // Values travel in the runtime's own environment (`-e NAME` copies it), not on its command line.
-      const envFlags = Object.keys(request.env).flatMap((k) => ['-e', k]);
       const useSocket = request.ipc === true && (transport === 'socket' || (transport === 'auto' && rt.kind === 'docker'));
       if (useSocket && request.workspace.tmpDir === undefined) throw new InputError('SVC_ERR_SANDBOX_WORKSPACE', 'the container sandbox needs the job scratch directory for the IPC socket');
       const socket: RunnerSocket | undefined = useSocket ? await listenRunnerSocket(request.workspace.tmpDir!) : undefined;
-      const ipcFlags = !request.ipc ? [] : useSocket ? ['-e', RUNNER_IPC_SOCKET_ENV] : ['--preserve-fds', '1', '-e', 'NODE_CHANNEL_FD', '-e', 'NODE_CHANNEL_SERIALIZATION_MODE'];
+      // Node sets the channel variables in the runtime's environment when it hands over the
+      // descriptor; they are the only ones the container copies from it.
+      const ipcFlags = !request.ipc || useSocket ? [] : ['--preserve-fds', '1', '-e', 'NODE_CHANNEL_FD', '-e', 'NODE_CHANNEL_SERIALIZATION_MODE'];
+      const jobEnv = { ...request.env, ...(socket !== undefined ? { [RUNNER_IPC_SOCKET_ENV]: socket.path } : {}), ...Object.fromEntries(options.env) };
+      const { dir: envDir, flags: envFlags } = await writeEnvFile(config.tmpRoot ?? tmpdir(), jobEnv).catch(async (error: unknown) => {
+        await socket?.close();
+        throw error;
+      });
       const argv = [
         rt.path,
         'run',
         '--rm',
         '--name',
         name,
-        ...(rt.kind === 'podman' ? PODMAN_RUN_FLAGS : [...DOCKER_RUN_FLAGS, ...dockerUserFlags()]),
-        ...(config.network ? [] : ['--network', 'none']),
+        // podman copies the runtime's proxy variables into the container unless told not to: the
+        // job's variables are the operator's pass-through policy, not the agent's environment.
+        ...(rt.kind === 'podman' ? [...PODMAN_RUN_FLAGS, '--http-proxy=false'] : [...DOCKER_RUN_FLAGS, ...dockerUserFlags()]),
+        ...(network === undefined ? [] : [`--network=${network}`]),
+        ...containerRunFlags(options),
         ...mounts,
         ...envFlags,
         ...ipcFlags,
@@ -100,19 +116,21 @@ export function createContainerSandbox(config: ContainerSandboxConfig): SandboxE
         image,
         ...request.argv,
       ];
-      const ipcEnv: Record<string, string> = !request.ipc ? {} : socket !== undefined ? { [RUNNER_IPC_SOCKET_ENV]: socket.path } : { NODE_CHANNEL_SERIALIZATION_MODE: 'json' };
       let proc;
       try {
         proc = spawnHostProcess({
           argv,
-          env: { PATH: process.env['PATH'] ?? '/usr/local/bin:/usr/bin:/bin', ...request.env, ...ipcEnv },
+          env: { ...runtimeEnv(), ...(request.ipc && socket === undefined ? { NODE_CHANNEL_SERIALIZATION_MODE: 'json' } : {}) },
           cwd: request.workspace.dir,
           ...(request.ipc && socket === undefined ? { ipc: true } : {}),
         });
       } catch (error) {
         await socket?.close();
+        await rm(envDir, { recursive: true, force: true });
         throw error;
       }
+      // The runtime has read the file once the container runs; it goes when the process ends.
+      void proc.exited.finally(() => rm(envDir, { recursive: true, force: true }).catch(() => undefined));
       const out = socket === undefined ? proc : socket.attach(proc);
       names.set(out, { runtime: rt, name });
       return out;
@@ -130,6 +148,25 @@ export function createContainerSandbox(config: ContainerSandboxConfig): SandboxE
       if (workspace.tmpDir !== undefined) await rm(workspace.tmpDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * The job's variables for the container, by name and value: an env file (0600, in a private
+ * directory outside the container's mounts) so values stay off the runtime's command line, which
+ * every local user can read in `ps`. The env-file format is one `NAME=value` line, so a value
+ * with a line break goes as `--env=NAME=value` instead.
+ */
+async function writeEnvFile(root: string, env: Readonly<Record<string, string>>): Promise<{ dir: string; flags: string[] }> {
+  const dir = await mkdtemp(join(root, 'svc-job-env-'));
+  const lines: string[] = [];
+  const flags: string[] = [];
+  for (const [k, v] of Object.entries(env)) {
+    if (/[\r\n]/.test(v)) flags.push(`--env=${k}=${v}`);
+    else lines.push(`${k}=${v}\n`);
+  }
+  const file = join(dir, 'env');
+  await writeFile(file, lines.join(''), { mode: 0o600 });
+  return { dir, flags: ['--env-file', file, ...flags] };
 }
 
 export const containerSandbox = definePlugin({

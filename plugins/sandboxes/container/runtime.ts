@@ -54,3 +54,22 @@ export function dockerUserFlags(): string[] {
   const gid = process.getgid?.();
   return uid === undefined || gid === undefined ? [] : ['--user', `${uid}:${gid}`];
 }
+
+/** Directories a runtime's network helpers are found in (netavark runs iptables/nft from them). */
+const SBIN_DIRS = ['/usr/local/sbin', '/usr/sbin', '/sbin'];
+
+/**
+ * The environment of the runtime process itself: the agent's own, since podman and its helpers
+ * (netavark, conmon, a pull through the operator's proxy) need the agent's PATH, HOME,
+ * XDG_RUNTIME_DIR and proxy settings, not the job's. The agent's own settings (`SVC_*`: its token,
+ * its orchestrator) are left out, and the sbin directories are appended to PATH when missing (an
+ * unprivileged login shell's PATH lacks them). Nothing here reaches the container: the job's
+ * variables go in by name and value (an env file), never by copying the runtime's.
+ */
+export function runtimeEnv(agentEnv: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(agentEnv)) if (v !== undefined && !k.startsWith('SVC_')) env[k] = v;
+  const path = (env['PATH'] ?? '/usr/local/bin:/usr/bin:/bin').split(':').filter(Boolean);
+  env['PATH'] = [...path, ...SBIN_DIRS.filter((d) => !path.includes(d))].join(':');
+  return env;
+}

@@ -134,6 +134,16 @@ const BAD: Record<string, { source: string; code: string; where: RegExp }> = {
     code: 'SVC_ERR_COMPILE_UNHONOURED_FEATURE',
     where: /at jobs\.a\.steps\.s\.approval\.clauses\[0\]: .*approval by team ops — approvers named by team or role are not resolved/,
   },
+  'container option svc never honours': {
+    source: workflowFile('box', 'push()', "a: job({ runsOn: 'linux', container: { image: 'node:24', options: ['--memory=1g', '--privileged'] }, steps: [step('s', async () => {})] }),"),
+    code: 'SVC_ERR_COMPILE_UNHONOURED_FEATURE',
+    where: /at jobs\.a\.container\.options\[1\]: .*container option --privileged — it would give the job access to the agent host/,
+  },
+  'container option with a bad value': {
+    source: workflowFile('box', 'push()', "a: job({ runsOn: 'linux', container: { image: 'node:24', options: ['--cpus', 'lots'] }, steps: [step('s', async () => {})] }),"),
+    code: 'SVC_ERR_COMPILE_INVALID_VALUE',
+    where: /at jobs\.a\.options\.container\.options\[0\]: --cpus: "lots" is not a positive number of CPUs/,
+  },
   'syntax error': { source: "import { workflow } from 'svc/sdk';\nconst x = ;\n", code: 'SVC_ERR_COMPILE_IMPORT_FAILED', where: /^\.svc\/workflows\/bad\.ts:2:11: syntax error/ },
   'throw at import': {
     source: "import { workflow } from 'svc/sdk';\nthrow new Error('no config\\nsecond line');\n",
