@@ -8,6 +8,15 @@ import { Type, type Static, type TSchema } from 'typebox';
 const strict = { additionalProperties: false } as const;
 
 const NonEmpty = Type.String({ minLength: 1 });
+/**
+ * `secret: true` marks a secret field (a custom schema option; validation ignores it). The one
+ * list of secret config paths is derived from these marks (kernel/services/config/secret-paths.ts):
+ * sealed in stored config versions, replaced in redacted exports, never echoed in errors, and
+ * re-sealed by `svc-admin rotate-key`. test/kernel/services/config/secret-paths.test.ts fails on
+ * a secret-looking field name that is not marked.
+ */
+const Secret = Type.String({ minLength: 1, secret: true });
+const LongSecret = Type.String({ minLength: 16, secret: true });
 const Port = Type.Integer({ minimum: 0, maximum: 65535 });
 const PositiveInt = Type.Integer({ minimum: 1 });
 const NonNegativeInt = Type.Integer({ minimum: 0 });
@@ -76,7 +85,7 @@ export const SvcConfig = Type.Object(
     platform: Type.Object(
       {
         url: Type.Optional(HttpUrl),
-        token: Type.Optional(NonEmpty),
+        token: Type.Optional(Secret),
       },
       strict,
     ),
@@ -94,7 +103,7 @@ export const SvcConfig = Type.Object(
         region: Type.Optional(NonEmpty),
         /** s3 credentials; both or neither (then the AWS SDK's default chain: env, profile, instance role). */
         accessKeyId: Type.Optional(NonEmpty),
-        secretAccessKey: Type.Optional(NonEmpty),
+        secretAccessKey: Type.Optional(Secret),
       },
       strict,
     ),
@@ -112,12 +121,12 @@ export const SvcConfig = Type.Object(
     secrets: Type.Object(
       {
         /** Master key, 32 bytes as base64 or 64 hex characters. */
-        key: Type.Optional(NonEmpty),
+        key: Type.Optional(Secret),
         keyFile: Type.Optional(NonEmpty),
         /** Previous master key during rotation. */
-        keyOld: Type.Optional(NonEmpty),
+        keyOld: Type.Optional(Secret),
         keyFileOld: Type.Optional(NonEmpty),
-        bootstrapAdminToken: Type.Optional(Type.String({ minLength: 16 })),
+        bootstrapAdminToken: Type.Optional(LongSecret),
       },
       strict,
     ),
@@ -125,7 +134,7 @@ export const SvcConfig = Type.Object(
     pgCustomerSecrets: Type.Boolean(),
     cluster: Type.Object(
       {
-        joinToken: Type.Optional(Type.String({ minLength: 16 })),
+        joinToken: Type.Optional(LongSecret),
         heartbeatMs: PositiveInt,
         leaseDurationMs: PositiveInt,
         maxDispatchAttempts: PositiveInt,
@@ -216,7 +225,7 @@ export const SvcConfig = Type.Object(
             keyArn: Type.Optional(NonEmpty),
             region: Type.Optional(NonEmpty),
             accessKeyId: Type.Optional(NonEmpty),
-            secretAccessKey: Type.Optional(NonEmpty),
+            secretAccessKey: Type.Optional(Secret),
             endpoint: Type.Optional(HttpUrl),
           },
           strict,

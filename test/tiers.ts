@@ -39,6 +39,7 @@ export const UNIT: readonly string[] = [
   'test/kernel/relay/orchestrator-pool.test.ts',
   'test/kernel/services/config/load.test.ts',
   'test/kernel/services/config/redact.test.ts',
+  'test/kernel/services/config/secret-paths.test.ts',
   'test/kernel/services/crypto/config-fields.test.ts',
   'test/kernel/services/crypto/hmac.test.ts',
   'test/kernel/services/crypto/master-keys.test.ts',

@@ -2,8 +2,8 @@
 // that changed (docs/config.md). The spec splits fields into local (one node: database, identity,
 // listener) and shared (the whole cluster); sections the spec does not name are placed by the
 // same rule: a value that must be the same on every node is shared, anything naming this node's
-// files, ports or process is local. Fields that would put a secret outside the four sealed paths
-// into a version (secrets.keyOld, orchestrator.kms.secretAccessKey) are local too.
+// files, ports or process is local. Secrets a version has no business holding (secrets.keyOld,
+// orchestrator.kms.secretAccessKey) are local too, though a version would seal them.
 import { InputError } from '../../../core/errors.ts';
 import { getPath } from '../../services/config/index.ts';
 

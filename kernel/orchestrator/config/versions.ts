@@ -1,5 +1,5 @@
 // The config version store (docs/config.md): immutable rows in `config_versions` (the database
-// refuses UPDATE and DELETE), the four sensitive paths sealed with the master key, and a
+// refuses UPDATE and DELETE), the secret paths (config schema `secret: true`) sealed with the master key, and a
 // notification on every write so every node of the cluster reloads.
 import { randomUUID } from 'node:crypto';
 import { Type } from 'typebox';

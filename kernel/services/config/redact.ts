@@ -1,24 +1,20 @@
-// Which config values are secrets. The spec names four (encrypted in stored config versions and
-// replaced in redacted exports); the previous master key and the KMS secret are just as secret.
-import type { SvcConfig } from '../../../schemas/config.ts';
+// Which config values are secrets: the fields schemas/config.ts marks `secret: true`
+// (secret-paths.ts). The spec names four that config versions encrypt; every other secret field
+// (the S3 secret access key, the previous master key, the KMS secret) is just as secret, so one
+// list serves sealing, redaction and rotation.
+import { SvcConfig } from '../../../schemas/config.ts';
+import { secretPaths } from './secret-paths.ts';
 
 export const REDACTED = '***REDACTED***';
 
-/** Paths the spec encrypts at rest in config versions (AES-256-GCM, `config-field:<path>`). */
-export const ENCRYPTED_CONFIG_PATHS: readonly string[] = Object.freeze([
-  'platform.token',
-  'secrets.key',
-  'secrets.bootstrapAdminToken',
-  'cluster.joinToken',
-]);
+/** Every path whose value must never be shown: exports, logs, debug bundles. From the schema's marks. */
+export const SENSITIVE_CONFIG_PATHS: readonly string[] = secretPaths(SvcConfig);
 
-/** Every path whose value must never be shown: exports, logs, debug bundles. */
-export const SENSITIVE_CONFIG_PATHS: readonly string[] = Object.freeze([
-  ...ENCRYPTED_CONFIG_PATHS,
-  'secrets.keyOld',
-  'orchestrator.kms.secretAccessKey',
-  'storage.secretAccessKey',
-]);
+/**
+ * Paths sealed at rest in config versions (AES-256-GCM, `config-field:<path>`): the same list.
+ * Local-only ones (secrets.keyOld, orchestrator.kms.secretAccessKey) never reach a version.
+ */
+export const ENCRYPTED_CONFIG_PATHS: readonly string[] = SENSITIVE_CONFIG_PATHS;
 
 /** Value at a dot path of a plain object tree, or undefined. */
 export function getPath(tree: unknown, dotPath: string): unknown {

@@ -1,9 +1,11 @@
 // Shared config versions in real PostgreSQL: rows are immutable (the database refuses UPDATE,
-// DELETE and TRUNCATE), the four sensitive paths are sealed exactly as the spec lays out
-// (checked by opening them here with node:crypto alone), no table of the database holds a
-// sensitive value in plain text, a redacted export shows ***REDACTED*** at the four paths, a
-// rollback is a new version copying the old content, and a bad document writes nothing.
-import { createDecipheriv, randomBytes } from 'node:crypto';
+// DELETE and TRUNCATE), the secret paths (the spec's four and the S3 secret access key: every
+// field the config schema marks secret) are sealed exactly as the spec lays out (checked by
+// opening them here with node:crypto alone), no table of the database holds a sensitive value in
+// plain text, a redacted export shows ***REDACTED*** at every secret path, a rollback is a new
+// version copying the old content, a bad document writes nothing, and a version stored before
+// the S3 secret was sealed is read as before and sealed by the next write.
+import { createDecipheriv, randomBytes, randomUUID } from 'node:crypto';
 import t from 'tap';
 import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from '../../../../kernel/orchestrator/app.ts';
 import { sharedFieldsOf } from '../../../../kernel/orchestrator/config/fields.ts';
@@ -16,6 +18,7 @@ import {
   writeConfigVersion,
 } from '../../../../kernel/orchestrator/config/versions.ts';
 import { configDefaults, redactConfig, REDACTED } from '../../../../kernel/services/config/index.ts';
+import { encryptConfigFields } from '../../../../kernel/services/crypto/config-fields.ts';
 import { migrate, sql, type DatabasePool } from '../../../../kernel/services/db/index.ts';
 import { eachDatabase, testLogger } from '../../../fixtures/db.ts';
 
@@ -29,12 +32,14 @@ const CANARY = {
   'secrets.key': 'canary-master-key-Zt8Pw3Rk6Hd1',
   'secrets.bootstrapAdminToken': 'canary-admin-token-Yc5Nf0Gs2Ja7',
   'cluster.joinToken': 'canary-join-token-Ub4Ke9Wq1Xo3',
+  'storage.secretAccessKey': 'canary-s3-secret-Hq7Vd2Lx8Pm5',
 } as const;
 
 const DOCUMENT = {
   platform: { url: 'https://platform.example.test', token: CANARY['platform.token'] },
   secrets: { key: CANARY['secrets.key'], bootstrapAdminToken: CANARY['secrets.bootstrapAdminToken'] },
   cluster: { joinToken: CANARY['cluster.joinToken'], heartbeatMs: 5000 },
+  storage: { type: 's3', bucket: 'ci-cache', endpoint: 'https://s3.example.test', forcePathStyle: true, accessKeyId: 'AKIAEXAMPLEPUBLIC', secretAccessKey: CANARY['storage.secretAccessKey'] },
   queue: { maxDepth: 250 },
   agentAuth: 'token',
 };
@@ -71,7 +76,7 @@ await eachDatabase(t, async (t, db) => {
 
   const first = await writeConfigVersion(db.pool, KEY, { config: DOCUMENT, createdBy: 'api:set', description: 'first' });
 
-  await t.test('a version is sealed at exactly the four paths, in the spec\'s layout', async (t) => {
+  await t.test('a version is sealed at exactly the secret paths, in the spec\'s layout', async (t) => {
     t.same([...first.encryptedPaths].sort(), Object.keys(CANARY).sort());
     const stored = await db.pool.oneFirst(sql.unsafe`SELECT config FROM config_versions WHERE version = ${first.version}`);
     for (const [path, canary] of Object.entries(CANARY)) {
@@ -94,13 +99,15 @@ await eachDatabase(t, async (t, db) => {
     for (const [path, canary] of Object.entries(CANARY)) t.notOk(everything.includes(canary), `${path} canary absent`);
   });
 
-  await t.test('a redacted export shows ***REDACTED*** at all four paths', async (t) => {
+  await t.test('a redacted export shows ***REDACTED*** at every secret path', async (t) => {
     const latest = await latestConfigVersion(db.pool, KEYS);
     const redacted = redactConfig(latest!.config) as typeof DOCUMENT;
     t.equal(redacted.platform.token, REDACTED);
     t.equal(redacted.secrets.key, REDACTED);
     t.equal(redacted.secrets.bootstrapAdminToken, REDACTED);
     t.equal(redacted.cluster.joinToken, REDACTED);
+    t.equal(redacted.storage.secretAccessKey, REDACTED);
+    t.equal(redacted.storage.accessKeyId, 'AKIAEXAMPLEPUBLIC', 'an access key id is not a secret');
     t.equal(redacted.platform.url, 'https://platform.example.test', 'plain fields stay');
     t.notOk(JSON.stringify(redacted).includes('canary-'), 'no canary left anywhere');
   });
@@ -176,6 +183,27 @@ await eachDatabase(t, async (t, db) => {
     t.ok(s3.version > ok.version, 's3 storage with its settings is a valid version');
     const seed = await writeConfigVersion(db.pool, KEY, { config: sharedFieldsOf(configDefaults()), createdBy: 'cli:seed' });
     t.ok(seed.version > s3.version, 'the defaults as a document are accepted');
+  });
+
+  await t.test('a version stored before storage.secretAccessKey was sealed: read as before, redacted, sealed by the next write', async (t) => {
+    // What writeConfigVersion stored when only the spec's four paths were sealed.
+    const legacySecret = 'legacy-plain-s3-secret-Rw3Jc8Tn';
+    const document = { ...DOCUMENT, storage: { ...DOCUMENT.storage, secretAccessKey: legacySecret } };
+    const sealed = encryptConfigFields(KEY, document, ['platform.token', 'secrets.key', 'secrets.bootstrapAdminToken', 'cluster.joinToken']);
+    const version = Number(
+      await db.pool.oneFirst(sql.unsafe`
+        INSERT INTO config_versions (id, config, created_by, description, encrypted_paths)
+        VALUES (${randomUUID()}, ${sql.jsonb(sealed.config as never)}, 'cli:set', 'before issue 38', ${sql.array(sealed.encryptedPaths, 'text')}) RETURNING version`),
+    );
+    const read = await readConfigVersion(db.pool, KEYS, version);
+    t.same(read?.config, document, 'the old version reads as it always did (the plain value is used)');
+    t.equal((redactConfig(read!.config) as typeof DOCUMENT).storage.secretAccessKey, REDACTED, 'and is redacted in every read and export');
+    const resealed = await rollbackConfigVersion(db.pool, KEYS, version, 'api:rollback');
+    t.ok(resealed.encryptedPaths.includes('storage.secretAccessKey'), 'the next version seals it');
+    const stored = (await db.pool.oneFirst(sql.unsafe`SELECT config->'storage'->>'secretAccessKey' FROM config_versions WHERE version = ${resealed.version}`)) as string;
+    t.not(stored, legacySecret, 'not in plain text in the new version');
+    t.equal(openIndependently(stored, 'storage.secretAccessKey'), legacySecret);
+    t.same((await readConfigVersion(db.pool, KEYS, resealed.version))?.config, document, 'same content');
   });
 });
 
