@@ -102,6 +102,9 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     throw new UnavailableError('SVC_ERR_AGENT_SANDBOX_UNAVAILABLE', `SVC_AGENT_SANDBOX=${settings.sandbox} ${why}`);
   }
   const runnable = [...choices.values()].filter((c) => c.availability.available).map((c) => c.name);
+  const unavailable = [...choices.values()].flatMap((c) =>
+    c.availability.available ? [] : [{ sandbox: wireSandboxName(c.name), missing: c.availability.missing.slice(0, 200), message: c.availability.message.slice(0, 1000) }],
+  );
   const runnerPath = options.runnerPath ?? DEFAULT_RUNNER_PATH;
   // Extracted source and dependency trees between jobs; runners read linked node_modules there.
   const cacheRoot = join(settings.workDir, 'cache');
@@ -174,6 +177,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       arch: arch(),
       ephemeral: settings.ephemeral,
       sandboxes: runnable.map(wireSandboxName),
+      // Why an installed sandbox is not offered: the orchestrator names it to a job that needs it.
+      ...(unavailable.length === 0 ? {} : { unavailableSandboxes: unavailable }),
       sdkVersion: AGENT_SDK_VERSION,
       inFlightJobs: [
         ...[...jobs.values()].filter((j) => j.status === 'running').map((j) => ({ jobId: j.jobId, status: 'running' as const })),

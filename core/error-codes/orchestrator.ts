@@ -99,8 +99,16 @@ export const ORCHESTRATOR_ERROR_CODES = {
     kind: 'input',
     message: 'label "{value}" is in the reserved "svc:" namespace; the orchestrator adds those itself',
   },
+  SVC_ERR_DISPATCH_MANDATORY_LABELS_MISSING: {
+    kind: 'not_allowed',
+    message: 'agent {agentId} was started by scaler {scaler} and must register with {mandatoryLabels}; it registered without {missing}',
+  },
   SVC_ERR_DISPATCH_NOT_OWNER: { kind: 'not_allowed', message: 'agent {agentId} does not own job {jobId}' },
   SVC_ERR_DISPATCH_RUN_NOT_FOUND: { kind: 'not_found', message: 'no run has id {runId}' },
+  SVC_ERR_DISPATCH_SANDBOX_UNAVAILABLE: {
+    kind: 'unavailable',
+    message: 'no agent can run this job: it needs the {sandbox} sandbox and no online agent carrying its labels offers it ({agents}, with what each reported); no scaler starts one that does',
+  },
   SVC_ERR_DISPATCH_UNSUPPORTED: { kind: 'not_found', message: '{type} is not served by this orchestrator' },
   // IDENTITY
   SVC_ERR_IDENTITY_ARTIFACT: { kind: 'input', message: 'artifact.name must be 1 to 1000 printable characters' },

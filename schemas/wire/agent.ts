@@ -37,6 +37,16 @@ export const AgentRegister = Type.Object(
     /** Ephemeral agents run one job and go; static agents get a recovery window on disconnect. */
     ephemeral: Type.Boolean(),
     sandboxes: Type.Array(Type.String()),
+    /**
+     * Sandboxes installed in the agent that cannot run here, with why (`docker`: no engine
+     * answers): the orchestrator names them when a job needs one and no agent offers it.
+     */
+    unavailableSandboxes: Type.Optional(
+      Type.Array(
+        Type.Object({ sandbox: Type.String({ minLength: 1, maxLength: 100 }), missing: Type.String({ maxLength: 200 }), message: Type.String({ maxLength: 1000 }) }, Strict),
+        { maxItems: 20 },
+      ),
+    ),
     sdkVersion: Type.String(),
     inFlightJobs: Type.Array(Type.Object({ jobId: Id, status: JobRunStatus }, Strict)),
   },

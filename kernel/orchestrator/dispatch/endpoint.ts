@@ -259,13 +259,18 @@ class AgentConnection {
       if (existing !== null && existing.token_hash !== null && this.#tokenHash !== null && existing.token_hash !== this.#tokenHash) {
         return { refused: true as const };
       }
+      // An agent a scaler started must carry what the scaler promised (its mandatory labels).
+      const refusal = await this.#service.registrationCheck?.(tx, { agentId, labels });
+      if (refusal !== undefined && refusal !== null) return { refused: 'labels' as const, error: refusal };
+      const notes = message.unavailableSandboxes ?? [];
       await tx.query(sql.unsafe`
-        INSERT INTO agents (id, token_hash, labels, ephemeral, connected, node_id, last_seen_at, session_id, os, arch, sandboxes, sdk_version, connected_at)
+        INSERT INTO agents (id, token_hash, labels, ephemeral, connected, node_id, last_seen_at, session_id, os, arch, sandboxes, sdk_version, connected_at, unavailable_sandboxes)
         VALUES (${agentId}, ${this.#tokenHash}, ${sql.array(labels, 'text')}, ${message.ephemeral}, true, ${this.#ctx.nodeId}, now(),
-                ${sessionId}, ${message.os}, ${message.arch}, ${sql.array(message.sandboxes, 'text')}, ${message.sdkVersion}, now())
+                ${sessionId}, ${message.os}, ${message.arch}, ${sql.array(message.sandboxes, 'text')}, ${message.sdkVersion}, now(), ${sql.jsonb(notes)})
         ON CONFLICT (id) DO UPDATE SET token_hash = coalesce(agents.token_hash, excluded.token_hash), labels = excluded.labels,
           ephemeral = excluded.ephemeral, connected = true, node_id = excluded.node_id, last_seen_at = now(), session_id = excluded.session_id,
-          os = excluded.os, arch = excluded.arch, sandboxes = excluded.sandboxes, sdk_version = excluded.sdk_version, connected_at = now()`);
+          os = excluded.os, arch = excluded.arch, sandboxes = excluded.sandboxes, sdk_version = excluded.sdk_version, connected_at = now(),
+          unavailable_sandboxes = excluded.unavailable_sandboxes`);
       const reattach = await reattachJobs(tx, agentId, message.inFlightJobs);
       return { refused: false as const, reattach };
     }).catch((error: unknown) => {
@@ -275,6 +280,12 @@ class AgentConnection {
     this.#registering = false;
     if (outcome.refused === null) {
       this.#close(1011, 'registration failed; retry later');
+      return;
+    }
+    if (outcome.refused === 'labels') {
+      this.#logger.warn({ agentId, labels, err: outcome.error.message }, 'scaled-up agent refused: it registered without its mandatory labels');
+      this.#protocolError(outcome.error.code, outcome.error.message);
+      this.#close(WS_CLOSE_REFUSED, outcome.error.message);
       return;
     }
     if (outcome.refused) {

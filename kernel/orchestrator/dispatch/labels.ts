@@ -60,7 +60,8 @@ export function parseMatcher(text: string): Matcher {
   return { negate, prefix, value: prefix ? body.slice(0, -1) : body };
 }
 
-function holds(matcher: Matcher, labels: ReadonlySet<string>): boolean {
+/** Whether one matcher holds for an agent's labels. */
+export function holds(matcher: Matcher, labels: ReadonlySet<string>): boolean {
   let found: boolean;
   if (matcher.prefix) {
     found = false;

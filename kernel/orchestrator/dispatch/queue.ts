@@ -11,6 +11,8 @@ import { requiredMatchers, satisfies } from './labels.ts';
 import { claimDispatchRow, type DispatchRow } from './message.ts';
 import { lockRunsOfJobs, progressRun, recordJobComplete } from './progression.ts';
 import type { AgentRegistry, AgentSession } from './registry.ts';
+import { pickByRouting, routingOf, type JobRouting } from './routing.ts';
+import { sandboxNeed, sandboxUnavailableError, type OnlineAgentRow } from './sandbox-gap.ts';
 
 /** Jobs read per page and pages per pass: bounds one pass's work. */
 const PAGE_SIZE = 200;
@@ -22,6 +24,8 @@ export interface QueuedJob {
   run_id: string;
   runs_on: string[];
   needs_container: boolean;
+  /** `routing` of the job's definition or lock entry (prefer/avoid among matching agents). */
+  routing: JobRouting | null;
   order_at: number;
   reason: string | null;
   unroutable_since: number | null;
@@ -77,18 +81,22 @@ export async function queuedJobsPage(
   const cursor = after === undefined ? sql.fragment`TRUE` : sql.fragment`(coalesce(j.queued_at, j.created_at), j.id) > (${sql.timestamp(new Date(after.at))}, ${after.id}::uuid)`;
   const needsContainer = sql.fragment`(EXISTS (SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof(r.lock_entry->'jobs') = 'array' THEN r.lock_entry->'jobs' ELSE '[]'::jsonb END) e
                    WHERE e->>'name' = j.name AND e ? 'container') OR coalesce(j.definition ? 'container', false))`;
+  // A generated job carries its own definition; a lock job's entry is found by name, as above.
+  const routing = sql.fragment`CASE WHEN j.definition IS NOT NULL THEN j.definition->'routing' ELSE
+    (SELECT e->'routing' FROM jsonb_array_elements(CASE WHEN jsonb_typeof(r.lock_entry->'jobs') = 'array' THEN r.lock_entry->'jobs' ELSE '[]'::jsonb END) e
+     WHERE e->>'name' = j.name AND e ? 'routing' LIMIT 1) END`;
   const graceMs = options.unmarkedOrContainerPastMs;
   const only = graceMs === undefined
     ? sql.fragment`TRUE`
     : sql.fragment`(j.unroutable_since IS NULL OR (j.unroutable_since <= now() - ${graceMs} * interval '1 millisecond' AND ${needsContainer}))`;
   const rows = await pool.any(sql.unsafe`
     SELECT j.id::text AS id, j.run_id::text AS run_id, j.runs_on, j.reason, j.unroutable_since,
-           coalesce(j.queued_at, j.created_at) AS order_at, ${needsContainer} AS needs_container
+           coalesce(j.queued_at, j.created_at) AS order_at, ${needsContainer} AS needs_container, ${routing} AS routing
     FROM jobs j JOIN runs r ON r.id = j.run_id
     WHERE j.status = 'queued' AND (j.ready_at IS NULL OR j.ready_at <= now()) AND ${cursor} AND ${only}
     ORDER BY coalesce(j.queued_at, j.created_at), j.id
     LIMIT ${PAGE_SIZE}`);
-  return rows as unknown as QueuedJob[];
+  return (rows as unknown as Array<Omit<QueuedJob, 'routing'> & { routing: unknown }>).map((row) => ({ ...row, routing: routingOf(row.routing) }));
 }
 
 /** Whether a configured scaler could start an agent satisfying these matchers. */
@@ -163,7 +171,11 @@ export class Dispatcher {
       if (jobs.length === 0) break;
       for (const job of jobs) {
         const matchers = requiredMatchers(job.runs_on, job.needs_container);
-        const session = idle.find((s) => satisfies(matchers, s.labelSet));
+        // Among the idle agents that satisfy it, the job's routing picks (prefer first, avoid last).
+        const session =
+          job.routing === null
+            ? idle.find((s) => satisfies(matchers, s.labelSet))
+            : pickByRouting(idle.filter((s) => satisfies(matchers, s.labelSet)), (s) => s.labelSet, job.routing);
         if (session === undefined) continue;
         const claimed = await this.#claim(job.id, job.run_id, session);
         if (!claimed) continue;
@@ -322,6 +334,10 @@ export class Dispatcher {
     const options = full ? {} : { unmarkedOrContainerPastMs: this.#o.containerGraceMs };
     let marked = 0;
     let failed = 0;
+    // Read only when a job lacks a sandbox its labels' agents do not offer (its reason names them).
+    let online: Promise<OnlineAgentRow[]> | undefined;
+    const onlineAgents = (): Promise<OnlineAgentRow[]> =>
+      (online ??= this.#o.pool.any(sql.unsafe`SELECT id, labels, unavailable_sandboxes FROM agents WHERE connected`) as Promise<OnlineAgentRow[]>);
     let after: { at: number; id: string } | undefined;
     for (let page = 0; page < MAX_PAGES; page += 1) {
       const jobs = await queuedJobsPage(this.#o.pool, after, options);
@@ -333,6 +349,13 @@ export class Dispatcher {
         const routable = labelSets.some((labels) => satisfies(matchers, labels)) || this.#spawnable(matchers);
         if (routable) {
           if (job.reason?.startsWith(NO_JOBS_DISPATCHED) || job.unroutable_since !== null) clear.push(job.id);
+          continue;
+        }
+        // Agents carry its labels but none offers the sandbox: waiting cannot help, it fails now.
+        const need = sandboxNeed(matchers);
+        if (need !== null && labelSets.some((labels) => satisfies(need.rest, labels))) {
+          const error = sandboxUnavailableError(need, job.runs_on, await onlineAgents());
+          failed += await this.#failQueued(job, `${error.code}: ${error.message}`, { code: error.code });
           continue;
         }
         const reason = noJobsReason(job.runs_on);
@@ -402,17 +425,24 @@ export class Dispatcher {
     return failed;
   }
 
-  async #failUnroutable(job: QueuedJob, matchers: readonly string[]): Promise<number> {
+  #failUnroutable(job: QueuedJob, matchers: readonly string[]): Promise<number> {
     const reason = `Unroutable: no agent can start containers for this job (needs ${matchers.join(', ')}) within the grace window of ${Math.round(this.#o.containerGraceMs / 1000)}s`;
-    return this.#o.pool.transaction(async (tx) => {
+    return this.#failQueued(job, reason);
+  }
+
+  /** Fails a still-queued job with `reason` (0 when it left the queue meanwhile). */
+  async #failQueued(job: QueuedJob, reason: string, extra: Record<string, unknown> = {}): Promise<number> {
+    const done = await this.#o.pool.transaction(async (tx) => {
       await lockRunsOfJobs(tx, sql.fragment`id = ${job.id}`);
       const row = await tx.maybeOne(sql.unsafe`
         UPDATE jobs SET status = 'failed', reason = ${reason}, finished_at = now(), updated_at = now()
         WHERE id = (SELECT id FROM jobs WHERE id = ${job.id} AND status = 'queued' FOR UPDATE SKIP LOCKED) RETURNING id`);
       if (row === null) return 0;
-      await recordJobComplete(tx, job.run_id, job.id, 'failed', { reason });
+      await recordJobComplete(tx, job.run_id, job.id, 'failed', { reason, ...extra });
       await progressRun(tx, job.run_id);
       return 1;
     });
+    if (done === 1) this.#o.logger.warn({ jobId: job.id, runId: job.run_id, reason }, 'queued job failed: no agent can run it');
+    return done;
   }
 }

@@ -5,8 +5,9 @@ import type { Logger } from 'pino';
 import type { Static } from 'typebox';
 import { AgentToOrchestratorMembers, type JobDispatch, type OrchestratorToAgent } from '../../../schemas/wire/agent.ts';
 import type { StorageExtensionPoint } from '../../../core/extension-points/storage.ts';
+import type { CommonQueryMethods } from 'slonik';
 import { createListener, type DatabasePool, type Listener } from '../../services/db/index.ts';
-import { messageOf } from '../../../core/errors.ts';
+import { messageOf, type SvcError } from '../../../core/errors.ts';
 import type { SvcMetrics } from '../../services/metrics.ts';
 import type { MasterKeys } from '../../services/crypto/master-keys.ts';
 import type { AgentCommand } from './cancel.ts';
@@ -30,6 +31,12 @@ export type AgentRequestHandler<T extends DelegatedType> = (
   agent: { agentId: string; labels: readonly string[] },
   message: AgentMessageOf<T>,
 ) => Promise<OrchestratorToAgent | undefined>;
+
+/**
+ * Runs inside an agent's registration transaction, before the agent is recorded: an error
+ * refuses the registration (its code and message go to the agent, then the socket closes 4003).
+ */
+export type RegistrationCheck = (tx: CommonQueryMethods, agent: { agentId: string; labels: readonly string[] }) => Promise<SvcError | null>;
 
 export interface DispatchTuning {
   /** Periodic dispatcher tick (also annotates unroutable jobs); default 2000 ms. */
@@ -80,6 +87,7 @@ export class DispatchService {
   readonly #pendingDisconnects = new Set<Promise<unknown>>();
   #listener: Listener | undefined;
   #sourceAuth: SourceAuthResolver | undefined;
+  #registrationCheck: RegistrationCheck | undefined;
   #stopped = false;
   readonly #dispatchedCounter;
   readonly #connectedGauge;
@@ -203,6 +211,15 @@ export class DispatchService {
 
   handlerFor(type: string): AgentRequestHandler<DelegatedType> | undefined {
     return this.#handlers.get(type);
+  }
+
+  /** Set by the scaling subsystem: an agent a scaler started must carry its mandatory labels. */
+  setRegistrationCheck(check: RegistrationCheck): void {
+    this.#registrationCheck = check;
+  }
+
+  get registrationCheck(): RegistrationCheck | undefined {
+    return this.#registrationCheck;
   }
 
   /** How runs with a source get checkout credentials (ingest knows sources). */

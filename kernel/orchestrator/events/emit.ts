@@ -15,8 +15,11 @@ export const MAX_EVENT_NAME_LENGTH = 200;
 export const MAX_EVENT_PAYLOAD_BYTES = 1024 * 1024;
 export const MAX_EVENT_TARGET_LENGTH = 500;
 
+/** The scaling subsystem's scale-up (spec "Internal events": carries `mandatoryLabels`). */
+export const SCALE_UP_EVENT = 'svc.scaler.scale-up';
+
 /** Names only the orchestrator (or the scheduler) emits; a step may not forge them. */
-export const SYSTEM_EVENT_NAMES: ReadonlySet<string> = new Set(['workflow_complete', 'job_complete', 'registration.updated', '__schedule_fire']);
+export const SYSTEM_EVENT_NAMES: ReadonlySet<string> = new Set(['workflow_complete', 'job_complete', 'registration.updated', '__schedule_fire', SCALE_UP_EVENT]);
 
 export interface InternalEventInput {
   name: string;

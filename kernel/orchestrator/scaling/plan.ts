@@ -8,11 +8,14 @@
 // limits is asked.
 import type { ResolvedScaler } from '../../../core/scalers/config-file.ts';
 import { satisfies } from '../dispatch/labels.ts';
+import { orderByRouting, type JobRouting } from '../dispatch/routing.ts';
 
 export interface PlanJob {
   id: string;
   /** The job's `runsOn` plus the container sandbox a container job implies. */
   matchers: readonly string[];
+  /** The job's prefer/avoid: among the scalers that serve it, the order they are tried in. */
+  routing?: JobRouting | null;
 }
 
 export interface OnlineAgent {
@@ -90,7 +93,11 @@ export function planScaleUps(input: PlanInput): Plan {
       pending.splice(shared, 1);
       continue;
     }
-    const serving = input.scalers.filter((s) => satisfies(job.matchers, s.gate));
+    const serving = orderByRouting(
+      input.scalers.filter((s) => satisfies(job.matchers, s.gate)),
+      (s) => s.gate,
+      job.routing,
+    );
     if (serving.length === 0) continue;
     const scaler = serving.find((s) => {
       const u = usage.get(s.name) as ScalerUsage;

@@ -163,7 +163,7 @@ export class ScalingService {
     let after: { at: number; id: string } | undefined;
     while (jobs.length < MAX_JOBS_PER_PASS) {
       const page = await queuedJobsPage(this.#o.pool, after);
-      for (const job of page) jobs.push({ id: job.id, matchers: requiredMatchers(job.runs_on, job.needs_container) });
+      for (const job of page) jobs.push({ id: job.id, matchers: requiredMatchers(job.runs_on, job.needs_container), routing: job.routing });
       const last = page[page.length - 1];
       if (last === undefined || page.length < 200) break;
       after = { at: last.order_at, id: last.id };
@@ -189,7 +189,7 @@ export class ScalingService {
     const { pool, logger } = this.#o;
     const plugin = this.#plugin(scaler.plugin);
     if (plugin === undefined) return;
-    const id = await store.claimScaleUp(pool, { scaler: scaler.name, plugin: scaler.plugin, nodeId: this.#o.nodeId, jobId, labels: scaler.labels });
+    const id = await store.claimScaleUp(pool, { scaler: scaler.name, plugin: scaler.plugin, nodeId: this.#o.nodeId, jobId, labels: scaler.labels, gate: scaler.gate });
     if (id === null) return;
     try {
       const { agentIds } = await plugin.scaleUp({ mandatoryLabels: scaler.labels, count: 1, reason: `job ${jobId}` });
@@ -199,8 +199,15 @@ export class ScalingService {
         logger.warn({ scaler: scaler.name, jobId }, 'scaler at capacity: no agent started; the job waits');
         return;
       }
-      await store.setAgent(pool, id, agentId);
-      logger.info({ scaler: scaler.name, plugin: scaler.plugin, jobId, agentId, mandatoryLabels: scaler.labels }, 'scale-up: agent started for a queued job');
+      const missing = await store.setAgent(pool, id, agentId, { scaler: scaler.name, plugin: scaler.plugin, nodeId: this.#o.nodeId, jobId, mandatoryLabels: scaler.gate, labels: scaler.labels });
+      logger.info({ scaler: scaler.name, plugin: scaler.plugin, jobId, agentId, mandatoryLabels: scaler.gate }, 'scale-up: agent started for a queued job');
+      if (missing.length > 0) {
+        // It registered before the scaler answered, so registration could not check it: stopped here.
+        const reason = `refused: registered without its mandatory labels ${missing.join(', ')}`;
+        logger.error({ scaler: scaler.name, agentId, missing }, `scaled-up agent ${agentId} ${reason}; stopping it`);
+        await store.endScaleUp(pool, id, 'reaped', reason);
+        await this.#scaleDown(scaler.plugin, agentId);
+      }
     } catch (error) {
       await store.endScaleUp(pool, id, 'failed', `scaleUp failed: ${messageOf(error)}`);
       logger.error({ err: messageOf(error), scaler: scaler.name, jobId }, 'scale-up failed');

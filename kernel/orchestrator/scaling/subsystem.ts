@@ -7,9 +7,28 @@ import type { Subsystem } from '../context.ts';
 import { JOBS_CHANNEL } from '../dispatch/notify.ts';
 import { clusterServiceRef, dispatchServiceRef } from '../service-refs.ts';
 import { ScalingService, type ScalingTuning } from './service.ts';
+import { mandatoryLabelsGap } from './store.ts';
+import type { RegistrationCheck } from '../dispatch/service.ts';
+import { NotAllowedError } from '../../../core/errors.ts';
 
 export { ScalingService, type ScalingTuning } from './service.ts';
 export { planScaleUps } from './plan.ts';
+
+/**
+ * An agent a scaler started registers with the scale-up's whole gate (the scale-up event's
+ * `mandatoryLabels`), or it is refused: it would never take the job it was started for, and the
+ * dispatcher would count on labels it does not have.
+ */
+const mandatoryLabelsCheck: RegistrationCheck = async (tx, agent) => {
+  const gap = await mandatoryLabelsGap(tx, agent.agentId, agent.labels);
+  if (gap === null) return null;
+  return new NotAllowedError(
+    'SVC_ERR_DISPATCH_MANDATORY_LABELS_MISSING',
+    `agent ${agent.agentId} was started by scaler ${gap.scaler} and must register with ${gap.gate.join(', ')}; it registered without ${gap.missing.join(', ')}. ` +
+      'Check the scaler plugin passes mandatoryLabels as SVC_AGENT_LABELS, and the scaler entry\'s os, arch and sandboxes (docs/scalers.md)',
+    { details: { scaler: gap.scaler, missing: gap.missing } },
+  );
+};
 
 /** How often the subsystem looks for a swapped config snapshot (a reload happened). */
 const RELOAD_CHECK_MS = 1_000;
@@ -33,6 +52,7 @@ export function createScalingSubsystem(tuning: ScalingTuning = {}): Subsystem {
       // The paths are held until a restart: without them nothing can ever be scaled, no passes run.
       if (config.files.length === 0) return;
       dispatch.dispatcher.setSpawnable((matchers) => service.spawnable(matchers), () => service.spawnableKey());
+      dispatch.setRegistrationCheck(mandatoryLabelsCheck);
       await service.start();
       deps.onStop(() => service.stop());
 

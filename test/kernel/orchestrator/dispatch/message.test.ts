@@ -50,13 +50,14 @@ t.test('org-wide workflow gets workflowAuth; container job unroutable after the 
     t.same(d.workflowAuth, { cloneUrl: 'https://github.com/acme/.svc-org.git' });
     agent.jobStatus(d.jobId, 'completed');
 
-    const container = await insertRun(db.pool, { jobs: [{ name: 'in-docker', lock: { container: { image: 'node:24', options: [] } } }] });
+    // No online agent carries `gpu`: one may come, so the job waits out the grace window.
+    const container = await insertRun(db.pool, { jobs: [{ name: 'in-docker', runsOn: ['gpu'], lock: { container: { image: 'node:24', options: [] } } }] });
     const id = container.jobs['in-docker']!.id;
     const queued = await until('no-jobs reason', async () => {
       const row = await jobRow(db.pool, id);
       return row.reason?.startsWith('No jobs dispatched') ? row : undefined;
     });
-    t.equal(queued.status, 'queued', 'a bare-metal agent does not take a container job');
+    t.equal(queued.status, 'queued', 'no agent carries its labels: it waits');
     const failed = await until('unroutable', async () => {
       const row = await jobRow(db.pool, id);
       return row.status === 'failed' ? row : undefined;
