@@ -12,11 +12,15 @@ export default class Preview extends SvcCommand {
     '<%= config.bin %> preview push',
     '<%= config.bin %> preview pr --branch main --debug',
     '<%= config.bin %> preview tag:v1.2.0 --json',
+    '<%= config.bin %> preview workflow_complete:ci:failed',
+    '<%= config.bin %> preview job_complete:ci:test',
+    '<%= config.bin %> preview lifecycle:registration.updated',
   ];
   static override args = {
     event: Args.string({
       required: true,
-      description: 'push | pr | pull_request[:<action>] | tag:<name> | release[:<action>] | comment[:<action>] | review[:<state>] | review_comment | dispatch | create | delete | status[:<state>] | fork | star | watch | schedule | event:<name> | webhook:<name>',
+      description:
+        'push | pr | pull_request[:<action>] | tag:<name> | release[:<action>] | comment[:<action>] | review[:<state>] | review_comment | dispatch | create | delete | status[:<state>] | fork | star | watch | schedule | event:<name> | webhook:<name> | workflow_run:<workflow>[:<conclusion>|:requested|:in_progress] | workflow_complete:<workflow>[:success|failed|cancelled] | job_complete:<workflow>:<job>[:<status>] | lifecycle:<event>',
     }),
   };
   static override flags = {

@@ -27,11 +27,16 @@ export const PREVIEW_EVENT_FORMS = [
   'schedule',
   'event:<name>',
   'webhook:<name>',
+  'workflow_run:<workflow>[:<conclusion>|:<action>]',
+  'workflow_complete:<workflow>[:<status>]',
+  'job_complete:<workflow>:<job>[:<status>]',
+  'lifecycle:<event>',
 ] as const;
 
 export type PreviewEventKind =
   | 'push' | 'pr' | 'tag' | 'release' | 'comment' | 'review' | 'review_comment' | 'dispatch' | 'create' | 'delete'
-  | 'status' | 'fork' | 'star' | 'watch' | 'schedule' | 'event' | 'webhook';
+  | 'status' | 'fork' | 'star' | 'watch' | 'schedule' | 'event' | 'webhook'
+  | 'workflow_run' | 'workflow_complete' | 'job_complete' | 'lifecycle';
 
 export interface PreviewEventSpec {
   kind: PreviewEventKind;
@@ -39,9 +44,26 @@ export interface PreviewEventSpec {
   qualifier?: string;
 }
 
-const ALIASES: Record<string, PreviewEventKind> = { pull_request: 'pr', 'review-comment': 'review_comment', reviewComment: 'review_comment', workflow_dispatch: 'dispatch' };
-const KINDS = new Set<PreviewEventKind>(['push', 'pr', 'tag', 'release', 'comment', 'review', 'review_comment', 'dispatch', 'create', 'delete', 'status', 'fork', 'star', 'watch', 'schedule', 'event', 'webhook']);
-const NEEDS_NAME = new Set<PreviewEventKind>(['event', 'webhook']);
+const ALIASES: Record<string, PreviewEventKind> = {
+  pull_request: 'pr',
+  'review-comment': 'review_comment',
+  reviewComment: 'review_comment',
+  workflow_dispatch: 'dispatch',
+  workflowRun: 'workflow_run',
+  workflowComplete: 'workflow_complete',
+  jobComplete: 'job_complete',
+};
+const KINDS = new Set<PreviewEventKind>([
+  'push', 'pr', 'tag', 'release', 'comment', 'review', 'review_comment', 'dispatch', 'create', 'delete', 'status', 'fork', 'star', 'watch', 'schedule', 'event', 'webhook',
+  'workflow_run', 'workflow_complete', 'job_complete', 'lifecycle',
+]);
+const NEEDS_NAME = new Set<PreviewEventKind>(['event', 'webhook', 'workflow_run', 'workflow_complete', 'job_complete', 'lifecycle']);
+/** Kinds whose qualifier names workflows, which may hold spaces (not `:` or `@`). */
+const NAMES_WORKFLOW = new Set<PreviewEventKind>(['workflow_run', 'workflow_complete', 'job_complete']);
+// The values the orchestrator's completion and lifecycle events carry (kernel/orchestrator/events/).
+const RUN_STATUSES = ['success', 'failed', 'cancelled'] as const;
+const WORKFLOW_RUN_CONCLUSIONS = ['success', 'failure', 'cancelled', 'skipped', 'timed_out', 'neutral', 'action_required'] as const;
+const LIFECYCLE_EVENTS = ['registration.updated', 'repository.created', 'repository.archived', 'repository.deleted', 'installation.created', 'installation.deleted'] as const;
 const NO_QUALIFIER = new Set<PreviewEventKind>(['push', 'dispatch', 'create', 'delete', 'fork', 'star', 'watch', 'schedule']);
 
 function usage(message: string): InputError {
@@ -54,9 +76,10 @@ export function parseEventSpec(text: string): PreviewEventSpec {
   const qualifier = at < 0 ? undefined : text.slice(at + 1);
   const kind = ALIASES[head] ?? (KINDS.has(head as PreviewEventKind) ? (head as PreviewEventKind) : undefined);
   if (kind === undefined) throw usage(`unknown event ${JSON.stringify(text)}`);
-  if (qualifier !== undefined && (qualifier === '' || /[\s\0]/.test(qualifier))) throw usage(`${JSON.stringify(text)}: the part after ":" must be a non-empty word`);
+  const bad = kind !== undefined && NAMES_WORKFLOW.has(kind) ? /[\0-\x1f]|^\s|::|:$/ : /[\s\0]/;
+  if (qualifier !== undefined && (qualifier === '' || bad.test(qualifier))) throw usage(`${JSON.stringify(text)}: the part after ":" must be a non-empty word`);
   if (qualifier !== undefined && NO_QUALIFIER.has(kind)) throw usage(`${JSON.stringify(text)}: ${kind} takes nothing after ":"`);
-  if (qualifier === undefined && NEEDS_NAME.has(kind)) throw usage(`${kind} needs a name: ${kind}:<name>`);
+  if (qualifier === undefined && NEEDS_NAME.has(kind)) throw usage(`${kind} needs a name: ${PREVIEW_EVENT_FORMS.find((form) => form.startsWith(`${kind}:`)) ?? `${kind}:<name>`}`);
   return qualifier === undefined ? { kind } : { kind, qualifier };
 }
 
@@ -115,6 +138,39 @@ function internalEvent(state: LocalGitState, type: 'schedule' | 'event' | 'webho
     comment: null,
     installationId: null,
     customEventName: name,
+  };
+}
+
+/** One of `allowed`, or a usage error naming them. */
+function oneOf<T extends string>(what: string, value: string, allowed: readonly T[]): T {
+  if ((allowed as readonly string[]).includes(value)) return value as T;
+  throw usage(`${what} ${JSON.stringify(value)} is not one of ${allowed.join(', ')}`);
+}
+
+/**
+ * `workflow_complete`, `job_complete` and `lifecycle` as the orchestrator stores and matches them
+ * (kernel/orchestrator/events/completion.ts, normalize.ts): provider `svc`, the completion fields
+ * in the payload and in the matcher's internal fields. The completed run is taken to be of HEAD.
+ */
+function completionEvent(spec: PreviewEventSpec & { kind: 'workflow_complete' | 'job_complete' | 'lifecycle' }, state: LocalGitState): BuiltPreviewEvent {
+  const base = internalEvent(state, 'event', null);
+  const parts = (spec.qualifier ?? '').split(':');
+  if (spec.kind === 'lifecycle') {
+    if (parts.length !== 1) throw usage(`lifecycle takes one event name: lifecycle:<event>`);
+    const name = oneOf('lifecycle event', parts[0]!, LIFECYCLE_EVENTS);
+    return { event: { ...base, type: 'lifecycle', providerEvent: name, eventName: name, customEventName: name, payload: {} }, options: { internal: {} }, schedule: false, label: '' };
+  }
+  const wantParts = spec.kind === 'job_complete' ? 2 : 1;
+  if (parts.length < wantParts || parts.length > wantParts + 1) throw usage(`${spec.kind}: expected ${PREVIEW_EVENT_FORMS.find((form) => form.startsWith(`${spec.kind}:`))}`);
+  const workflow = parts[0]!;
+  const job = spec.kind === 'job_complete' ? parts[1]! : null;
+  const status = oneOf('status', parts[wantParts] ?? 'success', RUN_STATUSES);
+  const payload = { workflow, ...(job === null ? {} : { job }), status, repository: state.repository, sha: state.sha, ...(spec.kind === 'workflow_complete' ? { ref: base.ref } : {}) };
+  return {
+    event: { ...base, type: spec.kind, providerEvent: spec.kind, eventName: spec.kind, customEventName: null, payload },
+    options: { internal: { workflow, job, status } },
+    schedule: false,
+    label: '',
   };
 }
 
@@ -201,12 +257,36 @@ export function buildPreviewEvent(spec: PreviewEventSpec, state: LocalGitState, 
     case 'webhook':
       built = { event: internalEvent(state, spec.kind, spec.qualifier ?? null), options: {}, schedule: false, label: '' };
       break;
+    case 'workflow_run': {
+      // `workflow_run:<workflow>[:<conclusion>]` is a completed run (default success);
+      // `workflow_run:<workflow>:requested|in_progress` a run with no conclusion yet.
+      const [name = '', second, ...rest] = (spec.qualifier ?? '').split(':');
+      if (rest.length > 0) throw usage(`workflow_run: expected ${PREVIEW_EVENT_FORMS.find((form) => form.startsWith('workflow_run:'))}`);
+      const running = second === 'requested' || second === 'in_progress';
+      const conclusion = running ? null : oneOf('workflow run conclusion (or requested, in_progress)', second ?? 'success', WORKFLOW_RUN_CONCLUSIONS);
+      built = github('workflow_run', {
+        action: running ? second : 'completed',
+        workflow: { name },
+        workflow_run: { name, conclusion, head_branch: branch, head_sha: state.sha },
+      });
+      break;
+    }
+    case 'workflow_complete':
+    case 'job_complete':
+    case 'lifecycle':
+      built = completionEvent({ ...spec, kind: spec.kind }, state);
+      break;
   }
   built.label = describeEvent(built.event, state);
   return built;
 }
 
 function describeEvent(event: NormalizedEvent, state: LocalGitState): string {
+  if (event.type === 'workflow_complete' || event.type === 'job_complete') {
+    const p = event.payload as { workflow: string; job?: string; status: string };
+    return `${event.eventName} of ${p.job === undefined ? `workflow ${p.workflow}` : `job ${p.workflow}/${p.job}`} (${p.status}) in ${state.repository}`;
+  }
+  if (event.type === 'lifecycle') return `lifecycle ${event.eventName} in ${state.repository}`;
   const where = event.tag !== null ? `tag ${event.tag}` : event.pullRequest !== null ? `${event.pullRequest.headRef} → ${event.pullRequest.baseRef || '(unknown base)'}` : event.branch !== null ? `branch ${event.branch}` : 'no branch';
   const sha = state.sha === null ? 'no commit' : state.sha.slice(0, 7);
   return `${event.eventName} on ${where} (${sha}) in ${state.repository}`;
