@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { Static } from 'typebox';
 import type { SandboxAvailability, SandboxExtensionPoint, SandboxProcess, SpawnRequest, Workspace } from '../../core/extension-points/sandbox.ts';
 import { messageOf } from '../../core/errors.ts';
+import { describeContainerOptionProblem, parseContainerOptions } from '../../core/container-options.ts';
 import type { AgentToOrchestrator, JobDispatch, JobRunStatus, StepHoldStatus, StepResult } from '../../schemas/wire/agent.ts';
 import { RunnerToAgentMembers, type AgentToRunner, type ConcurrencyGroups, type RunnerResult } from '../../schemas/wire/runner.ts';
 import { compileMessageUnion, formatIssues } from '../../schemas/validate.ts';
@@ -445,7 +446,20 @@ export class DispatchedJob {
     if (!choice.availability.available) {
       throw new JobFailure('SVC_ERR_AGENT_SANDBOX_UNAVAILABLE', `${wantsContainer ? 'container job' : 'job'} cannot start: ${choice.availability.missing} is missing: ${choice.availability.message}`);
     }
+    if (wantsContainer) this.#containerOptions();
     return choice;
+  }
+
+  /**
+   * `container.options`, checked again before clone (a lock compiled by an older svc may carry one
+   * this agent refuses), and their `--env` variables, which the job's code and commands see too.
+   */
+  #containerOptions(): { list: string[]; env: Record<string, string> } {
+    const container = this.dispatch.jobConfig.container as { options?: unknown } | string | null | undefined;
+    const list = typeof container === 'object' && container !== null && Array.isArray(container.options) ? (container.options as string[]) : [];
+    const parsed = parseContainerOptions(list);
+    if (!parsed.ok) throw new JobFailure('SVC_ERR_AGENT_CONTAINER_OPTION', `${describeContainerOptionProblem(parsed.problem)}; nothing was run (svc compile names it too: compile the workflow with this version)`);
+    return { list, env: Object.fromEntries(parsed.options.env) };
   }
 
   #image(): string | undefined {
@@ -462,7 +476,8 @@ export class DispatchedJob {
     if (choice.name === 'container' && image === undefined) throw new JobFailure('SVC_ERR_AGENT_CONTAINER_IMAGE', 'the job asks for a container but names no image (container.image)');
     // A spare that died while the tree was prepared is replaced by a fresh runner in the same workspace.
     const warm = spare !== undefined && !spare.exited() ? spare : undefined;
-    const proc = warm?.proc ?? (await choice.sandbox.spawn(runnerSpawnRequest(this.#env, workspace, image)));
+    const container = choice.name === 'container' ? this.#containerOptions() : undefined;
+    const proc = warm?.proc ?? (await choice.sandbox.spawn({ ...runnerSpawnRequest(this.#env, workspace, image), ...(container === undefined ? {} : { containerOptions: container.list }) }));
     const onMessage = (listener: (message: unknown) => void) => (warm !== undefined ? warm.onMessage(listener) : proc.onMessage?.(listener));
     this.#proc = proc;
     this.#timings.mark('spawn');
@@ -488,7 +503,8 @@ export class DispatchedJob {
         ...(config.matrix === undefined ? {} : { matrix: config.matrix }),
         event: config.event,
         changedFiles: config.changedFiles,
-        env: config.env,
+        // A container's `--env` variables under the workflow's own `env`.
+        env: { ...container?.env, ...config.env },
         secrets: config.secrets ?? {},
         needs: config.needs,
         isTestRun: config.isTestRun,
