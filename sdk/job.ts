@@ -40,7 +40,9 @@ export interface ContainerOptions {
 export interface CheckoutOptions {
   /** Commits to fetch; 0 for full history. Default 1. */
   readonly depth?: number;
+  /** The commit's submodules too, recursively, at the commits it records. Default false. */
   readonly submodules?: boolean;
+  /** LFS files with their real content (git-lfs on the agent). Default false: they stay pointers. */
   readonly lfs?: boolean;
 }
 

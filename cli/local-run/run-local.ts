@@ -162,6 +162,10 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunSummar
       plan.matched.map(async (m): Promise<LocalWorkflowSummary> => {
         const source = await sources.source(m.entry.hashFiles);
         say(`workflow ${m.entry.name} (via ${m.trigger}): ${m.entry.jobs.map((j) => j.name).join(', ') || 'no jobs'}`);
+        // A local job gets the files of your checkout, not a fetch: say what that means for these two.
+        for (const job of m.entry.jobs.filter((j) => j.checkout.submodules || j.checkout.lfs)) {
+          say(`[local] job ${job.name}: checkout.submodules/lfs are not fetched by a local run; the job gets your checkout's files (submodule directories empty, LFS files as your git writes them: content if git-lfs is set up for you, else pointers)`);
+        }
         const jobs = await runLocalWorkflow({
           workflow: m.entry,
           base,

@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import t from 'tap';
-import { resolveSubmoduleUrl } from '../../../agent/jobs/submodules.ts';
+import { resolveSubmoduleUrl, submoduleAuth } from '../../../agent/jobs/submodules.ts';
 import { eachDatabase } from '../../fixtures/db.ts';
 import { git } from '../../fixtures/git-repos.ts';
 import { insertRun, jobRow, until } from '../../fixtures/runs.ts';
@@ -64,6 +64,12 @@ t.test('submodule URLs: relative resolution and the transport policy', async (t)
   refused('../../../x', 'https://git.example/org/app', /climbs above/);
   refused('lib', 'https://git.example/app', /neither a URL/);
   refused('https://git.example/a\nb', 'https://git.example/app', /control characters/);
+
+  // The main clone's credential, only to its own origin.
+  const parent = { cloneUrl: 'https://git.example/org/app.git', token: 'tok', username: 'x-access-token' };
+  t.same(submoduleAuth(parent, 'https://git.example/org/lib.git'), { cloneUrl: 'https://git.example/org/lib.git', token: 'tok', username: 'x-access-token' });
+  t.same(submoduleAuth(parent, 'https://other.example/lib.git'), { cloneUrl: 'https://other.example/lib.git' }, 'another host gets no credential');
+  t.same(submoduleAuth(parent, 'git@git.example:org/lib.git'), { cloneUrl: 'git@git.example:org/lib.git' }, 'nor does ssh (the header is http)');
 });
 
 t.test('submodules and LFS through dispatch to the agent', async (t) => {

@@ -170,6 +170,7 @@ export default workflow('files', {
   jobs: {
     read: job({
       runsOn: 'linux',
+      checkout: { submodules: true },
       steps: [
         step('show', async (ctx) => {
           await ctx.$\`cat data.txt\`;
@@ -200,6 +201,7 @@ t.test('jobs get the repository files as committed; --uncommitted adds the worki
   t.ok(listed(committed.stdout, '.svc'), 'the workflow tree is there');
   t.notOk(listed(committed.stdout, '.git'));
   t.match(committed.stdout, /\[local\] repository files: 3 from HEAD in \d+ ms/);
+  t.match(committed.stdout, /\[local\] job read: checkout\.submodules\/lfs are not fetched by a local run; the job gets your checkout's files/, 'a local run says what it does with checkout.submodules');
   t.notMatch(committed.stderr, /^note:/m);
 
   const uncommitted = await runSvc(dir, ['run', 'push', '--local', '--uncommitted', '--json']);
