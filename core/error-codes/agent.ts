@@ -21,7 +21,6 @@ export const AGENT_ERROR_CODES = {
   SVC_ERR_AGENT_CHECKOUT: { kind: 'internal', message: 'git {args} failed (exit {exitCode}): {output}' },
   SVC_ERR_AGENT_CONTAINER_IMAGE: { kind: 'internal', message: 'the job asks for a container but names no image (container.image)' },
   SVC_ERR_AGENT_CONTAINER_OPTION: { kind: 'internal', message: 'container.options[{index}] ({option}) is {kind}: {reason}; nothing was run' },
-  SVC_ERR_AGENT_CONTAINER_OPTION: { kind: 'internal', message: 'container.options[{index}] ({option}) is {kind}: {reason}; nothing was run' },
   SVC_ERR_AGENT_CONTENT_HASH: { kind: 'internal', message: 'the workflow tree could not be hashed: {reason}' },
   SVC_ERR_AGENT_DEPS_DIGEST: {
     kind: 'internal',
@@ -99,7 +98,6 @@ export const AGENT_ERROR_CODES = {
   SVC_ERR_RUNNER_RULE_RESULT: { kind: 'input', message: '{what} failed: {reason}' },
   SVC_ERR_RUNNER_WORKFLOW_LOAD: { kind: 'input', message: 'workflowFile must be an absolute path, got {file}' },
   // SANDBOX
-  SVC_ERR_SANDBOX_CONTAINER_OPTION: { kind: 'input', message: 'container.options[{index}] ({option}) is {kind}: {reason}' },
   SVC_ERR_SANDBOX_CONTAINER_OPTION: { kind: 'input', message: 'container.options[{index}] ({option}) is {kind}: {reason}' },
   SVC_ERR_SANDBOX_ENV: { kind: 'input', message: 'environment name {key} is not valid' },
   SVC_ERR_SANDBOX_FIRECRACKER_API: { kind: 'unavailable', message: 'firecracker PUT {path} failed (HTTP {statusCode}): {fault}' },
