@@ -57,3 +57,14 @@ t.test('limits: maxAgents counts live agents, startsPerMinute the last minute; a
   const spill = [scaler('tight', ['ci'], { maxAgents: 1 }), scaler('spill', ['ci'])];
   t.same(planned(input({ scalers: spill, jobs: jobs.slice(0, 3) })), ['a@tight', 'b@spill', 'c@spill'], 'the next serving scaler when the first is full');
 });
+
+t.test('routing orders the scalers that serve a job: prefer first, avoid last, never none', async (t) => {
+  const scalers = [scaler('spot', ['ci', 'spot']), scaler('fast', ['ci', 'ssd']), scaler('plain', ['ci'])];
+  const job = (id: string, routing?: { prefer: string[]; avoid: string[] }) => ({ id, matchers: ['ci'], ...(routing === undefined ? {} : { routing }) });
+  t.same(planned(input({ scalers, jobs: [job('a')] })), ['a@spot'], 'no routing: config order');
+  t.same(planned(input({ scalers, jobs: [job('b', { prefer: ['ssd'], avoid: [] })] })), ['b@fast']);
+  t.same(planned(input({ scalers, jobs: [job('c', { prefer: [], avoid: ['spot'] })] })), ['c@fast']);
+  t.same(planned(input({ scalers, jobs: [job('d', { prefer: ['spot'], avoid: ['spot'] })] })), ['d@fast'], 'avoid weighs more than prefer');
+  const full = new Map([['fast', { live: 10, startedLastMinute: 0 }], ['plain', { live: 10, startedLastMinute: 0 }]]);
+  t.same(planned(input({ scalers, usage: full, jobs: [job('e', { prefer: ['ssd'], avoid: ['spot'] })] })), ['e@spot'], 'the others at their limits: the avoided scaler still serves it');
+});
