@@ -5,7 +5,11 @@ import { InputError } from '../errors.ts';
 import { createExtensionPointRef, type PluginInstance } from './ref.ts';
 
 export interface ScaleUpRequest {
-  /** Labels the new agent must register with (the job's whole `runsOn` gate). */
+  /**
+   * Custom labels the new agent must register with (the scaler entry's `labels`; pass them as
+   * SVC_AGENT_LABELS). The orchestrator checks the whole gate at registration: these plus the
+   * entry's auto labels (os, arch, ephemeral role, sandboxes), the scale-up event's `mandatoryLabels`.
+   */
   mandatoryLabels: readonly string[];
   /** How many agents to start, ≥ 1. */
   count: number;
