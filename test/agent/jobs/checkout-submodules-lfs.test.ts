@@ -5,9 +5,10 @@
 // recorded by relative URLs, and a real LFS object served by git-lfs's standalone file transfer —
 // and hostile `.gitmodules` entries that must be refused before anything of them is fetched.
 import { existsSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import t from 'tap';
+import { storeKey } from '../../../agent/jobs/repo-store.ts';
 import { resolveSubmoduleUrl, submoduleAuth } from '../../../agent/jobs/submodules.ts';
 import { eachDatabase } from '../../fixtures/db.ts';
 import { git } from '../../fixtures/git-repos.ts';
@@ -74,7 +75,8 @@ t.test('submodule URLs: relative resolution and the transport policy', async (t)
 
 t.test('submodules and LFS through dispatch to the agent', async (t) => {
   await eachDatabase(t, async (t, db) => {
-    const node = await startNode(t, db.url);
+    // The orchestrator starts while the repositories are made.
+    const starting = startNode(t, db.url);
     const tmp = await tempDir('svc-submodules-');
     t.teardown(tmp.cleanup);
 
@@ -100,16 +102,19 @@ t.test('submodules and LFS through dispatch to the agent', async (t) => {
     const sha = await repo(superDir, {}, false);
     t.match(await git(superDir, ['cat-file', '-p', `${sha}:big.bin`]), /^version https:\/\/git-lfs/, 'the commit holds an LFS pointer');
 
-    const agent = await launchAgent({ url: node.url, workDir: join(tmp.dir, 'work'), labels: 'gpu' });
+    const node = await starting;
+    const workDir = join(tmp.dir, 'work');
+    const agent = await launchAgent({ url: node.url, workDir, labels: 'gpu' });
+    const stores = async () => (await readdir(join(workDir, 'git'))).map((name) => name.split('-')[0]!).sort();
     t.teardown(() => agent.stop());
 
     const FILES = 'libs/sub,libs/sub/inner.txt,libs/sub/nested/deep.txt,big.bin';
-    async function runJob(commit: string, checkout: Record<string, unknown>, cloneUrl = `file://${superDir}`, contentHash = tree.contentHash) {
+    async function runJob(commit: string, checkout: Record<string, unknown>, target = { cloneUrl: `file://${superDir}`, contentHash: tree.contentHash, files: FILES }) {
       const { jobs } = await insertRun(db.pool, {
         sha: commit,
-        cloneUrl,
-        contentHash,
-        jobs: [{ name: 'build', runsOn: ['gpu'], matrix: { SCRIPT: 'checkout-view', FILES }, lock: { checkout: { enabled: true, depth: 1, submodules: false, lfs: false, ...checkout } } }],
+        cloneUrl: target.cloneUrl,
+        contentHash: target.contentHash,
+        jobs: [{ name: 'build', runsOn: ['gpu'], matrix: { SCRIPT: 'checkout-view', FILES: target.files }, lock: { checkout: { enabled: true, depth: 1, submodules: false, lfs: false, ...checkout } } }],
       });
       return until('job finished', async () => {
         const row = await jobRow(db.pool, jobs['build']!.id);
@@ -138,6 +143,23 @@ t.test('submodules and LFS through dispatch to the agent', async (t) => {
       t.equal(view.files['libs/sub/inner.txt'], 'ABSENT');
       t.match(view.files['big.bin'], /^version https:\/\/git-lfs\.github\.com\/spec\/v1\noid sha256:[0-9a-f]{64}\nsize \d+$/, 'a pointer: nothing was downloaded or smudged');
       t.equal(view.status, '');
+      const superUrl = `file://${superDir}`;
+      const keyed = [storeKey(superUrl), storeKey(`${superUrl}\nfile://${join(root, 'sub')}`), storeKey(`${superUrl}\nfile://${join(root, 'nested')}`)];
+      t.same(await stores(), keyed.sort(), 'three stores: the superproject, and each submodule keyed under the job\'s repository');
+    });
+
+    await t.test('another repository recording the same submodule gets stores of its own', async (t) => {
+      const other = await makeTree(join(tmp.dir, 'other'));
+      await git(other.dir, ['init', '-q', '-b', 'main']);
+      await recordSubmodule(other.dir, { name: 'sub', path: 'sub', url: `file://${join(root, 'sub')}` }, subSha);
+      const otherSha = await repo(other.dir, {}, false);
+      const before = await stores();
+      const row = await runJob(otherSha, { submodules: true }, { cloneUrl: `file://${other.dir}`, contentHash: other.contentHash, files: 'sub/inner.txt' });
+      t.equal(row.status, 'completed', row.reason ?? '');
+      t.equal((row.outputs as View).files['sub/inner.txt'], 'inner at the recorded commit');
+      const added = (await stores()).filter((k) => !before.includes(k));
+      t.equal(added.length, 3, 'its own superproject, submodule and nested stores: none shared with the first repository');
+      t.ok(added.includes(storeKey(`file://${other.dir}\nfile://${join(root, 'sub')}`)));
     });
 
     await t.test('depth 0 (the per-job fetch): the same content', async (t) => {
@@ -167,7 +189,7 @@ t.test('submodules and LFS through dispatch to the agent', async (t) => {
           await mkdir(join(bad.dir, 'safe'));
         }
         const badSha = await repo(bad.dir, {}, false);
-        const row = await runJob(badSha, { submodules: true }, `file://${bad.dir}`, bad.contentHash);
+        const row = await runJob(badSha, { submodules: true }, { cloneUrl: `file://${bad.dir}`, contentHash: bad.contentHash, files: FILES });
         t.equal(row.status, 'failed', c.label);
         t.match(row.reason ?? '', c.why, `${c.label}: ${row.reason ?? ''}`);
       }));
