@@ -33,7 +33,12 @@ export interface Concurrency {
 
 export interface ContainerOptions {
   readonly image: string;
-  /** Extra runtime arguments, one per item. */
+  /**
+   * Extra runtime arguments, one per item (`['--memory=2g', '--cpus', '2']`). Only a subset is
+   * honoured (`--env`, `--memory`, `--cpus`, `--pids-limit`, `--shm-size`, `--network none|bridge`,
+   * `--read-only`, `--tmpfs`, `--cap-drop`, `--security-opt no-new-privileges`); `svc compile`
+   * refuses any other, naming it (docs/sandboxes.md, "container.options").
+   */
   readonly options?: readonly string[];
 }
 
