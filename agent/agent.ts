@@ -12,6 +12,7 @@ import { KERNEL_VERSION } from '../core/plugins/version.ts';
 import { SvcError, UnavailableError, messageOf } from '../core/errors.ts';
 import { receivedCode } from '../core/error-codes.ts';
 import type { AgentToOrchestrator, JobDispatch, OrchestratorToAgent } from '../schemas/wire/agent.ts';
+import type { JobProgress } from '../schemas/wire/runner.ts';
 import { PROTOCOL_VERSION } from '../schemas/wire/relay.ts';
 import { AgentConnection } from './connection.ts';
 import type { AgentSettings } from './env.ts';
@@ -151,8 +152,9 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const jobs = new Map<string, DispatchedJob>();
   // A static agent keeps each running job's dispatch under <workDir>/in-flight/, sealed under its
   // token (jobs/in-flight.ts), so that after a crash or SIGKILL the restarted agent, same id,
-  // reports them at registration and runs them again from the start. The runner child dies with
-  // the old agent (IPC disconnect).
+  // reports them at registration and resumes them after their last finished step (the step
+  // checkpoints beside each record; docs/agent.md "When an agent restarts mid-job"). The runner
+  // child dies with the old agent (IPC disconnect).
   const inFlight = new InFlightStore(settings.workDir, options.agentId, settings.token);
   if (!settings.ephemeral && !inFlight.sealed) logger.warn({ dir: inFlight.dir }, 'no agent token: in-flight job records (which hold released secrets) are kept unsealed, readable by this user only');
   const resumable = settings.ephemeral ? new Map<string, JobDispatch>() : await inFlight.load(logger);
@@ -226,6 +228,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       ...(warm === undefined ? {} : { warm: { sandbox: settings.sandbox, runners: warm } }),
       sdkVersion: AGENT_SDK_VERSION,
       telemetry,
+      ...(resumed && inFlight.progressOf(dispatch.jobId) !== undefined ? { resume: inFlight.progressOf(dispatch.jobId)! } : {}),
+      ...(settings.ephemeral ? {} : { saveProgress: (progress: JobProgress) => inFlight.saveProgress(dispatch.jobId, progress) }),
       send: resumed ? (m) => send(m.type === 'log.chunk' ? { ...m, seq: m.seq + RESUMED_SEQ_BASE } : m) : send,
       request,
     });
@@ -248,7 +252,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const onMessage = (message: OrchestratorToAgent) => {
     switch (message.type) {
       case 'agent.registered': {
-        // Jobs the previous process held: reported in flight at registration, run again here.
+        // Jobs the previous process held: reported in flight at registration, resumed here.
         const resumed = [...resumable.values()];
         resumable.clear();
         for (const dispatch of resumed) {

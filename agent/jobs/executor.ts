@@ -12,7 +12,7 @@ import type { SandboxAvailability, SandboxExtensionPoint, SandboxProcess, SpawnR
 import { messageOf } from '../../core/errors.ts';
 import { describeContainerOptionProblem, parseContainerOptions } from '../../core/container-options.ts';
 import type { AgentToOrchestrator, JobDispatch, JobRunStatus, StepHoldStatus, StepResult } from '../../schemas/wire/agent.ts';
-import { RunnerToAgentMembers, type AgentToRunner, type ConcurrencyGroups, type RunnerResult } from '../../schemas/wire/runner.ts';
+import { RunnerToAgentMembers, type AgentToRunner, type ConcurrencyGroups, type JobProgress, type RunnerResult } from '../../schemas/wire/runner.ts';
 import { compileMessageUnion, formatIssues } from '../../schemas/validate.ts';
 import { SecretSet, MIN_MASKED_LENGTH, maskDeep } from '../logs/masker.ts';
 import { LogPipeline } from '../logs/pipeline.ts';
@@ -24,6 +24,7 @@ import { restoreDeps, restoreSource, pathWithNode } from './restore.ts';
 import { runBuildJob, type BuildSteps } from '../build-job/job.ts';
 import { apiError, handleRunnerApi, type OrchestratorRequest, type StepDecision } from './runner-api.ts';
 import { SetupTimings } from './timings.ts';
+import { ProgressTracker } from './progress.ts';
 import type { AdoptedRunner, WarmRunners } from './warm-runner.ts';
 import { moveTreeInto, restoreDepsCached, restoreSourceCached } from './cached-restore.ts';
 import type { CacheLease, TreeCache } from './tree-cache.ts';
@@ -72,6 +73,10 @@ export interface JobEnvironment {
   warm?: { sandbox: string; runners: WarmRunners };
   /** The agent's job metrics (agent/metrics.ts when SVC_AGENT_METRICS_PORT is set). */
   telemetry?: AgentTelemetry;
+  /** A resumed job: the step checkpoints its previous agent process left (agent/jobs/progress.ts). */
+  resume?: JobProgress;
+  /** Where a static agent keeps this job's step checkpoints. */
+  saveProgress?: (progress: JobProgress) => Promise<void>;
 }
 
 const CHECKOUT_PHASES: Readonly<Record<string, CheckoutPhase>> = { storeWait: 'store_wait', fetch: 'fetch', materialise: 'materialise' };
@@ -126,6 +131,7 @@ export class DispatchedJob {
   /** Step-hold decisions pushed by the orchestrator, by step index, and who waits for them. */
   readonly #stepDecisions = new Map<number, StepDecision>();
   readonly #stepWaiters = new Map<number, Set<(decision: StepDecision) => void>>();
+  readonly #progress: ProgressTracker;
   readonly done: Promise<void>;
 
   constructor(dispatch: JobDispatch, env: JobEnvironment) {
@@ -140,6 +146,9 @@ export class DispatchedJob {
       dispatch.sourceAuth.token,
       dispatch.workflowAuth?.token,
     ];
+    this.#progress = new ProgressTracker({ resume: env.resume, save: env.saveProgress, logger: this.#logger });
+    for (const step of this.#progress.restoredResults()) this.#steps.set(step.name, step);
+    values.push(...this.#progress.restoredSecrets());
     for (const value of values) if (value !== undefined && value !== '' && !this.#secrets.add(value)) short++;
     this.#logs = new LogPipeline({
       secrets: this.#secrets,
@@ -362,6 +371,8 @@ export class DispatchedJob {
       depsLease?.release();
       this.#env.warm?.runners.replenish();
     }
+    // Checkpoint writes land before the agent removes the job's records.
+    await this.#progress.settled();
     this.#logs.close();
     this.#status = terminal.status;
     const reason = terminal.reason === undefined ? undefined : this.#secrets.mask(terminal.reason).slice(0, 10_000);
@@ -517,6 +528,7 @@ export class DispatchedJob {
         ...(config.approvalSteps === undefined || config.approvalSteps.length === 0 ? {} : { approvalSteps: config.approvalSteps }),
         hookTimeoutMs: DEFAULT_HOOK_TIMEOUT_MS,
         ...(config.timeoutMs === undefined ? {} : { jobTimeoutMs: config.timeoutMs }),
+        ...this.#progress.begin(workspace.dir),
       } satisfies AgentToRunner);
     };
     readyTimer = setTimeout(() => {
@@ -544,6 +556,7 @@ export class DispatchedJob {
           break;
         case 'runner.step': {
           if (message.status === 'running') {
+            this.#progress.running(message.index, message.name);
             if (this.#currentStep === SETUP_STEP && this.#steps.size === 0) {
               this.#timings.mark('firstStep');
               const timings = this.#timings.snapshot();
@@ -567,6 +580,9 @@ export class DispatchedJob {
         }
         case 'runner.log':
           this.#logs.line(message.step, message.stream, message.text, message.at);
+          break;
+        case 'runner.checkpoint':
+          this.#progress.checkpoint(message.step);
           break;
         case 'runner.secret':
           this.#secrets.add(message.value);

@@ -10,12 +10,13 @@ import type { Job } from '../../sdk/job.ts';
 import type { Step } from '../../sdk/step.ts';
 import type { Workflow } from '../../sdk/workflow.ts';
 import { compileSchema, formatIssues, type SchemaCheck } from '../../schemas/validate.ts';
-import type { RunnerResult, RunnerStart } from '../../schemas/wire/runner.ts';
+import type { JobProgress, RunnerResult, RunnerStart, StepCheckpoint } from '../../schemas/wire/runner.ts';
 import { Activity, allActivities, guard } from './activity.ts';
 import { RunnerErrorCode } from './errors.ts';
 import { HookLevel, runHook, type HookRunner } from './hooks.ts';
 import type { RunnerChannel } from './ipc.ts';
 import type { LogSink } from './log-capture.ts';
+import { notRunAgainReason, replayEffects } from './resume.ts';
 import { evaluateRules, evaluateWorkflowFilter } from './rules.ts';
 import { createStepContext, ruleContext, type JobRuntime } from './step-context.ts';
 
@@ -100,6 +101,8 @@ export class RunnerJob {
   #forced = false;
   /** Indexes of the steps held for an approval (runner.start approvalSteps). */
   readonly #heldSteps: ReadonlySet<number>;
+  /** Steps a previous runner of this job finished (runner.start resume): not run again. */
+  readonly #restored = new Set<number>();
 
   constructor(options: RunnerJobOptions) {
     this.#start = options.start;
@@ -114,6 +117,7 @@ export class RunnerJob {
       env: { ...options.start.env },
       stepOutputs: new Map(),
       noOutputsReason: new Map(),
+      effects: [],
       tempRoot: undefined,
       tempCount: 0,
     };
@@ -122,6 +126,63 @@ export class RunnerJob {
     this.#records = options.job.steps.map((s) => ({ name: s.name, status: 'pending' }));
     this.#heldSteps = new Set((options.start.approvalSteps ?? []).map((s) => s.index));
     this.#hookRunner = { sink: options.sink, defaultTimeoutMs: options.start.hookTimeoutMs, track: () => {} };
+    if (options.start.resume !== undefined) this.#restore(options.start.resume);
+  }
+
+  /** The steps a previous runner finished: their records, outputs, env effects and the job's path. */
+  #restore(resume: JobProgress): void {
+    for (const checkpoint of resume.steps) {
+      const record = this.#records[checkpoint.index];
+      // Same dispatch, same tree: a mismatch means a different job definition; such a step runs.
+      if (record === undefined || record.name !== checkpoint.name || this.#restored.has(checkpoint.index)) continue;
+      this.#restored.add(checkpoint.index);
+      const { name, status, reason } = checkpoint;
+      Object.assign(record, { status, startedAt: checkpoint.startedAt, finishedAt: checkpoint.finishedAt, reason });
+      replayEffects(this.#rt.env, checkpoint.effects);
+      if (status === 'completed') {
+        this.#rt.stepOutputs.set(name, Object.freeze({ ...checkpoint.outputs }));
+        continue;
+      }
+      this.#rt.noOutputsReason.set(name, status === 'skipped' ? `it was skipped (${reason ?? ''})` : status === 'failed' ? 'it failed' : 'it was cancelled');
+      if (status === 'failed' && this.#path === 'success') {
+        this.#path = 'failure';
+        this.#failedStep = name;
+        this.#baseReason = `step "${name}" failed: ${reason ?? 'failed'}`;
+      } else if (status === 'cancelled' && this.#path === 'success') {
+        this.#path = 'cancel';
+        this.#baseReason = reason ?? 'cancelled';
+      }
+    }
+    const names = this.#records.filter((_, i) => this.#restored.has(i)).map((r) => r.name);
+    this.#sink.line('(setup)', 'system', `resumed after an agent restart: ${names.length === 0 ? 'no step had finished' : `not run again: ${names.join(', ')}`}`);
+  }
+
+  /** What a restarted agent needs to resume after this step (runner.checkpoint). */
+  #checkpoint(index: number, secretOutputs: ReadonlyMap<string, string>): void {
+    const record = this.#records[index]!;
+    if (record.status === 'pending' || record.status === 'running') return;
+    const outputs = record.status === 'completed' ? this.#rt.stepOutputs.get(record.name) : undefined;
+    const step: StepCheckpoint = {
+      index,
+      name: record.name,
+      status: record.status,
+      ...(record.startedAt === undefined ? {} : { startedAt: record.startedAt }),
+      ...(record.finishedAt === undefined ? {} : { finishedAt: record.finishedAt }),
+      ...(record.reason === undefined ? {} : { reason: clip(record.reason) }),
+      ...(outputs === undefined ? {} : { outputs: { ...outputs } }),
+      ...(secretOutputs.size === 0 ? {} : { secretOutputs: [...secretOutputs.keys()] }),
+      effects: this.#rt.effects.splice(0),
+    };
+    this.#channel.send({ type: 'runner.checkpoint', step });
+  }
+
+  /** The step that was running when the agent went away: failed here instead of run again, unless it has a check. */
+  #interrupted(index: number, step: Step): string | undefined {
+    const running = this.#start.resume?.running;
+    if (running === undefined || running.index !== index || running.name !== step.name) return undefined;
+    const refused = notRunAgainReason(step.options.check !== undefined);
+    if (refused === undefined) this.#sink.line(step.name, 'system', 'the agent restarted while this step was running: running it again from its start (it has a check)');
+    return refused;
   }
 
   get runtime(): JobRuntime {
@@ -275,6 +336,7 @@ export class RunnerJob {
   async #steps(): Promise<void> {
     const steps = this.#job.steps;
     for (let i = 0; i < steps.length && !this.#forced; i++) {
+      if (this.#restored.has(i)) continue;
       this.#noteInterruption();
       if (this.#path !== 'success') {
         this.#report(i, 'skipped', this.#path === 'cancel' ? REASON_CANCELLED : REASON_EARLIER_FAILED);
@@ -348,20 +410,26 @@ export class RunnerJob {
   }
 
   async #runStep(index: number, step: Step): Promise<void> {
-    if (this.#heldSteps.has(index) && !(await this.#approved(index, step))) return;
+    const refused = this.#interrupted(index, step);
     const jobHooks = this.#job.options;
-    await this.#hook(this.#jobLevel, 'beforeStep', jobHooks.beforeStep, () => ({ step: { name: step.name } }), `: ${step.name}`);
-    this.#noteInterruption();
-    if (this.#path !== 'success') {
-      this.#report(index, 'skipped', this.#path === 'cancel' ? REASON_CANCELLED : REASON_EARLIER_FAILED);
-      return;
+    if (refused === undefined) {
+      if (this.#heldSteps.has(index) && !(await this.#approved(index, step))) return;
+      await this.#hook(this.#jobLevel, 'beforeStep', jobHooks.beforeStep, () => ({ step: { name: step.name } }), `: ${step.name}`);
+      this.#noteInterruption();
+      if (this.#path !== 'success') {
+        this.#report(index, 'skipped', this.#path === 'cancel' ? REASON_CANCELLED : REASON_EARLIER_FAILED);
+        return;
+      }
     }
     const activity = new Activity(step.name);
     this.#abortable = activity;
     const secretOutputs = new Map<string, string>();
     const stepStarted = Date.now();
     const timeout = step.options.timeout;
-    const outcome = await guard(activity, () => this.#stepBody(index, step, activity, secretOutputs), typeof timeout === 'number' && timeout > 0 ? timeout : undefined);
+    const outcome =
+      refused !== undefined
+        ? ({ kind: 'error', error: new Error(refused) } as const)
+        : await guard(activity, () => this.#stepBody(index, step, activity, secretOutputs), typeof timeout === 'number' && timeout > 0 ? timeout : undefined);
     this.#abortable = undefined;
     this.#sink.flush(step.name);
 
@@ -396,6 +464,7 @@ export class RunnerJob {
       this.#baseReason = `step "${step.name}" failed: ${why}`;
       this.#rt.noOutputsReason.set(step.name, 'it failed');
     }
+    this.#checkpoint(index, secretOutputs);
 
     if (status !== 'skipped') {
       // Step-level hooks: onCancel (when cancelled) then cleanup (always), before the job's afterStep.

@@ -43,7 +43,7 @@ export interface Execution {
 export function newRuntime(start: RunnerStart, channel: RunnerChannel, sink: LogSink): JobRuntime {
   const env: Record<string, string | undefined> = { ...start.env };
   if (env['PATH'] === undefined && process.env['PATH'] !== undefined) env['PATH'] = process.env['PATH'];
-  return { start, channel, sink, env, stepOutputs: new Map(), noOutputsReason: new Map(), tempRoot: undefined, tempCount: 0 };
+  return { start, channel, sink, env, stepOutputs: new Map(), noOutputsReason: new Map(), effects: [], tempRoot: undefined, tempCount: 0 };
 }
 
 function clip(text: string): string {

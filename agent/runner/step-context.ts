@@ -14,7 +14,7 @@ import type {
   StepContext,
   StepLogger,
 } from '../../sdk/context.ts';
-import type { RunnerStart } from '../../schemas/wire/runner.ts';
+import type { EnvEffect, RunnerStart } from '../../schemas/wire/runner.ts';
 import type { Activity } from './activity.ts';
 import { RunnerErrorCode } from './errors.ts';
 import type { RunnerChannel } from './ipc.ts';
@@ -33,6 +33,8 @@ export interface JobRuntime {
   readonly stepOutputs: Map<string, Readonly<Record<string, unknown>>>;
   /** Why a step has no outputs (skipped, failed, not run yet), for outputsOf's message. */
   readonly noOutputsReason: Map<string, string>;
+  /** setEnv/addPath calls not yet in a step checkpoint (a resumed job replays them). */
+  readonly effects: EnvEffect[];
   tempRoot: string | undefined;
   tempCount: number;
 }
@@ -119,6 +121,7 @@ export function createStepContext(
       if (typeof value !== 'string') throw new InputError('SVC_ERR_STEP_ENV_VALUE', `ctx.setEnv(${key}): value must be a string`);
       job.env[key] = value;
       process.env[key] = value;
+      job.effects.push({ setEnv: key, value });
     },
     addPath(dir: string) {
       if (typeof dir !== 'string' || dir === '' || dir.includes(delimiter)) {
@@ -126,6 +129,7 @@ export function createStepContext(
       }
       job.env['PATH'] = job.env['PATH'] ? `${dir}${delimiter}${job.env['PATH']}` : dir;
       process.env['PATH'] = job.env['PATH'];
+      job.effects.push({ addPath: dir });
     },
     outputsOf(stepName: string) {
       const outputs = job.stepOutputs.get(stepName);

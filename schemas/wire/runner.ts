@@ -98,6 +98,51 @@ export const ConcurrencyGroups = Type.Object(
 );
 export type ConcurrencyGroups = Static<typeof ConcurrencyGroups>;
 
+/** One `ctx.setEnv` or `ctx.addPath` call, as made; replayed in order when a job resumes. */
+export const EnvEffect = Type.Union([
+  Type.Object({ setEnv: Type.String({ minLength: 1, maxLength: 1000 }), value: Type.String() }, Strict),
+  Type.Object({ addPath: Type.String({ minLength: 1 }) }, Strict),
+]);
+export type EnvEffect = Static<typeof EnvEffect>;
+
+/**
+ * A step that ended (its body's result; its own hooks may still be running), sent as
+ * `runner.checkpoint` and kept by a static agent beside its in-flight record, so that a
+ * restarted agent resumes the job after it (docs/agent.md "When an agent restarts mid-job").
+ */
+export const StepCheckpoint = Type.Object(
+  {
+    index: Type.Integer({ minimum: 0 }),
+    name: Type.String({ minLength: 1 }),
+    status: Type.Union([Type.Literal('completed'), Type.Literal('failed'), Type.Literal('skipped'), Type.Literal('cancelled')]),
+    startedAt: Type.Optional(Time),
+    finishedAt: Type.Optional(Time),
+    reason: Type.Optional(Type.String({ maxLength: 10_000 })),
+    /** With `completed`: the step's outputs, secret outputs included (the record is sealed). */
+    outputs: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    /** Which of `outputs` came from `ctx.setSecretOutput` (masked again after a resume). */
+    secretOutputs: Type.Optional(Type.Array(Type.String())),
+    /** setEnv/addPath calls since the previous checkpoint (this step's, its beforeStep hook's). */
+    effects: Type.Array(EnvEffect),
+  },
+  Strict,
+);
+export type StepCheckpoint = Static<typeof StepCheckpoint>;
+
+/** How far a job got under a previous runner: what `runner.start.resume` carries. */
+export const JobProgress = Type.Object(
+  {
+    /** The previous runner's workspace: recorded PATH entries and values under it move to the new one. */
+    workspace: Type.String({ minLength: 1 }),
+    /** Steps that ended, in order. */
+    steps: Type.Array(StepCheckpoint, { maxItems: 10_000 }),
+    /** The step that had reported `running` and no checkpoint when the previous runner stopped. */
+    running: Type.Optional(Type.Object({ index: Type.Integer({ minimum: 0 }), name: Type.String({ minLength: 1 }) }, Strict)),
+  },
+  Strict,
+);
+export type JobProgress = Static<typeof JobProgress>;
+
 export const RunnerStart = Type.Object(
   {
     type: Type.Literal('runner.start'),
@@ -139,6 +184,12 @@ export const RunnerStart = Type.Object(
      * (`step.approval`) and waits for the decision. Absent: no step is held.
      */
     approvalSteps: Type.Optional(Type.Array(Type.Object({ index: Type.Integer({ minimum: 0 }), name: Type.String({ minLength: 1 }) }, Strict))),
+    /**
+     * The agent restarted while it ran this job: the steps in `resume.steps` are not run again
+     * (their outputs and env effects are restored), and `resume.running` is run again only
+     * when it has a `check` (docs/agent.md "When an agent restarts mid-job").
+     */
+    resume: Type.Optional(JobProgress),
   },
   Strict,
 );
@@ -319,5 +370,8 @@ export const RunnerResult = Type.Object(
   Strict,
 );
 
-export const RunnerToAgentMembers = [RunnerReady, RunnerStepStatus, RunnerLog, RunnerSecret, ApiRequest, RunnerResult] as const;
+/** A step ended: what a restarted agent needs to resume after it (see StepCheckpoint). */
+export const RunnerCheckpoint = Type.Object({ type: Type.Literal('runner.checkpoint'), step: StepCheckpoint }, Strict);
+
+export const RunnerToAgentMembers = [RunnerReady, RunnerStepStatus, RunnerLog, RunnerSecret, ApiRequest, RunnerResult, RunnerCheckpoint] as const;
 export type RunnerToAgent = Static<(typeof RunnerToAgentMembers)[number]>;
