@@ -1,7 +1,9 @@
 // `svc admin [args…]`: a thin front for the operator CLI: runs `svc-admin` with the arguments as
 // given, its standard streams inherited, and exits with its exit code. svc-admin is looked up as
 // $SVC_ADMIN_BIN when set, else the svc-admin of this same package, else on PATH; when none is
-// there the error says so. Put `--` first to hand flags svc itself would read (`--help`) over.
+// there the error says so. Every argument is svc-admin's, `--help` too (`svc admin runs list
+// --help` is svc-admin's help of `runs list`): cli/main.ts puts them after a `--`, which is
+// dropped. `svc admin --help` alone is this command's help; `svc admin -- --help` svc-admin's.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { SvcCommand } from '../../core/cli/base-command.ts';
@@ -20,7 +22,12 @@ export function adminCommand(env: NodeJS.ProcessEnv = process.env): { file: stri
 
 export default class Admin extends SvcCommand {
   static override description = 'Run the operator CLI svc-admin with these arguments (same output and exit code)';
-  static override examples = ['<%= config.bin %> admin signing-key list', '<%= config.bin %> admin -- runs show 0b7c5b0e-… --json', '<%= config.bin %> admin -- --help'];
+  static override examples = [
+    '<%= config.bin %> admin signing-key list',
+    '<%= config.bin %> admin runs show 0b7c5b0e-… --json',
+    '<%= config.bin %> admin rotate-key --help   # the operator command\'s help',
+    '<%= config.bin %> admin -- --help           # svc-admin\'s own help',
+  ];
   static override strict = false;
   // --json belongs to svc-admin here.
   static override enableJsonFlag = false;

@@ -23,6 +23,7 @@ import { dataDirMasterKey } from './master-key-file.ts';
 import { registerOpenApi } from './openapi/document.ts';
 import { openConfigHolder } from './config/holder.ts';
 import { healSealedStores } from './sealed-stores.ts';
+import { registerSpecMetrics } from './spec-metrics.ts';
 
 import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from './database.ts';
 
@@ -102,6 +103,7 @@ export async function startOrchestrator(options: StartOrchestratorOptions): Prom
   let config = base.config;
   const logger = options.logger ?? createLogger({ level: config.server.logLevel, name: 'svc-orchestrator', ring: PROCESS_LOG_RING });
   const metrics = createMetrics();
+  registerSpecMetrics(metrics);
   const dataDir = resolve(cwd, config.dataDir);
   const nodeId = config.instance.id ?? `orch-${hostname()}`;
 

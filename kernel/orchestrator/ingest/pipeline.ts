@@ -43,6 +43,7 @@ import { IngestStop, StepLog, stop, type DeliveryState, type IncomingDelivery, t
 import { verifyDeliverySignature } from './steps/verify-signature.ts';
 import { IngestStages } from './stage-metrics.ts';
 import { QueueDepthGuard } from './steps/queue-depth.ts';
+import { crossSourceMetrics } from '../spec-metrics.ts';
 
 export interface IngestDeps {
   pool: DatabasePool;
@@ -114,13 +115,9 @@ export class IngestPipeline implements PipelineServices {
     this.outcomes = new OutcomeBatcher(deps.pool, { stages: this.stages });
     this.providers = new ProviderResolver(deps.host);
     this.caches = new CacheChecker(deps.storage, deps.metrics);
-    this.#fanout = deps.metrics.histogram({
-      name: 'svc_cross_source_fanout_size',
-      help: 'Organization-wide workflows one event fanned out to (recorded for zero too).',
-      labelNames: ['event'],
-      buckets: [0, 1, 2, 5, 10, 25, 50, 100],
-    });
-    this.#crossErrors = deps.metrics.counter({ name: 'svc_cross_source_errors_total', help: 'Organization-wide dispatch errors.', labelNames: ['reason'] });
+    const cross = crossSourceMetrics(deps.metrics);
+    this.#fanout = cross.fanout;
+    this.#crossErrors = cross.errors;
     this.#outcomes = deps.metrics.counter({ name: 'svc_orch_webhook_deliveries_total', help: 'Webhook deliveries by recorded status.', labelNames: ['status'] });
   }
 
