@@ -4,13 +4,15 @@
 // host; `container.options` are honoured inside the container (limits, read-only root, tmpfs,
 // capabilities, no-new-privileges, --env values with shell metacharacters), `--network=none`
 // leaves only loopback, and a refused option (a lock compiled by an older svc) fails the job
-// before anything runs, naming the option.
-import { readFile } from 'node:fs/promises';
+// before anything runs, naming the option; the env files are gone afterwards. The sandbox itself
+// refuses such an option too, and `--network bridge` where its config turned the network off.
+import { mkdir, readdir, readFile } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import t from 'tap';
+import { createContainerSandbox } from '../../../plugins/sandboxes/container/index.ts';
 import { findExecutable } from '../../../plugins/sandboxes/shared/which.ts';
 import { dispatchOf } from '../../agent/fixtures/agent-harness.ts';
 import { fileServer, makeTree, tarball, tempDir } from '../../agent/fixtures/trees.ts';
@@ -94,8 +96,10 @@ t.test('podman default network, honoured options and a refused one, from a real 
   // As a user's shell would start it: a PATH without /usr/sbin (podman's network helper runs
   // iptables/nft from there), the default sandbox settings, a variable of the agent's own.
   const agentPath = `${dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`;
+  const agentTmp = join(tmp.dir, 'agent-tmp');
+  await mkdir(agentTmp);
   const agent = execa(process.execPath, [bin], {
-    env: { PATH: agentPath, HOME: process.env['HOME'] ?? '/root', SVC_ORCHESTRATOR_URL: orch.url, SVC_AGENT_WORK_DIR: join(tmp.dir, 'w'), SVC_AGENT_LOG_LEVEL: 'silent', SVC_AGENT_LABELS: 'linux', AGENT_ONLY_MARKER: 'agent-only' },
+    env: { PATH: agentPath, HOME: process.env['HOME'] ?? '/root', TMPDIR: agentTmp, SVC_ORCHESTRATOR_URL: orch.url, SVC_AGENT_WORK_DIR: join(tmp.dir, 'w'), SVC_AGENT_LOG_LEVEL: 'silent', SVC_AGENT_LABELS: 'linux', AGENT_ONLY_MARKER: 'agent-only' },
     extendEnv: false,
     reject: false,
   });
@@ -158,4 +162,18 @@ t.test('podman default network, honoured options and a refused one, from a real 
   t.equal(refused.done.status, 'failed');
   t.match(refused.done.reason, /container\.options\[1\] \(-v\) is refused: host bind mounts are not allowed/);
   t.notMatch(refused.text, /fact /, 'no step ran');
+  const envDirs = (await readdir(agentTmp)).filter((n) => n.startsWith('svc-job-env-'));
+  t.same(envDirs, [], "the jobs' env files are gone once their containers ended");
+});
+
+t.test('the sandbox refuses what the agent did not check, and --network bridge where the operator turned the network off', { skip: podman === null ? 'podman is not installed' : false }, async (t) => {
+  const tmp = await tempDir('svc-sbx-opts-');
+  t.teardown(tmp.cleanup);
+  const sandbox = createContainerSandbox({ runtime: 'podman', network: false, tmpRoot: tmp.dir });
+  const ws = await sandbox.prepareWorkspace({ jobId: 'x', sourceDir: tmp.dir });
+  const spawn = (containerOptions: string[]) => sandbox.spawn({ workspace: ws, argv: ['true'], env: {}, cwd: ws.dir, image: 'localhost/none:1', containerOptions });
+  await t.rejects(spawn(['--cpus=1', '--privileged']), { code: 'SVC_ERR_SANDBOX_CONTAINER_OPTION', message: /^container\.options\[1\] \(--privileged\) is refused: / });
+  await t.rejects(spawn(['--network=bridge']), { code: 'SVC_ERR_SANDBOX_CONTAINER_OPTION', message: /without a network \(plugin config network: false\)/ });
+  t.same((await readdir(tmp.dir)).filter((n) => n.startsWith('svc-job-env-')), [], 'refused before any env file was written');
+  await sandbox.releaseWorkspace(ws);
 });
