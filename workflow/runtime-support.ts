@@ -92,3 +92,21 @@ export function unhonouredRunFeatures(workflow: Pick<LockWorkflow, 'triggers' | 
 export function describeUnhonoured(features: readonly UnhonouredFeature[]): string {
   return features.map((f) => `${f.path}: ${f.feature} — ${f.reason}`).join('; ');
 }
+
+/**
+ * `registries` and `installEnv` are honoured on one install only: the agent's `npm ci` of
+ * `.svc/package-lock.json` (docs/agent.md "Private registries and installEnv"). With another
+ * package manager's lockfile (`pnpm`, `yarn`), or none, no install would ever read them.
+ * `packageManager`: the manager of the lock's `lockfileHash`, undefined without a lockfile.
+ */
+export function unhonouredInstall(workflow: Pick<LockWorkflow, 'registries' | 'installEnv'>, packageManager: string | undefined): UnhonouredFeature[] {
+  if (packageManager === 'npm') return [];
+  const reason =
+    packageManager === undefined
+      ? 'there is no .svc/package-lock.json, so no dependency install runs to use it (add the dependencies with npm in .svc/)'
+      : `the dependencies are locked with ${packageManager}; this version installs .svc/ with npm only (.svc/package-lock.json), so nothing would read it`;
+  return [
+    ...(workflow.registries === undefined ? [] : [{ path: 'registries', feature: 'registries', reason }]),
+    ...(workflow.installEnv === undefined ? [] : [{ path: 'installEnv', feature: 'installEnv', reason }]),
+  ];
+}

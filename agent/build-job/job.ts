@@ -64,13 +64,18 @@ function refused(response: OrchestratorToAgent, what: string): string {
   return url;
 }
 
-/** The lock's top-level `lockfileHash` (the dependency cache key), if the tree's lock has one. */
-async function lockfileHashOf(srcDir: string): Promise<string | null> {
+/**
+ * The lock's top-level `lockfileHash` (the dependency cache key), if the tree's lock has one, and
+ * whether `workflow`'s entry installs with secrets (`registries` or `installEnv`).
+ */
+async function lockFactsOf(srcDir: string, workflow: string): Promise<{ lockfileHash: string | null; privateInstall: boolean }> {
   try {
-    const lock = JSON.parse(await readFile(join(srcDir, '.svc', 'svc.lock.json'), 'utf8')) as { lockfileHash?: unknown };
-    return typeof lock.lockfileHash === 'string' ? lock.lockfileHash : null;
+    const lock = JSON.parse(await readFile(join(srcDir, '.svc', 'svc.lock.json'), 'utf8')) as { lockfileHash?: unknown; workflows?: unknown };
+    const entry = (Array.isArray(lock.workflows) ? lock.workflows : []).find((w: { name?: unknown }) => w?.name === workflow) as { registries?: unknown[]; installEnv?: unknown[] } | undefined;
+    const privateInstall = (entry?.registries?.length ?? 0) + (entry?.installEnv?.length ?? 0) > 0;
+    return { lockfileHash: typeof lock.lockfileHash === 'string' ? lock.lockfileHash : null, privateInstall };
   } catch {
-    return null;
+    return { lockfileHash: null, privateInstall: false };
   }
 }
 
@@ -124,7 +129,7 @@ async function build(options: BuildJobOptions): Promise<BuildOutputs> {
   // `svc run remote`: the lock was compiled from the overlaid tree, so the bundle is built from it.
   if (config.overlay !== undefined) await applyOverlay({ overlay: config.overlay, jobRoot: options.jobRoot, srcDir: options.srcDir, log: options.log, signal: options.signal });
   const location = await locateWorkflow(options.srcDir, config.workflow);
-  const lockfileHash = await lockfileHashOf(options.srcDir);
+  const { lockfileHash, privateInstall } = await lockFactsOf(options.srcDir, config.workflow);
   const buildDir = join(options.jobRoot, 'build');
 
   const source = await step(options.steps, 'bundle source', options.log, async () => {
@@ -146,6 +151,9 @@ async function build(options: BuildJobOptions): Promise<BuildOutputs> {
     lockfileHash === null ? 'the lock has no lockfileHash (no package lockfile)'
     : options.dispatch.depsUrl !== null ? `the dependency cache already holds ${lockfileHash}`
     : !lockfileHash.startsWith('npm:') ? `${lockfileHash.split(':')[0]} workspaces are not installed by build jobs (npm only: .svc/package-lock.json)`
+    // The dependency cache is shared by every run whose lockfile hashes the same: packages fetched
+    // with a workflow's registry credentials must not be served to runs that lack them.
+    : privateInstall ? 'the workflow installs with registries/installEnv secrets; its dependencies are installed by each job, never put in the shared dependency cache'
     : null;
   if (depsSkip !== null) {
     options.steps.start('install dependencies');

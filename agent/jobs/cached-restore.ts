@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { describeUrl, normalizeDigest } from './download.ts';
 import { JobFailure } from './failure.ts';
 import { fetchDeps, inlineInstall, restoreDeps, restoreSource, type DepsOutcome, type SetupLog } from './restore.ts';
+import type { JobInstall } from './private-install.ts';
 import { SMALL_TREE_ENTRIES, type CacheLease, type TreeCache } from './tree-cache.ts';
 
 /**
@@ -153,6 +154,7 @@ export async function restoreDepsCached(options: {
   log: SetupLog;
   signal: AbortSignal;
   installEnv: Record<string, string>;
+  install?: JobInstall | undefined;
 }): Promise<{ outcome: DepsOutcome; lease?: CacheLease }> {
   const digest = options.url === null || options.hash === null ? null : normalizeDigest(options.hash);
   if (options.url === null || digest === null) return { outcome: await restoreDeps(options) };
@@ -166,7 +168,7 @@ export async function restoreDepsCached(options: {
       if (fetched === 'unavailable') throw new DepsUnavailable();
     });
   } catch (error) {
-    if (error instanceof DepsUnavailable) return { outcome: await inlineInstall(svcDir, options.log, options.installEnv, options.signal) };
+    if (error instanceof DepsUnavailable) return { outcome: await inlineInstall(svcDir, options.log, options.installEnv, options.signal, options.install) };
     throw error;
   }
   if (!lease.filled && !(await lease.intact())) {

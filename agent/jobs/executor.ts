@@ -21,6 +21,7 @@ import { applyOverlay } from './overlay.ts';
 import { locateWorkflow, verifyContentHash } from './content-hash.ts';
 import { JobFailure, cancelledFailure } from './failure.ts';
 import { restoreDeps, restoreSource, pathWithNode } from './restore.ts';
+import { installSecretValues } from './private-install.ts';
 import { runBuildJob, type BuildSteps } from '../build-job/job.ts';
 import { apiError, handleRunnerApi, type OrchestratorRequest, type StepDecision } from './runner-api.ts';
 import { SetupTimings } from './timings.ts';
@@ -143,6 +144,7 @@ export class DispatchedJob {
     let short = 0;
     const values = [
       ...Object.values(dispatch.jobConfig.secrets ?? {}),
+      ...installSecretValues(dispatch.jobConfig.install),
       dispatch.sourceAuth.token,
       dispatch.workflowAuth?.token,
     ];
@@ -334,6 +336,7 @@ export class DispatchedJob {
           log,
           signal,
           installEnv: { PATH: path, HOME: home, npm_config_cache: join(jobRoot, 'npm-cache'), LANG: 'C.UTF-8' },
+          install: config.install,
         };
         if (caches === undefined) await restoreDeps(deps);
         else depsLease = (await restoreDepsCached({ ...deps, cache: caches.deps })).lease;

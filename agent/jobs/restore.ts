@@ -10,6 +10,7 @@ import { messageOf } from '../../core/errors.ts';
 import { DownloadError, describeUrl, downloadToFile, normalizeDigest } from './download.ts';
 import { extractArchive } from './extract.ts';
 import { JobFailure } from './failure.ts';
+import { withPrivateInstall, type JobInstall } from './private-install.ts';
 
 export const DEPS_ATTEMPTS = 3;
 
@@ -53,6 +54,8 @@ export async function restoreDeps(options: {
   signal: AbortSignal;
   /** Environment for the inline install (PATH with Node 24 first, HOME, caches). */
   installEnv: Record<string, string>;
+  /** The workflow's registries and installEnv (private-install.ts), for the inline install only. */
+  install?: JobInstall | undefined;
 }): Promise<DepsOutcome> {
   const svcDir = join(options.srcDir, '.svc');
   if (options.url !== null) {
@@ -67,7 +70,7 @@ export async function restoreDeps(options: {
       }
     }
   }
-  return inlineInstall(svcDir, options.log, options.installEnv, options.signal);
+  return inlineInstall(svcDir, options.log, options.installEnv, options.signal, options.install);
 }
 
 /**
@@ -117,23 +120,25 @@ async function exists(path: string): Promise<boolean> {
  * (`--ignore-scripts`): the install happens on the agent host, outside the sandbox, and must not
  * execute repository code there.
  */
-export async function inlineInstall(svcDir: string, log: SetupLog, env: Record<string, string>, signal: AbortSignal): Promise<DepsOutcome> {
+export async function inlineInstall(svcDir: string, log: SetupLog, env: Record<string, string>, signal: AbortSignal, install?: JobInstall): Promise<DepsOutcome> {
   if (!(await exists(join(svcDir, 'package-lock.json')))) {
     if ((await exists(join(dirname(svcDir), 'pnpm-lock.yaml'))) || (await exists(join(dirname(svcDir), 'yarn.lock')))) {
       log('a pnpm or yarn workspace lockfile was found; this agent installs inline only with npm (.svc/package-lock.json), continuing without an install');
     }
     return 'none';
   }
-  log('installing dependencies inline: npm ci --ignore-scripts (in .svc/)');
   await mkdir(env['npm_config_cache'] ?? join(svcDir, '.npm-cache'), { recursive: true });
-  const result = await execa('npm', ['ci', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], {
-    cwd: svcDir,
-    env,
-    extendEnv: false,
-    reject: false,
-    all: true,
-    cancelSignal: signal,
-    timeout: 15 * 60_000,
+  const result = await withPrivateInstall(env, install, log, (installEnv) => {
+    log('installing dependencies inline: npm ci --ignore-scripts (in .svc/)');
+    return execa('npm', ['ci', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], {
+      cwd: svcDir,
+      env: installEnv,
+      extendEnv: false,
+      reject: false,
+      all: true,
+      cancelSignal: signal,
+      timeout: 15 * 60_000,
+    });
   });
   if (result.exitCode !== 0) {
     const tail = String(result.all ?? '').split('\n').slice(-20).join('\n');

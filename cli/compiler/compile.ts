@@ -10,7 +10,7 @@ import { BREAKING_LOCK_VERSIONS, ORG_WIDE_APPROVAL_LOCK_VERSION, type Lock, type
 import { canonicalStringify } from '../../workflow/lock/canonical-json.ts';
 import { createTreeHasher, type HashWarning, lockfileHash, siblingsDigest } from '../../workflow/hash/index.ts';
 import { CompileErrorCode, CompileScope, workflowToLockEntry } from '../../workflow/compile/lock-entry.ts';
-import { describeUnhonoured, unhonouredFeatures } from '../../workflow/runtime-support.ts';
+import { describeUnhonoured, unhonouredFeatures, unhonouredInstall } from '../../workflow/runtime-support.ts';
 import { buildLock, LOCK_FILE_NAME, serializeLock } from '../../workflow/lock/lock-file.ts';
 import { loadWorkflows, type LoadedWorkflow, type WorkflowMode } from './load-workflows.ts';
 
@@ -209,14 +209,14 @@ async function entryFor(
     contentHash: hashed.contentHash,
     ...(hashed.resolvedHashFiles === undefined ? {} : { resolvedHashFiles: hashed.resolvedHashFiles }),
   });
-  refuseUnhonoured(entry, loaded.sourcePath);
+  refuseUnhonoured(entry, loaded.sourcePath, null);
   const files = [...hashed.files.map((f) => `${svcRel}/${f.path}`), ...(hashed.resolvedHashFiles ?? [])];
   return { entry, files, warnings: hashed.warnings };
 }
 
 /** A lock that asks for what the runtime would silently not do is never written. */
-function refuseUnhonoured(entry: LockWorkflow, sourcePath: string): void {
-  const unhonoured = unhonouredFeatures(entry);
+function refuseUnhonoured(entry: LockWorkflow, sourcePath: string, packageManager?: string | null): void {
+  const unhonoured = [...unhonouredFeatures(entry), ...(packageManager === null ? [] : unhonouredInstall(entry, packageManager))];
   if (unhonoured.length === 0) return;
   new CompileScope(sourcePath, entry.name).fail(
     CompileErrorCode.unhonouredFeature,
@@ -241,6 +241,8 @@ export async function compileWorkflows(options: CompileOptions): Promise<Compile
     siblingsDigest(repoRoot, { svcDir: svcRel }),
     readPrevious(lockPath, lockRelPath),
   ]);
+  // The install options depend on the lockfile (found beside the entries): checked once both are known.
+  for (const r of results) refuseUnhonoured(r.entry, r.entry.source.split('#')[0]!, lockfile?.split(':')[0]);
   const lock = buildLock({
     source: `${svcRel}/workflows/*.${loaded.mode === 'mjs' ? 'mjs' : 'ts'}#default`,
     workflows: results.map((r) => r.entry),

@@ -30,6 +30,10 @@ export const AGENT_ERROR_CODES = {
   SVC_ERR_AGENT_DEPS_INSTALL: { kind: 'internal', message: 'inline dependency install (npm ci in .svc/) failed with exit code {exitCode}: {tail}' },
   SVC_ERR_AGENT_DOWNLOAD: { kind: 'unavailable', message: 'download from {url} failed: {reason}' },
   SVC_ERR_AGENT_ENV: { kind: 'input', message: '{name} {message}' },
+  SVC_ERR_AGENT_INSTALL_SECRET: {
+    kind: 'internal',
+    message: '{what} needs secret {secret}, which was not released to this job (secret context {context} has no key {key}, or the context was skipped for this run), or projects a variable the install sets itself; the dependency install was not started',
+  },
   SVC_ERR_AGENT_JOB_CANCELLED: { kind: 'internal', message: 'cancelled' },
   SVC_ERR_AGENT_LFS_UNAVAILABLE: { kind: 'internal', message: 'the job asks for checkout.lfs but git-lfs cannot run on this agent: {reason}' },
   SVC_ERR_AGENT_LOCK_NO_WORKFLOW: {

@@ -72,6 +72,38 @@ export const SourceAuth = Type.Object(
 /** One step of a job, by its index in the job's steps and its name. */
 export const StepRef = Type.Object({ index: Type.Integer({ minimum: 0 }), name: Type.String({ minLength: 1, maxLength: 200 }) }, Strict);
 
+/**
+ * The dependency install's private registries and secret environment (docs/agent.md "Private
+ * registries"), resolved at dispatch from the job's released secrets and given to the `npm ci`
+ * of `.svc/` alone, never to steps. A `token` or `value` absent: the secret was not released to
+ * this job (its context skipped, or the key missing); the install fails naming it.
+ */
+export const JobInstall = Type.Object(
+  {
+    registries: Type.Array(
+      Type.Object(
+        {
+          url: Type.String({ minLength: 1 }),
+          scope: Type.Optional(Type.String({ pattern: '^@[a-z0-9][a-z0-9._-]*$' })),
+          alwaysAuth: Type.Boolean(),
+          /** `<context>:<KEY>`, named in messages. */
+          tokenSecret: Type.String({ minLength: 1 }),
+          token: Type.Optional(Type.String({ minLength: 1 })),
+        },
+        Strict,
+      ),
+      { maxItems: 100 },
+    ),
+    /** `name`: the variable set on the install (the key part of `secret`). */
+    env: Type.Array(
+      Type.Object({ name: Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), secret: Type.String({ minLength: 1 }), value: Type.Optional(Type.String()) }, Strict),
+      { maxItems: 100 },
+    ),
+  },
+  Strict,
+);
+export type JobInstall = Static<typeof JobInstall>;
+
 export const JobDispatch = Type.Object(
   {
     type: Type.Literal('job.dispatch'),
@@ -129,6 +161,8 @@ export const JobDispatch = Type.Object(
          * (docs/run-control.md "Step holds"): the runner asks `approval.step.request` before each.
          */
         approvalSteps: Type.Optional(Type.Array(StepRef, { maxItems: 1000 })),
+        /** Private registries and secret environment of the dependency install (JobInstall). */
+        install: Type.Optional(JobInstall),
       },
       Strict,
     ),

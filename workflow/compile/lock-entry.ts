@@ -80,6 +80,20 @@ function requireDeclared(scope: CompileScope, path: string, context: string, dec
   }
 }
 
+/**
+ * A secret of the dependency install: one install serves every job of the workflow, so its
+ * context must be the workflow's, not a job's (a job without it would install without it).
+ */
+function requireWorkflowContext(scope: CompileScope, path: string, context: string, workflowContexts: readonly string[], declared: ReadonlySet<string>): void {
+  requireDeclared(scope, path, context, declared);
+  if (!workflowContexts.includes(context)) {
+    scope.fail(CompileErrorCode.undeclaredContext, path, `uses secret context ${JSON.stringify(context)}, which only a job declares: the dependency install serves every job of the workflow, so declare it in the workflow's contexts`);
+  }
+}
+
+/** installEnv variables the install sets itself (agent/jobs/private-install.ts): never replaced by a secret. */
+const RESERVED_INSTALL_VARIABLE = /^(PATH|HOME|LANG|TMPDIR|NODE_.*|npm_config_.*|SVC_.*)$/i;
+
 /** True when any trigger carries repository patterns (an organization-wide workflow). */
 export function isOrganizationWide(entry: Pick<LockWorkflow, 'triggers'>): boolean {
   return entry.triggers.some((t) => 'repositories' in t && t.repositories.length > 0);
@@ -144,13 +158,20 @@ export function workflowToLockEntry(definition: unknown, options: LockEntryOptio
   const declared = new Set([...contexts, ...jobs.flatMap((j) => j.contexts)]);
   const regs = registries(scope, 'registries', o['registries']);
   if (regs !== undefined && regs.list.length > 0) {
-    regs.list.forEach((r, index) => requireDeclared(scope, childPath(childPath('registries', index), 'tokenSecret'), r.tokenSecret.split(':')[0]!, declared));
+    regs.list.forEach((r, index) => requireWorkflowContext(scope, childPath(childPath('registries', index), 'tokenSecret'), r.tokenSecret.split(':')[0]!, contexts, declared));
     entry.registries = regs.list;
   }
   if (o['installEnv'] !== undefined) {
+    const names = new Map<string, string>();
     const refs = arrayOf(scope, 'installEnv', o['installEnv'], (item, itemPath) => {
       const ref = secretRef(scope, itemPath, item);
-      requireDeclared(scope, itemPath, ref.context, declared);
+      requireWorkflowContext(scope, itemPath, ref.context, contexts, declared);
+      // The install gets the secret as a variable named by its key part.
+      const name = ref.ref.slice(ref.context.length + 1);
+      if (RESERVED_INSTALL_VARIABLE.test(name)) scope.fail(CompileErrorCode.invalidSecretRef, itemPath, `projects ${name}, a variable the install sets itself (PATH, HOME, LANG, TMPDIR, NODE_*, npm_config_*, SVC_*): rename the secret`);
+      const other = names.get(name);
+      if (other !== undefined && other !== ref.ref) scope.fail(CompileErrorCode.invalidSecretRef, itemPath, `projects ${name}, as ${other} does: the install would get one of them only`);
+      names.set(name, ref.ref);
       return ref.ref;
     });
     if (refs.length > 0) entry.installEnv = [...new Set(refs)].sort();

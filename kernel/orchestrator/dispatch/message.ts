@@ -13,6 +13,7 @@ import { findDeps, findSource } from '../caches/build-cache.ts';
 import { releaseJobSecrets } from '../secrets/release.ts';
 import { remoteDispatchParts } from '../runs/api/remote.ts';
 import { heldSteps } from '../run-control/gates-plan.ts';
+import { installConfigOf, installsWithSecrets } from './install.ts';
 import type { SvcMetrics } from '../../services/metrics.ts';
 
 const Json = Type.Unknown();
@@ -145,7 +146,8 @@ export async function cacheUrls(pool: DatabasePool, storage: StorageExtensionPoi
     const cache = { pool, storage, logger };
     const [source, deps] = await Promise.all([
       findSource(cache, row.org_id, row.content_hash),
-      row.lockfile_hash === null ? null : findDeps(cache, `${platform}-${arch}`, row.lockfile_hash),
+      // A workflow installing with registry/installEnv secrets never shares the dependency cache (install.ts).
+      row.lockfile_hash === null || installsWithSecrets(row.lock_entry) ? null : findDeps(cache, `${platform}-${arch}`, row.lockfile_hash),
     ]);
     if (source !== null) {
       out.sourceTarDigest = source.digest;
@@ -248,6 +250,9 @@ export async function buildJobDispatch(row: DispatchRow, options: BuildDispatchO
   // spec "Authentication" 8: the developer's values win over test-context secrets on a collision.
   const secrets = remote.secrets === undefined || row.kind === 'build' ? released : { ...released, ...remote.secrets };
   if (secrets !== undefined) jobConfig.secrets = secrets;
+  // Build jobs install nothing for such a workflow (agent/build-job/job.ts): no secret for them.
+  const install = row.kind === 'build' ? undefined : installConfigOf(row.lock_entry, secrets, remote.contexts);
+  if (install !== undefined) jobConfig.install = install;
 
   return {
     type: 'job.dispatch',

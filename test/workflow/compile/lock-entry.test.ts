@@ -111,7 +111,7 @@ function richWorkflow() {
     approval: { clauses: [{ users: ['carol'] }] },
     hashFiles: ['package.json', 'config/**', '!config/local.json'],
     registries: [{ url: 'https://npm.example.com/', scope: '@acme', tokenSecret: 'npm:NPM_TOKEN', alwaysAuth: true }],
-    installEnv: ['npm:NPM_TOKEN', 'build:EXTRA', 'npm:NPM_TOKEN'],
+    installEnv: ['npm:NPM_TOKEN', 'deploy:EXTRA', 'npm:NPM_TOKEN'],
     onCancel: noop,
     cleanup: noop,
     onSuccess: noop,
@@ -142,7 +142,7 @@ t.test('a rich workflow: every field in the lock entry', async (t) => {
   t.same(entry.hashFiles, ['package.json', 'config/**', '!config/local.json'], 'pattern order kept');
   t.same(entry.resolvedHashFiles, ['config/a.json', 'package.json']);
   t.same(entry.registries, [{ url: 'https://npm.example.com/', scope: '@acme', tokenSecret: 'npm:NPM_TOKEN', alwaysAuth: true }]);
-  t.same(entry.installEnv, ['build:EXTRA', 'npm:NPM_TOKEN']);
+  t.same(entry.installEnv, ['deploy:EXTRA', 'npm:NPM_TOKEN']);
   t.same(entry.concurrency, { hasGroup: false, cancelInProgress: false });
   t.equal(entry.timeout, 3_600_000);
   t.same(entry.approval, { clauses: [{ users: ['carol'], teams: [], roles: [], count: 1 }], when: 'always' });
@@ -337,6 +337,10 @@ const cases: Case[] = [
   ['approval when', () => wf({ approval: { clauses: [{ users: ['a'] }], when: 'sometimes' } }), 'SVC_ERR_COMPILE_INVALID_APPROVAL', /approval\.when/],
   ['unqualified installEnv', () => wf({ contexts: ['npm'], installEnv: ['NPM_TOKEN'] }), 'SVC_ERR_COMPILE_INVALID_SECRET_REF', /installEnv\[0\]/],
   ['undeclared installEnv context', () => wf({ installEnv: ['npm:NPM_TOKEN'] }), 'SVC_ERR_COMPILE_UNDECLARED_CONTEXT', /"npm"/],
+  ['installEnv context of a job only', () => wf({ installEnv: ['npm:NPM_TOKEN'], jobs: { a: j({ contexts: ['npm'] }) } }), 'SVC_ERR_COMPILE_UNDECLARED_CONTEXT', /installEnv\[0\]: uses secret context "npm", which only a job declares/],
+  ['registry token context of a job only', () => wf({ registries: [{ url: 'https://npm.example', tokenSecret: 'npm:T' }], jobs: { a: j({ contexts: ['npm'] }) } }), 'SVC_ERR_COMPILE_UNDECLARED_CONTEXT', /registries\[0\]\.tokenSecret: .*declare it in the workflow's contexts/],
+  ['installEnv reserved name', () => wf({ contexts: ['npm'], installEnv: ['npm:npm_config_userconfig'] }), 'SVC_ERR_COMPILE_INVALID_SECRET_REF', /installEnv\[0\]: projects npm_config_userconfig, a variable the install sets itself/],
+  ['installEnv same name twice', () => wf({ contexts: ['a', 'b'], installEnv: ['a:TOKEN', 'b:TOKEN'] }), 'SVC_ERR_COMPILE_INVALID_SECRET_REF', /installEnv\[1\]: projects TOKEN, as a:TOKEN does/],
   ['registry with credentials', () => wf({ contexts: ['npm'], registries: [{ url: 'https://u:p@npm.example', tokenSecret: 'npm:T' }] }), 'SVC_ERR_COMPILE_INVALID_REGISTRY', /credentials/],
   ['registry bad url', () => wf({ contexts: ['npm'], registries: [{ url: 'ftp://x', tokenSecret: 'npm:T' }] }), 'SVC_ERR_COMPILE_INVALID_REGISTRY', /registries\[0\]\.url/],
   ['negative timeout', () => wf({ timeout: -1 }), 'SVC_ERR_COMPILE_INVALID_VALUE', /at timeout/],
