@@ -68,6 +68,8 @@ export interface AgentOptions {
   repoStores?: boolean;
   /** Test hook for reconnect timing. */
   baseReconnectDelayMs?: number;
+  /** Test hook: quiet time before a step's "still running" line (default 60 s). */
+  quietNoticeMs?: number;
 }
 
 export interface AgentEnd {
@@ -131,7 +133,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
           logger,
           slotsRoot: join(settings.workDir, 'slots'),
           sandbox: primary.sandbox,
-          spawn: { request: (workspace) => runnerSpawnRequest({ runnerPath, readPaths, compileCacheDir }, workspace) },
+          spawn: { request: (workspace) => runnerSpawnRequest({ runnerPath, readPaths, compileCacheDir, passedEnv: settings.passedEnv }, workspace) },
           oneShot: settings.ephemeral,
           ...(runnerPath === DEFAULT_RUNNER_PATH ? { warmUp: { runnerPath, env: { PATH: pathWithNode(), HOME: settings.workDir, LANG: 'C.UTF-8', NODE_COMPILE_CACHE: compileCacheDir } } } : {}),
         })
@@ -228,6 +230,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       ...(warm === undefined ? {} : { warm: { sandbox: settings.sandbox, runners: warm } }),
       sdkVersion: AGENT_SDK_VERSION,
       telemetry,
+      passedEnv: settings.passedEnv,
+      ...(options.quietNoticeMs === undefined ? {} : { quietNoticeMs: options.quietNoticeMs }),
       ...(resumed && inFlight.progressOf(dispatch.jobId) !== undefined ? { resume: inFlight.progressOf(dispatch.jobId)! } : {}),
       ...(settings.ephemeral ? {} : { saveProgress: (progress: JobProgress) => inFlight.saveProgress(dispatch.jobId, progress) }),
       send: resumed ? (m) => send(m.type === 'log.chunk' ? { ...m, seq: m.seq + RESUMED_SEQ_BASE } : m) : send,

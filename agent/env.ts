@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { hostname as osHostname } from 'node:os';
-import { join, resolve } from 'node:path';
+import { isAbsolute, join, normalize, resolve } from 'node:path';
 import { InputError } from '../core/errors.ts';
 import type { LogLevel } from '../schemas/config.ts';
 
@@ -25,6 +25,7 @@ export const AGENT_ENV_NAMES = [
   'SVC_AGENT_FIRECRACKER_ROOTFS',
   'SVC_AGENT_METRICS_PORT',
   'SVC_AGENT_METRICS_HOST',
+  'SVC_AGENT_PASS_ENV',
 ] as const;
 
 export const SANDBOX_NAMES = ['process', 'container', 'firecracker'] as const;
@@ -51,6 +52,10 @@ export interface AgentSettings {
   firecracker: { binary: string; kernelImage: string | undefined; rootfs: string | undefined };
   /** `GET /metrics` listener (SVC_AGENT_METRICS_PORT, 0 = any free port); undefined = off. */
   metrics: { port: number; host: string } | undefined;
+  /** Names a job gets from the agent's environment (SVC_AGENT_PASS_ENV; default DEFAULT_PASS_ENV). */
+  passEnv: readonly string[];
+  /** Those of `passEnv` set in the agent's environment at start, with their values. */
+  passedEnv: Readonly<Record<string, string>>;
 }
 
 function fail(name: string, message: string): never {
@@ -138,7 +143,131 @@ export function parseAgentEnv(env: Readonly<Record<string, string | undefined>>,
       rootfs: env['SVC_AGENT_FIRECRACKER_ROOTFS'] || undefined,
     },
     metrics,
+    ...passEnvOf(env),
   };
+}
+
+/**
+ * What a job gets from the agent's environment by default (SVC_AGENT_PASS_ENV unset): the proxy
+ * and CA-bundle settings that Node, npm/pnpm/yarn, pip, cargo, Go, git and curl read, so a job on
+ * a network behind a forward or TLS-inspecting proxy reaches what the agent's own shell reaches.
+ * docs/agent.md "What a job's environment holds" lists the same names.
+ */
+export const DEFAULT_PASS_ENV: readonly string[] = [
+  // Proxies: curl, git, pip, Go, npm (and Node 24's fetch/https with NODE_USE_ENV_PROXY=1).
+  'HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'NO_PROXY', 'no_proxy', 'ALL_PROXY', 'all_proxy',
+  'NODE_USE_ENV_PROXY',
+  'npm_config_proxy', 'npm_config_https_proxy', 'npm_config_noproxy', 'NPM_CONFIG_PROXY', 'NPM_CONFIG_HTTPS_PROXY', 'NPM_CONFIG_NOPROXY',
+  'YARN_HTTP_PROXY', 'YARN_HTTPS_PROXY', 'CARGO_HTTP_PROXY',
+  // CA bundles: Node, OpenSSL (curl, git, Python, Go), npm/pnpm, yarn, git, curl, requests, pip, cargo, the AWS CLI/SDKs.
+  'NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'SSL_CERT_DIR',
+  'npm_config_cafile', 'NPM_CONFIG_CAFILE', 'YARN_HTTPS_CA_FILE_PATH',
+  'GIT_SSL_CAINFO', 'GIT_SSL_CAPATH', 'CURL_CA_BUNDLE', 'REQUESTS_CA_BUNDLE', 'PIP_CERT', 'CARGO_HTTP_CAINFO', 'AWS_CA_BUNDLE',
+];
+
+/**
+ * Of the defaults, those whose value names a file or directory a program reads: a sandbox must
+ * let the job read it (bubblewrap's fresh /tmp would hide a bundle kept under /tmp, a container
+ * would not have it at all), so the job's spawn request lists it among its read paths.
+ */
+const CA_PATH_NAMES: ReadonlySet<string> = new Set([
+  'NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'npm_config_cafile', 'NPM_CONFIG_CAFILE', 'YARN_HTTPS_CA_FILE_PATH',
+  'GIT_SSL_CAINFO', 'GIT_SSL_CAPATH', 'CURL_CA_BUNDLE', 'REQUESTS_CA_BUNDLE', 'PIP_CERT', 'CARGO_HTTP_CAINFO', 'AWS_CA_BUNDLE',
+]);
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+/**
+ * Names a policy may not pass, and why: what the agent sets for every job itself, the agent's
+ * own settings (its token among them), and what changes how the step runner process loads.
+ */
+const REFUSED_EXACT: Readonly<Record<string, string>> = {
+  PATH: 'the agent sets it for every job (Node first)',
+  HOME: "the agent sets it to the job's scratch directory",
+  TMPDIR: "the agent sets it to the job's scratch directory",
+  LANG: 'the agent sets it to C.UTF-8',
+  NODE_COMPILE_CACHE: "the agent sets it for the step runner",
+  NODE_OPTIONS: 'it changes how the step runner itself starts',
+  NODE_PATH: 'it changes which modules the step runner loads',
+  BASH_ENV: 'every bash the job starts would run the file it names',
+};
+const REFUSED_PREFIXES: ReadonlyArray<readonly [string, string]> = [
+  ['SVC_', "the agent's own settings (its token among them) are not the job's"],
+  ['NODE_CHANNEL_', "the step runner's IPC channel is the agent's"],
+  ['LD_', 'it changes how every program the job starts is loaded'],
+  ['DYLD_', 'it changes how every program the job starts is loaded'],
+];
+
+/** Why `name` may not be passed to jobs, or undefined when it may. */
+export function passEnvRefusal(name: string): string | undefined {
+  if (!ENV_NAME.test(name)) return 'is not an environment variable name (letters, digits and "_", not starting with a digit)';
+  const exact = REFUSED_EXACT[name];
+  if (exact !== undefined) return `cannot be passed: ${exact}`;
+  const prefix = REFUSED_PREFIXES.find(([p]) => name.toUpperCase().startsWith(p));
+  return prefix === undefined ? undefined : `cannot be passed: ${prefix[1]}`;
+}
+
+/**
+ * The names of a SVC_AGENT_PASS_ENV value: a comma- or space-separated list where `default`
+ * stands for DEFAULT_PASS_ENV, `-NAME` takes a name out, and `none` (alone) passes nothing.
+ * Unset or blank: the defaults. A name that may not be passed stops the program with its reason.
+ */
+export function parsePassEnv(raw: string | undefined, variable = 'SVC_AGENT_PASS_ENV'): string[] {
+  const items = (raw ?? '').split(/[\s,]+/).filter((i) => i !== '');
+  if (items.length === 0) return [...DEFAULT_PASS_ENV];
+  if (items.length === 1 && items[0]!.toLowerCase() === 'none') return [];
+  const names = new Set<string>();
+  const removed = new Set<string>();
+  for (const item of items) {
+    if (item.toLowerCase() === 'none') fail(variable, 'can say "none" only alone (it passes nothing to jobs)');
+    if (item.toLowerCase() === 'default') {
+      for (const name of DEFAULT_PASS_ENV) names.add(name);
+      continue;
+    }
+    const minus = item.startsWith('-');
+    const name = minus ? item.slice(1) : item;
+    const why = passEnvRefusal(name);
+    if (why !== undefined) fail(variable, `names ${JSON.stringify(name.slice(0, 80))}, which ${why}`);
+    if (minus) removed.add(name);
+    else names.add(name);
+  }
+  return [...names].filter((n) => !removed.has(n));
+}
+
+/** The values of `names` that are set in `env` (a name that is unset is left out, not emptied). */
+export function passedEnvOf(names: readonly string[], env: Readonly<Record<string, string | undefined>>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of names) {
+    const value = env[name];
+    if (value !== undefined) out[name] = value;
+  }
+  return out;
+}
+
+/**
+ * The part of a shell's environment an agent started in-process for that shell (`svc dev`) is
+ * given: its SVC_AGENT_PASS_ENV and the variables that policy passes, nothing else.
+ */
+export function passEnvFromShell(shell: Readonly<Record<string, string | undefined>>): Record<string, string> {
+  const policy = shell['SVC_AGENT_PASS_ENV'];
+  return { ...passedEnvOf(parsePassEnv(policy), shell), ...(policy === undefined ? {} : { SVC_AGENT_PASS_ENV: policy }) };
+}
+
+function passEnvOf(env: Readonly<Record<string, string | undefined>>): Pick<AgentSettings, 'passEnv' | 'passedEnv'> {
+  const passEnv = parsePassEnv(env['SVC_AGENT_PASS_ENV']);
+  return { passEnv, passedEnv: passedEnvOf(passEnv, env) };
+}
+
+/**
+ * Files and directories named by passed CA-bundle variables, for the sandbox's read paths. Only
+ * absolute paths below the root: "/" itself would re-expose the host's /tmp over the job's own.
+ */
+export function passedReadPaths(passed: Readonly<Record<string, string>>): string[] {
+  const out: string[] = [];
+  for (const [name, value] of Object.entries(passed)) {
+    if (!CA_PATH_NAMES.has(name) || !isAbsolute(value) || normalize(value) === '/' || value.includes('\n')) continue;
+    out.push(normalize(value));
+  }
+  return [...new Set(out)];
 }
 
 /**

@@ -11,6 +11,7 @@
 //   database flavours everywhere, the full fault volumes, the full browser flood and longer fuzz).
 
 export const UNIT: readonly string[] = [
+  'test/agent/job-env.test.ts',
   'test/agent/jobs/attest.test.ts',
   'test/agent/jobs/in-flight.test.ts',
   'test/agent/logs/masker.test.ts',

@@ -41,6 +41,8 @@ export interface BuildJobOptions {
   home: string;
   signal: AbortSignal;
   sdkVersion: string;
+  /** The proxy and CA variables the agent passes to jobs (SVC_AGENT_PASS_ENV): npm reads them too. */
+  passedEnv?: Readonly<Record<string, string>>;
   /** A system line on the current step. */
   log(text: string): void;
   steps: BuildSteps;
@@ -164,7 +166,7 @@ async function build(options: BuildJobOptions): Promise<BuildOutputs> {
       const out = await installDependencies({
         svcCopy: join(source.stageDir, '.svc'),
         out: join(buildDir, 'deps.tar.gz'),
-        env: { PATH: path, HOME: options.home, npm_config_cache: join(options.jobRoot, 'npm-cache'), LANG: 'C.UTF-8' },
+        env: { ...options.passedEnv, PATH: path, HOME: options.home, npm_config_cache: join(options.jobRoot, 'npm-cache'), LANG: 'C.UTF-8' },
         signal: options.signal,
         log: options.log,
       });

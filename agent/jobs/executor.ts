@@ -8,7 +8,7 @@ import { arch, platform } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Static } from 'typebox';
-import type { SandboxAvailability, SandboxExtensionPoint, SandboxProcess, SpawnRequest, Workspace } from '../../core/extension-points/sandbox.ts';
+import type { SandboxAvailability, SandboxExtensionPoint, SandboxProcess, Workspace } from '../../core/extension-points/sandbox.ts';
 import { messageOf } from '../../core/errors.ts';
 import { describeContainerOptionProblem, parseContainerOptions } from '../../core/container-options.ts';
 import type { AgentToOrchestrator, JobDispatch, JobRunStatus, StepHoldStatus, StepResult } from '../../schemas/wire/agent.ts';
@@ -31,6 +31,8 @@ import { moveTreeInto, restoreDepsCached, restoreSourceCached } from './cached-r
 import type { CacheLease, TreeCache } from './tree-cache.ts';
 import type { RepoStores, StoreLease } from './repo-store.ts';
 import { NO_TELEMETRY, type AgentTelemetry, type CheckoutPhase } from '../telemetry.ts';
+import { QuietNotice } from './quiet-notice.ts';
+import { jobStartEnv, runnerSpawnRequest } from './job-env.ts';
 
 const checkRunnerMessage = compileMessageUnion(RunnerToAgentMembers);
 
@@ -74,6 +76,10 @@ export interface JobEnvironment {
   warm?: { sandbox: string; runners: WarmRunners };
   /** The agent's job metrics (agent/metrics.ts when SVC_AGENT_METRICS_PORT is set). */
   telemetry?: AgentTelemetry;
+  /** Variables every job gets from the agent's (or, locally, the user's) environment: SVC_AGENT_PASS_ENV. */
+  passedEnv?: Readonly<Record<string, string>>;
+  /** Quiet time before a "still running" line (default 60 s; tests shorten it). */
+  quietNoticeMs?: number;
   /** A resumed job: the step checkpoints its previous agent process left (agent/jobs/progress.ts). */
   resume?: JobProgress;
   /** Where a static agent keeps this job's step checkpoints. */
@@ -82,20 +88,7 @@ export interface JobEnvironment {
 
 const CHECKOUT_PHASES: Readonly<Record<string, CheckoutPhase>> = { storeWait: 'store_wait', fetch: 'fetch', materialise: 'materialise' };
 
-/** The spawn request for a step runner: argv, the minimal environment, the paths it reads. */
-export function runnerSpawnRequest(env: Pick<JobEnvironment, 'runnerPath' | 'readPaths' | 'compileCacheDir'>, workspace: Workspace, image?: string): SpawnRequest {
-  const tmp = workspace.tmpDir ?? workspace.dir;
-  return {
-    workspace,
-    argv: [process.execPath, env.runnerPath],
-    env: { PATH: pathWithNode(), HOME: tmp, TMPDIR: tmp, LANG: 'C.UTF-8', ...(env.compileCacheDir === undefined ? {} : { NODE_COMPILE_CACHE: env.compileCacheDir }) },
-    cwd: workspace.dir,
-    ipc: true,
-    ...(image === undefined ? {} : { image }),
-    // The cache is re-bound read-only by sandboxes that hide it (bwrap's fresh /tmp).
-    readPaths: env.compileCacheDir === undefined ? env.readPaths : [...env.readPaths, env.compileCacheDir],
-  };
-}
+export { jobStartEnv, runnerSpawnRequest };
 
 type JobStepResult = Static<typeof StepResult>;
 /** How the job ended; `skipped`/`generated`/`concurrencyGroups` are forwarded for scheduling pseudo-jobs. */
@@ -132,6 +125,7 @@ export class DispatchedJob {
   /** Step-hold decisions pushed by the orchestrator, by step index, and who waits for them. */
   readonly #stepDecisions = new Map<number, StepDecision>();
   readonly #stepWaiters = new Map<number, Set<(decision: StepDecision) => void>>();
+  readonly #quiet: QuietNotice;
   readonly #progress: ProgressTracker;
   readonly done: Promise<void>;
 
@@ -154,8 +148,10 @@ export class DispatchedJob {
     for (const value of values) if (value !== undefined && value !== '' && !this.#secrets.add(value)) short++;
     this.#logs = new LogPipeline({
       secrets: this.#secrets,
-      send: (chunk) => env.send({ type: 'log.chunk', jobId: this.jobId, seq: chunk.seq, lines: chunk.lines }),
+      // Any line sent restarts the quiet time of the "still running" notices.
+      send: (chunk) => void (this.#quiet.output(), env.send({ type: 'log.chunk', jobId: this.jobId, seq: chunk.seq, lines: chunk.lines })),
     });
+    this.#quiet = new QuietNotice({ ...(env.quietNoticeMs === undefined ? {} : { everyMs: env.quietNoticeMs }), notice: (text) => this.#system(text) });
     if (short > 0) this.#system(`${short} secret value(s) shorter than ${MIN_MASKED_LENGTH} characters are not masked in this log`);
     this.done = this.#run();
   }
@@ -224,6 +220,7 @@ export class DispatchedJob {
     const startedAt = new Date().toISOString();
     const config = this.dispatch.jobConfig;
     this.#env.send({ type: 'job.status', jobId: this.jobId, status: 'running', steps: [], startedAt });
+    this.#quiet.start();
     let jobRoot = join(this.#env.workRoot, 'jobs', safeName(this.jobId));
     let workspace: Workspace | undefined;
     let spare: AdoptedRunner | undefined;
@@ -270,6 +267,7 @@ export class DispatchedJob {
           home,
           signal,
           sdkVersion: this.#env.sdkVersion,
+          ...(this.#env.passedEnv === undefined ? {} : { passedEnv: this.#env.passedEnv }),
           log,
           steps: this.#buildSteps(),
           request: this.#env.request,
@@ -335,7 +333,7 @@ export class DispatchedJob {
           srcDir,
           log,
           signal,
-          installEnv: { PATH: path, HOME: home, npm_config_cache: join(jobRoot, 'npm-cache'), LANG: 'C.UTF-8' },
+          installEnv: { ...this.#env.passedEnv, PATH: path, HOME: home, npm_config_cache: join(jobRoot, 'npm-cache'), LANG: 'C.UTF-8' },
           install: config.install,
         };
         if (caches === undefined) await restoreDeps(deps);
@@ -376,6 +374,7 @@ export class DispatchedJob {
     }
     // Checkpoint writes land before the agent removes the job's records.
     await this.#progress.settled();
+    this.#quiet.stop();
     this.#logs.close();
     this.#status = terminal.status;
     const reason = terminal.reason === undefined ? undefined : this.#secrets.mask(terminal.reason).slice(0, 10_000);
@@ -403,6 +402,7 @@ export class DispatchedJob {
       start: (name) => {
         index.set(name, index.get(name) ?? index.size);
         this.#currentStep = name;
+        this.#quiet.step();
         const now = at();
         this.#steps.set(name, { name, status: 'running', startedAt: now });
         this.#env.send({ type: 'step.status', jobId: this.jobId, index: index.get(name)!, name, status: 'running', at: now });
@@ -518,7 +518,7 @@ export class DispatchedJob {
         event: config.event,
         changedFiles: config.changedFiles,
         // A container's `--env` variables under the workflow's own `env`.
-        env: { ...container?.env, ...config.env },
+        env: jobStartEnv(this.#env.passedEnv, tmp, { ...container?.env, ...config.env }),
         secrets: config.secrets ?? {},
         needs: config.needs,
         isTestRun: config.isTestRun,
@@ -568,6 +568,7 @@ export class DispatchedJob {
               this.#env.warm?.runners.replenish();
             }
             this.#currentStep = message.name;
+            this.#quiet.step();
           }
           const previous = this.#steps.get(message.name);
           const reason = message.reason === undefined ? undefined : this.#secrets.mask(message.reason);
@@ -592,7 +593,8 @@ export class DispatchedJob {
           break;
         case 'api.request': {
           const { requestId, api, args } = message;
-          handleRunnerApi(api, args, {
+          // A step waiting for its approval is not running: no "still running" lines meanwhile.
+          const answer = handleRunnerApi(api, args, {
             jobId: this.jobId,
             workspace: workspace.dir,
             scratch: tmp,
@@ -601,7 +603,8 @@ export class DispatchedJob {
             send: this.#env.send,
             signal: this.#abort.signal,
             awaitStepDecision: (index, ms) => this.#awaitStepDecision(index, ms, this.#abort.signal),
-          }).then(
+          });
+          (api === 'step.approval' ? this.#quiet.pauseDuring(answer) : answer).then(
             (value) => proc.send?.({ type: 'api.response', requestId, result: value } satisfies AgentToRunner),
             (error: unknown) => proc.send?.({ type: 'api.response', requestId, error: apiError(error) } satisfies AgentToRunner),
           );

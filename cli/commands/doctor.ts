@@ -17,8 +17,35 @@ export interface DoctorReport {
 const MIN_NODE_MAJOR = 24;
 const SYMLINK_WARNINGS = new Set(['symlink-absolute-target', 'symlink-outside-parent']);
 
+/**
+ * `job-env`: the proxy and CA-bundle variables of this shell that jobs would not get under the
+ * pass-through policy (SVC_AGENT_PASS_ENV, the same for `svc run --local` and an agent started
+ * from this shell): a job's npm, git or curl would then fail where the user's own works.
+ */
+export async function jobEnvCheck(env: Readonly<Record<string, string | undefined>>): Promise<Check> {
+  const { DEFAULT_PASS_ENV, parsePassEnv } = await import('../../agent/env.ts');
+  let names: string[];
+  try {
+    names = parsePassEnv(env['SVC_AGENT_PASS_ENV']);
+  } catch (error) {
+    return { name: 'job-env', status: 'fail', message: messageOf(error) };
+  }
+  const policy = new Set(names);
+  const set = DEFAULT_PASS_ENV.filter((n) => env[n] !== undefined);
+  const dropped = set.filter((n) => !policy.has(n));
+  const passed = names.filter((n) => env[n] !== undefined);
+  if (dropped.length > 0) {
+    return {
+      name: 'job-env',
+      status: 'warn',
+      message: `jobs will not get ${dropped.join(', ')} from this shell (SVC_AGENT_PASS_ENV=${JSON.stringify(env['SVC_AGENT_PASS_ENV'] ?? '')} leaves them out): behind a proxy their npm, git and curl may fail; add them, e.g. SVC_AGENT_PASS_ENV=default`,
+    };
+  }
+  return { name: 'job-env', status: 'pass', message: passed.length === 0 ? 'no proxy or CA-bundle variable in this shell' : `jobs get ${passed.join(', ')} from this shell` };
+}
+
 /** Run every check for the repository around `cwd`. */
-export async function runDoctor(cwd: string): Promise<DoctorReport> {
+export async function runDoctor(cwd: string, env: Readonly<Record<string, string | undefined>> = process.env): Promise<DoctorReport> {
   const [{ access, readFile }, { default: path }, { findProjectRoot }, { tryGit }, { compileWorkflows, describeDrift }, { detectLockfile }] = await Promise.all([
     import('node:fs/promises'),
     import('node:path'),
@@ -41,6 +68,7 @@ export async function runDoctor(cwd: string): Promise<DoctorReport> {
     const top = await tryGit(cwd, ['rev-parse', '--show-toplevel']);
     add('repository', top !== undefined ? 'pass' : 'warn', top !== undefined ? `git work tree ${top}` : 'not inside a git work tree: svc preview and svc hook install need one');
   }
+  checks.push(await jobEnvCheck(env));
 
   const { root, found } = findProjectRoot(cwd);
   const skipRest = (reason: string): DoctorReport => {
@@ -107,7 +135,7 @@ export function doctorExitCode(report: DoctorReport): number {
 }
 
 export default class Doctor extends SvcCommand {
-  static override description = 'Check Node, git, .svc/, the lock, workflows, symlinks and dependencies; exit 0 all pass, 1 a warning, 2 a failure';
+  static override description = 'Check Node, git, the proxy and CA variables jobs get, .svc/, the lock, workflows, symlinks and dependencies; exit 0 all pass, 1 a warning, 2 a failure';
 
   async run(): Promise<DoctorReport> {
     await this.parse(Doctor);

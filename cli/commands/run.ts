@@ -1,4 +1,4 @@
-// `svc run <event> --local [--uncommitted] [--debug] [--json] [--branch <name>] [--env KEY=VALUE]…`:
+// `svc run <event> --local [--uncommitted] [--debug] [--json] [--branch <name>] [--env KEY=VALUE]… [--pass-env <list>]`:
 // run the workflows an event built from the local checkout matches, on this machine, as an
 // ephemeral agent (cli/local-run/). Jobs get the repository's files at HEAD (with --uncommitted,
 // the working tree's changes too). Exit 0 when every job completed, 1 otherwise.
@@ -29,6 +29,9 @@ export default class Run extends SvcCommand {
     debug: Flags.boolean({ description: 'print filter verdicts, secret sources and agent/runner diagnostics (stderr)' }),
     branch: Flags.string({ description: 'branch the event is on (for pr and review events: the base branch)' }),
     env: Flags.string({ description: 'a secret for this run, KEY=VALUE (repeatable; wins over .svc/.secrets and .svc/.env.local)', multiple: true }),
+    'pass-env': Flags.string({
+      description: 'which variables of this shell the jobs get, as SVC_AGENT_PASS_ENV: names separated by commas, "default" for the proxy and CA-bundle list, "-NAME" to leave one out, "none" (default: $SVC_AGENT_PASS_ENV, else the list)',
+    }),
   };
 
   async run(): Promise<LocalRunSummary> {
@@ -56,6 +59,7 @@ export default class Run extends SvcCommand {
         ...(flags.branch === undefined ? {} : { branch: flags.branch }),
         uncommitted: flags.uncommitted,
         env: flags.env ?? [],
+        ...(flags['pass-env'] === undefined ? {} : { passEnv: flags['pass-env'] }),
         debug: flags.debug,
         // Under --json stdout carries only the summary; the stream goes to stderr.
         write: (text) => void (json ? process.stderr : process.stdout).write(text),

@@ -14,7 +14,7 @@ import { platform } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { startAgent, type RunningAgent } from '../../agent/agent.ts';
-import { parseAgentEnv, resolveAgentId } from '../../agent/env.ts';
+import { parseAgentEnv, passEnvFromShell, resolveAgentId } from '../../agent/env.ts';
 import { createPluginHost, type PluginHost } from '../../core/plugins/index.ts';
 import type { SandboxExtensionPoint } from '../../core/extension-points/sandbox.ts';
 import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE, startOrchestrator, type Orchestrator } from '../../kernel/orchestrator/app.ts';
@@ -231,6 +231,8 @@ export async function startDevStack(options: StackOptions): Promise<DevStack> {
     const agentLabels = devAgentLabels();
     const { agent, host } = await reporter.task('agent', 'starting the agent and waiting for it to register', async () => {
       const settings = parseAgentEnv({
+        // The user's proxy and CA variables reach the jobs as from any agent (docs/agent.md).
+        ...passEnvFromShell(process.env),
         SVC_ORCHESTRATOR_URL: orchestrator.url,
         SVC_AGENT_TOKEN: agentToken,
         SVC_AGENT_LABELS: agentLabels.join(','),

@@ -13,6 +13,7 @@ import { localAgentEnvironment, localSources } from './host/prepare.ts';
 import type { RepoFilesOrigin } from './host/repo-files.ts';
 import { runLocalWorkflow, type LocalJobResult } from './host/run-jobs.ts';
 import { SecretSet } from '../../agent/logs/masker.ts';
+import { parsePassEnv, passedEnvOf } from '../../agent/env.ts';
 import { SvcError, messageOf } from '../../core/errors.ts';
 import type { FilterVerdict } from '../../workflow/matching/index.ts';
 import { planLocalRun } from './plan.ts';
@@ -27,6 +28,12 @@ export interface LocalRunOptions {
   uncommitted?: boolean;
   /** `--env KEY=VALUE` flags. */
   env: readonly string[];
+  /** `--pass-env`: which of the user's variables the jobs get (SVC_AGENT_PASS_ENV's syntax); default SVC_AGENT_PASS_ENV, else the agent's defaults. */
+  passEnv?: string;
+  /** The user's environment the passed variables come from (default process.env). */
+  shellEnv?: Readonly<Record<string, string | undefined>>;
+  /** Quiet time before a step's "still running" line (default 60 s; tests shorten it). */
+  quietNoticeMs?: number;
   debug: boolean;
   /** Where step logs and progress go (stdout normally, stderr under --json). */
   write(text: string): void;
@@ -65,6 +72,11 @@ function verdictLines(verdicts: readonly FilterVerdict[]): string[] {
 }
 
 export async function runLocal(options: LocalRunOptions): Promise<LocalRunSummary> {
+  // The agent's pass-through policy, applied to the user's shell: proxy and CA settings reach the
+  // jobs (and the .svc/ install) as they reach the user's own npm; checked before anything runs.
+  const shellEnv = options.shellEnv ?? process.env;
+  const passNames = parsePassEnv(options.passEnv ?? shellEnv['SVC_AGENT_PASS_ENV'], options.passEnv === undefined ? 'SVC_AGENT_PASS_ENV' : '--pass-env');
+  const passedEnv = passedEnvOf(passNames, shellEnv);
   const plan = await planLocalRun({ cwd: options.cwd, event: options.event, ...(options.branch === undefined ? {} : { branch: options.branch }) });
   const secrets = await loadLocalSecrets(plan.root, options.env);
   const mask = new SecretSet();
@@ -82,6 +94,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunSummar
     for (const m of plan.matched) options.diag([`match    ${m.entry.name} via ${m.trigger}`, ...verdictLines(m.verdicts), ''].join('\n'));
     for (const u of plan.unmatched) options.diag([`no match ${u.workflow}: ${u.reason}`, ...verdictLines(u.verdicts), ''].join('\n'));
     for (const [k, source] of Object.entries(secrets.sources)) options.diag(`secret ${k} from ${source}\n`);
+    options.diag(`passed to jobs from this shell: ${Object.keys(passedEnv).join(', ') || 'nothing'} (policy: ${passNames.length} name(s))\n`);
   }
   const summary: LocalRunSummary = {
     event: plan.label,
@@ -139,6 +152,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunSummar
       workDir,
       files,
       signal: abort.signal,
+      passedEnv,
       log: (text) => say(`[local] ${text}`),
       repo: { git: plan.inGit ? { top: plan.state.top, sha: plan.state.sha } : null, uncommitted: options.uncommitted === true },
     });
@@ -179,6 +193,8 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunSummar
           runnerPath: env.runnerPath,
           readPaths: env.readPaths,
           sdkVersion: env.sdkVersion,
+          passedEnv,
+          ...(options.quietNoticeMs === undefined ? {} : { quietNoticeMs: options.quietNoticeMs }),
           signal: abort.signal,
           onStart: (job) => {
             names.set(job.jobId, plan.matched.length > 1 ? `${m.entry.name}/${job.displayName}` : job.displayName);

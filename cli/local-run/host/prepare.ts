@@ -31,6 +31,8 @@ export function localSources(options: {
   workDir: string;
   files: LocalFileServer;
   signal: AbortSignal;
+  /** The user's proxy and CA variables (the pass-through policy): the `npm ci` here reads them too. */
+  passedEnv?: Readonly<Record<string, string>>;
   log(text: string): void;
   /** Where the repository's files come from (HEAD, HEAD plus uncommitted changes, the working tree). */
   repo: Pick<RepoFilesOptions, 'git' | 'uncommitted'>;
@@ -88,7 +90,7 @@ export function localSources(options: {
         const out = await installDependencies({
           svcCopy: join(bundle.stageDir, '.svc'),
           out: join(options.workDir, 'deps.tar.gz'),
-          env: { PATH: pathWithNode(), HOME: home, npm_config_cache: join(home, '.npm'), LANG: 'C.UTF-8' },
+          env: { ...options.passedEnv, PATH: pathWithNode(), HOME: home, npm_config_cache: join(home, '.npm'), LANG: 'C.UTF-8' },
           signal: options.signal,
           log: options.log,
         });

@@ -45,6 +45,10 @@ export interface LocalWorkflowOptions {
   runnerPath: string;
   readPaths: readonly string[];
   sdkVersion: string;
+  /** The user's variables the jobs get (SVC_AGENT_PASS_ENV policy; docs/agent.md). */
+  passedEnv?: Readonly<Record<string, string>>;
+  /** Quiet time before a step's "still running" line (default 60 s). */
+  quietNoticeMs?: number;
   /** Called when an instance starts (for the printer). */
   onStart?(job: { jobId: string; displayName: string }): void;
   /** Cancels every running job (Ctrl-C). */
@@ -146,6 +150,8 @@ export async function runLocalWorkflow(options: LocalWorkflowOptions): Promise<L
       runnerPath: options.runnerPath,
       readPaths: options.readPaths,
       sdkVersion: options.sdkVersion,
+      ...(options.passedEnv === undefined ? {} : { passedEnv: options.passedEnv }),
+      ...(options.quietNoticeMs === undefined ? {} : { quietNoticeMs: options.quietNoticeMs }),
       send: options.hub.send,
       request: options.hub.request,
     });

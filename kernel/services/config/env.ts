@@ -117,6 +117,7 @@ export const NON_CONFIG_ENV_NAMES: ReadonlySet<string> = new Set([
   'SVC_AGENT_FIRECRACKER_ROOTFS',
   'SVC_AGENT_METRICS_PORT',
   'SVC_AGENT_METRICS_HOST',
+  'SVC_AGENT_PASS_ENV',
 ]);
 
 export const NON_CONFIG_ENV_PREFIXES: readonly string[] = ['SVC_TEST_'];

@@ -25,7 +25,7 @@ t.test('a fresh svc init passes every check (exit 0)', async (t) => {
   t.equal(json.code, 0);
   const report = JSON.parse(json.stdout) as { status: string; checks: { name: string; status: string }[] };
   t.equal(report.status, 'pass');
-  t.same(report.checks.map((c) => c.name), ['node', 'git', 'repository', 'svc-dir', 'svcignore', 'workflows', 'lock', 'symlinks', 'dependencies']);
+  t.same(report.checks.map((c) => c.name), ['node', 'git', 'repository', 'job-env', 'svc-dir', 'svcignore', 'workflows', 'lock', 'symlinks', 'dependencies']);
 });
 
 t.test('warnings exit 1: no .svcignore, a symlink with an absolute target, unpinned dependencies', async (t) => {
@@ -72,4 +72,27 @@ t.test('failures exit 2: stale lock, broken workflow, no .svc/', async (t) => {
   t.equal(missing.code, 2);
   t.match(missing.stdout, /^fail {2}svc-dir/m);
   t.match(missing.stdout, /^warn {2}repository/m);
+});
+
+t.test('job-env: warns when the pass-through policy drops proxy or CA variables this shell has', async (t) => {
+  const dir = await initialized(t);
+  const shell = { HTTPS_PROXY: 'http://proxy.corp:3128', NODE_EXTRA_CA_CERTS: '/etc/corp-ca.pem', PATH: process.env['PATH'] };
+  let report = await runDoctor(dir, shell);
+  t.match(report.checks.find((c) => c.name === 'job-env'), { status: 'pass', message: 'jobs get HTTPS_PROXY, NODE_EXTRA_CA_CERTS from this shell' });
+  t.equal(report.status, 'pass');
+
+  report = await runDoctor(dir, { ...shell, SVC_AGENT_PASS_ENV: 'default,-NODE_EXTRA_CA_CERTS' });
+  t.match(report.checks.find((c) => c.name === 'job-env'), { status: 'warn', message: /^jobs will not get NODE_EXTRA_CA_CERTS from this shell/ });
+  t.equal(doctorExitCode(report), 1);
+
+  report = await runDoctor(dir, { PATH: process.env['PATH'] });
+  t.match(report.checks.find((c) => c.name === 'job-env'), { status: 'pass', message: 'no proxy or CA-bundle variable in this shell' });
+
+  report = await runDoctor(dir, { ...shell, SVC_AGENT_PASS_ENV: 'default,SVC_AGENT_TOKEN' });
+  t.match(report.checks.find((c) => c.name === 'job-env'), { status: 'fail', message: /SVC_AGENT_PASS_ENV names "SVC_AGENT_TOKEN", which cannot be passed/ });
+
+  // The program itself reads the shell it runs in.
+  const cli = await runSvc(dir, ['doctor'], { SVC_AGENT_PASS_ENV: 'none', HTTPS_PROXY: 'http://proxy.corp:3128' });
+  t.equal(cli.code, 1, cli.stdout + cli.stderr);
+  t.match(cli.stdout, /^warn {2}job-env +jobs will not get .*HTTPS_PROXY/m);
 });
