@@ -238,13 +238,13 @@ async function planSubmodules(dir: string, sha: string, auth: Auth, tree: TreeLi
   return specs;
 }
 
-/** The submodule's directory, inside the work tree and not a symlink (created empty if absent). */
+/** The submodule's directory, inside the work tree and not a symlink (created empty if git left none). */
 async function subDir(dir: string, spec: SubmoduleSpec, repository: string): Promise<string> {
   const target = join(dir, spec.path);
   const root = await realpath(dir);
-  await mkdir(dirname(target), { recursive: true });
-  const parent = await realpath(dirname(target));
-  if (parent !== root && !parent.startsWith(root + sep)) throw refuse(spec.name, repository, `its path ${JSON.stringify(spec.path)} leads outside the workspace`);
+  // Git wrote the gitlink's parent directories with the tree; nothing is created above it here.
+  const parent = await realpath(dirname(target)).catch(() => undefined);
+  if (parent === undefined || (parent !== root && !parent.startsWith(root + sep))) throw refuse(spec.name, repository, `its path ${JSON.stringify(spec.path)} leads outside the workspace (or its directory is missing)`);
   const found = await lstat(target).catch(() => undefined);
   if (found !== undefined && !found.isDirectory()) throw refuse(spec.name, repository, `its path ${JSON.stringify(spec.path)} is not a directory in the commit's tree`);
   if (found === undefined) await mkdir(target);
