@@ -8,14 +8,17 @@
 //   with npm's 401 (the registry really refuses anonymous and bad credentials);
 // - the token never appears in the job's logs (a step prints it: masked), no file holding it
 //   remains after the job, and neither it nor an installEnv variable reaches a step;
-// - installEnv: a `.svc/.npmrc` reading `${PRIVATE_TOKEN}` installs only when the secret is projected.
+// - installEnv: a `.svc/.npmrc` reading `${PRIVATE_TOKEN}` installs only when the secret is projected;
+// - a build job skips the install of such a workflow (nothing enters the shared dependency cache).
 import { createRequire } from 'node:module';
-import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import { join } from 'node:path';
+import { createHash } from 'node:crypto';
 import { execa } from 'execa';
 import { pino } from 'pino';
 import t from 'tap';
+import * as tar from 'tar';
 import { DEFAULT_RUNNER_PATH, startAgent } from '../../../agent/agent.ts';
 import { parseAgentEnv } from '../../../agent/env.ts';
 import { nerfDart, userConfigText, withPrivateInstall, type JobInstall } from '../../../agent/jobs/private-install.ts';
@@ -23,7 +26,7 @@ import { pathWithNode } from '../../../agent/jobs/restore.ts';
 import { createProcessSandbox } from '../../../plugins/sandboxes/process/index.ts';
 import type { AgentToOrchestrator } from '../../../schemas/wire/agent.ts';
 import { dispatchOf } from '../fixtures/agent-harness.ts';
-import { fileServer, makeTree, tarball, tempDir } from '../fixtures/trees.ts';
+import { fileServer, gitRepo, makeTree, tarball, tempDir } from '../fixtures/trees.ts';
 import { startOrchestratorDouble } from '../fixtures/ws-orchestrator.ts';
 
 const { runServer } = createRequire(import.meta.url)('verdaccio') as { runServer(config: unknown): Promise<Server> };
@@ -69,32 +72,43 @@ t.teardown(async () => {
   await tmp.cleanup();
 });
 
-// A user and its token (the registry's own API), then @private/pkg published with it.
+// A user and its token, then @private/pkg published with it, both through the registry's HTTP
+// API (what `npm adduser` and `npm publish` send), and the workflow's lockfile as `npm install`
+// writes it: no npm run, and no file holding the token, in the set-up.
 const created = await fetch(`${REGISTRY}-/user/org.couchdb.user:ci-bot`, {
   method: 'PUT',
   headers: { 'content-type': 'application/json' },
   body: JSON.stringify({ name: 'ci-bot', password: 'ci-bot-password-1' }),
 });
 const TOKEN = ((await created.json()) as { token: string }).token;
-const npmEnv = { PATH: pathWithNode(), HOME: join(tmp.dir, 'home'), LANG: 'C.UTF-8', npm_config_cache: join(tmp.dir, 'npm-cache') };
-await mkdir(npmEnv.HOME);
-const publisher = join(tmp.dir, 'publisher');
-const pkg = join(tmp.dir, 'pkg');
-await mkdir(publisher);
-await mkdir(pkg);
-const publishRc = join(publisher, 'npmrc');
-await writeFile(publishRc, `@private:registry=${REGISTRY}\n${nerfDart(REGISTRY)}:_authToken=${TOKEN}\n`, { mode: 0o600 });
-await writeFile(join(pkg, 'package.json'), JSON.stringify({ name: '@private/pkg', version: '1.0.0', type: 'module', main: 'index.js' }));
-await writeFile(join(pkg, 'index.js'), "export const greeting = 'hello from the private registry';\n");
-await execa('npm', ['publish', '--userconfig', publishRc], { cwd: pkg, env: npmEnv, extendEnv: false });
-// The workflow's lockfile, resolved against the registry (as a developer's `npm install` would).
-const svcPackage = JSON.stringify({ name: 'wf', version: '1.0.0', private: true, dependencies: { '@private/pkg': '1.0.0' } });
-await writeFile(join(publisher, 'package.json'), svcPackage);
-await execa('npm', ['install', '--package-lock-only', '--ignore-scripts', '--no-audit', '--no-fund', '--userconfig', publishRc], { cwd: publisher, env: npmEnv, extendEnv: false });
-const svcLock = await readFile(join(publisher, 'package-lock.json'), 'utf8');
-// Nothing of the set-up that holds the token stays: what the scan finds is the job's.
-await rm(publisher, { recursive: true });
-await rm(npmEnv.npm_config_cache, { recursive: true, force: true });
+const manifest = { name: '@private/pkg', version: '1.0.0', type: 'module', main: 'index.js' };
+await mkdir(join(tmp.dir, 'pkg', 'package'), { recursive: true });
+await writeFile(join(tmp.dir, 'pkg', 'package', 'package.json'), JSON.stringify(manifest));
+await writeFile(join(tmp.dir, 'pkg', 'package', 'index.js'), "export const greeting = 'hello from the private registry';\n");
+await tar.c({ gzip: true, file: join(tmp.dir, 'pkg.tgz'), cwd: join(tmp.dir, 'pkg'), portable: true }, ['package']);
+const tgz = await readFile(join(tmp.dir, 'pkg.tgz'));
+const TARBALL = `${REGISTRY}@private/pkg/-/pkg-1.0.0.tgz`;
+const integrity = `sha512-${createHash('sha512').update(tgz).digest('base64')}`;
+const published = await fetch(`${REGISTRY}@private%2fpkg`, {
+  method: 'PUT',
+  headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+  body: JSON.stringify({
+    _id: manifest.name,
+    name: manifest.name,
+    'dist-tags': { latest: '1.0.0' },
+    versions: { '1.0.0': { ...manifest, _id: `${manifest.name}@1.0.0`, dist: { tarball: TARBALL, shasum: createHash('sha1').update(tgz).digest('hex'), integrity } } },
+    _attachments: { 'pkg-1.0.0.tgz': { content_type: 'application/octet-stream', data: tgz.toString('base64'), length: tgz.length } },
+  }),
+});
+if (!published.ok) throw new Error(`publishing @private/pkg failed: ${published.status} ${await published.text()}`);
+const svcPackage = JSON.stringify({ name: 'wf', version: '1.0.0', private: true, type: 'module', dependencies: { '@private/pkg': '1.0.0' } });
+const svcLock = JSON.stringify({
+  name: 'wf',
+  version: '1.0.0',
+  lockfileVersion: 3,
+  requires: true,
+  packages: { '': { name: 'wf', version: '1.0.0', dependencies: { '@private/pkg': '1.0.0' } }, 'node_modules/@private/pkg': { version: '1.0.0', resolved: TARBALL, integrity } },
+});
 
 // The step prints the token to prove it is masked; the tree holds it reversed, so that the tree
 // (kept in the agent's source cache) is not itself a copy the scan would find.
@@ -221,4 +235,21 @@ t.test('the per-install config: 0700 directory, 0600 file, no token in it; remov
   });
   await t.rejects(cancelled, /cancel/i);
   await t.rejects(stat(join(seen, '..')), { code: 'ENOENT' }, 'removed after a cancelled install');
+});
+
+t.test('a build job does not install a workflow with registries: its dependencies stay out of the shared cache', async (t) => {
+  const tree = await makeTree(join(tmp.dir, 'build-repo'), { '.svc/workflows/ci.ts': WORKFLOW, '.svc/package.json': svcPackage, '.svc/package-lock.json': svcLock });
+  // The lock as `svc compile` writes it for such a workflow (the lock is outside the content hash).
+  const lock = { schemaVersion: 42, lockfileHash: `npm:${'0'.repeat(64)}`, workflows: [{ name: 'ci', source: '.svc/workflows/ci.ts#default', contexts: ['npm'], registries: [{ url: REGISTRY, scope: '@private', tokenSecret: 'npm:NPM_TOKEN', alwaysAuth: true }] }] };
+  await writeFile(join(tree.dir, '.svc', 'svc.lock.json'), JSON.stringify(lock));
+  const sha = await gitRepo(tree.dir);
+  const d = dispatchOf({ sourceAuth: { cloneUrl: `file://${tree.dir}` }, jobConfig: { build: true, sha, contentHash: tree.contentHash, env: {} } });
+  orch.dispatch(d);
+  const upload = await orch.waitFor('cache.upload.request', (m) => m.jobId === d.jobId, 60_000);
+  orch.send({ type: 'cache.upload.response', requestId: upload.requestId, url: files.url('build-upload') });
+  const done = await orch.waitFor('job.status', (m) => m.jobId === d.jobId && m.status !== 'running', 60_000);
+  t.equal(done.status, 'completed', done.reason ?? '');
+  const skipped = done.steps.find((s) => s.name === 'install dependencies');
+  t.match(skipped, { status: 'skipped', reason: /installs with registries\/installEnv secrets; its dependencies are installed by each job, never put in the shared dependency cache/ });
+  t.same(orch.received.filter((m) => m.type === 'cache.upload.complete' && m.jobId === d.jobId).map((m) => (m as { cacheType: string }).cacheType), ['source'], 'only the source bundle is uploaded');
 });
