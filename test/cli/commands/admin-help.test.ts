@@ -18,7 +18,7 @@ await writeFile(script, `#!/bin/sh\nfor a in "$@"; do printf '%s\\n' "$a"; done 
 await chmod(script, 0o755);
 const env: NodeJS.ProcessEnv = { ...process.env, SVC_ADMIN_BIN: script, XDG_CONFIG_HOME: dir };
 
-async function handedOver(args: string[]): Promise<{ args: string[]; stdout: string; code: number }> {
+async function handedOver(args: string[]): Promise<{ args: string[]; stdout: string; code: number | null }> {
   await rm(recorded, { force: true });
   const run = await runCli(join(REPO_ROOT, 'bin/svc.ts'), args, { env });
   const text = await readFile(recorded, 'utf8').catch(() => '');

@@ -18,7 +18,9 @@ import {
   writeConfigVersion,
 } from '../../../../kernel/orchestrator/config/versions.ts';
 import { configDefaults, redactConfig, REDACTED } from '../../../../kernel/services/config/index.ts';
+import { configFieldsSealedStore } from '../../../../kernel/orchestrator/config/sealed-store.ts';
 import { encryptConfigFields } from '../../../../kernel/services/crypto/config-fields.ts';
+import { sweepSealedStores } from '../../../../kernel/services/crypto/sealed-stores.ts';
 import { migrate, sql, type DatabasePool } from '../../../../kernel/services/db/index.ts';
 import { eachDatabase, testLogger } from '../../../fixtures/db.ts';
 
@@ -204,6 +206,14 @@ await eachDatabase(t, async (t, db) => {
     t.not(stored, legacySecret, 'not in plain text in the new version');
     t.equal(openIndependently(stored, 'storage.secretAccessKey'), legacySecret);
     t.same((await readConfigVersion(db.pool, KEYS, resealed.version))?.config, document, 'same content');
+
+    // rotate-key's sweep re-seals it with the rest (config versions record it in encrypted_paths now).
+    const next = randomBytes(32);
+    await sweepSealedStores(db.pool, { current: next, old: KEY, all: [{ name: 'current', key: next }, { name: 'old', key: KEY }] }, [configFieldsSealedStore], 'all');
+    const rotated = (await db.pool.oneFirst(sql.unsafe`SELECT config->'storage'->>'secretAccessKey' FROM config_versions WHERE version = ${resealed.version}`)) as string;
+    const opened = (await readConfigVersion(db.pool, [{ name: 'current', key: next }], resealed.version))?.config as { storage?: { secretAccessKey?: string } } | undefined;
+    t.equal(opened?.storage?.secretAccessKey, legacySecret, 'opens with the new key alone after rotate-key');
+    t.not(rotated, stored, 're-sealed');
   });
 });
 
