@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { messageOf } from '../../core/errors.ts';
 import { JobFailure } from '../jobs/failure.ts';
+import { withPrivateInstall, type JobInstall } from '../jobs/private-install.ts';
 import { listTree, writeTarball, type TarballResult } from './tarball.ts';
 
 export const NPM_CI_ARGS = ['ci', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'] as const;
@@ -20,6 +21,8 @@ export interface DepsInstallOptions {
   out: string;
   /** Environment of npm (PATH with this Node first, HOME, npm_config_cache); nothing else leaks in. */
   env: Record<string, string>;
+  /** The workflow's registries and installEnv with their values (a local run's): npm alone gets them. */
+  install?: JobInstall | undefined;
   signal: AbortSignal;
   log(text: string): void;
 }
@@ -39,15 +42,17 @@ export async function installDependencies(options: DepsInstallOptions): Promise<
   const cache = options.env['npm_config_cache'];
   if (cache !== undefined) await mkdir(cache, { recursive: true });
   options.log(`npm ${NPM_CI_ARGS.join(' ')} (in a copy of .svc/)`);
-  const result = await execa('npm', [...NPM_CI_ARGS], {
-    cwd: options.svcCopy,
-    env: options.env,
-    extendEnv: false,
-    reject: false,
-    all: true,
-    cancelSignal: options.signal,
-    timeout: INSTALL_TIMEOUT_MS,
-  });
+  const result = await withPrivateInstall(options.env, options.install, options.log, (env) =>
+    execa('npm', [...NPM_CI_ARGS], {
+      cwd: options.svcCopy,
+      env,
+      extendEnv: false,
+      reject: false,
+      all: true,
+      cancelSignal: options.signal,
+      timeout: INSTALL_TIMEOUT_MS,
+    }),
+  );
   if (options.signal.aborted) throw options.signal.reason instanceof Error ? options.signal.reason : new JobFailure('SVC_ERR_AGENT_JOB_CANCELLED', 'cancelled', { status: 'cancelled' });
   if (result.exitCode !== 0) {
     const tail = String(result.all ?? '').trim().split('\n').slice(-20).join('\n');

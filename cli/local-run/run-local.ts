@@ -19,6 +19,7 @@ import type { FilterVerdict } from '../../workflow/matching/index.ts';
 import { planLocalRun } from './plan.ts';
 import { RunPrinter } from './printer.ts';
 import { loadLocalSecrets } from './secrets.ts';
+import { localInstall } from './install.ts';
 
 export interface LocalRunOptions {
   cwd: string;
@@ -169,7 +170,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunSummar
     // First, so a failure to gather them is reported as such (not as a dependency install's).
     const staged = await sources.repoFiles();
     summary.files = { origin: staged.origin, count: staged.files };
-    const deps = await sources.deps().catch((error: unknown) => {
+    const deps = await sources.deps(localInstall(plan.matched.map((m) => m.entry), secrets.values)).catch((error: unknown) => {
       throw new SvcError('SVC_ERR_LOCAL_RUN_DEPS', `installing the .svc/ dependencies failed: ${messageOf(error)}`, { cause: error });
     });
     const results = await Promise.all(

@@ -13,6 +13,7 @@ import { bundleSource, type SourceBundle } from '../../../agent/build-job/source
 import { listTree, writeTarball } from '../../../agent/build-job/tarball.ts';
 import type { SandboxChoice } from '../../../agent/jobs/executor.ts';
 import { pathWithNode } from '../../../agent/jobs/restore.ts';
+import type { JobInstall } from '../../../agent/jobs/private-install.ts';
 import type { LocalFileServer } from './file-server.ts';
 import { stageRepoFiles, type RepoFiles, type RepoFilesOptions } from './repo-files.ts';
 
@@ -21,8 +22,11 @@ export interface LocalSources {
   source(hashFiles: readonly string[] | undefined): Promise<{ url: string; digest: string; bundle: SourceBundle }>;
   /** The repository files every job gets (staged once, on first use). */
   repoFiles(): Promise<RepoFiles>;
-  /** The dependency tarball, when `.svc/package-lock.json` exists (installed once, on first use). */
-  deps(): Promise<{ url: string; hash: string } | null>;
+  /**
+   * The dependency tarball, when `.svc/package-lock.json` exists (installed once, on first use),
+   * with the run's workflows' registries and installEnv (`install`, values from the local secrets).
+   */
+  deps(install?: JobInstall): Promise<{ url: string; hash: string } | null>;
 }
 
 export function localSources(options: {
@@ -80,7 +84,7 @@ export function localSources(options: {
   return {
     source,
     repoFiles,
-    deps() {
+    deps(install) {
       deps ??= (async () => {
         const { bundle } = await (first ?? source(undefined));
         if (!bundle.files.includes('.svc/package-lock.json')) return null;
@@ -91,6 +95,7 @@ export function localSources(options: {
           svcCopy: join(bundle.stageDir, '.svc'),
           out: join(options.workDir, 'deps.tar.gz'),
           env: { ...options.passedEnv, PATH: pathWithNode(), HOME: home, npm_config_cache: join(home, '.npm'), LANG: 'C.UTF-8' },
+          install,
           signal: options.signal,
           log: options.log,
         });

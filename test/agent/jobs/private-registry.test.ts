@@ -9,7 +9,8 @@
 // - the token never appears in the job's logs (a step prints it: masked), no file holding it
 //   remains after the job, and neither it nor an installEnv variable reaches a step;
 // - installEnv: a `.svc/.npmrc` reading `${PRIVATE_TOKEN}` installs only when the secret is projected;
-// - a build job skips the install of such a workflow (nothing enters the shared dependency cache).
+// - a build job skips the install of such a workflow (nothing enters the shared dependency cache);
+// - `svc run --local` installs with the token from `.svc/.secrets`.
 import { createRequire } from 'node:module';
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
@@ -24,6 +25,8 @@ import { parseAgentEnv } from '../../../agent/env.ts';
 import { nerfDart, userConfigText, withPrivateInstall, type JobInstall } from '../../../agent/jobs/private-install.ts';
 import { pathWithNode } from '../../../agent/jobs/restore.ts';
 import { createProcessSandbox } from '../../../plugins/sandboxes/process/index.ts';
+import { runLocal } from '../../../cli/local-run/run-local.ts';
+import { commitAll, tempRepo } from '../../fixtures/workflow-trees/index.ts';
 import type { AgentToOrchestrator } from '../../../schemas/wire/agent.ts';
 import { dispatchOf } from '../fixtures/agent-harness.ts';
 import { fileServer, gitRepo, makeTree, tarball, tempDir } from '../fixtures/trees.ts';
@@ -252,4 +255,34 @@ t.test('a build job does not install a workflow with registries: its dependencie
   const skipped = done.steps.find((s) => s.name === 'install dependencies');
   t.match(skipped, { status: 'skipped', reason: /installs with registries\/installEnv secrets; its dependencies are installed by each job, never put in the shared dependency cache/ });
   t.same(orch.received.filter((m) => m.type === 'cache.upload.complete' && m.jobId === d.jobId).map((m) => (m as { cacheType: string }).cacheType), ['source'], 'only the source bundle is uploaded');
+});
+
+t.test('svc run --local: the token from .svc/.secrets reaches the one install of .svc/, masked; missing, the run says which', async (t) => {
+  // Imported in the step: the developer's machine compiling the lock need not have it installed.
+  const local = `import { job, push, workflow } from 'svc/sdk';
+export default workflow('ci', {
+  on: push({ branches: ['main'] }),
+  contexts: ['npm'],
+  registries: [{ url: ${JSON.stringify(REGISTRY)}, scope: '@private', tokenSecret: 'npm:NPM_TOKEN' }],
+  jobs: { build: job({ runsOn: 'linux', steps: (s) => s.step('use', async (ctx) => { ctx.log.info('pkg says ' + (await import('@private/pkg')).greeting); return {}; }) }) },
+});
+`;
+  const files = { '.svc/.svcignore': 'node_modules/\ntypes/\n.secrets\npackage-lock.json\n', '.svc/workflows/ci.ts': local, '.svc/package.json': svcPackage, '.svc/package-lock.json': svcLock };
+  const run = async (secrets: string) => {
+    const dir = tempRepo(t, { ...files, '.svc/.secrets': secrets }, { git: true });
+    commitAll(dir, 'workflows');
+    let out = '';
+    const summary = await runLocal({ cwd: dir, event: 'push', env: [], shellEnv: { PATH: process.env['PATH'] }, debug: false, write: (text) => void (out += text), diag: () => undefined });
+    return { summary, out };
+  };
+  const ok = await run(`npm:NPM_TOKEN=${TOKEN}\n`);
+  t.equal(ok.summary.status, 'completed', ok.out);
+  t.match(ok.out, '[build] use | pkg says hello from the private registry');
+  t.match(ok.out, `dependency install with the workflow's registries: @private → ${REGISTRY} (token npm:NPM_TOKEN)`);
+  t.notOk(ok.out.includes(TOKEN));
+  const missing = await run('OTHER=1\n').then(
+    (r) => r.out,
+    (error: unknown) => String((error as Error).message),
+  );
+  t.match(missing, `registries[0] (@private → ${REGISTRY}) needs secret npm:NPM_TOKEN, which was not released to this job`);
 });
