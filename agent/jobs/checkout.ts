@@ -26,12 +26,16 @@ export interface CheckoutOptions {
   lfs?: boolean;
   /** GIT_ALLOW_PROTOCOL for this fetch (a submodule's: the one transport its checked URL uses). */
   protocol?: string;
+  /** The proxy and CA variables the agent passes to jobs (SVC_AGENT_PASS_ENV): git reads them too. */
+  passedEnv?: Readonly<Record<string, string>> | undefined;
   signal: AbortSignal;
   log(text: string): void;
 }
 
-export function gitEnv(auth: Static<typeof SourceAuth>, home: string, path: string): Record<string, string> {
+export function gitEnv(auth: Static<typeof SourceAuth>, home: string, path: string, passed: Readonly<Record<string, string>> = {}): Record<string, string> {
   const env: Record<string, string> = {
+    // The agent's pass-through policy (HTTPS_PROXY, GIT_SSL_CAINFO, …) first: git's own settings below win.
+    ...passed,
     PATH: path,
     HOME: home,
     GIT_TERMINAL_PROMPT: '0',
@@ -77,7 +81,7 @@ export async function checkout(options: CheckoutOptions): Promise<void> {
     ...options,
     submodules: options.submodules === true,
     lfs: options.lfs === true,
-    envFor: (auth) => gitEnv(auth, options.home, options.path),
+    envFor: (auth) => gitEnv(auth, options.home, options.path, options.passedEnv),
     // A submodule at the superproject's depth, fetched on its own like the superproject.
     checkoutSub: (sub) => checkoutOne({ ...options, ...sub }),
   });
@@ -87,7 +91,7 @@ async function checkoutOne(options: CheckoutOptions): Promise<void> {
   validateCheckout(options.sha, options.auth.cloneUrl);
   const url = options.auth.cloneUrl;
   await mkdir(options.dir, { recursive: true });
-  const env = gitEnv(options.auth, options.home, options.path);
+  const env = gitEnv(options.auth, options.home, options.path, options.passedEnv);
   if (options.protocol !== undefined) env['GIT_ALLOW_PROTOCOL'] = options.protocol;
   const depth = options.depth ?? 1;
   options.log(`checking out ${options.sha}${depth === 0 ? ' (full history)' : ''}`);

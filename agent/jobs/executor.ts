@@ -284,7 +284,7 @@ export class DispatchedJob {
             // staged beside the workspace while the checkout fetches, then moved over it.
             // The checkout starts first: it is the long pole, and the staging directory's set-up
             // (two file-system round trips) runs beside it instead of before it.
-            const checkingOut = this.#checkout(choice, { dir: srcDir, auth: this.dispatch.sourceAuth, sha: config.sha, depth: config.checkout?.depth, home, path, signal, log });
+            const checkingOut = this.#checkout(choice, { dir: srcDir, auth: this.dispatch.sourceAuth, sha: config.sha, depth: config.checkout?.depth, home, path, passedEnv: this.#env.passedEnv, signal, log });
             const staging = join(jobRoot, 'overlay');
             const copyStart = performance.now();
             const staged = (async () => {
@@ -303,7 +303,7 @@ export class DispatchedJob {
             sourceLease = await restore(srcDir);
           }
         } else {
-          repoLease = await this.#checkout(choice, { dir: srcDir, auth: this.dispatch.sourceAuth, sha: config.sha, depth: config.checkout?.depth, home, path, signal, log });
+          repoLease = await this.#checkout(choice, { dir: srcDir, auth: this.dispatch.sourceAuth, sha: config.sha, depth: config.checkout?.depth, home, path, passedEnv: this.#env.passedEnv, signal, log });
         }
         // `svc run remote`: the developer's uncommitted changes on top of the commit.
         if (config.overlay !== undefined) await applyOverlay({ overlay: config.overlay, jobRoot, srcDir, log, signal });

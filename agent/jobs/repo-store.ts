@@ -51,6 +51,8 @@ export interface StoreCheckoutOptions {
   sha: string;
   home: string;
   path: string;
+  /** The proxy and CA variables the agent passes to jobs (SVC_AGENT_PASS_ENV): git reads them too. */
+  passedEnv?: Readonly<Record<string, string>> | undefined;
   signal: AbortSignal;
   log(text: string): void;
   /** `checkout.submodules` and `checkout.lfs` (submodules.ts). */
@@ -152,7 +154,7 @@ export class RepoStores {
         ...options,
         submodules: options.submodules === true,
         lfs: options.lfs === true,
-        envFor: (auth) => gitEnv(auth, options.home, options.path),
+        envFor: (auth) => gitEnv(auth, options.home, options.path, options.passedEnv),
         checkoutSub: async (sub) => {
           const { phase: _phase, ...rest } = options;
           const key = storeKey(`${options.auth.cloneUrl}\n${sub.auth.cloneUrl}`);
@@ -175,7 +177,7 @@ export class RepoStores {
     const unlock = await this.#lock(store);
     try {
       options.phase?.('storeWait');
-      const env = gitEnv(options.auth, options.home, options.path);
+      const env = gitEnv(options.auth, options.home, options.path, options.passedEnv);
       // A submodule's fetch may use only the transport its checked URL names.
       if (options.protocol !== undefined) env['GIT_ALLOW_PROTOCOL'] = options.protocol;
       await this.#verify(store, env, options);

@@ -6,6 +6,7 @@ import t from 'tap';
 import { DEFAULT_PASS_ENV, parseAgentEnv, parsePassEnv, passEnvFromShell, passEnvRefusal, passedEnvOf, passedReadPaths } from '../../agent/env.ts';
 import { jobStartEnv, runnerSpawnRequest } from '../../agent/jobs/job-env.ts';
 import { QuietNotice } from '../../agent/jobs/quiet-notice.ts';
+import { gitEnv } from '../../agent/jobs/checkout.ts';
 import { InputError } from '../../core/errors.ts';
 
 const BASE = { SVC_ORCHESTRATOR_URL: 'http://orchestrator:7700' };
@@ -75,6 +76,8 @@ t.test("the runner's spawn environment and the job's environment", async (t) => 
     LANG: 'C.UTF-8',
     DEPLOY_ENV: 'staging',
   }, "the workflow's own env wins over a passed value");
+  const git = gitEnv({ cloneUrl: 'https://forge/acme/app.git', token: 'tok-123456' }, '/tmp/home', '/usr/bin', { HTTPS_PROXY: 'http://proxy:3128', GIT_SSL_CAINFO: '/opt/ca.pem', HOME: '/elsewhere' });
+  t.match(git, { HTTPS_PROXY: 'http://proxy:3128', GIT_SSL_CAINFO: '/opt/ca.pem', HOME: '/tmp/home', GIT_CONFIG_KEY_0: 'http.extraHeader' }, "the agent's git gets the passed variables; its own settings win");
 });
 
 t.test('"still running" after each quiet interval, counted from the step start; output and approvals reset it', async (t) => {
