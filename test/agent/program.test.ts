@@ -19,6 +19,10 @@ t.test('refuses a bad environment with one line and exit 1', async (t) => {
   const bad = await execa(process.execPath, [bin], { env: { ...baseEnv, SVC_ORCHESTRATOR_URL: 'ftp://x', SVC_AGENT_SANDBOX: 'vm' }, extendEnv: false, reject: false, timeout: 120_000 });
   t.equal(bad.exitCode, 1);
   t.match(bad.stderr, 'SVC_ORCHESTRATOR_URL must be an http(s):// or ws(s):// address');
+  // A pass-through policy that would hand jobs the agent's token: refused at start, named.
+  const leak = await execa(process.execPath, [bin], { env: { ...baseEnv, SVC_ORCHESTRATOR_URL: 'http://127.0.0.1:9', SVC_AGENT_PASS_ENV: 'default,SVC_AGENT_TOKEN' }, extendEnv: false, reject: false, timeout: 120_000 });
+  t.equal(leak.exitCode, 1);
+  t.match(leak.stderr, /^svc-agent: SVC_ERR_AGENT_ENV: SVC_AGENT_PASS_ENV names "SVC_AGENT_TOKEN", which cannot be passed/);
 });
 
 t.test('a bad token: exit 1 at once, no retry', async (t) => {
