@@ -358,7 +358,8 @@ export class Dispatcher {
           failed += await this.#failQueued(job, `${error.code}: ${error.message}`, { code: error.code });
           continue;
         }
-        const reason = noJobsReason(job.runs_on);
+        // The matchers, not runsOn alone: a container job's reason names the sandbox it needs too.
+        const reason = noJobsReason(matchers);
         if (job.needs_container && job.unroutable_since !== null && Date.now() - job.unroutable_since >= this.#o.containerGraceMs) {
           failed += await this.#failUnroutable(job, matchers);
           continue;

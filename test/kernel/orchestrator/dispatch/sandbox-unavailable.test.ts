@@ -91,6 +91,7 @@ await eachDatabase(t, async (t, db) => {
       return job.reason?.startsWith('No jobs dispatched') ? job : undefined;
     });
     t.equal(marked.status, 'queued');
+    t.equal(marked.reason, 'No jobs dispatched: no online or spawnable agent carries the labels gpu, svc:sandbox:container', 'the reason names the sandbox too');
   });
 
   await t.test('a scaler that can start an agent with the sandbox: it waits for that agent', async (t) => {
