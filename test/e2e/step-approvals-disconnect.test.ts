@@ -2,9 +2,10 @@
 // (test/fixtures/jobs-stack.ts, test/fixtures/step-holds.ts): a static agent runs the job up to
 // its held step 2 and is killed (SIGKILL); the job goes `recovering`; alice approves while no
 // agent holds the job (the pushed decision reaches nobody); the agent is restarted with the same
-// id and work dir inside the recovery window, re-runs the job it held from the start (docs/agent.md
-// in-flight jobs), reaches step 2 again, asks, finds the hold already approved and runs the step:
-// one hold, the run completes, step 2 ran once.
+// id and work dir inside the recovery window, resumes the job it held after its last finished
+// step (docs/agent.md "When an agent restarts mid-job": step 1 is not run again), reaches step 2,
+// asks, finds the hold already approved and runs the step: one hold, the run completes, steps 1
+// and 2 ran once.
 import { join } from 'node:path';
 import t from 'tap';
 import { sql } from '../../kernel/services/db/index.ts';
@@ -46,6 +47,7 @@ await eachDatabase(t, async (t, db) => {
     t.equal(run.status, 'completed', `the run completes (${run.reason ?? ''}; ship ${job.status} ${job.reason ?? ''})`);
     t.equal(job.attempts, 1, 'the same dispatch: nothing re-dispatched');
     const log = await logText(stack, ship.id);
+    t.equal(count(log, 'marker: build ran'), 1, 'step 1 finished before the kill: not run again');
     t.equal(count(log, 'marker: deploy ran'), 1, 'step 2 ran once');
     t.equal(count(log, 'marker: notify ran'), 1, 'step 3 ran');
     t.match(log, /Approval approved by alice/, 'the resumed runner was answered with the decision');
