@@ -82,10 +82,12 @@ export function unhonouredFeatures(workflow: Pick<LockWorkflow, 'triggers' | 'jo
 
 /**
  * The features that change how a run of `workflow` goes (not which events start it): a matched
- * workflow with any of these is not run, since running it would ignore them.
+ * workflow with any of these is not run, since running it would ignore them. `lockfileHash`: the
+ * lock's (null without a lockfile), for `registries`/`installEnv`; undefined skips that check.
  */
-export function unhonouredRunFeatures(workflow: Pick<LockWorkflow, 'triggers' | 'jobs' | 'approval' | 'concurrency'>): UnhonouredFeature[] {
-  return unhonouredFeatures(workflow).filter((f) => !f.path.startsWith('on['));
+export function unhonouredRunFeatures(workflow: Pick<LockWorkflow, 'triggers' | 'jobs' | 'approval' | 'concurrency' | 'registries' | 'installEnv'>, lockfileHash?: string | null): UnhonouredFeature[] {
+  const install = lockfileHash === undefined ? [] : unhonouredInstall(workflow, lockfileHash?.split(':')[0]);
+  return [...unhonouredFeatures(workflow).filter((f) => !f.path.startsWith('on[')), ...install];
 }
 
 /** One line per feature, for an error message or a recorded reason. */

@@ -182,7 +182,7 @@ export async function prepareDelivery(deps: ConsumerDeps, leased: LeasedEvent): 
       notes.push(`${registration.repository}:${registration.workflow}: not the event's target ${leased.target}`);
       continue;
     }
-    const unhonoured = unhonouredRunFeatures(registration.lockEntry);
+    const unhonoured = unhonouredRunFeatures(registration.lockEntry, registration.lockfileHash);
     if (unhonoured.length > 0) {
       notes.push(`${registration.repository}:${registration.workflow}: not run: ${describeUnhonoured(unhonoured)}`);
       continue;

@@ -453,7 +453,7 @@ export class IngestPipeline implements PipelineServices {
     // Step 13: requirements (and organization-wide credentials).
     const kept: Candidate[] = [];
     for (const candidate of summary.candidates) {
-      const unhonoured = unhonouredRunFeatures(candidate.workflow);
+      const unhonoured = unhonouredRunFeatures(candidate.workflow, candidate.lockfileHash);
       if (unhonoured.length > 0) {
         // A lock compiled by an svc that allowed these: running it would silently ignore them.
         steps.add('requires', 'dropped', `${candidate.workflow.name}: not run: ${describeUnhonoured(unhonoured)}`);

@@ -312,6 +312,20 @@ await eachDatabase(t, async (t, db) => {
     t.match(dropped, [/^stepgated: not run: jobs\.[^.]+\.steps\.[^.]+\.approval\.clauses\[0\]: approval by team ops — approvers named by team or role are not resolved/]);
   });
 
+  await t.test('registries with no npm lockfile (an older lock): not run, the option named; with one the run is created', async (t) => {
+    const registries = [{ url: 'https://npm.example.test/', scope: '@acme', tokenSecret: 'npm:NPM_TOKEN', alwaysAuth: false }];
+    const shaYarn = 'ad'.repeat(20);
+    h.forge.putLock(shaYarn, [{ ...workflow('private-deps', [trig.push()]), contexts: ['npm'], registries }], { lockfileHash: `yarn:${'1'.repeat(64)}` });
+    const d = delivery(pushPayload({ after: shaYarn, ref: 'refs/heads/private-yarn' }), { secret: secretNow });
+    const o = await h.pipeline.ingestDelivery(d);
+    t.equal(o.status, 'no_match');
+    const dropped = (await deliveryRow(db, d.deliveryId))?.steps.filter((s) => s.outcome === 'dropped').map((s) => s.detail) ?? [];
+    t.match(dropped, [/^private-deps: not run: registries: registries — the dependencies are locked with yarn; this version installs \.svc\/ with npm only/]);
+    const shaNpm = 'ae'.repeat(20);
+    h.forge.putLock(shaNpm, [{ ...workflow('private-deps', [trig.push()]), contexts: ['npm'], registries }], { lockfileHash: `npm:${'2'.repeat(64)}` });
+    t.equal((await h.pipeline.ingestDelivery(delivery(pushPayload({ after: shaNpm, ref: 'refs/heads/private-npm' }), { secret: secretNow }))).status, 'matched');
+  });
+
   await t.test('approval and concurrency are carried out: the run is held with its hold, or waits for its group', async (t) => {
     const sha = 'ac'.repeat(20);
     h.forge.putLock(sha, [
