@@ -75,10 +75,22 @@ export async function createUpload(deps: RemoteRunDeps, orgId: string): Promise<
   return { uploadId, uploadUrl, publicKey, expiresInSeconds: UPLOAD_EXPIRY_SECONDS };
 }
 
-/** The sealed secrets open (else the run is refused now rather than at each job). */
-function checkSecretsBox(key: KeyObject, box: string): void {
+/**
+ * The sealed secrets open (else the run is refused now rather than at each job): with the current
+ * key, or the old one for an upload slot handed out just before a master-key rotation.
+ */
+function checkSecretsBox(keys: readonly KeyObject[], box: string): void {
   const bytes = Buffer.from(box, 'base64');
-  const plain = openBoxWithKey(boxKey(key, boxEphemeralKey(bytes)), bytes);
+  const opened = keys.map((key) => {
+    try {
+      return openBoxWithKey(boxKey(key, boxEphemeralKey(bytes)), bytes);
+    } catch (error) {
+      if (keys.length > 1 && error instanceof InputError && error.code === 'SVC_ERR_REMOTE_RUN_BOX_INVALID') return undefined;
+      throw error;
+    }
+  });
+  const plain = opened.find((p) => p !== undefined);
+  if (plain === undefined) throw new InputError('SVC_ERR_REMOTE_RUN_BOX_INVALID', 'the sealed secrets do not open with the current or the previous master key of this orchestrator (altered, or sealed for another key); upload again');
   let parsed: unknown;
   try {
     parsed = JSON.parse(plain.toString('utf8'));
@@ -142,7 +154,7 @@ export async function createRemoteRuns(deps: RemoteRunDeps, orgId: string, actor
   const headerStream = await storage.get(overlayKey);
   const header = await firstBytes(headerStream, 64);
   const epk = boxEphemeralKey(header);
-  if (body.secretsBox !== undefined) checkSecretsBox(key, body.secretsBox);
+  if (body.secretsBox !== undefined) checkSecretsBox([key, ...(deps.masterKeys()?.all ?? []).filter((k) => k.name !== 'current').map((k) => remoteRunPrivateKey(k.key))], body.secretsBox);
   const contexts = body.contexts ?? {};
   await checkContexts(deps.pool, contexts);
   const source = await sourceFor(deps.pool, orgId, body.repository);
