@@ -43,8 +43,15 @@ export interface WorkflowOptions<J> {
   readonly approval?: Approval;
   /** Extra repository-root globs included in the content hash. */
   readonly hashFiles?: readonly string[];
+  /**
+   * Private npm registries for the `npm ci` of `.svc/` (only that install): each token's context
+   * must be in this workflow's `contexts` (docs/agent.md "Private registries and installEnv").
+   */
   readonly registries?: readonly RegistryDeclaration[];
-  /** Secrets projected as environment variables on the dependency install. */
+  /**
+   * Secrets projected as environment variables on the dependency install only, each named by its
+   * key (`'npm:NPM_TOKEN'` → `NPM_TOKEN`, which a `.svc/.npmrc` can read as `${NPM_TOKEN}`).
+   */
   readonly installEnv?: readonly QualifiedSecret[];
   readonly onCancel?: Hook<HookContext>;
   readonly cleanup?: Hook<HookContext>;
