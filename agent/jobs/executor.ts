@@ -143,9 +143,10 @@ export class DispatchedJob {
       dispatch.workflowAuth?.token,
     ];
     this.#progress = new ProgressTracker({ resume: env.resume, save: env.saveProgress, logger: this.#logger });
-    for (const step of this.#progress.restoredResults()) this.#steps.set(step.name, step);
     values.push(...this.#progress.restoredSecrets());
     for (const value of values) if (value !== undefined && value !== '' && !this.#secrets.add(value)) short++;
+    // A resumed job's finished steps, in its step list as they were (reasons masked as on the wire).
+    for (const step of this.#progress.restoredResults()) this.#steps.set(step.name, step.reason === undefined ? step : { ...step, reason: this.#secrets.mask(step.reason) });
     this.#logs = new LogPipeline({
       secrets: this.#secrets,
       // Any line sent restarts the quiet time of the "still running" notices.
