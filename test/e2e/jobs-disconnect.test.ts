@@ -2,7 +2,9 @@
 // its agent disconnects", with the spec's recovery window (twice the default 60 s reconnect
 // delay: a restarted agent process is back well inside it even on a machine whose cores are busy):
 //   1. a static agent SIGKILLed mid-step and restarted with the same id (and work dir) inside
-//      the window → the job is re-attached, not re-dispatched (attempts 1), and completes;
+//      the window → the job is re-attached, not re-dispatched (attempts 1), and completes (the
+//      step has a check, so the resumed job runs it again: docs/agent.md "When an agent restarts
+//      mid-job"; a step without one fails instead, test/agent/resume.test.ts);
 //   2. killed again and not restarted → still recovering after two sweeps of the stale detector
 //      (counted on the orchestrator's metrics); its window is then moved an hour back in the
 //      database, not waited out, and the job fails: the agent did not reconnect within the
@@ -29,6 +31,7 @@ const WINDOW_MS = 120_000;
  * The step naps until the test creates a gate file named after its commit: the test, not a
  * timer, decides how long the job stays mid-step. The directory is outside /tmp, which the
  * process sandbox replaces with an empty tmpfs; the host file system is bound read-only into it.
+ * The check (always "drift") is what lets a resumed job run the interrupted step again.
  */
 const workflow = (gateDir: string) => `import { job, push, workflow } from 'svc/sdk';
 import { existsSync } from 'node:fs';
@@ -42,7 +45,7 @@ export default workflow('slow', {
         const gate = ${JSON.stringify(gateDir)} + '/' + String(ctx.event.sha);
         while (!existsSync(gate)) await new Promise((resolve) => setTimeout(resolve, 100));
         console.log('NAP done');
-      }),
+      }, { check: () => ({ drift: true }) }),
     }),
   },
 });
