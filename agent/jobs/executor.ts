@@ -8,9 +8,8 @@ import { arch, platform } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Static } from 'typebox';
-import type { SandboxAvailability, SandboxExtensionPoint, SandboxProcess, Workspace } from '../../core/extension-points/sandbox.ts';
+import type { SandboxProcess, Workspace } from '../../core/extension-points/sandbox.ts';
 import { messageOf } from '../../core/errors.ts';
-import { describeContainerOptionProblem, parseContainerOptions } from '../../core/container-options.ts';
 import type { AgentToOrchestrator, JobDispatch, JobRunStatus, StepHoldStatus, StepResult } from '../../schemas/wire/agent.ts';
 import { RunnerToAgentMembers, type AgentToRunner, type ConcurrencyGroups, type JobProgress, type RunnerResult } from '../../schemas/wire/runner.ts';
 import { compileMessageUnion, formatIssues } from '../../schemas/validate.ts';
@@ -33,6 +32,7 @@ import type { RepoStores, StoreLease } from './repo-store.ts';
 import { NO_TELEMETRY, type AgentTelemetry, type CheckoutPhase } from '../telemetry.ts';
 import { QuietNotice } from './quiet-notice.ts';
 import { jobStartEnv, runnerSpawnRequest } from './job-env.ts';
+import { chooseSandbox, containerImage, containerOptions, type SandboxChoice } from './sandbox-choice.ts';
 
 const checkRunnerMessage = compileMessageUnion(RunnerToAgentMembers);
 
@@ -45,11 +45,7 @@ const READY_TIMEOUT_MS = 60_000;
 /** After `runner.result`, how long the runner may take to exit before it is killed. */
 const EXIT_AFTER_RESULT_MS = 10_000;
 
-export interface SandboxChoice {
-  name: string;
-  sandbox: SandboxExtensionPoint;
-  availability: SandboxAvailability;
-}
+export type { SandboxChoice };
 
 export interface JobEnvironment {
   logger: Logger;
@@ -232,7 +228,7 @@ export class DispatchedJob {
     let repoLease: StoreLease | undefined;
     let terminal: Terminal;
     try {
-      const choice = this.#chooseSandbox();
+      const choice = chooseSandbox(this.dispatch, this.#env.sandboxes, this.#env.defaultSandbox);
       this.#sandbox = choice;
       this.#env.send({ type: 'job.context', jobId: this.jobId, nodeVersion: process.version, os: platform(), arch: arch(), sandbox: SANDBOX_WIRE_NAMES[choice.name] ?? choice.name });
       const warm = this.#env.warm;
@@ -451,47 +447,14 @@ export class DispatchedJob {
     if (this.#cancel !== undefined) throw cancelledFailure(this.#cancel.reason);
   }
 
-  #chooseSandbox(): SandboxChoice {
-    const wantsContainer = this.dispatch.jobConfig.container !== undefined && this.dispatch.jobConfig.container !== null;
-    const name = wantsContainer ? 'container' : this.#env.defaultSandbox;
-    const choice = this.#env.sandboxes.get(name);
-    if (choice === undefined) {
-      throw new JobFailure('SVC_ERR_AGENT_SANDBOX_MISSING', wantsContainer ? 'this is a container job but the agent has no container sandbox (no container runtime: podman or docker)' : `the agent has no ${name} sandbox`);
-    }
-    if (!choice.availability.available) {
-      throw new JobFailure('SVC_ERR_AGENT_SANDBOX_UNAVAILABLE', `${wantsContainer ? 'container job' : 'job'} cannot start: ${choice.availability.missing} is missing: ${choice.availability.message}`);
-    }
-    if (wantsContainer) this.#containerOptions();
-    return choice;
-  }
-
-  /**
-   * `container.options`, checked again before clone (a lock compiled by an older svc may carry one
-   * this agent refuses), and their `--env` variables, which the job's code and commands see too.
-   */
-  #containerOptions(): { list: string[]; env: Record<string, string> } {
-    const container = this.dispatch.jobConfig.container as { options?: unknown } | string | null | undefined;
-    const list = typeof container === 'object' && container !== null && Array.isArray(container.options) ? (container.options as string[]) : [];
-    const parsed = parseContainerOptions(list);
-    if (!parsed.ok) throw new JobFailure('SVC_ERR_AGENT_CONTAINER_OPTION', `${describeContainerOptionProblem(parsed.problem)}; nothing was run (svc compile names it too: compile the workflow with this version)`);
-    return { list, env: Object.fromEntries(parsed.options.env) };
-  }
-
-  #image(): string | undefined {
-    const container = this.dispatch.jobConfig.container as unknown;
-    if (typeof container === 'string') return container;
-    if (typeof container === 'object' && container !== null && typeof (container as { image?: unknown }).image === 'string') return (container as { image: string }).image;
-    return undefined;
-  }
-
   async #runRunner(choice: SandboxChoice, workspace: Workspace, workflowFile: string, exportName: string, spare: AdoptedRunner | undefined): Promise<Terminal> {
     const config = this.dispatch.jobConfig;
     const tmp = workspace.tmpDir ?? workspace.dir;
-    const image = this.#image();
+    const image = containerImage(this.dispatch);
     if (choice.name === 'container' && image === undefined) throw new JobFailure('SVC_ERR_AGENT_CONTAINER_IMAGE', 'the job asks for a container but names no image (container.image)');
     // A spare that died while the tree was prepared is replaced by a fresh runner in the same workspace.
     const warm = spare !== undefined && !spare.exited() ? spare : undefined;
-    const container = choice.name === 'container' ? this.#containerOptions() : undefined;
+    const container = choice.name === 'container' ? containerOptions(this.dispatch) : undefined;
     const proc = warm?.proc ?? (await choice.sandbox.spawn({ ...runnerSpawnRequest(this.#env, workspace, image), ...(container === undefined ? {} : { containerOptions: container.list }) }));
     const onMessage = (listener: (message: unknown) => void) => (warm !== undefined ? warm.onMessage(listener) : proc.onMessage?.(listener));
     this.#proc = proc;
