@@ -25,7 +25,13 @@ import {
 export { DashboardError } from './relay-base.ts';
 export * from './relay-runs.ts';
 
-export const PROTOCOL_VERSION = 3;
+/**
+ * One number for both links (relay <-> orchestrator, agent <-> orchestrator). 4: `job.dispatch`
+ * may carry `checkout.submodules`/`lfs`, `container.options` and `install`, which a protocol 3
+ * agent drops or refuses; the floor stays at 3 so such agents still connect and the dispatcher
+ * gives them only the jobs they can run (kernel/orchestrator/dispatch/protocol-gap.ts).
+ */
+export const PROTOCOL_VERSION = 4;
 export const MIN_PROTOCOL_VERSION = 3;
 /** RFC 6455 1002: the spec's WS_CLOSE_PROTOCOL_ERROR. */
 export const WS_CLOSE_PROTOCOL_ERROR = 1002;

@@ -34,9 +34,9 @@ const logText = (jobId: string) =>
     .map((l) => l.text)
     .join('\n');
 
-t.test('registration carries labels, platform, protocol 3, sandboxes and no in-flight jobs', async (t) => {
+t.test('registration carries labels, platform, protocol 4, sandboxes and no in-flight jobs', async (t) => {
   const reg = await orch.waitFor('agent.register');
-  t.equal(reg.protocolVersion, 3);
+  t.equal(reg.protocolVersion, 4);
   t.same(reg.labels, ['gpu', 'team-a']);
   t.equal(reg.os, process.platform);
   t.equal(reg.arch, process.arch);

@@ -62,7 +62,7 @@ t.test('ready line once registered, stable agent id, clean SIGTERM', async (t) =
     });
     t.equal(line, `svc-agent ready ${orch.url}`);
     const reg = orch.received.filter((m) => m.type === 'agent.register').at(-1);
-    t.match(reg, { labels: ['linux-big', 'team-a'], protocolVersion: 3 });
+    t.match(reg, { labels: ['linux-big', 'team-a'], protocolVersion: 4 });
     ids.push((reg as { agentId: string }).agentId);
     child.kill('SIGTERM');
     const r = await child;

@@ -264,13 +264,13 @@ class AgentConnection {
       if (refusal !== undefined && refusal !== null) return { refused: 'labels' as const, error: refusal };
       const notes = message.unavailableSandboxes ?? [];
       await tx.query(sql.unsafe`
-        INSERT INTO agents (id, token_hash, labels, ephemeral, connected, node_id, last_seen_at, session_id, os, arch, sandboxes, sdk_version, connected_at, unavailable_sandboxes)
+        INSERT INTO agents (id, token_hash, labels, ephemeral, connected, node_id, last_seen_at, session_id, os, arch, sandboxes, sdk_version, connected_at, unavailable_sandboxes, protocol_version)
         VALUES (${agentId}, ${this.#tokenHash}, ${sql.array(labels, 'text')}, ${message.ephemeral}, true, ${this.#ctx.nodeId}, now(),
-                ${sessionId}, ${message.os}, ${message.arch}, ${sql.array(message.sandboxes, 'text')}, ${message.sdkVersion}, now(), ${sql.jsonb(notes)})
+                ${sessionId}, ${message.os}, ${message.arch}, ${sql.array(message.sandboxes, 'text')}, ${message.sdkVersion}, now(), ${sql.jsonb(notes)}, ${spokenProtocol(message)})
         ON CONFLICT (id) DO UPDATE SET token_hash = coalesce(agents.token_hash, excluded.token_hash), labels = excluded.labels,
           ephemeral = excluded.ephemeral, connected = true, node_id = excluded.node_id, last_seen_at = now(), session_id = excluded.session_id,
           os = excluded.os, arch = excluded.arch, sandboxes = excluded.sandboxes, sdk_version = excluded.sdk_version, connected_at = now(),
-          unavailable_sandboxes = excluded.unavailable_sandboxes`);
+          unavailable_sandboxes = excluded.unavailable_sandboxes, protocol_version = excluded.protocol_version`);
       const reattach = await reattachJobs(tx, agentId, message.inFlightJobs);
       return { refused: false as const, reattach };
     }).catch((error: unknown) => {
@@ -318,6 +318,7 @@ class AgentConnection {
       ephemeral: message.ephemeral,
       os: message.os,
       arch: message.arch,
+      protocolVersion: spokenProtocol(message),
       activeJobs: new Set(active),
       capacity: 1,
       dispatchedCount: active.length,
@@ -350,6 +351,14 @@ class AgentConnection {
     else if (!current) this.#service.sessionAdded();
     this.#logger.info({ agentId: session.agentId }, 'agent disconnected');
   }
+}
+
+/**
+ * The protocol a session speaks: the agent's, or ours when the agent is newer (the lower of the
+ * two is what both understand; a huge number never reaches the integer column).
+ */
+function spokenProtocol(message: AgentRegister): number {
+  return Math.min(message.protocolVersion, PROTOCOL_VERSION);
 }
 
 /** The answer to a request no subsystem has claimed yet. */

@@ -13,6 +13,7 @@ import { lockRunsOfJobs, progressRun, recordJobComplete } from './progression.ts
 import type { AgentRegistry, AgentSession } from './registry.ts';
 import { pickByRouting, routingOf, type JobRouting } from './routing.ts';
 import { sandboxNeed, sandboxUnavailableError, type OnlineAgentRow } from './sandbox-gap.ts';
+import { protocolFloor, protocolTooOldError, speaks, wireFeatures, type VersionedAgentRow, type WireParts } from './protocol-gap.ts';
 
 /** Jobs read per page and pages per pass: bounds one pass's work. */
 const PAGE_SIZE = 200;
@@ -26,6 +27,9 @@ export interface QueuedJob {
   needs_container: boolean;
   /** `routing` of the job's definition or lock entry (prefer/avoid among matching agents). */
   routing: JobRouting | null;
+  /** Protocol-gated `jobConfig` fields its dispatch carries, and the protocol they need (protocol-gap.ts). */
+  wire_features: string[];
+  min_protocol: number;
   order_at: number;
   reason: string | null;
   unroutable_since: number | null;
@@ -85,18 +89,28 @@ export async function queuedJobsPage(
   const routing = sql.fragment`CASE WHEN j.definition IS NOT NULL THEN j.definition->'routing' ELSE
     (SELECT e->'routing' FROM jsonb_array_elements(CASE WHEN jsonb_typeof(r.lock_entry->'jobs') = 'array' THEN r.lock_entry->'jobs' ELSE '[]'::jsonb END) e
      WHERE e->>'name' = j.name AND e ? 'routing' LIMIT 1) END`;
+  // The lock job entry as message.ts reads it (lockJobOf): a generated job's own, else by name.
+  const entry = sql.fragment`LEFT JOIN LATERAL (SELECT CASE WHEN jsonb_typeof(j.definition) = 'object' THEN j.definition ELSE
+    (SELECT e FROM jsonb_array_elements(CASE WHEN jsonb_typeof(r.lock_entry->'jobs') = 'array' THEN r.lock_entry->'jobs' ELSE '[]'::jsonb END) e
+     WHERE e->>'name' = j.name LIMIT 1) END AS entry) le ON TRUE`;
   const graceMs = options.unmarkedOrContainerPastMs;
   const only = graceMs === undefined
     ? sql.fragment`TRUE`
     : sql.fragment`(j.unroutable_since IS NULL OR (j.unroutable_since <= now() - ${graceMs} * interval '1 millisecond' AND ${needsContainer}))`;
   const rows = await pool.any(sql.unsafe`
     SELECT j.id::text AS id, j.run_id::text AS run_id, j.runs_on, j.reason, j.unroutable_since,
-           coalesce(j.queued_at, j.created_at) AS order_at, ${needsContainer} AS needs_container, ${routing} AS routing
-    FROM jobs j JOIN runs r ON r.id = j.run_id
+           coalesce(j.queued_at, j.created_at) AS order_at, ${needsContainer} AS needs_container, ${routing} AS routing,
+           j.kind, le.entry->'checkout' AS checkout, le.entry->'container' AS container,
+           r.lock_entry->'registries' AS registries, r.lock_entry->'installEnv' AS install_env
+    FROM jobs j JOIN runs r ON r.id = j.run_id ${entry}
     WHERE j.status = 'queued' AND (j.ready_at IS NULL OR j.ready_at <= now()) AND ${cursor} AND ${only}
     ORDER BY coalesce(j.queued_at, j.created_at), j.id
     LIMIT ${PAGE_SIZE}`);
-  return (rows as unknown as Array<Omit<QueuedJob, 'routing'> & { routing: unknown }>).map((row) => ({ ...row, routing: routingOf(row.routing) }));
+  type Row = Omit<QueuedJob, 'routing' | 'wire_features' | 'min_protocol'> & WireParts & { routing: unknown };
+  return (rows as unknown as Row[]).map(({ kind, checkout, container, registries, install_env, ...row }) => {
+    const features = wireFeatures({ kind, checkout, container, registries, install_env });
+    return { ...row, routing: routingOf(row.routing), wire_features: features, min_protocol: protocolFloor(features) };
+  });
 }
 
 /** Whether a configured scaler could start an agent satisfying these matchers. */
@@ -171,11 +185,10 @@ export class Dispatcher {
       if (jobs.length === 0) break;
       for (const job of jobs) {
         const matchers = requiredMatchers(job.runs_on, job.needs_container);
+        // An agent below the protocol of the job's fields would drop or refuse them: never it.
+        const fits = (s: AgentSession): boolean => s.protocolVersion >= job.min_protocol && satisfies(matchers, s.labelSet);
         // Among the idle agents that satisfy it, the job's routing picks (prefer first, avoid last).
-        const session =
-          job.routing === null
-            ? idle.find((s) => satisfies(matchers, s.labelSet))
-            : pickByRouting(idle.filter((s) => satisfies(matchers, s.labelSet)), (s) => s.labelSet, job.routing);
+        const session = job.routing === null ? idle.find(fits) : pickByRouting(idle.filter(fits), (s) => s.labelSet, job.routing);
         if (session === undefined) continue;
         const claimed = await this.#claim(job.id, job.run_id, session);
         if (!claimed) continue;
@@ -323,21 +336,23 @@ export class Dispatcher {
   async annotateUnroutable(): Promise<{ marked: number; failed: number; full: boolean }> {
     // Distinct label sets, not every agent: thousands of agents usually carry a handful of sets,
     // and this runs every tick (the many-agents bench's idle CPU).
-    const agents = (await this.#o.pool.any(sql.unsafe`SELECT DISTINCT labels FROM agents WHERE connected`)) as readonly { labels: string[] }[];
-    const labelSets = agents.map((a) => new Set(a.labels));
+    const agents = (await this.#o.pool.any(sql.unsafe`SELECT DISTINCT labels, protocol_version FROM agents WHERE connected`)) as readonly { labels: string[]; protocol_version: number | null }[];
+    const speakers = agents.map((a) => ({ labels: new Set(a.labels), protocol: a.protocol_version }));
+    const labelSets = speakers.map((a) => a.labels);
     // A job's mark depends only on these: while they hold, marked jobs need not be read again
     // (with a deep queue and no agent for it, re-reading every queued job each tick was a
     // growing burst of database work every 2 s, issue 19).
-    const key = `${[...new Set(agents.map((a) => [...a.labels].sort().join('\u0000')))].sort().join('\u0001')}\u0002${this.#spawnableKey()}`;
+    const key = `${[...new Set(agents.map((a) => `${a.protocol_version ?? ''}\u0003${[...a.labels].sort().join('\u0000')}`))].sort().join('\u0001')}\u0002${this.#spawnableKey()}`;
     const now = Date.now();
     const full = this.#annotated === undefined || this.#annotated.key !== key || now - this.#annotated.at >= FULL_ANNOTATION_MS;
     const options = full ? {} : { unmarkedOrContainerPastMs: this.#o.containerGraceMs };
     let marked = 0;
     let failed = 0;
-    // Read only when a job lacks a sandbox its labels' agents do not offer (its reason names them).
-    let online: Promise<OnlineAgentRow[]> | undefined;
-    const onlineAgents = (): Promise<OnlineAgentRow[]> =>
-      (online ??= this.#o.pool.any(sql.unsafe`SELECT id, labels, unavailable_sandboxes FROM agents WHERE connected`) as Promise<OnlineAgentRow[]>);
+    // Read only when a job fails for a sandbox or a protocol its labels' agents lack (its reason names them).
+    type Row = OnlineAgentRow & VersionedAgentRow;
+    let online: Promise<Row[]> | undefined;
+    const onlineAgents = (): Promise<Row[]> =>
+      (online ??= this.#o.pool.any(sql.unsafe`SELECT id, labels, unavailable_sandboxes, protocol_version FROM agents WHERE connected`) as Promise<Row[]>);
     let after: { at: number; id: string } | undefined;
     for (let page = 0; page < MAX_PAGES; page += 1) {
       const jobs = await queuedJobsPage(this.#o.pool, after, options);
@@ -346,9 +361,16 @@ export class Dispatcher {
       const mark: Array<[string, string]> = [];
       for (const job of jobs) {
         const matchers = requiredMatchers(job.runs_on, job.needs_container);
-        const routable = labelSets.some((labels) => satisfies(matchers, labels)) || this.#spawnable(matchers);
+        const routable = speakers.some((a) => speaks(a.protocol, job.min_protocol) && satisfies(matchers, a.labels)) || this.#spawnable(matchers);
         if (routable) {
           if (job.reason?.startsWith(NO_JOBS_DISPATCHED) || job.unroutable_since !== null) clear.push(job.id);
+          continue;
+        }
+        // Agents carry all its labels but speak a protocol that drops or refuses its fields: left
+        // queued it would wait for an upgrade nobody is told is needed; it fails now, naming them.
+        if (job.min_protocol > 0 && labelSets.some((labels) => satisfies(matchers, labels))) {
+          const error = protocolTooOldError(job.wire_features, matchers, job.runs_on, await onlineAgents());
+          failed += await this.#failQueued(job, `${error.code}: ${error.message}`, { code: error.code });
           continue;
         }
         // Agents carry its labels but none offers the sandbox: waiting cannot help, it fails now.

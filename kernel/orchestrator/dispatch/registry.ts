@@ -11,6 +11,8 @@ export interface AgentSession {
   readonly ephemeral: boolean;
   readonly os: string;
   readonly arch: string;
+  /** The wire protocol it registered with: jobs with newer fields skip it (protocol-gap.ts). */
+  readonly protocolVersion: number;
   /** Jobs this agent holds (dispatched, running or reattached). */
   readonly activeJobs: Set<string>;
   /** Jobs it may hold at once (one for now). */

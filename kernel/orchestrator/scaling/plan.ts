@@ -1,14 +1,16 @@
 // Which queued jobs get a scale-up this pass: pure, so the rules read in one place. A job needs
 // one when no online agent can take it: a static agent whose labels cover the job always can (it
-// frees up); an ephemeral agent that has not taken its one job covers one job only, and so does
-// a scale-up still waiting for its agent. The dispatcher gives an agent whichever queued job it
-// satisfies first, not the one it was started for, so waiting scale-ups cover jobs by labels: a
-// job keeps its own waiting scale-up first, the others are shared out in queue order. The first
-// scaler (config order) whose agents' label set covers an uncovered job and that is within its
-// limits is asked.
+// frees up), unless it speaks a wire protocol older than the job's fields need
+// (dispatch/protocol-gap.ts); an ephemeral agent that has not taken its one job covers one job
+// only, and so does a scale-up still waiting for its agent. The dispatcher gives an agent
+// whichever queued job it satisfies first, not the one it was started for, so waiting scale-ups
+// cover jobs by labels: a job keeps its own waiting scale-up first, the others are shared out in
+// queue order. The first scaler (config order) whose agents' label set covers an uncovered job
+// and that is within its limits is asked.
 import type { ResolvedScaler } from '../../../core/scalers/config-file.ts';
 import { satisfies } from '../dispatch/labels.ts';
 import { orderByRouting, type JobRouting } from '../dispatch/routing.ts';
+import { speaks } from '../dispatch/protocol-gap.ts';
 
 export interface PlanJob {
   id: string;
@@ -16,12 +18,16 @@ export interface PlanJob {
   matchers: readonly string[];
   /** The job's prefer/avoid: among the scalers that serve it, the order they are tried in. */
   routing?: JobRouting | null;
+  /** The wire protocol its fields need (dispatch/protocol-gap.ts): an older agent does not cover it. */
+  protocol?: number;
 }
 
 export interface OnlineAgent {
   id: string;
   labels: ReadonlySet<string>;
   ephemeral: boolean;
+  /** The protocol it registered with; null or absent: unknown, counted as able. */
+  protocol?: number | null;
 }
 
 export interface ScalerUsage {
@@ -82,8 +88,9 @@ export function planScaleUps(input: PlanInput): Plan {
   const deferred: string[] = [];
   for (const job of input.jobs) {
     if (own.has(job.id)) continue;
-    if (statics.some((a) => satisfies(job.matchers, a.labels))) continue;
-    const free = spare.findIndex((a) => satisfies(job.matchers, a.labels));
+    const covers = (a: OnlineAgent): boolean => speaks(a.protocol, job.protocol ?? 0) && satisfies(job.matchers, a.labels);
+    if (statics.some(covers)) continue;
+    const free = spare.findIndex(covers);
     if (free >= 0) {
       spare.splice(free, 1);
       continue;

@@ -163,7 +163,7 @@ export class ScalingService {
     let after: { at: number; id: string } | undefined;
     while (jobs.length < MAX_JOBS_PER_PASS) {
       const page = await queuedJobsPage(this.#o.pool, after);
-      for (const job of page) jobs.push({ id: job.id, matchers: requiredMatchers(job.runs_on, job.needs_container), routing: job.routing });
+      for (const job of page) jobs.push({ id: job.id, matchers: requiredMatchers(job.runs_on, job.needs_container), routing: job.routing, protocol: job.min_protocol });
       const last = page[page.length - 1];
       if (last === undefined || page.length < 200) break;
       after = { at: last.order_at, id: last.id };

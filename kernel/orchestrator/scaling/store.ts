@@ -27,9 +27,14 @@ const COLUMNS = sql.fragment`id::text AS id, scaler, plugin, node_id, job_id::te
 /** Connected agents that can still take a job: an ephemeral agent that took one is spent. */
 export async function availableAgents(pool: DatabasePool): Promise<OnlineAgent[]> {
   const rows = (await pool.any(sql.unsafe`
-    SELECT a.id, a.labels, a.ephemeral FROM agents a
-    WHERE a.connected AND NOT (a.ephemeral AND EXISTS (SELECT 1 FROM jobs j WHERE j.agent_id = a.id))`)) as readonly { id: string; labels: string[]; ephemeral: boolean }[];
-  return rows.map((r) => ({ id: r.id, labels: new Set(r.labels), ephemeral: r.ephemeral }));
+    SELECT a.id, a.labels, a.ephemeral, a.protocol_version FROM agents a
+    WHERE a.connected AND NOT (a.ephemeral AND EXISTS (SELECT 1 FROM jobs j WHERE j.agent_id = a.id))`)) as readonly {
+    id: string;
+    labels: string[];
+    ephemeral: boolean;
+    protocol_version: number | null;
+  }[];
+  return rows.map((r) => ({ id: r.id, labels: new Set(r.labels), ephemeral: r.ephemeral, protocol: r.protocol_version }));
 }
 
 /** Scale-ups still waiting for their agent to take a job (any node), oldest first. */

@@ -17,7 +17,7 @@ t.test('token mode', async (t) => {
     const agent = await TestAgent.online({ url: node.url, agentId: 'a1', token: good.token, labels: ['gpu'] });
     const registered = await agent.waitFor('agent.registered');
     t.same(registered.labels, ['svc:os:linux', 'svc:arch:x64', 'svc:role:static', 'svc:sandbox:bare-metal', 'gpu'], 'effective labels returned');
-    t.equal(registered.protocolVersion, 3);
+    t.equal(registered.protocolVersion, 4);
     const row = (await db.pool.one(sql.unsafe`SELECT token_hash, connected, labels FROM agents WHERE id = 'a1'`)) as { token_hash: string; connected: boolean; labels: string[] };
     t.ok(row.connected);
     t.match(row.token_hash, /^[0-9a-f]{64}$/, 'token hash stored on first registration');

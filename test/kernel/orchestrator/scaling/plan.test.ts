@@ -34,6 +34,14 @@ t.test('online agents cover jobs: static ones any number, an unspent ephemeral o
   t.same(planned(input({ scalers, jobs, agents: [{ id: 'x', labels: new Set(['other']), ephemeral: false }] })), ['a@pool', 'b@pool', 'c@pool'], 'an agent whose labels do not cover the job');
 });
 
+t.test('an agent of an older wire protocol does not cover a job whose fields need a newer one', async (t) => {
+  const scalers = [scaler('pool', ['ci'])];
+  const jobs = [{ id: 'subs', matchers: ['ci'], protocol: 4 }, { id: 'plain', matchers: ['ci'], protocol: 0 }];
+  t.same(planned(input({ scalers, jobs, agents: [{ id: 'old', labels: new Set(['ci']), ephemeral: false, protocol: 3 }] })), ['subs@pool'], 'a current agent is started for it alone');
+  t.same(planned(input({ scalers, jobs, agents: [{ id: 'new', labels: new Set(['ci']), ephemeral: false, protocol: 4 }] })), []);
+  t.same(planned(input({ scalers, jobs, agents: [{ id: 'unknown', labels: new Set(['ci']), ephemeral: false, protocol: null }] })), [], 'an unknown protocol is not held against an agent');
+});
+
 t.test('waiting scale-ups: a job keeps its own; the others cover jobs by labels, since an agent takes whichever job it satisfies', async (t) => {
   const scalers = [scaler('pool', ['ci'])];
   const jobs = [{ id: 'two', matchers: ['ci'] }, { id: 'four', matchers: ['ci'] }];
