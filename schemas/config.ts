@@ -231,6 +231,10 @@ export const SvcConfig = Type.Object(
           strict,
         ),
         signerCommand: Type.Optional(NonEmpty),
+        /** RFC 3161 timestamp authority (POST application/timestamp-query) stamping every attestation signature. */
+        timestampUrl: Type.Optional(HttpUrl),
+        /** PEM file with the TSA's certificate chain; its self-signed certificates are the trust anchors. */
+        timestampCertChainFile: Type.Optional(NonEmpty),
       },
       strict,
     ),

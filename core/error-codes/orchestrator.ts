@@ -91,10 +91,6 @@ export const ORCHESTRATOR_ERROR_CODES = {
   SVC_ERR_REMOTE_RUN_UNAVAILABLE: { kind: 'unavailable', message: 'remote runs require cache storage (SVC_STORAGE_TYPE) and a master key on the orchestrator' },
   SVC_ERR_REMOTE_RUN_UPLOAD_MISSING: { kind: 'not_found', message: 'no overlay was uploaded for {uploadId}; upload it to the pre-signed URL first' },
   // DISPATCH
-  SVC_ERR_DISPATCH_AGENT_PROTOCOL_TOO_OLD: {
-    kind: 'unavailable',
-    message: 'no agent can run this job: it uses {features} (wire protocol {protocol}) and every online agent carrying its labels speaks an older protocol ({agents}); no scaler starts one; upgrade them',
-  },
   SVC_ERR_DISPATCH_CANCELLED_BY: { kind: 'input', message: 'cancelledBy must name who cancelled (1 to 200 characters)' },
   SVC_ERR_DISPATCH_ID_INVALID: { kind: 'input', message: '"{id}" is not a {kind} id (a UUID)' },
   SVC_ERR_DISPATCH_JOB_NOT_FOUND: { kind: 'not_found', message: 'no job has id {jobId}' },
@@ -127,6 +123,7 @@ export const ORCHESTRATOR_ERROR_CODES = {
     kind: 'unavailable',
     message: 'no statement was signed ({code}): there is no usable active signing key; create one with "svc-admin signing-key generate" and run this again ({remaining} pending)',
   },
+  SVC_ERR_IDENTITY_COMPROMISED_AT: { kind: 'input', message: "the compromise time {at} must be an ISO 8601 time between the key's creation and now" },
   SVC_ERR_IDENTITY_JWKS_INVALID: { kind: 'internal', message: '{issuer}/.well-known/jwks.json is not a JWKS of EC P-256 keys' },
   SVC_ERR_IDENTITY_JWKS_UNREACHABLE: { kind: 'unavailable', message: 'could not read {issuer}/.well-known/jwks.json: {reason}' },
   SVC_ERR_IDENTITY_JWK_INVALID: { kind: 'internal', message: 'public key {kid} is not an EC P-256 JWK: {issues}' },
@@ -147,6 +144,10 @@ export const ORCHESTRATOR_ERROR_CODES = {
   SVC_ERR_IDENTITY_SIGNATURE_SHAPE: {
     kind: 'internal',
     message: 'the custody plugin returned a {signature}-byte signature; ES256 needs {es256SignatureBytes}',
+  },
+  SVC_ERR_IDENTITY_TIMESTAMP_CONFIG: {
+    kind: 'internal',
+    message: 'the timestamp authority settings are not usable: {reason} (SVC_ORCHESTRATOR_TIMESTAMP_URL needs SVC_ORCHESTRATOR_TIMESTAMP_CERT_CHAIN_FILE, a PEM chain with its root)',
   },
   // SECRETS
   SVC_ERR_SECRETS_CONTEXT_EXISTS: { kind: 'conflict', message: 'context {name} already exists' },

@@ -7,6 +7,7 @@ import { Flags } from '@oclif/core';
 import { SvcCommand, USAGE_ERROR_CODE } from '../../../core/cli/base-command.ts';
 import { InputError, UnavailableError } from '../../../core/errors.ts';
 import { createIdentityService } from '../../../kernel/orchestrator/identity/service.ts';
+import { timestamperFromConfig } from '../../../kernel/orchestrator/identity/timestamp.ts';
 import type { FulfilResult } from '../../../kernel/orchestrator/identity/attestations.ts';
 import { adminConfig, adminMasterKeys, databaseFlag, databaseUrlOf, dbCustodyFor, quietLogger, withDatabase } from '../signing-key/shared.ts';
 
@@ -27,10 +28,21 @@ export default class AttestationsBackfill extends SvcCommand {
     const issuer = config.orchestrator.provenanceIssuer;
     if (!issuer) throw new InputError(USAGE_ERROR_CODE, 'set SVC_ORCHESTRATOR_PROVENANCE_ISSUER to the orchestrators\' issuer: backfilled bundles name it and verify against it');
     const keys = await adminMasterKeys(config);
+    // The same TSA the nodes use, when configured: backfilled signatures get timestamps too.
+    const timestamper = await timestamperFromConfig(config.orchestrator);
     const result = await withDatabase(databaseUrlOf(config, flags['database-url']), async (pool) => {
       const custody = dbCustodyFor(config, pool, keys);
       // No waiting for a key here: an operator wants the answer now.
-      const service = createIdentityService({ pool, custody, custodyKind: 'db', issuer, orchestratorId: BACKFILL_SIGNER_ID, logger: quietLogger, keyWaitMs: 0 });
+      const service = createIdentityService({
+        pool,
+        custody,
+        custodyKind: 'db',
+        issuer,
+        orchestratorId: BACKFILL_SIGNER_ID,
+        logger: quietLogger,
+        keyWaitMs: 0,
+        ...(timestamper === undefined ? {} : { timestamper }),
+      });
       return service.fulfilDeferredAttestations({ origin: 'offline-backfill', limit: flags.limit });
     });
     if (result.deferredCode !== undefined && result.fulfilled === 0) {

@@ -3,7 +3,8 @@
 import { writeFile } from 'node:fs/promises';
 import { Flags } from '@oclif/core';
 import { SvcCommand, USAGE_ERROR_CODE } from '../../../core/cli/base-command.ts';
-import { publicKeySet } from '../../../kernel/orchestrator/identity/key-store.ts';
+import { publicKeySet, revokedKeyMaterial } from '../../../kernel/orchestrator/identity/key-store.ts';
+import { timestamperFromConfig } from '../../../kernel/orchestrator/identity/timestamp.ts';
 import { normalizeIssuer } from '../../../kernel/orchestrator/identity/service.ts';
 import { InputError, SvcError, UnavailableError, messageOf } from '../../../core/errors.ts';
 import { Jwks, type TrustRoot } from '../../../schemas/identity.ts';
@@ -34,8 +35,15 @@ export default class SigningKeyExport extends SvcCommand {
       throw new InputError(USAGE_ERROR_CODE, `--issuer ${issuerText} is not a URL`);
     }
     const dbUrl = databaseUrlOf(config, flags['database-url']);
-    const jwks = dbUrl ? await withDatabase(dbUrl, publicKeySet) : await fetchJwks(issuer);
-    const root: TrustRoot = { issuer, jwks };
+    const [jwks, revokedKeys] = dbUrl ? await withDatabase(dbUrl, (pool) => Promise.all([publicKeySet(pool), revokedKeyMaterial(pool)])) : [await fetchJwks(issuer), []];
+    // What a verifier needs after a compromise revoke: the revoked keys' times and the TSA chain.
+    const timestamper = await timestamperFromConfig(config.orchestrator);
+    const root: TrustRoot = {
+      issuer,
+      jwks,
+      ...(revokedKeys.length === 0 ? {} : { revokedKeys }),
+      ...(timestamper === undefined ? {} : { timestampAuthorities: [{ uri: timestamper.url, certChain: [...timestamper.certificates] }] }),
+    };
     await writeFile(flags.out, JSON.stringify(root, null, 2) + '\n');
     this.log(`wrote ${flags.out}: issuer ${issuer}, ${jwks.keys.length} public key(s)`);
     return { ...root, out: flags.out };

@@ -13,10 +13,11 @@ import {
 } from '../../../schemas/identity.ts';
 import { compileSchema } from '../../../schemas/validate.ts';
 import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
-import { InputError } from '../../../core/errors.ts';
+import { InputError, messageOf } from '../../../core/errors.ts';
 import { isUuid, loadRunJob, type RunJobRow } from './claims.ts';
 import { preAuthEncoding, provenanceStatement, rawToDerSignature, sha256Hex, type Artifact } from './dsse.ts';
 import type { Minter } from './mint.ts';
+import { verifyTimestampToken, type Timestamper } from './timestamp.ts';
 
 /** Audience of the identity token carried inside a bundle. */
 export const ATTESTATION_AUDIENCE = 'svc-attestation';
@@ -32,6 +33,9 @@ export interface AttestationDeps {
   pool: DatabasePool;
   custody: CustodyExtensionPoint;
   minter: Minter;
+  /** The configured RFC 3161 TSA (SVC_ORCHESTRATOR_TIMESTAMP_URL); absent: no timestamps. */
+  timestamper?: Timestamper;
+  logger?: { warn(object: object, message: string): void };
 }
 
 export function checkArtifact(artifact: unknown): Artifact {
@@ -79,6 +83,7 @@ async function signStatement(deps: AttestationDeps, row: RunJobRow, statementTex
   const payload = Buffer.from(statementText, 'utf8');
   // DER, not the JOSE raw form: what DSSE verifiers outside this project read.
   const sig = rawToDerSignature(await deps.custody.sign(preAuthEncoding(IN_TOTO_PAYLOAD_TYPE, payload), token.kid));
+  const stamped = await timestampOf(deps, sig, statementHash);
   return {
     mediaType: ATTESTATION_BUNDLE_MEDIA_TYPE,
     issuer: deps.minter.issuer,
@@ -91,7 +96,34 @@ async function signStatement(deps: AttestationDeps, row: RunJobRow, statementTex
       payload: payload.toString('base64'),
       signatures: [{ keyid: token.kid, sig: Buffer.from(sig).toString('base64') }],
     },
+    ...stamped,
   };
+}
+
+/**
+ * The TSA's token over the signature bytes. A TSA that is down or answers wrongly does not stop
+ * the attestation: it is made untimestamped, says why (`timestampError`), and is logged, because
+ * only a compromise revoke makes the difference (an untimestamped signature then stops verifying).
+ */
+async function timestampOf(deps: AttestationDeps, sig: Uint8Array, statementHash: string): Promise<Pick<AttestationBundle, 'timestampVerificationData' | 'timestampError'>> {
+  if (!deps.timestamper) return {};
+  try {
+    const { token } = await deps.timestamper.stamp(sig);
+    return { timestampVerificationData: { rfc3161Timestamps: [{ signedTimestamp: token.toString('base64') }] } };
+  } catch (error) {
+    const reason = messageOf(error).slice(0, 1900);
+    deps.logger?.warn({ statementHash, tsa: deps.timestamper.url }, `attestation made without a signed timestamp: ${reason}`);
+    return { timestampError: reason };
+  }
+}
+
+/** Listing columns: when the TSA dated the signature, or why it gave no timestamp. */
+async function timestampColumns(deps: AttestationDeps, bundle: AttestationBundle): Promise<{ at: string | null; error: string | null }> {
+  const token = bundle.timestampVerificationData?.rfc3161Timestamps[0]?.signedTimestamp;
+  if (!token || !deps.timestamper) return { at: null, error: bundle.timestampError ?? null };
+  const sig = Buffer.from(bundle.dsseEnvelope.signatures[0]?.sig ?? '', 'base64');
+  const verdict = verifyTimestampToken(Buffer.from(token, 'base64'), sig, deps.timestamper.trust);
+  return verdict.ok ? { at: verdict.genTime.toISOString(), error: null } : { at: null, error: verdict.message };
 }
 
 export interface CreateAttestationRequest {
@@ -122,10 +154,12 @@ export async function createAttestation(deps: AttestationDeps, request: CreateAt
       VALUES (${id}, ${row.run_id}, ${row.job_id}, ${artifact.name}, ${artifact.sha256}, ${statementText}, ${statementHash}, 'pending', ${signed.code})`);
     return { deferred: true, code: signed.code, attestationId: id, statementHash };
   }
+  const stamp = await timestampColumns(deps, signed);
   await deps.pool.query(sql.unsafe`
-    INSERT INTO attestations (id, run_id, job_id, artifact_name, artifact_sha256, statement, statement_hash, status, attestation_origin, bundle, fulfilled_at)
+    INSERT INTO attestations (id, run_id, job_id, artifact_name, artifact_sha256, statement, statement_hash, status, attestation_origin, bundle, fulfilled_at,
+                              timestamped_at, timestamp_error)
     VALUES (${id}, ${row.run_id}, ${row.job_id}, ${artifact.name}, ${artifact.sha256}, ${statementText}, ${statementHash}, 'fulfilled', 'live',
-            ${JSON.stringify(signed)}::jsonb, now())`);
+            ${JSON.stringify(signed)}::jsonb, now(), ${stamp.at}::timestamptz, ${stamp.error})`);
   return { bundle: signed, fileName: bundleFileName(artifact.name), attestationId: id };
 }
 
@@ -161,8 +195,10 @@ export async function fulfilDeferredAttestations(
       await deps.pool.query(sql.unsafe`UPDATE attestations SET claimed_at = NULL, defer_code = ${signed.code} WHERE id = ${pending.id}`);
       break;
     }
+    const stamp = await timestampColumns(deps, signed);
     await deps.pool.query(sql.unsafe`
-      UPDATE attestations SET status = 'fulfilled', attestation_origin = ${origin}, bundle = ${JSON.stringify(signed)}::jsonb, fulfilled_at = now(), claimed_at = NULL
+      UPDATE attestations SET status = 'fulfilled', attestation_origin = ${origin}, bundle = ${JSON.stringify(signed)}::jsonb, fulfilled_at = now(), claimed_at = NULL,
+                              timestamped_at = ${stamp.at}::timestamptz, timestamp_error = ${stamp.error}
       WHERE id = ${pending.id} AND status = 'pending'`);
     fulfilled += 1;
   }

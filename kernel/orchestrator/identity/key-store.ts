@@ -5,7 +5,7 @@
 import type { JWK } from 'jose';
 import { Type, type Static } from 'typebox';
 import type { CustodyKeyVault, NewSigningKey, StoredSigningKey } from '../../../core/extension-points/custody.ts';
-import { EcPublicJwk, type CustodyKind, type Jwks, type SigningKeyStatus, type SigningKeySummary } from '../../../schemas/identity.ts';
+import { EcPublicJwk, type CustodyKind, type Jwks, type RevokedKey, type SigningKeyStatus, type SigningKeySummary } from '../../../schemas/identity.ts';
 import { compileSchema, formatIssues } from '../../../schemas/validate.ts';
 import type { MasterKeys } from '../../services/crypto/master-keys.ts';
 import { openWithAny, seal } from '../../services/crypto/sealing.ts';
@@ -23,10 +23,11 @@ const KeyRow = Type.Object({
   retired_at: Type.Union([Type.Number(), Type.Null()]),
   revoked_at: Type.Union([Type.Number(), Type.Null()]),
   revoke_reason: Type.Union([Type.String(), Type.Null()]),
+  compromised_at: Type.Union([Type.Number(), Type.Null()]),
 });
 type KeyRow = Static<typeof KeyRow>;
 
-const COLUMNS = sql.fragment`kid, status, custody, public_jwk, private_key_sealed, created_at, retiring_at, retired_at, revoked_at, revoke_reason`;
+const COLUMNS = sql.fragment`kid, status, custody, public_jwk, private_key_sealed, created_at, retiring_at, retired_at, revoked_at, revoke_reason, compromised_at`;
 /** Serializes key creation across every node on the database. */
 const KEY_LOCK = sql.fragment`pg_advisory_xact_lock(hashtext('svc:signing_keys'))`;
 const KID = /^[A-Za-z0-9_-]{1,200}$/;
@@ -68,6 +69,7 @@ function summary(row: KeyRow): SigningKeySummary {
     retiredAt: iso(row.retired_at),
     revokedAt: iso(row.revoked_at),
     revokeReason: row.revoke_reason,
+    ...(row.compromised_at === null ? {} : { compromisedAt: iso(row.compromised_at) }),
   };
 }
 
@@ -100,6 +102,20 @@ export async function publicKeySet(pool: DatabasePool): Promise<Jwks> {
     sqlTyped(KeyRow)`SELECT ${COLUMNS} FROM signing_keys WHERE status IN ('active', 'retiring', 'retired') ORDER BY created_at DESC, kid`,
   );
   return { keys: rows.map((row) => servedJwk(row.kid, row.public_jwk as JWK)) };
+}
+
+/**
+ * Revoked keys as trust material publishes them (never in the JWKS): with `compromisedAt` a
+ * verifier still accepts signatures a trusted TSA dated before it; null means none.
+ */
+export async function revokedKeyMaterial(pool: DatabasePool): Promise<RevokedKey[]> {
+  const rows = await pool.any(sqlTyped(KeyRow)`SELECT ${COLUMNS} FROM signing_keys WHERE status = 'revoked' ORDER BY revoked_at, kid`);
+  return rows.map((row) => ({
+    kid: row.kid,
+    jwk: servedJwk(row.kid, row.public_jwk as JWK),
+    revokedAt: iso(row.revoked_at) ?? new Date(row.created_at).toISOString(),
+    compromisedAt: iso(row.compromised_at),
+  }));
 }
 
 /** Revoked kids (so an online verifier can say "revoked" rather than "unknown"). */
@@ -185,16 +201,33 @@ export async function retireSigningKey(pool: DatabasePool, kid: string): Promise
   );
 }
 
-export async function revokeSigningKey(pool: DatabasePool, kid: string, reason: string): Promise<SigningKeySummary> {
+/**
+ * Revoke a key. Without `compromisedAt` nothing it signed verifies any more; with it, signatures
+ * a trusted TSA dated strictly before that time stay verifiable (never a time in the future, nor
+ * before the key existed).
+ */
+export async function revokeSigningKey(pool: DatabasePool, kid: string, reason: string, options: { compromisedAt?: Date } = {}): Promise<SigningKeySummary> {
   checkKid(kid);
   const why = reason.trim();
   if (why === '') throw new InputError('SVC_ERR_IDENTITY_REVOKE_REASON', 'revoking a key needs a reason (--reason <text>)');
   if (why.length > 2000) throw new InputError('SVC_ERR_IDENTITY_REVOKE_REASON', 'the revoke reason is longer than 2000 characters');
+  const compromisedAt = options.compromisedAt;
+  if (compromisedAt !== undefined && Number.isNaN(compromisedAt.getTime())) {
+    throw new InputError('SVC_ERR_IDENTITY_COMPROMISED_AT', 'the compromise time is not a date (an ISO 8601 time such as 2026-05-01T12:00:00Z)');
+  }
+  const at = compromisedAt === undefined ? null : compromisedAt.toISOString();
   const row = await pool.maybeOne(sqlTyped(KeyRow)`
-    UPDATE signing_keys SET status = 'revoked', revoked_at = now(), revoke_reason = ${why}
-    WHERE kid = ${kid} AND status <> 'revoked' RETURNING ${COLUMNS}`);
+    UPDATE signing_keys SET status = 'revoked', revoked_at = now(), revoke_reason = ${why}, compromised_at = ${at}::timestamptz
+    WHERE kid = ${kid} AND status <> 'revoked' AND (${at}::timestamptz IS NULL OR (${at}::timestamptz <= now() AND ${at}::timestamptz >= created_at))
+    RETURNING ${COLUMNS}`);
   if (row) return summary(row);
   const existing = await byKid(pool, kid);
   if (!existing) throw new NotFoundError('SVC_ERR_IDENTITY_KEY_NOT_FOUND', `no signing key has kid ${kid}`);
+  if (existing.status !== 'revoked' && at !== null) {
+    throw new InputError(
+      'SVC_ERR_IDENTITY_COMPROMISED_AT',
+      `the compromise time ${at} must lie between the key's creation (${new Date(existing.created_at).toISOString()}) and now`,
+    );
+  }
   throw new ConflictError('SVC_ERR_IDENTITY_KEY_STATE', `signing key ${kid} is already revoked`);
 }

@@ -10,6 +10,7 @@ import { adminAuthRef, identityServiceRef } from '../service-refs.ts';
 import { createKeyVault, registerExternalKey } from './key-store.ts';
 import { registerIdentityRoutes, registerSigningKeyAdminRoute } from './routes.ts';
 import { createIdentityService, type IdentityService } from './service.ts';
+import { timestamperFromConfig } from './timestamp.ts';
 
 export const FULFIL_SWEEP_MS = 30_000;
 
@@ -43,7 +44,17 @@ export const identitySubsystem: Subsystem = {
       }
     }
 
-    const service: IdentityService = createIdentityService({ pool: ctx.db, custody, custodyKind, issuer, orchestratorId: ctx.nodeId, logger });
+    const timestamper = await timestamperFromConfig(ctx.config.orchestrator);
+    if (timestamper) logger.info({ tsa: timestamper.url }, 'attestation signatures get RFC 3161 timestamps');
+    const service: IdentityService = createIdentityService({
+      pool: ctx.db,
+      custody,
+      custodyKind,
+      issuer,
+      orchestratorId: ctx.nodeId,
+      logger,
+      ...(timestamper === undefined ? {} : { timestamper }),
+    });
     await registerIdentityRoutes(ctx.http, service);
 
     let sweeping: Promise<void> | undefined;

@@ -75,6 +75,8 @@ export const CONFIG_ENV: Readonly<Record<string, string>> = Object.freeze({
   SVC_ORCHESTRATOR_KMS_SECRET_ACCESS_KEY: 'orchestrator.kms.secretAccessKey',
   SVC_ORCHESTRATOR_KMS_ENDPOINT: 'orchestrator.kms.endpoint',
   SVC_ORCHESTRATOR_SIGNER_COMMAND: 'orchestrator.signerCommand',
+  SVC_ORCHESTRATOR_TIMESTAMP_URL: 'orchestrator.timestampUrl',
+  SVC_ORCHESTRATOR_TIMESTAMP_CERT_CHAIN_FILE: 'orchestrator.timestampCertChainFile',
   SVC_RELAY_PORT: 'relay.port',
   SVC_RELAY_DATABASE_URL: 'relay.databaseUrl',
   SVC_RELAY_HOST: 'relay.host',

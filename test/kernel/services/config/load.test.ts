@@ -163,6 +163,8 @@ const FIELDS: Record<string, FieldCase> = {
   'orchestrator.kms.secretAccessKey': str('secret-file', 'secret-env', false),
   'orchestrator.kms.endpoint': urlField(11, 12),
   'orchestrator.signerCommand': str('/usr/bin/sign-a', '/usr/bin/sign-b'),
+  'orchestrator.timestampUrl': urlField(13, 14),
+  'orchestrator.timestampCertChainFile': str('/etc/svc/tsa-a.pem', '/etc/svc/tsa-b.pem'),
   'relay.port': portField(7801, 7802),
   'relay.databaseUrl': { file: 'postgres://r@127.0.0.1/relay', env: 'postgres://s@127.0.0.1/relay', envValue: 'postgres://s@127.0.0.1/relay', badFile: 42, badEnv: 'sqlite:relay.db' },
   'relay.host': str('127.0.0.1', '::1'),
