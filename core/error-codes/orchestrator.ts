@@ -91,6 +91,10 @@ export const ORCHESTRATOR_ERROR_CODES = {
   SVC_ERR_REMOTE_RUN_UNAVAILABLE: { kind: 'unavailable', message: 'remote runs require cache storage (SVC_STORAGE_TYPE) and a master key on the orchestrator' },
   SVC_ERR_REMOTE_RUN_UPLOAD_MISSING: { kind: 'not_found', message: 'no overlay was uploaded for {uploadId}; upload it to the pre-signed URL first' },
   // DISPATCH
+  SVC_ERR_DISPATCH_AGENT_PROTOCOL_TOO_OLD: {
+    kind: 'unavailable',
+    message: 'no agent can run this job: it uses {features} (wire protocol {protocol}) and every online agent carrying its labels speaks an older protocol ({agents}); no scaler starts one; upgrade them',
+  },
   SVC_ERR_DISPATCH_CANCELLED_BY: { kind: 'input', message: 'cancelledBy must name who cancelled (1 to 200 characters)' },
   SVC_ERR_DISPATCH_ID_INVALID: { kind: 'input', message: '"{id}" is not a {kind} id (a UUID)' },
   SVC_ERR_DISPATCH_JOB_NOT_FOUND: { kind: 'not_found', message: 'no job has id {jobId}' },
