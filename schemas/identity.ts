@@ -88,37 +88,8 @@ export type EcPublicJwk = Static<typeof EcPublicJwk>;
 export const Jwks = Type.Object({ keys: Type.Array(EcPublicJwk, { maxItems: 1000 }) }, Strict);
 export type Jwks = Static<typeof Jwks>;
 
-/**
- * A revoked key as trust material publishes it: out of the JWKS (no token it signs is accepted),
- * kept here so a signature timestamped before `compromisedAt` still verifies. `compromisedAt`
- * null: a plain revoke, nothing it signed verifies.
- */
-export const RevokedKey = Type.Object(
-  { kid: Type.String({ minLength: 1, maxLength: 200 }), jwk: EcPublicJwk, revokedAt: Type.String(), compromisedAt: Type.Union([Type.String(), Type.Null()]) },
-  Strict,
-);
-export type RevokedKey = Static<typeof RevokedKey>;
-
-/** An RFC 3161 timestamp authority: its URL and certificate chain (PEM; self-signed ones are the anchors). */
-export const TimestampAuthority = Type.Object(
-  { uri: Type.String({ maxLength: 2000 }), certChain: Type.Array(Type.String({ maxLength: 20_000 }), { minItems: 1, maxItems: 10 }) },
-  Strict,
-);
-export type TimestampAuthority = Static<typeof TimestampAuthority>;
-
-/**
- * `svc-admin signing-key export --public`, and the orchestrator's key-status document
- * (`/.well-known/svc-key-status.json`): public material only.
- */
-export const TrustRoot = Type.Object(
-  {
-    issuer: Text,
-    jwks: Jwks,
-    revokedKeys: Type.Optional(Type.Array(RevokedKey, { maxItems: 1000 })),
-    timestampAuthorities: Type.Optional(Type.Array(TimestampAuthority, { maxItems: 10 })),
-  },
-  Strict,
-);
+/** `svc-admin signing-key export --public`: public material only. */
+export const TrustRoot = Type.Object({ issuer: Text, jwks: Jwks }, Strict);
 export type TrustRoot = Static<typeof TrustRoot>;
 
 export const SigningKeySummary = Type.Object(
@@ -131,8 +102,6 @@ export const SigningKeySummary = Type.Object(
     retiredAt: Type.Union([Type.String(), Type.Null()]),
     revokedAt: Type.Union([Type.String(), Type.Null()]),
     revokeReason: Type.Union([Type.String(), Type.Null()]),
-    /** Revoked with `--compromised-at`: signatures timestamped before it stay verifiable. */
-    compromisedAt: Type.Optional(Type.Union([Type.String(), Type.Null()])),
   },
   Strict,
 );
@@ -173,16 +142,37 @@ export const AttestationBundle = Type.Object(
     /** Identity token of the job; for deferred bundles its `statement_hash` binds it to the statement. */
     identityToken: Type.String({ maxLength: 16_000 }),
     dsseEnvelope: DsseEnvelope,
-    /** RFC 3161 token(s) over the DSSE signature bytes, base64 DER (the Sigstore bundle's field). */
-    timestampVerificationData: Type.Optional(
-      Type.Object({ rfc3161Timestamps: Type.Array(Type.Object({ signedTimestamp: Type.String({ maxLength: 64_000 }) }, Strict), { maxItems: 8 }) }, Strict),
-    ),
-    /** Set when a TSA is configured but gave no timestamp: why (the attestation is untimestamped). */
-    timestampError: Type.Optional(Type.String({ maxLength: 2000 })),
   },
   Strict,
 );
 export type AttestationBundle = Static<typeof AttestationBundle>;
+
+export const SIGSTORE_BUNDLE_V03_MEDIA_TYPE = 'application/vnd.dev.sigstore.bundle.v0.3+json';
+export const SIGSTORE_TRUSTED_ROOT_MEDIA_TYPE = 'application/vnd.dev.sigstore.trustedroot+json;version=0.1';
+
+/**
+ * `<artifact>.sigstore.json`: the same DSSE envelope as the svc bundle, in the Sigstore bundle
+ * v0.3 form (protobuf-specs JSON) with the orchestrator's public key as verification material
+ * (`publicKey.hint` = JWKS kid). No transparency-log entry: trust comes from the published key.
+ */
+export const SigstoreBundle = Type.Object(
+  {
+    mediaType: Type.Literal(SIGSTORE_BUNDLE_V03_MEDIA_TYPE),
+    verificationMaterial: Type.Object(
+      {
+        publicKey: Type.Object({ hint: Type.String({ minLength: 1, maxLength: 200 }) }, Strict),
+        tlogEntries: Type.Array(Type.Unknown(), { maxItems: 16 }),
+        timestampVerificationData: Type.Optional(
+          Type.Object({ rfc3161Timestamps: Type.Array(Type.Object({ signedTimestamp: Type.String({ maxLength: 64_000 }) }, Strict), { maxItems: 8 }) }, Strict),
+        ),
+      },
+      Strict,
+    ),
+    dsseEnvelope: DsseEnvelope,
+  },
+  Strict,
+);
+export type SigstoreBundle = Static<typeof SigstoreBundle>;
 
 export const VerifyAttestationRequest = Type.Object(
   {
@@ -208,7 +198,6 @@ export const AttestationFailureReason = Type.Enum([
   'artifact_mismatch',
   'token_invalid',
   'token_mismatch',
-  'timestamp_invalid',
 ]);
 export type AttestationFailureReason = Static<typeof AttestationFailureReason>;
 
@@ -219,10 +208,11 @@ export const VerifyAttestationResponse = Type.Union([
       issuer: Text,
       kid: Type.String(),
       subject: Type.Object({ name: Type.String(), sha256: Sha256Hex }, Strict),
-      attestationOrigin: AttestationOrigin,
+      /** Absent for a Sigstore bundle: only the svc bundle's identity token records it. */
+      attestationOrigin: Type.Optional(AttestationOrigin),
+      /** Which bundle form was verified (absent: `svc`). */
+      format: Type.Optional(Type.Enum(['svc', 'sigstore-v0.3'])),
       claims: Type.Record(Type.String(), Type.Unknown()),
-      /** The trusted RFC 3161 time of the signature, when the bundle carries one a known TSA signed. */
-      signedAt: Type.Optional(Type.Object({ genTime: Type.String(), tsa: Type.String() }, Strict)),
     },
     Strict,
   ),

@@ -140,6 +140,10 @@ export interface ProvenanceAttestation {
   readonly bundlePath?: string;
   /** Run artifact holding the bundle (`svc runs download <run> <name>`); absent without storage. */
   readonly artifact?: string;
+  /** `<artifact>.sigstore.json`: the same signature as a Sigstore bundle v0.3 (docs/provenance.md). */
+  readonly sigstoreBundlePath?: string;
+  /** Run artifact holding the Sigstore bundle; absent without storage. */
+  readonly sigstoreArtifact?: string;
 }
 
 /** The normalized event a run was created for (the orchestrator's normalization). */

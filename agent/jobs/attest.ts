@@ -1,7 +1,8 @@
 // ctx.attestProvenance in a real job (docs/provenance.md). For each subject the agent hashes the
 // workspace file itself (the step only names it), asks the orchestrator to attest it for this job
 // (`attestation.create.request`), writes the signed bundle as `<artifact>.svc.json` next to the
-// file and stores it as a run artifact of the same name. With no signing key ready the
+// file and stores it as a run artifact of the same name (and its Sigstore bundle v0.3 form as
+// `<artifact>.sigstore.json`). With no signing key ready the
 // orchestrator freezes the statement instead and signs it later; the step learns the
 // attestation id and statement hash so the bundle can be fetched once fulfilled.
 import { randomUUID } from 'node:crypto';
@@ -24,6 +25,11 @@ type Response = Static<typeof AttestationCreateResponse>;
 /** The bundle file of a subject: `<artifact base name>.svc.json`. */
 export function bundleNameOf(subjectPath: string): string {
   return `${basename(subjectPath)}.svc.json`;
+}
+
+/** The Sigstore bundle file of a subject: `<artifact base name>.sigstore.json`. */
+export function sigstoreBundleNameOf(subjectPath: string): string {
+  return `${basename(subjectPath)}.sigstore.json`;
 }
 
 async function subjectFile(ctx: RunnerApiContext, path: string): Promise<{ rel: string; abs: string; sha256: string }> {
@@ -90,7 +96,16 @@ export async function attestProvenance(args: AttestArgs, ctx: RunnerApiContext):
     await writeFile(absBundle, `${JSON.stringify(response.bundle, null, 2)}\n`);
     const relBundle = join(dirname(file.rel), fileName);
     const stored = await storeBundle(ctx, fileName, relBundle);
-    attestations.push({ ...base, deferred: false, bundlePath: bundlePathFor(subject.path, fileName), ...(stored === undefined ? {} : { artifact: stored }) });
+    const entry: Attestation = { ...base, deferred: false, bundlePath: bundlePathFor(subject.path, fileName), ...(stored === undefined ? {} : { artifact: stored }) };
+    if (response.sigstoreBundle !== undefined) {
+      // The same signature in the Sigstore bundle v0.3 form, for the ecosystem's verifiers.
+      const sigstoreName = sigstoreBundleNameOf(file.rel);
+      await writeFile(join(dirname(file.abs), sigstoreName), `${JSON.stringify(response.sigstoreBundle, null, 2)}\n`);
+      const sigstoreStored = await storeBundle(ctx, sigstoreName, join(dirname(file.rel), sigstoreName));
+      entry.sigstoreBundlePath = bundlePathFor(subject.path, sigstoreName);
+      if (sigstoreStored !== undefined) entry.sigstoreArtifact = sigstoreStored;
+    }
+    attestations.push(entry);
   }
   return {
     bundlePaths: attestations.flatMap((a) => (a.bundlePath === undefined ? [] : [a.bundlePath])),

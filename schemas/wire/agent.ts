@@ -5,7 +5,7 @@
 // Where the spec names a cache field `type` (`{ type: 'source' | 'dep', key }`) the message
 // carries it as `cacheType`, because `type` is the message discriminator.
 import { Type, type Static } from 'typebox';
-import { AttestationBundle } from '../identity.ts';
+import { AttestationBundle, SigstoreBundle } from '../identity.ts';
 import { ConcurrencyGroups, GeneratedJobs, GeneratorRef, JobRole, WorkflowOutcome } from './runner.ts';
 
 const Strict = { additionalProperties: false } as const;
@@ -384,6 +384,8 @@ export const AttestationCreateResponse = Type.Object(
     /** `<artifact base name>.svc.json`. */
     fileName: Type.Optional(Type.String({ minLength: 1, maxLength: 300 })),
     bundle: Type.Optional(AttestationBundle),
+    /** The same signature as a Sigstore bundle v0.3 (`<artifact base name>.sigstore.json`). */
+    sigstoreBundle: Type.Optional(SigstoreBundle),
     deferred: Type.Optional(Type.Literal(true)),
     code: Type.Optional(Type.String()),
     error: Type.Optional(ErrorBody),

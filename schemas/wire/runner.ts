@@ -328,6 +328,10 @@ export const RunnerApiShapes = {
               bundlePath: Type.Optional(Type.String()),
               /** Run artifact holding the bundle; absent when the orchestrator has no storage. */
               artifact: Type.Optional(Type.String()),
+              /** `<artifact>.sigstore.json`: the same signature as a Sigstore bundle v0.3. */
+              sigstoreBundlePath: Type.Optional(Type.String()),
+              /** Run artifact holding the Sigstore bundle; absent without storage. */
+              sigstoreArtifact: Type.Optional(Type.String()),
             },
             Strict,
           ),

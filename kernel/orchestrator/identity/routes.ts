@@ -24,10 +24,14 @@ export async function registerIdentityRoutes(app: SvcHttpServer, service: Identi
       reply.header('cache-control', 'public, max-age=30');
       return service.jwks();
     });
-    // The trust-root file online: revoked keys with their compromise times and the TSA chain (docs/provenance.md).
-    app.get(`${prefix}/.well-known/svc-key-status.json`, async (_request, reply) => {
+    // Sigstore trust material for `<artifact>.sigstore.json` (docs/provenance.md): short-cached like the JWKS.
+    app.get(`${prefix}/.well-known/svc/trusted_root.json`, async (_request, reply) => {
       reply.header('cache-control', 'public, max-age=30');
-      return service.keyStatus();
+      return service.sigstoreTrustedRoot();
+    });
+    app.get(`${prefix}/.well-known/svc/public_keys.json`, async (_request, reply) => {
+      reply.header('cache-control', 'public, max-age=30');
+      return service.sigstorePublicKeys();
     });
     app.post(`${prefix}/v1/verify-attestation`, { schema: { body: VerifyAttestationRequest } }, async (request) => {
       const body = request.body;
