@@ -88,8 +88,37 @@ export type EcPublicJwk = Static<typeof EcPublicJwk>;
 export const Jwks = Type.Object({ keys: Type.Array(EcPublicJwk, { maxItems: 1000 }) }, Strict);
 export type Jwks = Static<typeof Jwks>;
 
-/** `svc-admin signing-key export --public`: public material only. */
-export const TrustRoot = Type.Object({ issuer: Text, jwks: Jwks }, Strict);
+/**
+ * A revoked key as trust material publishes it: out of the JWKS (no token it signs is accepted),
+ * kept here so a signature timestamped before `compromisedAt` still verifies. `compromisedAt`
+ * null: a plain revoke, nothing it signed verifies.
+ */
+export const RevokedKey = Type.Object(
+  { kid: Type.String({ minLength: 1, maxLength: 200 }), jwk: EcPublicJwk, revokedAt: Type.String(), compromisedAt: Type.Union([Type.String(), Type.Null()]) },
+  Strict,
+);
+export type RevokedKey = Static<typeof RevokedKey>;
+
+/** An RFC 3161 timestamp authority: its URL and certificate chain (PEM; self-signed ones are the anchors). */
+export const TimestampAuthority = Type.Object(
+  { uri: Type.String({ maxLength: 2000 }), certChain: Type.Array(Type.String({ maxLength: 20_000 }), { minItems: 1, maxItems: 10 }) },
+  Strict,
+);
+export type TimestampAuthority = Static<typeof TimestampAuthority>;
+
+/**
+ * `svc-admin signing-key export --public`, and the orchestrator's key-status document
+ * (`/.well-known/svc-key-status.json`): public material only.
+ */
+export const TrustRoot = Type.Object(
+  {
+    issuer: Text,
+    jwks: Jwks,
+    revokedKeys: Type.Optional(Type.Array(RevokedKey, { maxItems: 1000 })),
+    timestampAuthorities: Type.Optional(Type.Array(TimestampAuthority, { maxItems: 10 })),
+  },
+  Strict,
+);
 export type TrustRoot = Static<typeof TrustRoot>;
 
 export const SigningKeySummary = Type.Object(
@@ -102,6 +131,8 @@ export const SigningKeySummary = Type.Object(
     retiredAt: Type.Union([Type.String(), Type.Null()]),
     revokedAt: Type.Union([Type.String(), Type.Null()]),
     revokeReason: Type.Union([Type.String(), Type.Null()]),
+    /** Revoked with `--compromised-at`: signatures timestamped before it stay verifiable. */
+    compromisedAt: Type.Optional(Type.Union([Type.String(), Type.Null()])),
   },
   Strict,
 );
@@ -142,6 +173,12 @@ export const AttestationBundle = Type.Object(
     /** Identity token of the job; for deferred bundles its `statement_hash` binds it to the statement. */
     identityToken: Type.String({ maxLength: 16_000 }),
     dsseEnvelope: DsseEnvelope,
+    /** RFC 3161 token(s) over the DSSE signature bytes, base64 DER (the Sigstore bundle's field). */
+    timestampVerificationData: Type.Optional(
+      Type.Object({ rfc3161Timestamps: Type.Array(Type.Object({ signedTimestamp: Type.String({ maxLength: 64_000 }) }, Strict), { maxItems: 8 }) }, Strict),
+    ),
+    /** Set when a TSA is configured but gave no timestamp: why (the attestation is untimestamped). */
+    timestampError: Type.Optional(Type.String({ maxLength: 2000 })),
   },
   Strict,
 );
@@ -198,6 +235,7 @@ export const AttestationFailureReason = Type.Enum([
   'artifact_mismatch',
   'token_invalid',
   'token_mismatch',
+  'timestamp_invalid',
 ]);
 export type AttestationFailureReason = Static<typeof AttestationFailureReason>;
 
@@ -213,6 +251,8 @@ export const VerifyAttestationResponse = Type.Union([
       /** Which bundle form was verified (absent: `svc`). */
       format: Type.Optional(Type.Enum(['svc', 'sigstore-v0.3'])),
       claims: Type.Record(Type.String(), Type.Unknown()),
+      /** The trusted RFC 3161 time of the signature, when the bundle carries one a known TSA signed. */
+      signedAt: Type.Optional(Type.Object({ genTime: Type.String(), tsa: Type.String() }, Strict)),
     },
     Strict,
   ),

@@ -33,6 +33,11 @@ export async function registerIdentityRoutes(app: SvcHttpServer, service: Identi
       reply.header('cache-control', 'public, max-age=30');
       return service.sigstorePublicKeys();
     });
+    // The trust-root file online: revoked keys with their compromise times and the TSA chain (docs/provenance.md).
+    app.get(`${prefix}/.well-known/svc-key-status.json`, async (_request, reply) => {
+      reply.header('cache-control', 'public, max-age=30');
+      return service.keyStatus();
+    });
     app.post(`${prefix}/v1/verify-attestation`, { schema: { body: VerifyAttestationRequest } }, async (request) => {
       const body = request.body;
       return service.verifyAttestation({ bundle: body.bundle, artifactSha256: body.artifactSha256, ...(body.artifactName === undefined ? {} : { artifactName: body.artifactName }) });

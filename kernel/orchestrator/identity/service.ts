@@ -8,6 +8,8 @@ import {
   type CustodyKind,
   type DiscoveryDocument,
   type Jwks,
+  type TimestampAuthority,
+  type TrustRoot,
   type VerifyAttestationResponse,
 } from '../../../schemas/identity.ts';
 import type {
@@ -35,7 +37,9 @@ import {
   type FulfilResult,
 } from './attestations.ts';
 import { listSigningKeys, publicKeySet, revokedKids } from './key-store.ts';
+import { revokedKeyMaterial } from './key-store.ts';
 import { Minter, type MintRequest, type MintResult } from './mint.ts';
+import type { Timestamper } from './timestamp.ts';
 import { verifyAttestationBundle, type VerifyTrust } from './verify-attestation.ts';
 import { publicKeysDocument, toSigstoreBundle, trustedRootDocument } from './sigstore-bundle.ts';
 
@@ -49,6 +53,8 @@ export interface IdentityServiceOptions {
   logger: Logger;
   /** Test knob: how long mint waits for a key (default 7.5 s). */
   keyWaitMs?: number;
+  /** RFC 3161 TSA stamping every attestation signature (timestamp.ts); absent: none. */
+  timestamper?: Timestamper;
 }
 
 export interface IdentityService {
@@ -67,6 +73,10 @@ export interface IdentityService {
   verifyAttestation(input: { bundle: unknown; artifactSha256: string; artifactName?: string }): Promise<VerifyAttestationResponse>;
   discovery(): DiscoveryDocument;
   jwks(): Promise<Jwks>;
+  /** The key-status document (`/.well-known/svc-key-status.json`): a trust root with revoked keys' compromise times and the TSA chain. */
+  keyStatus(): Promise<TrustRoot>;
+  /** The configured TSA and its chain (for trust-root documents); empty without one. */
+  timestampAuthorities(): TimestampAuthority[];
   /** Sigstore TrustedRoot for `<artifact>.sigstore.json` (no logs: the keys are the trust). */
   sigstoreTrustedRoot(): Record<string, unknown>;
   /** The served keys in Sigstore's PublicKey form, keyed by the bundles' `publicKey.hint`. */
@@ -101,11 +111,18 @@ export function createIdentityService(options: IdentityServiceOptions): Identity
     logger: options.logger,
     ...(options.keyWaitMs === undefined ? {} : { keyWaitMs: options.keyWaitMs }),
   });
-  const deps = { pool: options.pool, custody: options.custody, minter };
+  const deps = {
+    pool: options.pool,
+    custody: options.custody,
+    minter,
+    logger: options.logger,
+    ...(options.timestamper === undefined ? {} : { timestamper: options.timestamper }),
+  };
+  const authorities: TimestampAuthority[] = options.timestamper ? [{ uri: options.timestamper.url, certChain: [...options.timestamper.certificates] }] : [];
   const discovery = discoveryDocument(issuer);
   const trust = async (): Promise<VerifyTrust> => {
-    const [jwks, revoked] = await Promise.all([publicKeySet(options.pool), revokedKids(options.pool)]);
-    return { issuer, jwks, revokedKids: revoked };
+    const [jwks, revoked, revokedKeys] = await Promise.all([publicKeySet(options.pool), revokedKids(options.pool), revokedKeyMaterial(options.pool)]);
+    return { issuer, jwks, revokedKids: revoked, revokedKeys, timestampAuthorities: authorities };
   };
   return {
     issuer,
@@ -157,6 +174,11 @@ export function createIdentityService(options: IdentityServiceOptions): Identity
     },
     discovery: () => discovery,
     jwks: () => publicKeySet(options.pool),
+    async keyStatus() {
+      const [jwks, revokedKeys] = await Promise.all([publicKeySet(options.pool), revokedKeyMaterial(options.pool)]);
+      return { issuer, jwks, revokedKeys, timestampAuthorities: authorities };
+    },
+    timestampAuthorities: () => authorities,
     sigstoreTrustedRoot: () => trustedRootDocument(),
     async sigstorePublicKeys() {
       const [jwks, summaries] = await Promise.all([publicKeySet(options.pool), listSigningKeys(options.pool)]);

@@ -14,12 +14,13 @@ import {
 import { compileSchema, formatIssues } from '../../../schemas/validate.ts';
 import { messageOf } from '../../../core/errors.ts';
 import { preAuthEncoding, sha256Hex, type ProvenanceStatement } from './dsse.ts';
+import { candidateKey, decideSignedTime, type KeyTrust } from './signed-time.ts';
 import { isSigstoreBundle, verifySigstoreBundle } from './sigstore-bundle.ts';
 
 const checkBundle = compileSchema(AttestationBundle);
 const B64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
-export interface VerifyTrust {
+export interface VerifyTrust extends KeyTrust {
   issuer: string;
   jwks: Jwks;
   /** Known-revoked kids (online only): reported as `key_revoked`. */
@@ -53,11 +54,12 @@ export async function verifyAttestationBundle(input: VerifyAttestationInput): Pr
   if (!sameIssuer(bundle.issuer, trust.issuer)) return fail('issuer_mismatch', `bundle issuer ${bundle.issuer} is not the trusted issuer ${trust.issuer}`);
   const envelope = bundle.dsseEnvelope;
   if (envelope.payloadType !== IN_TOTO_PAYLOAD_TYPE) return fail('payload_type_mismatch', `payload type ${envelope.payloadType} is not ${IN_TOTO_PAYLOAD_TYPE}`);
-  if (trust.revokedKids?.has(bundle.kid)) return fail('key_revoked', `signing key ${bundle.kid} is revoked; what it signed no longer verifies`);
-  const jwk = trust.jwks.keys.find((k) => k.kid === bundle.kid);
-  if (!jwk) return fail('unknown_key', `signing key ${bundle.kid} is not in the issuer's key set`);
   const signature = envelope.signatures.find((s) => s.keyid === bundle.kid);
   if (!signature) return fail('signature_invalid', `no envelope signature carries keyid ${bundle.kid}`);
+  // A key revoked with a compromise time stays a candidate: its signature's RFC 3161 time decides below (signed-time.ts).
+  const key = candidateKey(bundle.kid, trust);
+  if (!key.ok) return fail(key.reason, key.message);
+  const jwk = key.jwk;
 
   const payload = decodeB64(envelope.payload);
   if (!payload) return fail('bundle_malformed', 'envelope payload is not base64');
@@ -75,6 +77,9 @@ export async function verifyAttestationBundle(input: VerifyAttestationInput): Pr
     }
   }
   if (!valid) return fail('signature_invalid', `the envelope signature does not verify with key ${bundle.kid}`);
+  const tokens = bundle.timestampVerificationData?.rfc3161Timestamps.map((t) => t.signedTimestamp) ?? [];
+  const time = decideSignedTime(bundle.kid, key.compromisedAt, sig ?? Buffer.alloc(0), tokens, trust);
+  if (!time.ok) return fail(time.reason, time.message);
 
   let statement: ProvenanceStatement;
   try {
@@ -99,7 +104,9 @@ export async function verifyAttestationBundle(input: VerifyAttestationInput): Pr
   try {
     const issuedAt = decodeJwt(bundle.identityToken).iat;
     if (typeof issuedAt !== 'number') throw new Error('token has no iat');
-    const result = await jwtVerify(bundle.identityToken, createLocalJWKSet(trust.jwks as never), {
+    // A compromised key's token is checked with that key only once its signature's time passed above.
+    const keys = trust.jwks.keys.some((k) => k.kid === jwk.kid) ? trust.jwks.keys : [...trust.jwks.keys, jwk];
+    const result = await jwtVerify(bundle.identityToken, createLocalJWKSet({ keys } as never), {
       issuer: bundle.issuer,
       algorithms: ['ES256'],
       currentDate: new Date(issuedAt * 1000),
@@ -114,5 +121,6 @@ export async function verifyAttestationBundle(input: VerifyAttestationInput): Pr
     claims['attestation_origin'] === bundle.attestationOrigin &&
     (bundle.attestationOrigin === 'live' ? claims['statement_hash'] === null : claims['statement_hash'] === bundle.statementHash);
   if (!bound) return fail('token_mismatch', 'identity token is not the one bound to this statement (run, job, origin or statement hash differ)');
-  return { ok: true, issuer: bundle.issuer, kid: bundle.kid, subject: { name: subject.name, sha256: subject.digest.sha256 }, attestationOrigin: bundle.attestationOrigin, claims };
+  const signedAt = time.signedAt ? { signedAt: { genTime: time.signedAt.genTime.toISOString(), tsa: time.signedAt.tsa } } : {};
+  return { ok: true, issuer: bundle.issuer, kid: bundle.kid, subject: { name: subject.name, sha256: subject.digest.sha256 }, attestationOrigin: bundle.attestationOrigin, claims, ...signedAt };
 }
