@@ -4,6 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import t from 'tap';
 import { backoffDelay } from '../../agent/backoff.ts';
+import { PROTOCOL_VERSION } from '../../schemas/wire/relay.ts';
 import { dispatchOf, launchAgent } from './fixtures/agent-harness.ts';
 import { fileServer, makeTree, tarball, tempDir } from './fixtures/trees.ts';
 import { startOrchestratorDouble } from './fixtures/ws-orchestrator.ts';
@@ -122,7 +123,8 @@ t.test('a bad token ends the agent without a retry (close 4001 and HTTP 401)', a
 });
 
 t.test('a protocol-error close ends the agent', async (t) => {
-  const orch = await startOrchestratorDouble({ minProtocol: 4 });
+  // An orchestrator whose floor is above the agent's protocol.
+  const orch = await startOrchestratorDouble({ minProtocol: PROTOCOL_VERSION + 1 });
   const error = await launchAgent({ url: orch.url, workDir: join(tmp.dir, 'w4') }).then(
     () => undefined,
     (e: unknown) => e as { code?: string },

@@ -55,6 +55,13 @@ await eachDatabase(t, async (t, db) => {
     t.equal(closed.code, WS_CLOSE_PROTOCOL_ERROR);
     t.match(closed.reason, /protocol version 2 is below the minimum 3/);
 
+    // One version behind ours (an orchestrator not upgraded yet) is still welcomed: the floor is 3.
+    const v3 = rawSocket(r.url, token);
+    v3.on('open', () => v3.send(hello({ protocolVersion: 3, orchestratorId: 'v3' })));
+    const welcomed = await new Promise<any>((resolve) => v3.once('message', (m) => resolve(JSON.parse(m.toString()))));
+    t.match(welcomed, { type: 'relay.welcome', protocolVersion: PROTOCOL_VERSION }, 'protocol 3 is welcomed');
+    v3.close();
+
     const wrongFirst = rawSocket(r.url, token);
     wrongFirst.on('open', () => wrongFirst.send(JSON.stringify({ type: 'source.deregister', routingKey: 'github:1' })));
     t.equal((await closeOf(wrongFirst)).code, WS_CLOSE_PROTOCOL_ERROR);
