@@ -105,7 +105,7 @@ export default class VerifyAttestation extends SvcCommand {
       verdict = await this.#online(await onlineIssuer(flags.issuer), bundle, artifactSha256);
     }
     if (!this.jsonEnabled()) {
-      if (verdict.ok) this.log(`verified: ${verdict.subject.name} (sha256 ${verdict.subject.sha256}) signed by ${verdict.issuer} key ${verdict.kid} [${verdict.attestationOrigin ?? verdict.format}]`);
+      if (verdict.ok) this.log(`verified: ${verdict.subject.name} (sha256 ${verdict.subject.sha256}) signed by ${verdict.issuer} key ${verdict.kid} [${verdict.attestationOrigin ?? verdict.format}]${verdict.signedAt ? `, timestamped ${verdict.signedAt.genTime} by ${verdict.signedAt.tsa}` : ''}`);
       else this.logToStderr(`not verified (${verdict.reason}): ${verdict.message}`);
     }
     if (!verdict.ok) process.exitCode = 1;

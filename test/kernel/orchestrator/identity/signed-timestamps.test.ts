@@ -129,6 +129,8 @@ t.test('RFC 3161 timestamps and revoke --compromised-at', async (t) => {
         const online = await verdict(made, ['--issuer', issuer]);
         t.equal(online.code, 0, online.stderr);
         t.match(online.verdict, { ok: true, kid: k1, signedAt: { genTime: check.genTime.toISOString(), tsa: 'CN=svc test TSA' } }, 'the verdict names the trusted time');
+        const text = await svc(['verify-attestation', made.artifact, '--bundle', made.bundlePath, '--issuer', issuer]);
+        t.match(text.stdout, `[live], timestamped ${check.genTime.toISOString()} by CN=svc test TSA`, 'and so does the line');
       }
       t.match(untimestamped.bundle.timestampError, /the TSA http:\/\/127\.0\.0\.1:\d+\/tsa answered 503/, 'made without a timestamp, and says why');
       t.equal(tokenOf(untimestamped.bundle), undefined);
