@@ -30,7 +30,9 @@ export default class AttestationsList extends SvcCommand {
       if (attestations.length === 0) this.log('no attestations');
       for (const a of attestations) {
         const state = a.status === 'pending' ? `pending (${a.defer_code ?? 'deferred'})` : `fulfilled ${a.attestation_origin ?? ''}`;
-        this.log(`${a.id}  run ${a.run_id}  ${state.padEnd(28)}  ${a.artifact_name}  sha256:${a.artifact_sha256}`);
+        // The signed timestamp (docs/provenance.md): when the TSA dated it, or why it is untimestamped.
+        const stamp = a.timestamped_at ? `  timestamped ${a.timestamped_at}` : a.timestamp_error ? `  untimestamped (${a.timestamp_error})` : '';
+        this.log(`${a.id}  run ${a.run_id}  ${state.padEnd(28)}  ${a.artifact_name}  sha256:${a.artifact_sha256}${stamp}`);
       }
     }
     return { attestations };

@@ -226,6 +226,9 @@ export const AttestationRow = Type.Object({
   defer_code: Type.Union([Type.String(), Type.Null()]),
   created_at: Type.String(),
   fulfilled_at: Type.Union([Type.String(), Type.Null()]),
+  /** The TSA's genTime for the signature, or why a configured TSA gave none (both null without a TSA). */
+  timestamped_at: Type.Union([Type.String(), Type.Null()]),
+  timestamp_error: Type.Union([Type.String(), Type.Null()]),
 });
 export type AttestationRow = Static<typeof AttestationRow>;
 
@@ -237,7 +240,8 @@ export async function listAttestations(pool: DatabasePool, filter: { runId?: str
   const rows = await pool.any(sqlTyped(AttestationRow)`
     SELECT id::text AS id, run_id::text AS run_id, job_id::text AS job_id, artifact_name, artifact_sha256, statement_hash, status,
            attestation_origin, defer_code, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at,
-           to_char(fulfilled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS fulfilled_at
+           to_char(fulfilled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS fulfilled_at,
+           to_char(timestamped_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS timestamped_at, timestamp_error
     FROM attestations WHERE ${run} AND ${status} ORDER BY created_at DESC, id LIMIT ${limit}`);
   return [...rows];
 }
@@ -248,7 +252,8 @@ export async function listAttestationById(pool: DatabasePool, id: string): Promi
   const row = await pool.maybeOne(sqlTyped(AttestationRow)`
     SELECT id::text AS id, run_id::text AS run_id, job_id::text AS job_id, artifact_name, artifact_sha256, statement_hash, status,
            attestation_origin, defer_code, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at,
-           to_char(fulfilled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS fulfilled_at
+           to_char(fulfilled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS fulfilled_at,
+           to_char(timestamped_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS timestamped_at, timestamp_error
     FROM attestations WHERE id = ${id}::uuid`);
   return row ?? undefined;
 }

@@ -136,6 +136,10 @@ t.test('RFC 3161 timestamps and revoke --compromised-at', async (t) => {
       t.equal(tokenOf(untimestamped.bundle), undefined);
       const row = await db.pool.one(sql.unsafe`SELECT timestamped_at IS NOT NULL AS stamped, timestamp_error FROM attestations WHERE id = ${a1.id}::uuid`);
       t.same(row, { stamped: true, timestamp_error: null }, 'the record says when');
+      const listed = await admin(['attestations', 'list', '--fulfilled']);
+      t.equal(listed.code, 0, listed.stderr);
+      t.match(listed.stdout, new RegExp(`${a1.id} .* timestamped \\d{4}-\\d\\d-\\d\\dT`), 'svc-admin attestations list shows it');
+      t.match(listed.stdout, new RegExp(`${untimestamped.id} .* untimestamped \\(the TSA .* answered 503\\)`));
       t.match((await verdict(untimestamped, online)).verdict, { ok: true }, 'before any revoke an untimestamped attestation verifies');
       const status = await keyStatus();
       t.same(status.timestampAuthorities, [{ uri: tsa.url, certChain: [tsa.tsaPem, tsa.rootPem] }], 'the key-status document carries the TSA chain');
