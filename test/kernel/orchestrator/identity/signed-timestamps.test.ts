@@ -16,6 +16,7 @@ import t from 'tap';
 import { adminAuthSubsystem } from '../../../../kernel/orchestrator/admin-auth/subsystem.ts';
 import { startOrchestrator } from '../../../../kernel/orchestrator/app.ts';
 import { identitySubsystem } from '../../../../kernel/orchestrator/identity/subsystem.ts';
+import { toSigstoreBundle } from '../../../../kernel/orchestrator/identity/sigstore-bundle.ts';
 import { identityServiceRef } from '../../../../kernel/orchestrator/service-refs.ts';
 import { sql } from '../../../../kernel/services/db/index.ts';
 import { orchestratorPlugins } from '../../../../plugins/builtin.ts';
@@ -123,6 +124,7 @@ t.test('RFC 3161 timestamps and revoke --compromised-at', async (t) => {
       t.equal(tsa.requests, 2, 'one TSA request per signature (the third found it down)');
       for (const made of [a1, a2]) {
         t.ok(tokenOf(made.bundle), 'the bundle carries the token');
+        t.same(toSigstoreBundle(made.bundle).verificationMaterial.timestampVerificationData?.rfc3161Timestamps, [{ signedTimestamp: tokenOf(made.bundle) }], 'so does its Sigstore bundle form');
         t.notOk(made.bundle.timestampError);
         const check = await outside(made, k1);
         t.ok(check.opensslOk, 'openssl ts -verify: the token is over the DSSE signature and chains to the TSA root');
