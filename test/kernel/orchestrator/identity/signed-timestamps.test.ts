@@ -124,7 +124,10 @@ t.test('RFC 3161 timestamps and revoke --compromised-at', async (t) => {
       t.equal(tsa.requests, 2, 'one TSA request per signature (the third found it down)');
       for (const made of [a1, a2]) {
         t.ok(tokenOf(made.bundle), 'the bundle carries the token');
-        t.same(toSigstoreBundle(made.bundle).verificationMaterial.timestampVerificationData?.rfc3161Timestamps, [{ signedTimestamp: tokenOf(made.bundle) }], 'so does its Sigstore bundle form');
+        // Sigstore's signedTimestamp is a whole TimeStampResp: the token is its last element.
+        const stamps = toSigstoreBundle(made.bundle).verificationMaterial.timestampVerificationData?.rfc3161Timestamps ?? [];
+        const token = Buffer.from(tokenOf(made.bundle)!, 'base64');
+        t.ok(stamps.length === 1 && Buffer.from(stamps[0]!.signedTimestamp, 'base64').subarray(-token.length).equals(token), 'so does its Sigstore bundle form');
         t.notOk(made.bundle.timestampError);
         const check = await outside(made, k1);
         t.ok(check.opensslOk, 'openssl ts -verify: the token is over the DSSE signature and chains to the TSA root');
