@@ -179,10 +179,10 @@ export function createIdentityService(options: IdentityServiceOptions): Identity
       return { issuer, jwks, revokedKeys, timestampAuthorities: authorities };
     },
     timestampAuthorities: () => authorities,
-    sigstoreTrustedRoot: () => trustedRootDocument(),
+    sigstoreTrustedRoot: () => trustedRootDocument(authorities),
     async sigstorePublicKeys() {
-      const [jwks, summaries] = await Promise.all([publicKeySet(options.pool), listSigningKeys(options.pool)]);
-      return publicKeysDocument(jwks, summaries);
+      const [jwks, summaries, revokedKeys] = await Promise.all([publicKeySet(options.pool), listSigningKeys(options.pool), revokedKeyMaterial(options.pool)]);
+      return publicKeysDocument(jwks, summaries, revokedKeys);
     },
   };
 }

@@ -4,7 +4,7 @@
 // ecosystem's verifiers (sigstore-js, cosign with --key) check it against the key the orchestrator
 // publishes: the Sigstore trusted root (`/.well-known/svc/trusted_root.json`) plus its keys in
 // Sigstore's PublicKey form (`/.well-known/svc/public_keys.json`) or as PEM.
-import { createPublicKey, verify as nodeVerify } from 'node:crypto';
+import { X509Certificate, createPublicKey, verify as nodeVerify } from 'node:crypto';
 import {
   IN_TOTO_PAYLOAD_TYPE,
   IN_TOTO_STATEMENT_TYPE,
@@ -16,12 +16,15 @@ import {
   type AttestationFailureReason,
   type EcPublicJwk,
   type Jwks,
+  type RevokedKey,
   type SigningKeySummary,
+  type TimestampAuthority,
   type VerifyAttestationResponse,
 } from '../../../schemas/identity.ts';
 import { compileSchema, formatIssues } from '../../../schemas/validate.ts';
 import { messageOf } from '../../../core/errors.ts';
 import { preAuthEncoding, type ProvenanceStatement } from './dsse.ts';
+import { candidateKey, decideSignedTime, type KeyTrust } from './signed-time.ts';
 
 const checkSigstoreBundle = compileSchema(SigstoreBundle);
 const B64 = /^[A-Za-z0-9+/]*={0,2}$/;
@@ -37,6 +40,51 @@ export function sigstoreBundleFileName(artifactName: string): string {
 
 type Stamped = { timestampVerificationData?: { rfc3161Timestamps: Array<{ signedTimestamp: string }> } };
 
+function derLength(length: number): Buffer {
+  if (length < 0x80) return Buffer.from([length]);
+  const bytes: number[] = [];
+  for (let n = length; n > 0; n = Math.floor(n / 256)) bytes.unshift(n % 256);
+  return Buffer.from([0x80 | bytes.length, ...bytes]);
+}
+
+/** Offset and end of the first DER element's contents at `at`, or undefined when it does not parse. */
+function derContents(der: Buffer, at: number): { start: number; end: number } | undefined {
+  const first = der[at + 1];
+  if (first === undefined) return undefined;
+  let start = at + 2;
+  let length = first;
+  if (first & 0x80) {
+    const count = first & 0x7f;
+    if (count === 0 || count > 4) return undefined;
+    length = 0;
+    for (let i = 0; i < count; i += 1) length = length * 256 + (der[start + i] ?? 0);
+    start += count;
+  }
+  return start + length <= der.length ? { start, end: start + length } : undefined;
+}
+
+/** Status "granted", no text: the one PKIStatusInfo a stored token was issued under. */
+const GRANTED = Buffer.from([0x30, 0x03, 0x02, 0x01, 0x00]);
+
+/**
+ * A Sigstore bundle's `signedTimestamp` is a DER TimeStampResp (protobuf-specs
+ * RFC3161SignedTimestamp; sigstore-js reads the status, then the token), where the svc bundle
+ * keeps the bare TimeStampToken: wrapped here, byte for byte, as `SEQUENCE { status, token }`.
+ */
+export function timestampResponseOf(tokenBase64: string): string {
+  const body = Buffer.concat([GRANTED, Buffer.from(tokenBase64, 'base64')]);
+  return Buffer.concat([Buffer.from([0x30]), derLength(body.length), body]).toString('base64');
+}
+
+/** The TimeStampToken inside a TimeStampResp (undefined when it is not one). */
+export function timestampTokenOf(responseBase64: string): string | undefined {
+  const der = Buffer.from(responseBase64, 'base64');
+  const outer = der[0] === 0x30 ? derContents(der, 0) : undefined;
+  const status = outer && der[outer.start] === 0x30 ? derContents(der, outer.start) : undefined;
+  if (!outer || !status || status.end >= outer.end) return undefined;
+  return der.subarray(status.end, outer.end).toString('base64');
+}
+
 /** The same signed envelope (and RFC 3161 timestamps over its signature, if any), re-framed: nothing is signed again. */
 export function toSigstoreBundle(bundle: AttestationBundle): SigstoreBundle {
   const stamps = (bundle as AttestationBundle & Stamped).timestampVerificationData?.rfc3161Timestamps ?? [];
@@ -45,7 +93,7 @@ export function toSigstoreBundle(bundle: AttestationBundle): SigstoreBundle {
     verificationMaterial: {
       publicKey: { hint: bundle.kid },
       tlogEntries: [],
-      timestampVerificationData: { rfc3161Timestamps: stamps.map((s) => ({ signedTimestamp: s.signedTimestamp })) },
+      timestampVerificationData: { rfc3161Timestamps: stamps.map((s) => ({ signedTimestamp: timestampResponseOf(s.signedTimestamp) })) },
     },
     dsseEnvelope: {
       payloadType: bundle.dsseEnvelope.payloadType,
@@ -70,8 +118,36 @@ export function publicKeyPem(jwk: EcPublicJwk): string {
  * orchestrator's keys are the trust, and they live beside it (publicKeysDocument). The timestamp
  * authorities list is where a configured TSA's chain belongs.
  */
-export function trustedRootDocument(timestampAuthorities: unknown[] = []): Record<string, unknown> {
-  return { mediaType: SIGSTORE_TRUSTED_ROOT_MEDIA_TYPE, tlogs: [], certificateAuthorities: [], ctlogs: [], timestampAuthorities };
+export function trustedRootDocument(timestampAuthorities: readonly TimestampAuthority[] = []): Record<string, unknown> {
+  return { mediaType: SIGSTORE_TRUSTED_ROOT_MEDIA_TYPE, tlogs: [], certificateAuthorities: [], ctlogs: [], timestampAuthorities: timestampAuthorities.map(sigstoreTimestampAuthority) };
+}
+
+/** `CN=x\nO=y` (node's X509Certificate subject) → one attribute. */
+function attribute(subject: string, name: string): string | undefined {
+  return subject.split('\n').find((line) => line.startsWith(`${name}=`))?.slice(name.length + 1);
+}
+
+/**
+ * A configured TSA as Sigstore's CertificateAuthority: the chain leaf (the TSA certificate) first,
+ * root last, as sigstore verifiers read it; valid from the TSA certificate's notBefore.
+ */
+export function sigstoreTimestampAuthority(authority: TimestampAuthority): Record<string, unknown> {
+  const certs = authority.certChain.map((pem) => new X509Certificate(pem));
+  // The leaf issued nothing in the chain; each next link is the issuer of the one before.
+  const leaf = certs.find((c) => !certs.some((other) => other !== c && other.checkIssued(c))) ?? certs[0];
+  const ordered: X509Certificate[] = [];
+  for (let cert = leaf; cert !== undefined && !ordered.includes(cert); ) {
+    ordered.push(cert);
+    const current: X509Certificate = cert;
+    cert = current.checkIssued(current) ? undefined : certs.find((c) => c !== current && current.checkIssued(c));
+  }
+  const first = ordered[0];
+  return {
+    subject: { organization: (first && attribute(first.subject, 'O')) ?? '', commonName: (first && attribute(first.subject, 'CN')) ?? '' },
+    uri: authority.uri,
+    certChain: { certificates: ordered.map((c) => ({ rawBytes: c.raw.toString('base64') })) },
+    ...(first === undefined ? {} : { validFor: { start: new Date(first.validFrom).toISOString() } }),
+  };
 }
 
 /**
@@ -79,18 +155,22 @@ export function trustedRootDocument(timestampAuthorities: unknown[] = []): Recor
  * base64 `rawBytes`, key details, validity from its creation), keyed by the bundle's `hint`.
  * A revoked key is not served, as in the JWKS.
  */
-export function publicKeysDocument(jwks: Jwks, summaries: SigningKeySummary[]): { keys: Record<string, unknown> } {
+export function publicKeysDocument(jwks: Jwks, summaries: SigningKeySummary[], revoked: readonly RevokedKey[] = []): { keys: Record<string, unknown> } {
   const created = new Map(summaries.map((s) => [s.kid, s.createdAt]));
   const keys: Record<string, unknown> = {};
-  for (const jwk of jwks.keys) {
+  const add = (jwk: EcPublicJwk, end?: string) => {
     const der = createPublicKey(publicKeyPem(jwk)).export({ type: 'spki', format: 'der' });
     const start = created.get(jwk.kid);
-    keys[jwk.kid] = {
-      rawBytes: der.toString('base64'),
-      keyDetails: SIGSTORE_P256_KEY_DETAILS,
-      ...(start === undefined ? {} : { validFor: { start: new Date(start).toISOString() } }),
-    };
-  }
+    // The start is floored to the second: a TSA that stamps whole seconds dates the key's first
+    // signature before the key's creation instant, and sigstore-js compares them exactly.
+    const from = start === undefined ? undefined : new Date(Math.floor(new Date(start).getTime() / 1000) * 1000).toISOString();
+    const validFor = { ...(from === undefined ? {} : { start: from }), ...(end === undefined ? {} : { end: new Date(end).toISOString() }) };
+    keys[jwk.kid] = { rawBytes: der.toString('base64'), keyDetails: SIGSTORE_P256_KEY_DETAILS, ...(Object.keys(validFor).length === 0 ? {} : { validFor }) };
+  };
+  for (const jwk of jwks.keys) add(jwk);
+  // A key revoked as compromised at T is valid until T: a verifier that demands a timestamp
+  // (sigstore-js timestampThreshold 1) accepts only what a trusted TSA dated before T.
+  for (const key of revoked) if (key.compromisedAt) add(key.jwk, key.compromisedAt);
   return { keys };
 }
 
@@ -99,7 +179,7 @@ export interface SigstoreVerifyInput {
   bundle: unknown;
   artifactSha256: string;
   artifactName?: string;
-  trust: { issuer: string; jwks: Jwks; revokedKids?: ReadonlySet<string> };
+  trust: KeyTrust & { issuer: string };
 }
 
 const fail = (reason: AttestationFailureReason, message: string): VerifyAttestationResponse => ({ ok: false, reason, message });
@@ -122,15 +202,16 @@ export function verifySigstoreBundle(input: SigstoreVerifyInput): VerifyAttestat
   const kid = bundle.verificationMaterial.publicKey.hint;
   const envelope = bundle.dsseEnvelope;
   if (envelope.payloadType !== IN_TOTO_PAYLOAD_TYPE) return fail('payload_type_mismatch', `payload type ${envelope.payloadType} is not ${IN_TOTO_PAYLOAD_TYPE}`);
-  if (trust.revokedKids?.has(kid)) return fail('key_revoked', `signing key ${kid} is revoked; what it signed no longer verifies`);
-  const jwk = trust.jwks.keys.find((k) => k.kid === kid);
-  if (!jwk) return fail('unknown_key', `signing key ${kid} is not in the issuer's key set`);
+  // The same key rule as the svc bundle (signed-time.ts): a compromised key's signature counts
+  // only with a trusted timestamp before the compromise.
+  const key = candidateKey(kid, trust);
+  if (!key.ok) return fail(key.reason, key.message);
+  const jwk = key.jwk;
   const payload = decodeB64(envelope.payload);
   if (!payload) return fail('bundle_malformed', 'envelope payload is not base64');
   const pae = preAuthEncoding(envelope.payloadType, payload);
   // Sigstore verifiers check the one signature against the hinted key; so does this.
-  const valid = envelope.signatures.some((s) => {
-    const sig = decodeB64(s.sig);
+  const valid = envelope.signatures.map((s) => decodeB64(s.sig)).find((sig) => {
     if (!sig || sig.length < 8 || sig.length > 72) return false;
     try {
       return nodeVerify('sha256', pae, { key: jwk, format: 'jwk', dsaEncoding: 'der' }, sig);
@@ -139,6 +220,10 @@ export function verifySigstoreBundle(input: SigstoreVerifyInput): VerifyAttestat
     }
   });
   if (!valid) return fail('signature_invalid', `the envelope signature does not verify with key ${kid}`);
+  // An unreadable response is passed on as is: the token check then refuses it (timestamp_invalid).
+  const tokens = bundle.verificationMaterial.timestampVerificationData?.rfc3161Timestamps.map((t) => timestampTokenOf(t.signedTimestamp) ?? t.signedTimestamp) ?? [];
+  const time = decideSignedTime(kid, key.compromisedAt, valid, tokens, trust);
+  if (!time.ok) return fail(time.reason, time.message);
   let statement: ProvenanceStatement;
   try {
     statement = JSON.parse(payload.toString('utf8')) as ProvenanceStatement;
@@ -161,5 +246,6 @@ export function verifySigstoreBundle(input: SigstoreVerifyInput): VerifyAttestat
   if (typeof builder !== 'string' || builder.replace(/\/+$/, '') !== trust.issuer.replace(/\/+$/, '')) {
     return fail('issuer_mismatch', `statement builder ${String(builder)} is not the trusted issuer ${trust.issuer}`);
   }
-  return { ok: true, issuer: trust.issuer, kid, subject: { name: subject.name, sha256: subject.digest.sha256 }, format: 'sigstore-v0.3', claims: run };
+  const signedAt = time.signedAt ? { signedAt: { genTime: time.signedAt.genTime.toISOString(), tsa: time.signedAt.tsa } } : {};
+  return { ok: true, issuer: trust.issuer, kid, subject: { name: subject.name, sha256: subject.digest.sha256 }, format: 'sigstore-v0.3', claims: run, ...signedAt };
 }
