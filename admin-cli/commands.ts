@@ -59,6 +59,7 @@ export const COMMANDS = await loadCommands(import.meta.url, {
   'attestations:list': './commands/attestations/list',
   'attestations:show': './commands/attestations/show',
   'attestations:backfill': './commands/attestations/backfill',
+  'attestations:vsa': './commands/attestations/vsa',
   'signing-key:export': './commands/signing-key/export',
   'signing-key:generate': './commands/signing-key/generate',
   'signing-key:list': './commands/signing-key/list',
