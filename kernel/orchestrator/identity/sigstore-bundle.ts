@@ -7,10 +7,8 @@
 import { X509Certificate, createPublicKey, verify as nodeVerify } from 'node:crypto';
 import {
   IN_TOTO_PAYLOAD_TYPE,
-  IN_TOTO_STATEMENT_TYPE,
   SIGSTORE_BUNDLE_V03_MEDIA_TYPE,
   SIGSTORE_TRUSTED_ROOT_MEDIA_TYPE,
-  SLSA_PROVENANCE_TYPE,
   SigstoreBundle,
   type AttestationBundle,
   type AttestationFailureReason,
@@ -22,9 +20,9 @@ import {
   type VerifyAttestationResponse,
 } from '../../../schemas/identity.ts';
 import { compileSchema, formatIssues } from '../../../schemas/validate.ts';
-import { messageOf } from '../../../core/errors.ts';
-import { preAuthEncoding, type ProvenanceStatement } from './dsse.ts';
+import { preAuthEncoding } from './dsse.ts';
 import { candidateKey, decideSignedTime, type KeyTrust } from './signed-time.ts';
+import { checkStatement } from './statement-check.ts';
 
 const checkSigstoreBundle = compileSchema(SigstoreBundle);
 const B64 = /^[A-Za-z0-9+/]*={0,2}$/;
@@ -224,23 +222,9 @@ export function verifySigstoreBundle(input: SigstoreVerifyInput): VerifyAttestat
   const tokens = bundle.verificationMaterial.timestampVerificationData?.rfc3161Timestamps.map((t) => timestampTokenOf(t.signedTimestamp) ?? t.signedTimestamp) ?? [];
   const time = decideSignedTime(kid, key.compromisedAt, valid, tokens, trust);
   if (!time.ok) return fail(time.reason, time.message);
-  let statement: ProvenanceStatement;
-  try {
-    statement = JSON.parse(payload.toString('utf8')) as ProvenanceStatement;
-  } catch (error) {
-    return fail('statement_invalid', `statement is not JSON: ${messageOf(error)}`);
-  }
-  const subject = Array.isArray(statement?.subject) ? statement.subject[0] : undefined;
-  const run = statement?.predicate?.buildDefinition?.internalParameters;
-  if (statement?._type !== IN_TOTO_STATEMENT_TYPE || statement.predicateType !== SLSA_PROVENANCE_TYPE || !subject || typeof subject.digest?.sha256 !== 'string' || !run) {
-    return fail('statement_invalid', 'statement is not an in-toto v1 statement with an SLSA provenance v1 predicate');
-  }
-  if (subject.digest.sha256 !== input.artifactSha256.toLowerCase()) {
-    return fail('artifact_mismatch', `artifact sha256 ${input.artifactSha256} is not the attested ${subject.digest.sha256}`);
-  }
-  if (input.artifactName !== undefined && subject.name !== input.artifactName) {
-    return fail('artifact_mismatch', `artifact name ${input.artifactName} is not the attested ${subject.name}`);
-  }
+  const checked = checkStatement(payload, input.artifactSha256, input.artifactName);
+  if (!checked.ok) return fail(checked.reason, checked.message);
+  const { statement, subject, run } = checked;
   // The builder must be the trusted issuer: a key shared across issuers would otherwise pass.
   const builder = statement.predicate.runDetails?.builder?.id;
   if (typeof builder !== 'string' || builder.replace(/\/+$/, '') !== trust.issuer.replace(/\/+$/, '')) {

@@ -5,16 +5,15 @@ import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
 import {
   AttestationBundle,
   IN_TOTO_PAYLOAD_TYPE,
-  IN_TOTO_STATEMENT_TYPE,
-  SLSA_PROVENANCE_TYPE,
   type AttestationFailureReason,
   type Jwks,
   type VerifyAttestationResponse,
 } from '../../../schemas/identity.ts';
 import { compileSchema, formatIssues } from '../../../schemas/validate.ts';
 import { messageOf } from '../../../core/errors.ts';
-import { preAuthEncoding, sha256Hex, type ProvenanceStatement } from './dsse.ts';
+import { preAuthEncoding, sha256Hex } from './dsse.ts';
 import { candidateKey, decideSignedTime, type KeyTrust } from './signed-time.ts';
+import { checkStatement } from './statement-check.ts';
 import { isSigstoreBundle, verifySigstoreBundle } from './sigstore-bundle.ts';
 
 const checkBundle = compileSchema(AttestationBundle);
@@ -81,23 +80,9 @@ export async function verifyAttestationBundle(input: VerifyAttestationInput): Pr
   const time = decideSignedTime(bundle.kid, key.compromisedAt, sig ?? Buffer.alloc(0), tokens, trust);
   if (!time.ok) return fail(time.reason, time.message);
 
-  let statement: ProvenanceStatement;
-  try {
-    statement = JSON.parse(payload.toString('utf8')) as ProvenanceStatement;
-  } catch (error) {
-    return fail('statement_invalid', `statement is not JSON: ${messageOf(error)}`);
-  }
-  const subject = Array.isArray(statement?.subject) ? statement.subject[0] : undefined;
-  const run = statement?.predicate?.buildDefinition?.internalParameters;
-  if (statement?._type !== IN_TOTO_STATEMENT_TYPE || statement.predicateType !== SLSA_PROVENANCE_TYPE || !subject || typeof subject.digest?.sha256 !== 'string' || !run) {
-    return fail('statement_invalid', 'statement is not an in-toto v1 statement with an SLSA provenance v1 predicate');
-  }
-  if (subject.digest.sha256 !== input.artifactSha256.toLowerCase()) {
-    return fail('artifact_mismatch', `artifact sha256 ${input.artifactSha256} is not the attested ${subject.digest.sha256}`);
-  }
-  if (input.artifactName !== undefined && subject.name !== input.artifactName) {
-    return fail('artifact_mismatch', `artifact name ${input.artifactName} is not the attested ${subject.name}`);
-  }
+  const checked = checkStatement(payload, input.artifactSha256, input.artifactName);
+  if (!checked.ok) return fail(checked.reason, checked.message);
+  const { statement, subject, run } = checked;
 
   // The identity token outlives its 10 minutes here: check it as of the time it was issued.
   let claims: Record<string, unknown>;
