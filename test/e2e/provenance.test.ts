@@ -5,11 +5,16 @@
 // `svc verify-attestation` accepts each bundle offline (trust root from `svc-admin signing-key
 // export`) and online (the issuer over HTTP); an outside verifier (securesystemslib, Python:
 // test/fixtures/dsse-verify.py) accepts them too; a tampered artifact is refused by all three.
+// The Sigstore bundle v0.3 of the same run (`<artifact>.sigstore.json`) verifies with sigstore-js
+// (against the trusted root and keys fetched from the running orchestrator), securesystemslib (with
+// the PEM `svc verify-attestation --print-public-key` prints) and `svc verify-attestation` offline
+// and online; a tampered subject, statement or signature fails each of them.
 // The deferred path (no key ready) is test/e2e/provenance-deferred.test.ts.
 import { join } from 'node:path';
 import { readFile, writeFile } from 'node:fs/promises';
 import t from 'tap';
 import { REPOSITORY } from '../fixtures/jobs-stack.ts';
+import { sigstoreVerify, TAMPERS, type Json } from '../fixtures/sigstore-verify.ts';
 import { exportTrustRoot, outsideVerify, provenanceScenario, pythonSkip, sha256, statementOf, stepResult, svcVerify, WORKFLOW } from './provenance/scenario.ts';
 
 t.setTimeout(2_400_000);
@@ -25,12 +30,12 @@ await provenanceScenario(t, async (t, { stack, issuer, trustRoot, download }) =>
     t.same(result.bundlePaths, ['dist/app.tgz.svc.json', 'dist/sbom.json.svc.json'], 'bundles next to the subjects, as the step named them');
     t.equal(result.deferred, false);
     t.match(result.attestations, [
-      { subject: 'dist/app.tgz', deferred: false, bundlePath: 'dist/app.tgz.svc.json', artifact: 'app.tgz.svc.json' },
+      { subject: 'dist/app.tgz', deferred: false, bundlePath: 'dist/app.tgz.svc.json', artifact: 'app.tgz.svc.json', sigstoreBundlePath: 'dist/app.tgz.sigstore.json', sigstoreArtifact: 'app.tgz.sigstore.json' },
       { subject: 'dist/sbom.json', deferred: false, bundlePath: 'dist/sbom.json.svc.json', artifact: 'sbom.json.svc.json' },
     ]);
 
     const out = join(stack.root, 'live');
-    for (const name of ['app', 'app.tgz.svc.json', 'sbom.json.svc.json']) await download(t, run.id, name, out);
+    for (const name of ['app', 'app.tgz.svc.json', 'sbom.json.svc.json', 'app.tgz.sigstore.json']) await download(t, run.id, name, out);
     const artifact = join(out, 'dist', 'app.tgz');
     const bundleFile = join(out, 'dist', 'app.tgz.svc.json');
     t.equal(await sha256(artifact), result.attestations[0]?.sha256, 'the agent hashed the very bytes the run stored');
@@ -112,6 +117,45 @@ await provenanceScenario(t, async (t, { stack, issuer, trustRoot, download }) =>
       await writeFile(forgedFile, JSON.stringify(forged));
       t.match((await svcVerify(stack, tampered, forgedFile, { trustRoot })).verdict, { ok: false, reason: 'statement_tampered' });
       if (!pythonSkip) t.match((await outsideVerify(tampered, forgedFile, { trustRoot })).result, { ok: false, error: /no envelope signature verifies/ });
+    });
+
+    await t.test('the Sigstore bundle: sigstore-js, securesystemslib and svc verify-attestation (offline, online) accept it and refuse each tampering', async (t) => {
+      const sigstoreFile = join(out, 'dist', 'app.tgz.sigstore.json');
+      const genuine = JSON.parse(await readFile(sigstoreFile, 'utf8')) as Json;
+      const digest = await sha256(artifact);
+      t.equal(genuine.mediaType, 'application/vnd.dev.sigstore.bundle.v0.3+json');
+      t.same(genuine.dsseEnvelope, bundle.dsseEnvelope, 'one signature, two framings');
+      const pem = await stack.svc(['verify-attestation', '--bundle', sigstoreFile, '--trust-root', trustRoot, '--print-public-key']);
+      t.equal(pem.code, 0, pem.stderr);
+      t.match(pem.stdout, /^-----BEGIN PUBLIC KEY-----\n[\s\S]+\n-----END PUBLIC KEY-----\n$/);
+      const publicKey = join(out, 'svc-key.pem');
+      await writeFile(publicKey, pem.stdout);
+
+      /** The three verifiers (svc's twice: offline, online) on one bundle, side by side; each verdict. */
+      const verdicts = async (label: string, candidate: Json) => {
+        const file = join(out, `${label.replaceAll(' ', '-')}.sigstore.json`);
+        await writeFile(file, JSON.stringify(candidate));
+        const [sigstoreJs, outside, offline, online] = await Promise.all([
+          sigstoreVerify(issuer, candidate, digest).then(({ subject }) => ({ ok: true, subject }), (error: { code?: string; message: string }) => ({ ok: false, code: error.code, message: error.message })),
+          pythonSkip ? undefined : outsideVerify(artifact, file, { publicKey }),
+          svcVerify(stack, artifact, file, { trustRoot }),
+          svcVerify(stack, artifact, file, { issuer }),
+        ]);
+        return { label, sigstoreJs, outside, offline, online };
+      };
+      const candidates: Array<[string, Json]> = [['genuine', genuine], ...Object.entries(TAMPERS).map(([name, tamper]): [string, Json] => [name, tamper(genuine)])];
+      for (const [candidateLabel, candidate] of candidates) {
+        const { label, sigstoreJs, outside, offline, online } = await verdicts(candidateLabel, candidate);
+        const ok = label === 'genuine';
+        t.match(sigstoreJs, ok ? { ok: true, subject: { name: 'dist/app.tgz' } } : { ok: false, code: 'SIGNATURE_ERROR' }, `sigstore-js: ${label}`);
+        if (outside) t.match(outside, ok ? { code: 0, result: { ok: true, subject: 'dist/app.tgz' } } : { code: 1, result: { ok: false, error: /no envelope signature verifies/ } }, `securesystemslib: ${label}`);
+        for (const [where, verdict] of [['offline', offline], ['online', online]] as const) {
+          t.equal(verdict.code, ok ? 0 : 1, `svc verify-attestation ${where}: ${label}: exit code`);
+          t.match(verdict.verdict, ok ? { ok: true, format: 'sigstore-v0.3', subject: { name: 'dist/app.tgz' }, claims: { svc_run_id: run.id } } : { ok: false, reason: 'signature_invalid' }, `svc verify-attestation ${where}: ${label}`);
+        }
+        const cell = (passed: boolean | undefined, why?: string) => (passed === undefined ? 'skipped' : passed ? 'verified' : `refused (${why})`);
+        t.comment(`${label}: sigstore-js ${cell(sigstoreJs.ok, 'code' in sigstoreJs ? sigstoreJs.code : '')}; securesystemslib ${cell(outside?.result.ok, outside?.result.error?.replace(/ with a key .*/, ''))}; svc offline ${cell(offline.verdict.ok, offline.verdict.reason)}; svc online ${cell(online.verdict.ok, online.verdict.reason)}`);
+      }
     });
   });
 });

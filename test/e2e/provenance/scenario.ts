@@ -106,8 +106,9 @@ export async function svcVerify(stack: JobsStack, artifact: string, bundle: stri
   return { code: out.code, verdict, stderr: out.stderr };
 }
 
-export async function outsideVerify(artifact: string, bundle: string, trust: { trustRoot: string } | { issuer: string }): Promise<{ code: number | undefined; result: { ok: boolean; error?: string; subject?: string; predicateType?: string } }> {
-  const where = 'trustRoot' in trust ? ['--trust-root', trust.trustRoot] : ['--issuer', trust.issuer];
+/** test/fixtures/dsse-verify.py (securesystemslib) with a trust root, the issuer, or a PEM public key file. */
+export async function outsideVerify(artifact: string, bundle: string, trust: { trustRoot: string } | { issuer: string } | { publicKey: string }): Promise<{ code: number | undefined; result: { ok: boolean; error?: string; subject?: string; predicateType?: string } }> {
+  const where = 'trustRoot' in trust ? ['--trust-root', trust.trustRoot] : 'issuer' in trust ? ['--issuer', trust.issuer] : ['--public-key', trust.publicKey];
   const out = await execa(PYTHON, [OUTSIDE_VERIFIER, artifact, bundle, ...where], { reject: false, timeout: 60_000 });
   return { code: out.exitCode, result: JSON.parse(out.stdout) as { ok: boolean; error?: string } };
 }

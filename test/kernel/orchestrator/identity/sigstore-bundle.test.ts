@@ -14,9 +14,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
-import { bundleFromJSON } from '@sigstore/bundle';
-import { PublicKey, TrustedRoot } from '@sigstore/protobuf-specs';
-import { Verifier, toSignedEntity, toTrustMaterial } from '@sigstore/verify';
 import { handleRunnerApi, type RunnerApiContext } from '../../../../agent/jobs/runner-api.ts';
 import { SecretSet } from '../../../../agent/logs/masker.ts';
 import { publicKeySet, revokeSigningKey } from '../../../../kernel/orchestrator/identity/key-store.ts';
@@ -27,6 +24,7 @@ import { createHttpServer, listen } from '../../../../kernel/services/http/index
 import { eachDatabase } from '../../../fixtures/db.ts';
 import { runCli } from '../../../fixtures/cli.ts';
 import { REPO_ROOT } from '../../../fixtures/programs.ts';
+import { publishedTrust, sigstoreVerify as verifyWithSigstoreJs, statementOf, TAMPERS, type Json } from '../../../fixtures/sigstore-verify.ts';
 import { boundDbCustody, insertRunJob, masterKeys, migrateOrchestrator, silent } from './fixtures.ts';
 
 const run = promisify(execFile);
@@ -41,29 +39,6 @@ async function freePort(): Promise<number> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
 }
-
-type Json = Record<string, any>;
-const clone = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
-const statementOf = (bundle: Json): Json => JSON.parse(Buffer.from(bundle.dsseEnvelope.payload, 'base64').toString('utf8'));
-const withStatement = (bundle: Json, edit: (s: Json) => void): Json => {
-  const copy = clone(bundle);
-  const statement = statementOf(copy);
-  edit(statement);
-  copy.dsseEnvelope.payload = Buffer.from(JSON.stringify(statement)).toString('base64');
-  return copy;
-};
-/** The three forgeries: another artifact claimed, another field claimed, a signature altered. */
-const TAMPERS: Record<string, (bundle: Json) => Json> = {
-  'tampered subject': (b) => withStatement(b, (s) => void (s.subject[0].digest.sha256 = sha256('a different artifact'))),
-  'tampered statement': (b) => withStatement(b, (s) => void (s.predicate.buildDefinition.externalParameters.ref = 'refs/heads/evil')),
-  'tampered signature': (b) => {
-    const copy = clone(b);
-    const sig = Buffer.from(copy.dsseEnvelope.signatures[0].sig, 'base64');
-    sig[sig.length - 1] = (sig[sig.length - 1] as number) ^ 0x01; // still DER, no longer the signature
-    copy.dsseEnvelope.signatures[0].sig = sig.toString('base64');
-    return copy;
-  },
-};
 
 await eachDatabase(t, async (t, db) => {
   await migrateOrchestrator(db.pool);
@@ -135,21 +110,9 @@ await eachDatabase(t, async (t, db) => {
     });
   });
 
-  const published = async () => {
-    const root = (await (await fetch(`${issuer}/.well-known/svc/trusted_root.json`)).json()) as Json;
-    const keys = (await (await fetch(`${issuer}/.well-known/svc/public_keys.json`)).json()) as Json;
-    return { root, keys };
-  };
+  const published = () => publishedTrust(issuer);
   /** sigstore-js against what the orchestrator publishes; then the subject, as cosign checks it. */
-  const sigstoreVerify = async (bundle: Json, artifactSha256 = digest) => {
-    const { root, keys } = await published();
-    const publicKeys = Object.fromEntries(Object.entries(keys.keys as Json).map(([hint, key]) => [hint, PublicKey.fromJSON(key)]));
-    const verifier = new Verifier(toTrustMaterial(TrustedRoot.fromJSON(root), publicKeys), { tlogThreshold: 0, ctlogThreshold: 0, timestampThreshold: 0 });
-    const signer = verifier.verify(toSignedEntity(bundleFromJSON(bundle)));
-    const subject = statementOf(bundle).subject.find((s: Json) => s.digest?.sha256 === artifactSha256);
-    if (!subject) throw new Error(`artifact ${artifactSha256} is not a subject`);
-    return { signer, subject };
-  };
+  const sigstoreVerify = (bundle: Json, artifactSha256 = digest) => verifyWithSigstoreJs(issuer, bundle, artifactSha256);
 
   t.test('the orchestrator publishes a Sigstore trusted root and its keys', async (t) => {
     const { root, keys } = await published();
