@@ -22,6 +22,7 @@ import { pathWithNode } from '../jobs/restore.ts';
 import type { OrchestratorRequest } from '../jobs/runner-api.ts';
 import { installDependencies } from './deps.ts';
 import { bundleSource } from './source-bundle.ts';
+import { formatDuration } from '../../core/durations.ts';
 
 export const BUILD_STEPS = ['bundle source', 'install dependencies', 'upload'] as const;
 export type BuildStepName = (typeof BUILD_STEPS)[number];
@@ -56,7 +57,6 @@ export interface BuildOutputs {
   [key: string]: unknown;
 }
 
-const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)}s`;
 
 function refused(response: OrchestratorToAgent, what: string): string {
   const error = (response as { error?: { code: string; message: string } }).error;
@@ -87,7 +87,7 @@ async function step<T>(steps: BuildSteps, name: BuildStepName, log: (text: strin
   const started = Date.now();
   try {
     const value = await body();
-    log(`${name} took ${seconds(Date.now() - started)}`);
+    log(`${name} took ${formatDuration(Date.now() - started)}`);
     steps.finish(name, 'completed');
     return value;
   } catch (error) {

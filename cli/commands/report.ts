@@ -6,16 +6,12 @@ import { Flags } from '@oclif/core';
 import { DEFAULT_REPORT_DAYS, MAX_REPORT_DAYS, type RunReport } from '../../schemas/http/run-index.ts';
 import { SvcCommand } from '../../core/cli/base-command.ts';
 import { formatTable } from '../table.ts';
+import { formatDuration as formatHumanDuration } from '../../core/durations.ts';
 
 const percent = (rate: number | null) => (rate === null ? '-' : `${(rate * 100).toFixed(1)}%`);
 const statuses = (s: Record<string, number>) => Object.entries(s).map(([status, n]) => `${n} ${status}`).join(', ') || '-';
 
-export function formatDuration(ms: number | null): string {
-  if (ms === null) return '-';
-  if (ms < 1000) return `${ms}ms`;
-  if (ms < 120_000) return `${(ms / 1000).toFixed(1)}s`;
-  return `${Math.floor(ms / 60_000)}m${Math.round((ms % 60_000) / 1000)}s`;
-}
+export const formatDuration = (ms: number | null): string => formatHumanDuration(ms, '-');
 
 export default class Report extends SvcCommand {
   static override description = "Summarise the org's recent runs from the Platform's run index: counts by status, failure rate, median duration per workflow";

@@ -3,6 +3,7 @@
 // - a TTY: progress as a spinner line on stderr that becomes `✓ <what> (1.2s)`, data on stdout;
 // - not a TTY (pipes, CI, tests): data lines on stdout only; progress stays quiet.
 import { messageOf, isSvcError } from '../../core/errors.ts';
+import { formatDuration } from '../../core/durations.ts';
 
 export type DevEvent =
   | { event: 'progress'; phase: string; status: 'done' | 'failed'; ms: number; message: string }
@@ -53,7 +54,7 @@ const TERMINAL_OK = new Set(['completed']);
 const TERMINAL_BAD = new Set(['failed', 'cancelled']);
 
 const shortSha = (sha: string) => sha.slice(0, 8);
-const seconds = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
+const seconds = (ms: number) => formatDuration(ms);
 
 export function createReporter(options: ReporterOptions): Reporter {
   const { stdout, stderr, json } = options;

@@ -20,6 +20,7 @@ import { planLocalRun } from './plan.ts';
 import { RunPrinter } from './printer.ts';
 import { loadLocalSecrets } from './secrets.ts';
 import { localInstall } from './install.ts';
+import { formatDuration } from '../../core/durations.ts';
 
 export interface LocalRunOptions {
   cwd: string;
@@ -66,7 +67,7 @@ export interface LocalRunSummary {
 
 const ZERO_SHA = '0'.repeat(40);
 const stepLabel = (step: string): string => (step === '(setup)' ? 'setup' : step);
-const seconds = (ms: number | null): string => (ms === null ? '' : `${(ms / 1000).toFixed(1)}s`);
+const seconds = (ms: number | null): string => formatDuration(ms, '');
 
 function verdictLines(verdicts: readonly FilterVerdict[]): string[] {
   return verdicts.map((v) => `    ${`${v.triggerType}#${v.trigger}`.padEnd(16)} ${v.filter.padEnd(13)} ${v.verdict.padEnd(13)} ${v.detail}`);

@@ -18,6 +18,7 @@ import { checkUploadSize, megabytes, overlayPaths, packOverlay, UPLOAD_LIMITS, t
 import { overlaidTree } from './overlaid-tree.ts';
 import { planFixture } from './plan.ts';
 import { remoteSecrets } from './secrets.ts';
+import { formatDuration } from '../../core/durations.ts';
 
 export const TERMINAL = new Set(['completed', 'failed', 'cancelled', 'skipped']);
 const PASSED = new Set(['completed', 'skipped']);
@@ -179,7 +180,7 @@ function outcomeOf(run: Created, view: RunView): RemoteRunOutcome {
 
 function resultLine(o: RemoteRunOutcome): string {
   const mark = PASSED.has(o.status) ? '✓' : '✗';
-  const took = o.durationMs === null ? '' : ` in ${(o.durationMs / 1000).toFixed(1)}s`;
+  const took = o.durationMs === null ? '' : ` in ${formatDuration(o.durationMs)}`;
   const why = o.reason === null || PASSED.has(o.status) ? '' : ` (${o.reason})`;
   return `${mark} ${o.fixture}${o.workflow === '' ? '' : ` › ${o.workflow}`}: ${o.status}${took}${why}${o.runId === null ? '' : `  run ${o.runId}`}`;
 }

@@ -229,7 +229,7 @@ t.test('build job → caches → jobs run from the tarball; cache hit; failed bu
     t.ok(steps.every((s) => s.started_at !== null && s.finished_at !== null), 'every build step has timing');
     const buildLog = await logText(pool, build.id);
     t.match(buildLog, /\(setup\)\|checking out [0-9a-f]{40}/);
-    t.match(buildLog, /bundle source\|bundle source took \d+\.\ds/);
+    t.match(buildLog, /bundle source\|bundle source took \d+(?:\.\d)?m?s/);
     t.match(buildLog, /install dependencies\|npm ci --ignore-scripts/);
     t.match(buildLog, /upload\|source tarball uploaded/);
 

@@ -5,12 +5,13 @@
 import { Flags } from '@oclif/core';
 import { DEFAULT_RUN_LIST_LIMIT, MAX_RUN_LIST_LIMIT, RUN_STATUSES, type RunList, type RunSummary } from '../../../schemas/http/run-index.ts';
 import { SvcCommand } from '../../../core/cli/base-command.ts';
+import { formatDuration } from '../../../core/durations.ts';
 
 function took(run: RunSummary): string {
   if (run.finishedAt === null) return '';
   const ms = Date.parse(run.finishedAt) - Date.parse(run.startedAt ?? run.createdAt);
   if (!Number.isFinite(ms) || ms < 0) return '';
-  return ms < 1000 ? `${ms}ms` : ms < 120_000 ? `${(ms / 1000).toFixed(1)}s` : `${Math.floor(ms / 60_000)}m${Math.round((ms % 60_000) / 1000)}s`;
+  return formatDuration(ms, '');
 }
 
 function jobs(run: RunSummary): string {

@@ -3,12 +3,13 @@
 import { Args } from '@oclif/core';
 import type { RunView } from '../../../schemas/wire/relay.ts';
 import { SvcCommand } from '../../../core/cli/base-command.ts';
+import { formatDuration } from '../../../core/durations.ts';
 
 function duration(start: string | null, end: string | null): string {
   if (start === null || end === null) return '';
   const ms = Date.parse(end) - Date.parse(start);
   if (!Number.isFinite(ms) || ms < 0) return '';
-  return ms < 1000 ? `${ms}ms` : ms < 120_000 ? `${(ms / 1000).toFixed(1)}s` : `${Math.floor(ms / 60_000)}m${Math.round((ms % 60_000) / 1000)}s`;
+  return formatDuration(ms, '');
 }
 
 export function formatRun(run: RunView): string[] {

@@ -91,7 +91,7 @@ t.test('two jobs: needs, matrix, outputs, a skipped step, a masked secret; exit 
   // The dependent starts only after its need: every test line comes after build's end.
   const buildEnd = out.indexOf('[build] job completed');
   t.ok(buildEnd > 0 && out.indexOf('[test (22)]') > buildEnd && out.indexOf('[test (24)]') > buildEnd, 'needs order');
-  t.match(out, /summary: completed\n  ci: completed\n    completed\s+build\s+\d+\.\ds\n    completed\s+test \(22\)\s+\d+\.\ds\n    completed\s+test \(24\)/);
+  t.match(out, /summary: completed\n  ci: completed\n    completed\s+build\s+\d+(?:\.\d)?m?s\n    completed\s+test \(22\)\s+\d+(?:\.\d)?m?s\n    completed\s+test \(24\)/);
   t.match(out, /emitted built from build \(local-1\)/);
 
   // --json: only the summary on stdout (the stream goes to stderr); uncommitted edits run too.
@@ -122,7 +122,7 @@ t.test('a failing job: dependents skipped, orchestrator APIs refused, exit 1; --
   if (result.code !== 1) t.comment(result.stdout + result.stderr);
   t.match(result.stdout, /\[deploy\/token\] <== mint failed: .*not available in a local run/);
   t.match(result.stdout, /deploy: failed\n/);
-  t.match(result.stdout, /\n\s+failed\s+token\s+\d+\.\ds\s+step "mint" failed: .*not available in a local run/);
+  t.match(result.stdout, /\n\s+failed\s+token\s+\d+(?:\.\d)?m?s\s+step "mint" failed: .*not available in a local run/);
   t.match(result.stdout, /\n\s+skipped\s+after\s+needs token which failed/);
   t.match(result.stdout, /ci: completed/, 'the other workflow still ran');
   t.match(result.stderr, /match    ci via push/);

@@ -3,6 +3,7 @@
 // page data travels in data-* attributes), and the navigation of the signed-in org.
 import type { FastifyReply } from 'fastify';
 import { html, sendHtml, type Html } from '../../sessions/index.ts';
+import { formatDuration, millisBetween } from '../../../../core/durations.ts';
 
 export const UI_SCRIPT_PATH = '/ui/static/dashboard.js';
 export const UI_STYLESHEET_PATH = '/ui/static/dashboard.css';
@@ -54,22 +55,10 @@ ${body}
   return sendHtml(reply, status, CSP, page);
 }
 
-/** "1m 05s" from milliseconds; "—" when unknown. */
-export function duration(ms: number | null | undefined): string {
-  if (ms === null || ms === undefined || !Number.isFinite(ms) || ms < 0) return '—';
-  const s = Math.round(ms / 1000);
-  if (s < 60) return `${s}s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m}m ${String(s % 60).padStart(2, '0')}s`;
-  return `${Math.floor(m / 60)}h ${String(m % 60).padStart(2, '0')}m`;
-}
+/** A duration as a person reads it ("812ms", "4.2s", "1m 05s"); "—" when unknown. */
+export const duration = (ms: number | null | undefined): string => formatDuration(ms);
 
-export function between(start: string | null, end: string | null, now = Date.now()): number | null {
-  if (start === null) return null;
-  const from = Date.parse(start);
-  const to = end === null ? now : Date.parse(end);
-  return Number.isNaN(from) || Number.isNaN(to) ? null : Math.max(0, to - from);
-}
+export const between = millisBetween;
 
 export function statusBadge(status: string): Html {
   return html`<span class="status s-${status.replace(/[^a-z_]/g, '')}">${status}</span>`;
