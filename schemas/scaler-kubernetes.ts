@@ -42,6 +42,24 @@ export const KubernetesScalerSettings = Type.Object(
     /** The agent container image (svc-agent as its entrypoint). */
     image: Type.String({ minLength: 1, maxLength: 512, pattern: '^\\S+$' }),
     imagePullPolicy: Type.Optional(Type.Union([Type.Literal('Always'), Type.Literal('IfNotPresent'), Type.Literal('Never')])),
+    /**
+     * The container's command (unset: the image's entrypoint). The image this repository builds
+     * holds every program, so its agent pods say `[svc-agent]`.
+     */
+    command: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), { minItems: 1, maxItems: 64 })),
+    /**
+     * The agent container's user and root file system. The pod always runs non-root with no
+     * privilege escalation and every capability dropped; the root file system stays writable by
+     * default because job steps write to $HOME and tool caches.
+     */
+    securityContext: Type.Object(
+      {
+        runAsUser: Type.Integer({ minimum: 1, maximum: 2_147_483_647, default: 10001 }),
+        runAsGroup: Type.Integer({ minimum: 0, maximum: 2_147_483_647, default: 10001 }),
+        readOnlyRootFilesystem: Type.Boolean({ default: false }),
+      },
+      { ...strict, default: {} },
+    ),
     /** The Secret holding the agent token (`svc-admin agent-token create`) and its key: passed by reference, never inline. */
     tokenSecret: Type.Object({ name: Type.String({ pattern: DNS_SUBDOMAIN, maxLength: 253 }), key: Type.String({ pattern: '^[-._a-zA-Z0-9]{1,253}$', default: 'token' }) }, strict),
     /**

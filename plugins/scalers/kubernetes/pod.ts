@@ -16,6 +16,8 @@ export const ANNOTATION_LABELS = 'svc.dev/agent-labels';
 export const ANNOTATION_REASON = 'svc.dev/reason';
 /** The agent's work dir: an emptyDir, gone with the pod. */
 export const WORK_DIR = '/var/lib/svc-agent/work';
+/** Writable even with a read-only root file system (securityContext.readOnlyRootFilesystem). */
+export const TMP_DIR = '/tmp';
 
 export interface PodRequest {
   agentId: string;
@@ -61,6 +63,7 @@ export function agentPod(settings: KubernetesScalerSettings, namespace: string, 
   ];
   const annotations: Record<string, string> = { [ANNOTATION_LABELS]: request.mandatoryLabels.join(',') };
   if (request.reason !== undefined) annotations[ANNOTATION_REASON] = request.reason.slice(0, 1024);
+  const security = settings.securityContext;
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -83,17 +86,28 @@ export function agentPod(settings: KubernetesScalerSettings, namespace: string, 
       ...(settings.serviceAccountName === undefined ? { automountServiceAccountToken: false } : { serviceAccountName: settings.serviceAccountName }),
       ...(Object.keys(settings.nodeSelector).length > 0 ? { nodeSelector: { ...settings.nodeSelector } } : {}),
       ...(settings.tolerations.length > 0 ? { tolerations: settings.tolerations.map((t) => ({ ...t })) } : {}),
+      // Job code runs in the agent's sandbox, but the agent itself needs no privilege: never root,
+      // never more than it started with (bubblewrap's user namespaces need none of it).
+      securityContext: { runAsNonRoot: true, runAsUser: security.runAsUser, runAsGroup: security.runAsGroup, fsGroup: security.runAsGroup },
       containers: [
         {
           name: 'agent',
           image: settings.image,
+          ...(settings.command === undefined ? {} : { command: [...settings.command] }),
           ...(settings.imagePullPolicy === undefined ? {} : { imagePullPolicy: settings.imagePullPolicy }),
           env,
           resources: resourcesOf(settings),
-          volumeMounts: [{ name: 'work', mountPath: WORK_DIR }],
+          securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: security.readOnlyRootFilesystem, capabilities: { drop: ['ALL'] } },
+          volumeMounts: [
+            { name: 'work', mountPath: WORK_DIR },
+            { name: 'tmp', mountPath: TMP_DIR },
+          ],
         },
       ],
-      volumes: [{ name: 'work', emptyDir: {} }],
+      volumes: [
+        { name: 'work', emptyDir: {} },
+        { name: 'tmp', emptyDir: {} },
+      ],
     },
   };
 }
