@@ -34,6 +34,7 @@ export const COMMANDS = await loadCommands(import.meta.url, {
   'runs:download': './commands/runs/download',
   'runs:list': './commands/runs/list',
   'runs:logs': './commands/runs/logs',
+  'runs:rerun': './commands/runs/rerun',
   'runs:show': './commands/runs/show',
   'secrets:list': './commands/secrets/list',
   'secrets:set': './commands/secrets/set',

@@ -244,6 +244,14 @@ export class PlatformClient {
     return this.#checked(checkPatRevoked, await this.#request('DELETE', `/v1/pats/${encodeURIComponent(id)}`), 'revocation answer');
   }
 
+  /** A re-run of the run (`svc runs rerun`); `failed`: restart from its failed jobs only. */
+  async rerunRun(runId: string, options: { failed?: boolean } = {}): Promise<{ newRunId: string }> {
+    const path = `/orgs/${encodeURIComponent(this.org)}/runs/${encodeURIComponent(runId)}/rerun${options.failed === true ? '?mode=failed' : ''}`;
+    const answer = (await this.#request('POST', path)) as { newRunId?: unknown } | undefined;
+    if (typeof answer?.newRunId !== 'string') throw new UnavailableError('SVC_ERR_CLI_PLATFORM_BAD_ANSWER', "the Platform's re-run answer has no newRunId; is the CLI older than the Platform?");
+    return { newRunId: answer.newRunId };
+  }
+
   async showRun(runId: string): Promise<RunView> {
     return this.#checked(checkShow, await this.#get(this.#runPath(runId)), 'run detail').run;
   }

@@ -10,7 +10,7 @@
 import { Type, type Static } from 'typebox';
 
 /** Stamped by the compiler; incremented on every lock format change. */
-export const LOCK_SCHEMA_VERSION = 42;
+export const LOCK_SCHEMA_VERSION = 43;
 /**
  * Oldest lock schema this orchestrator reads. 38 is the last breaking change before the
  * compatibility window (the window itself started there); older locks must be recompiled.
@@ -20,10 +20,12 @@ export const OLDEST_SUPPORTED_LOCK_SCHEMA = 38;
  * Breaking lock versions, oldest first. A lock's `minReaderVersion` is the newest one that
  * applies to it: 42 applies only to locks with an organization-wide workflow (a trigger with
  * `repositories`) that declares approval at any level, because an older orchestrator would
- * run such a workflow without the hold; every other lock gets 38.
+ * run such a workflow without the hold; 43 applies only to locks where a job declares a `retry`
+ * policy (an older orchestrator would never retry it); every other lock gets 38.
  */
-export const BREAKING_LOCK_VERSIONS: readonly number[] = Object.freeze([38, 42]);
+export const BREAKING_LOCK_VERSIONS: readonly number[] = Object.freeze([38, 42, 43]);
 export const ORG_WIDE_APPROVAL_LOCK_VERSION = 42;
+export const RETRY_LOCK_VERSION = 43;
 /** Compiler schema in each workflow's content hash; bumping it invalidates source caches. */
 export const COMPILE_SCHEMA_VERSION = 7;
 
@@ -254,6 +256,21 @@ export type LockCheckout = Static<typeof LockCheckout>;
 export const LockRouting = Type.Object({ prefer: Names, avoid: Names });
 export type LockRouting = Static<typeof LockRouting>;
 
+/** A job's retry policy (docs/run-states.md "Retries"); `maxAttempts` counts the first attempt. */
+export const LockRetry = Type.Object({
+  maxAttempts: Type.Integer({ minimum: 2, maximum: 10 }),
+  agentLost: Type.Boolean(),
+  failedTests: Type.Boolean(),
+  /** Sorted, unique; the failing step's command exit code. */
+  exitCodes: Type.Array(Type.Integer({ minimum: 1, maximum: 255 })),
+  backoff: Type.Object({
+    delaySeconds: Type.Integer({ minimum: 0, maximum: 3600 }),
+    factor: Type.Number({ minimum: 1, maximum: 10 }),
+    maxDelaySeconds: Type.Integer({ minimum: 0, maximum: 86_400 }),
+  }),
+});
+export type LockRetry = Static<typeof LockRetry>;
+
 export const LockJob = Type.Object({
   name: NonEmpty,
   /** Label matchers an agent must all satisfy. */
@@ -274,6 +291,7 @@ export const LockJob = Type.Object({
   generatorRef: Type.Optional(NonEmpty),
   rules: Type.Optional(Type.Array(LockDynamicRef)),
   approval: Type.Optional(LockApproval),
+  retry: Type.Optional(LockRetry),
   hasOutputs: Flag,
   hasOnCancel: Flag,
   hasCleanup: Flag,

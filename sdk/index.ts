@@ -33,6 +33,8 @@ export {
   type MatrixGenerator,
   type MatrixOf,
   type Routing,
+  type RetryCondition,
+  type RetryPolicy,
 } from './job.ts';
 export {
   workflow,

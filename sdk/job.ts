@@ -51,6 +51,25 @@ export interface CheckoutOptions {
   readonly lfs?: boolean;
 }
 
+/** What makes a failed attempt of a job run again (docs/run-states.md "Retries"). */
+export type RetryCondition =
+  /** The agent running it was lost (recovery window over, ephemeral agent gone, reconnected without it). */
+  | 'agent-lost'
+  /** It failed only because tests failed (a step's command failed and its result files hold a failed test). */
+  | 'failed-tests'
+  /** The failing step's command exited with one of these codes (1 to 255). */
+  | { readonly exitCodes: readonly number[] };
+
+/** A job-level retry policy: each retry is a new attempt of the same job, after the back-off. */
+export interface RetryPolicy {
+  /** Attempts in all, the first one included: 2 to 10. */
+  readonly maxAttempts: number;
+  /** At least one condition; any one of them retries. */
+  readonly on: readonly RetryCondition[];
+  /** Wait before attempt n+1: delaySeconds × factor^(n-1), at most maxDelaySeconds. Defaults 10 s, 2, 600 s. */
+  readonly backoff?: { readonly delaySeconds?: number; readonly factor?: number; readonly maxDelaySeconds?: number };
+}
+
 /** Soft placement among agents that carry every `runsOn` label. */
 export interface Routing {
   readonly prefer?: readonly string[];
@@ -85,6 +104,7 @@ interface JobCommon<Needs extends string, M extends MatrixCombination> extends J
   readonly routing?: Routing;
   readonly rules?: readonly Rule[];
   readonly approval?: Approval;
+  readonly retry?: RetryPolicy;
 }
 
 export type JobSteps<M extends MatrixCombination> =

@@ -71,6 +71,7 @@ export const UNIT: readonly string[] = [
   'test/sdk/builders.test.ts',
   'test/sdk/types.test.ts',
   'test/workflow/compile/lock-entry.test.ts',
+  'test/workflow/compile/retry.test.ts',
   'test/workflow/lock/lock-file.test.ts',
   'test/workflow/matching/compiled-locks.test.ts',
   'test/workflow/matching/event-details.test.ts',

@@ -59,6 +59,8 @@ export const ORCHESTRATOR_ERROR_CODES = {
   SVC_ERR_RUNS_RERUN_NO_EVENT: { kind: 'conflict', message: 'run {id} has no stored event to re-run' },
   SVC_ERR_RUNS_RERUN_NO_LOCK: { kind: 'conflict', message: '{workflowRepository} has no lock file at {workflowSha} any more' },
   SVC_ERR_RUNS_RERUN_NO_PROVIDER: { kind: 'unavailable', message: 'no provider serves routing key {routingKey} on this orchestrator' },
+  SVC_ERR_RUNS_RERUN_NOTHING_FAILED: { kind: 'conflict', message: 'run {id} has no failed, cancelled or skipped job to restart; re-run the whole run instead' },
+  SVC_ERR_RUNS_RERUN_NOT_FAILED: { kind: 'conflict', message: 'run {id} is {status}: only a failed or cancelled run can be restarted from its failed jobs' },
   SVC_ERR_RUNS_RERUN_NO_SOURCE: {
     kind: 'conflict',
     message: 'run {id} came from no source (a remote test run?), so its lock file cannot be fetched again; start it the way it was started',

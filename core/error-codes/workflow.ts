@@ -45,6 +45,7 @@ export const WORKFLOW_ERROR_CODES = {
   SVC_ERR_COMPILE_PACKAGE_JSON_INVALID: { kind: 'input', message: '{shownAs} {field} must be an object of name → specifier' },
   SVC_ERR_COMPILE_PATH_OUTSIDE_REPO: { kind: 'input', message: '{what} {rel} is outside the repository root {rootAbs}' },
   SVC_ERR_COMPILE_READ_FAILED: { kind: 'input', message: 'cannot list {rel} for hashFiles: {reason}' },
+  SVC_ERR_COMPILE_RETRY: { kind: 'input', message: '{file} at {path}: the retry policy is not valid: {reason}' },
   SVC_ERR_COMPILE_SIBLINGS_GIT: {
     kind: 'input',
     message: 'sibling packages are hashed from git-tracked files, but `git ls-files` failed in {rootReal}: {stderr}',

@@ -147,7 +147,9 @@ export const SourceSecrets = Type.Object(
  * Dashboard requests carry the org of the path (`orgId`): an orchestrator only answers for runs of
  * that org, even when it serves several. Optional on the first three for older relays.
  */
-export const RunRerunRequest = Type.Object({ type: Type.Literal('run.rerun.request'), requestId: Id, runId: Id, triggeredBy: Type.String(), orgId: Type.Optional(Id) }, Strict);
+export const RunRerunRequest = Type.Object({ type: Type.Literal('run.rerun.request'), requestId: Id, runId: Id, triggeredBy: Type.String(),
+  /** `failed`: restart from the failed jobs (docs/run-states.md); sent only when asked, so older orchestrators see the old shape. */
+  mode: Type.Optional(Type.Literal('failed')), orgId: Type.Optional(Id) }, Strict);
 export const RunRerunResponse = Type.Object(
   { type: Type.Literal('run.rerun.response'), requestId: Id, newRunId: Type.Optional(Id), error: Type.Optional(DashboardError) },
   Strict,

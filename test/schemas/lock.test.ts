@@ -11,10 +11,10 @@ import {
 import { compileMessageUnion } from '../../schemas/validate.ts';
 
 t.test('versions', async (t) => {
-  t.equal(LOCK_SCHEMA_VERSION, 42);
+  t.equal(LOCK_SCHEMA_VERSION, 43);
   t.equal(COMPILE_SCHEMA_VERSION, 7);
   t.equal(OLDEST_SUPPORTED_LOCK_SCHEMA, 38);
-  t.same(BREAKING_LOCK_VERSIONS, [38, 42]);
+  t.same(BREAKING_LOCK_VERSIONS, [38, 42, 43]);
   t.ok(LockTrigger);
 });
 

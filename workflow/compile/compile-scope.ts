@@ -17,6 +17,7 @@ export const CompileErrorCode = {
   invalidRegistry: 'SVC_ERR_COMPILE_INVALID_REGISTRY',
   invalidHook: 'SVC_ERR_COMPILE_INVALID_HOOK',
   invalidStep: 'SVC_ERR_COMPILE_INVALID_STEP',
+  invalidRetry: 'SVC_ERR_COMPILE_RETRY',
   duplicateWorkflow: 'SVC_ERR_COMPILE_DUPLICATE_WORKFLOW',
   duplicateJob: 'SVC_ERR_COMPILE_DUPLICATE_JOB',
   duplicateStep: 'SVC_ERR_COMPILE_DUPLICATE_STEP',

@@ -4,6 +4,7 @@ import type { LockCheckout, LockConcurrency, LockDynamicRef, LockJob, LockMatrix
 import { parseContainerOptions } from '../../core/container-options.ts';
 import { childPath, CompileErrorCode, type CompileScope } from './compile-scope.ts';
 import { normalizeApproval } from './normalize-approval.ts';
+import { normalizeRetry } from './normalize-retry.ts';
 import { JOB_NAME } from './normalize-triggers.ts';
 import {
   arrayOf,
@@ -19,7 +20,7 @@ import {
 
 const JOB_FIELDS = [
   'name', 'runsOn', 'needs', 'matrix', 'context', 'contexts', 'concurrency', 'container', 'checkout', 'gracePeriod',
-  'timeout', 'routing', 'rules', 'approval', 'outputs', 'steps', 'generate',
+  'timeout', 'routing', 'rules', 'approval', 'retry', 'outputs', 'steps', 'generate',
   'onCancel', 'cleanup', 'onSuccess', 'onFailure', 'beforeStep', 'afterStep',
 ];
 const STEP_FIELDS = ['rules', 'outputs', 'check', 'whenInSync', 'onCancel', 'cleanup', 'approval', 'timeout'];
@@ -199,6 +200,8 @@ function jobEntry(scope: CompileScope, path: string, name: string, value: Record
   if (rules !== undefined && rules.length > 0) entry.rules = rules;
   const approval = normalizeApproval(scope, at('approval'), o['approval']);
   if (approval !== undefined) entry.approval = approval;
+  const retry = normalizeRetry(scope, at('retry'), o['retry']);
+  if (retry !== undefined) entry.retry = retry;
   if (o['outputs'] !== undefined) {
     if (!isFunction(o['outputs'])) scope.fail(CompileErrorCode.invalidValue, at('outputs'), 'must be a function of the step outputs');
     entry.hasOutputs = true;

@@ -8,6 +8,7 @@ import {
   Lock,
   LOCK_SCHEMA_VERSION,
   ORG_WIDE_APPROVAL_LOCK_VERSION,
+  RETRY_LOCK_VERSION,
   type LockWorkflow,
 } from '../../schemas/lock.ts';
 import { compileSchema, formatIssues } from '../../schemas/validate.ts';
@@ -34,11 +35,15 @@ function byName(a: LockWorkflow, b: LockWorkflow): number {
 
 /**
  * The newest breaking lock version that applies: 42 only when an organization-wide workflow
- * declares approval (an older orchestrator would skip the hold), else the previous one.
+ * declares approval (an older orchestrator would skip the hold), 43 only when a job declares a
+ * retry policy (an older orchestrator would not retry), else the previous one.
  */
 export function minReaderVersionFor(workflows: readonly LockWorkflow[]): number {
   const needsOrgApproval = workflows.some((w) => isOrganizationWide(w) && declaresApproval(w));
-  const applicable = BREAKING_LOCK_VERSIONS.filter((v) => v !== ORG_WIDE_APPROVAL_LOCK_VERSION || needsOrgApproval);
+  const needsRetry = workflows.some((w) => w.jobs.some((j) => j.retry !== undefined));
+  const applicable = BREAKING_LOCK_VERSIONS.filter(
+    (v) => (v !== ORG_WIDE_APPROVAL_LOCK_VERSION || needsOrgApproval) && (v !== RETRY_LOCK_VERSION || needsRetry),
+  );
   return Math.max(...applicable);
 }
 

@@ -15,6 +15,7 @@ import type { CommonQueryMethods } from 'slonik';
 import { notify, sql } from '../../services/db/index.ts';
 import { generatorEntryOf } from '../scheduling/names.ts';
 import { notifyJobsQueued, RUN_CONTROL_CHANNEL } from './notify.ts';
+import { retryFailedAttempt, type FailureFacts } from './retry.ts';
 
 export const TERMINAL_JOB_STATUSES = ['completed', 'failed', 'cancelled', 'skipped'] as const;
 const TERMINAL = new Set<string>(TERMINAL_JOB_STATUSES);
@@ -44,8 +45,25 @@ export interface ProgressionResult {
   runFinished: string | null;
 }
 
-/** Records a job's terminal fact once (`job_complete`); a build job's also settles its coalesced waiters. */
-export async function recordJobComplete(tx: CommonQueryMethods, runId: string, jobId: string, status: string, payload: Record<string, unknown> = {}): Promise<void> {
+/**
+ * Records a job's terminal fact once (`job_complete`); a build job's also settles its coalesced
+ * waiters. A failure given its `facts` may instead be retried (retry.ts): then the next attempt
+ * stands for the job and this attempt records no fact.
+ */
+export async function recordJobComplete(
+  tx: CommonQueryMethods,
+  runId: string,
+  jobId: string,
+  status: string,
+  payload: Record<string, unknown> = {},
+  facts?: FailureFacts,
+): Promise<void> {
+  if (status === 'failed' && facts !== undefined && (await retryFailedAttempt(tx, jobId, facts)) !== null) {
+    await tx.query(sql.unsafe`
+      UPDATE approval_holds SET status = 'cancelled', outcome = 'cancelled: the attempt failed and the job is retried', decided_by = 'svc:job-ended', decided_at = now()
+      WHERE job_id = ${jobId} AND level = 'step' AND status = 'pending'`);
+    return;
+  }
   const inserted = await tx.maybeOne(sql.unsafe`
     INSERT INTO run_events (run_id, job_id, kind, status, payload)
     VALUES (${runId}, ${jobId}, 'job_complete', ${status}, ${sql.jsonb(payload as never)})
@@ -174,7 +192,8 @@ export async function progressRun(tx: CommonQueryMethods, runId: string): Promis
   const run = await lockRunForProgress(tx, runId);
   if (run === null) return result;
   const jobs = (await tx.any(sql.unsafe`
-    SELECT id::text AS id, name, kind, generated_by, status, needs, reason, waits_for_build, gated, ready_at FROM jobs WHERE run_id = ${runId} ORDER BY created_at, id`)) as readonly JobState[];
+    SELECT id::text AS id, name, kind, generated_by, status, needs, reason, waits_for_build, gated, ready_at FROM jobs
+    WHERE run_id = ${runId} AND retried_as IS NULL ORDER BY created_at, id`)) as readonly JobState[];
   const states = jobs.map((j) => ({ ...j }));
   const byName = new Map<string, JobState[]>();
   const add = (name: string, job: JobState) => {

@@ -24,7 +24,8 @@ function formatWindow(ms: number): string {
 async function failJobs(tx: CommonQueryMethods, rows: readonly { id: string; run_id: string; reason: string }[]): Promise<void> {
   const runs = new Set<string>();
   for (const row of rows) {
-    await recordJobComplete(tx, row.run_id, row.id, 'failed', { reason: row.reason });
+    // A lost agent fails the attempt; a job whose retry policy lists `agent-lost` gets a new one.
+    await recordJobComplete(tx, row.run_id, row.id, 'failed', { reason: row.reason }, { agentLost: true });
     runs.add(row.run_id);
   }
   for (const runId of runs) await progressRun(tx, runId);

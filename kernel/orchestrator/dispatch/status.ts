@@ -69,7 +69,8 @@ export async function applyJobStatus(pool: DatabasePool, agentId: string, messag
           started_at = coalesce(excluded.started_at, job_steps.started_at), finished_at = coalesce(excluded.finished_at, job_steps.finished_at)`);
     }
     if (!terminal) return { terminal: false, duplicate: false, progression: null };
-    await recordJobComplete(tx, job.run_id, message.jobId, final.status, { reason: final.reason ?? null, agentId });
+    // A failed attempt may be retried (retry.ts): `failed-tests` reads the job's recorded test results.
+    await recordJobComplete(tx, job.run_id, message.jobId, final.status, { reason: final.reason ?? null, agentId }, {});
     return { terminal: true, duplicate: false, progression: await progressRun(tx, job.run_id) };
   });
 }

@@ -29,12 +29,17 @@ export type GateOutcome =
 
 interface GateJob {
   id: string;
+  /** Attempt 1 of this job: holds are the job's, not one attempt's (an approval covers its retries). */
+  first_attempt_id: string | null;
+  retry_at: Date | number | null;
+  attempt: number;
   run_id: string;
   org_id: string;
   name: string;
   status: string;
   ready_at: Date | number;
   concurrency_group: string | null;
+  reason: string | null;
   definition: LockJob | null;
   lock_entry: LockWorkflow;
   trust_tier: string;
@@ -74,7 +79,7 @@ async function approvalGates(tx: CommonQueryMethods, job: GateJob, entry: LockJo
     const hold: NewHold = {
       orgId: job.org_id,
       runId: job.run_id,
-      jobId: job.id,
+      jobId: job.first_attempt_id ?? job.id,
       level: 'job',
       clauses: approval.clauses,
       ...(approval.reason !== undefined ? { reason: approval.reason } : {}),
@@ -89,7 +94,7 @@ async function approvalGates(tx: CommonQueryMethods, job: GateJob, entry: LockJo
     const hold: NewHold = {
       orgId: job.org_id,
       runId: job.run_id,
-      jobId: job.id,
+      jobId: job.first_attempt_id ?? job.id,
       level: 'context',
       context: context.name,
       clauses,
@@ -99,6 +104,14 @@ async function approvalGates(tx: CommonQueryMethods, job: GateJob, entry: LockJo
     if (out !== null) return out;
   }
   return null;
+}
+
+/** A retry waits out its back-off first (dispatch/retry.ts); the reason it was created with says why. */
+function retryGate(job: GateJob, now: Date): GateOutcome | null {
+  if (job.retry_at === null) return null;
+  const at = new Date(job.retry_at);
+  if (now >= at) return null;
+  return { kind: 'waiting', reason: job.reason ?? `Retry ${job.attempt}: not before ${at.toISOString()}`, retryAt: at };
 }
 
 function waitTimerGate(job: GateJob, contexts: readonly ContextRules[], now: Date): GateOutcome | null {
@@ -155,7 +168,7 @@ export async function passJobGates(tx: CommonQueryMethods, jobId: string, now = 
   if (run === null || run.status === 'held' || (run.concurrency_state === 'waiting')) return { kind: 'skip' };
   const job = (await tx.maybeOne(sql.unsafe`
     SELECT j.id::text AS id, j.run_id::text AS run_id, j.org_id, j.name, j.status, j.ready_at, j.concurrency_group, j.definition,
-           r.lock_entry, r.trust_tier, r.is_fork
+           j.first_attempt_id::text AS first_attempt_id, j.retry_at, j.attempt, j.reason, r.lock_entry, r.trust_tier, r.is_fork
     FROM jobs j JOIN runs r ON r.id = j.run_id
     WHERE j.id = ${jobId} AND j.status = 'waiting' AND j.ready_at IS NOT NULL FOR UPDATE OF j`)) as GateJob | null;
   if (job === null) return { kind: 'skip' };
@@ -166,6 +179,7 @@ export async function passJobGates(tx: CommonQueryMethods, jobId: string, now = 
     : ((await tx.any(sql.unsafe`
         SELECT name, required_reviewers, wait_timer_seconds, concurrency_limit FROM secret_contexts WHERE name = ANY(${sql.array(names, 'text')}) ORDER BY name`)) as unknown as ContextRules[]);
   const stopped =
+    retryGate(job, now) ??
     (await approvalGates(tx, job, entry, contexts)) ??
     waitTimerGate(job, contexts, now) ??
     (await groupGate(tx, job, entry)) ??

@@ -35,10 +35,11 @@ export const RUN_TRANSITIONS: Table<RunStatus> = {
 /**
  * Jobs. `waiting`: needs, a build, or a gate (wait timer, concurrency slot) not met yet. `held`:
  * an approval (job gate or a context's required reviewers) is pending. `recovering`: its agent's
- * connection dropped and it may come back. A generated job that cannot run is created `failed`.
+ * connection dropped and it may come back. A generated job that cannot run is created `failed`;
+ * a job a restart from failed jobs reuses from the parent run is created `completed`.
  */
 export const JOB_TRANSITIONS: Table<JobStatus> = {
-  new: ['waiting', 'queued', 'failed'],
+  new: ['waiting', 'queued', 'completed', 'failed'],
   waiting: ['held', 'queued', 'skipped', 'cancelled'],
   held: ['waiting', 'queued', 'cancelled'],
   queued: ['dispatched', 'failed', 'cancelled'],

@@ -53,6 +53,8 @@ export interface RunPlan {
   /** Internal-event runs: the starting event and its depth + 1 (docs/events.md, circuit breaker). */
   chainDepth?: number;
   triggeringEventId?: string;
+  /** Restart from failed jobs: lock jobs copied from the parent run instead of created (runs/api/restart-failed.ts). */
+  reuse?: ReadonlySet<string>;
 }
 
 export interface CreatedRun {
@@ -162,6 +164,7 @@ export function jobRowsOf(plan: RunPlan, shape: RunShape, buildKey: string | nul
   const afterFilter = scheduling.filter ? [FILTER_JOB_NAME] : [];
   if (scheduling.filter) pseudo(FILTER_JOB_NAME, 'workflow filter', 'filter', [], scheduling.pseudoRunsOn);
   for (const job of plan.workflow.jobs) {
+    if (plan.reuse?.has(job.name) === true) continue;
     const generator = scheduling.generators.get(job.name);
     if (generator !== undefined) {
       pseudo(generatorJobName(job.name), `generate ${job.name}`, 'generate', [...job.needs, ...afterFilter], job.runsOn);

@@ -29,7 +29,8 @@ export async function outputsOf(pool: Pick<DatabasePool, 'any'>, runId: string, 
   if (wanted.length === 0) return out;
   const rows = (await pool.any(sql.unsafe`
     SELECT name, matrix, generated_by, outputs FROM jobs
-    WHERE run_id = ${runId} AND kind = 'job' AND (name = ANY(${sql.array(wanted, 'text')}) OR generated_by = ANY(${sql.array(wanted, 'text')}))
+    WHERE run_id = ${runId} AND kind = 'job' AND retried_as IS NULL
+      AND (name = ANY(${sql.array(wanted, 'text')}) OR generated_by = ANY(${sql.array(wanted, 'text')}))
     ORDER BY created_at, id`)) as readonly OutputRow[];
   const want = new Set(wanted);
   for (const row of rows) {

@@ -1,6 +1,6 @@
 // Dashboard actions (spec "Dashboard actions") and the developer CLI's run routes, each forwarded
 // to a connected orchestrator of the org over its WebSocket:
-//   POST /orgs/:orgId/runs/:runId/rerun          → 200 { newRunId }; 429 inside the cooldown
+//   POST /orgs/:orgId/runs/:runId/rerun[?mode=failed] → 200 { newRunId }; 429 inside the cooldown
 //   POST /orgs/:orgId/runs/:runId/cancel         → 200 { cancelledJobs }
 //   POST /orgs/:orgId/runs/:runId/approve|reject → 200 ApprovalResult      (dashboard; body { comment?, job? })
 //   POST /v1/orgs/:orgId/runs/:runId/approve|reject → 200 ApprovalResult   (svc approve|reject)
@@ -59,6 +59,18 @@ async function checked(db: DatabasePool, request: FastifyRequest): Promise<{ cal
   return { caller, orgId, runId: runId.toLowerCase() };
 }
 
+/** `?mode=failed`: restart from the failed jobs (docs/run-states.md); no other mode exists, and nothing else may be asked. */
+function rerunMode(request: FastifyRequest): { mode?: 'failed' } {
+  const query = (request.query ?? {}) as Record<string, unknown>;
+  for (const key of Object.keys(query)) {
+    if (key !== 'mode') throw new InputError('SVC_ERR_HTTP_INVALID_QUERY', `unknown query parameter ${JSON.stringify(key.slice(0, 40))} (a re-run takes only ?mode=failed)`);
+  }
+  const mode = query['mode'];
+  if (mode === undefined) return {};
+  if (mode !== 'failed') throw new InputError('SVC_ERR_HTTP_INVALID_QUERY', `mode must be "failed" (restart from the failed jobs), got ${JSON.stringify(String(mode).slice(0, 40))}`);
+  return { mode: 'failed' };
+}
+
 const checkDecisionBody = compileSchema(ApprovalDecisionBody);
 const checkRemoteRunBody = compileSchema(RemoteRunBody);
 /** A remote-run request must fit one relay frame (4 MiB) with its envelope. */
@@ -83,10 +95,11 @@ export function registerDashboardRoutes(app: SvcHttpServer, options: DashboardRo
   app.post('/orgs/:orgId/runs/:runId/rerun', async (request, reply) => {
     try {
       const { caller, orgId, runId } = await checked(db, request);
-      const response = unwrap(await broker.request(orgId, { type: 'run.rerun.request', orgId, runId, triggeredBy: caller.actor }));
+      const mode = rerunMode(request);
+      const response = unwrap(await broker.request(orgId, { type: 'run.rerun.request', orgId, runId, triggeredBy: caller.actor, ...mode }));
       if (response.newRunId === undefined) throw new RelayedError({ code: 'SVC_ERR_RELAY_BAD_ANSWER', message: 'the orchestrator answered without a run id', status: 502 });
       await db.query(sql.unsafe`update relay_runs set last_rerun_at = now() where org_id = ${orgId} and run_id = ${runId}`).catch((error: unknown) => logger.warn({ err: error }, 'last_rerun_at not recorded'));
-      logger.info({ orgId, runId, newRunId: response.newRunId, by: caller.actor }, 'run re-run');
+      logger.info({ orgId, runId, newRunId: response.newRunId, by: caller.actor, failedOnly: mode.mode === 'failed' }, 'run re-run');
       return send(reply, 200, { newRunId: response.newRunId });
     } catch (error) {
       return failed(reply, error);

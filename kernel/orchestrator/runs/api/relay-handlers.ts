@@ -176,7 +176,7 @@ export async function answerDashboardRequest(deps: RunsApiDeps, request: Dashboa
       case 'dashboard.payload':
         return { type: 'dashboard.payload.response', ...base, payload: (await readRunPayload(deps.pool, deps.storage(), orgId, request.runId)).payload };
       case 'run.rerun.request':
-        return { type: 'run.rerun.response', ...base, ...(await rerunRun({ ...deps.rerun, pool: deps.pool }, { orgId, runId: request.runId, triggeredBy: request.triggeredBy })) };
+        return { type: 'run.rerun.response', ...base, ...(await rerunRun({ ...deps.rerun, pool: deps.pool }, { orgId, runId: request.runId, triggeredBy: request.triggeredBy, ...(request.mode === 'failed' ? { mode: 'failed' as const } : {}) })) };
       case 'run.cancel.request': {
         // The org check first: cancelRun itself knows no orgs.
         const run = await findRun(deps.pool, orgId, request.runId);

@@ -4,6 +4,8 @@
 // keeps the original's event name and subject shape (identity claims read `parent_run_id` and
 // say `rerun`) and carries the lineage: `parent_run_id` (the run re-run), `original_run_id` (the
 // root ancestor), `triggered_by`. Re-runs of one original run are at least 5 s apart (429).
+// Mode `failed` (restart from failed jobs) reuses the run's own lock entry and copies the jobs
+// that completed (restart-failed.ts); lineage and cooldown are the same.
 import type { CommonQueryMethods } from 'slonik';
 import { Type, type Static } from 'typebox';
 import type { NormalizedEvent } from '../../../../schemas/event.ts';
@@ -17,6 +19,8 @@ import { createRun, type RunPlan } from '../create.ts';
 import type { OpenedSource } from '../../sources/store.ts';
 import { checkRunId, runNotFound } from './show.ts';
 import { Nullable, RUN_IDENTITY_COLUMNS } from '../run-record.ts';
+import { progressRun } from '../../dispatch/progression.ts';
+import { checkRestartable, copyReusedJobs, reusableJobs } from './restart-failed.ts';
 
 /** spec Limits: re-run cooldown per original run. */
 export const RERUN_COOLDOWN_MS = 5_000;
@@ -45,6 +49,8 @@ export interface RerunRequest {
   orgId: string;
   runId: string;
   triggeredBy: string;
+  /** `failed`: restart from the failed jobs, with the run's own event and lock entry (restart-failed.ts). */
+  mode?: 'failed';
 }
 
 
@@ -63,6 +69,9 @@ const OriginalRow = Type.Object({
   workflow_source_id: Nullable(Type.String()),
   workflow_clone_url: Nullable(Type.String()),
   workflow_modified: Type.Boolean(),
+  status: Type.String(),
+  lock_entry: Type.Unknown(),
+  lockfile_hash: Nullable(Type.String()),
 });
 
 type OriginalRun = Static<typeof OriginalRow>;
@@ -131,7 +140,7 @@ export async function rerunRun(deps: RerunDeps, request: RerunRequest): Promise<
     select id::text as id, org_id, delivery_id, source_id::text as source_id, provider, repository, workflow_repository, workflow,
       workflow_sha, workflow_ref, sha, ref, event_name, subject_kind, actor, trust_tier, is_fork, head_ref, head_repository, source_origin,
       event, changed_files, original_run_id::text as original_run_id, workflow_source_id::text as workflow_source_id, workflow_clone_url,
-      workflow_modified
+      workflow_modified, status, lock_entry, lockfile_hash
     from runs where id = ${runId} and org_id = ${request.orgId}`);
   if (run === null) throw runNotFound(runId, request.orgId);
   // A remote run's jobs ran the developer's sealed working-tree overlay and a lock compiled from
@@ -143,9 +152,15 @@ export async function rerunRun(deps: RerunDeps, request: RerunRequest): Promise<
   const event = (typeof run.event === 'object' && run.event !== null ? run.event : null) as NormalizedEvent | null;
   if (event === null) throw new ConflictError('SVC_ERR_RUNS_RERUN_NO_EVENT', `run ${run.id} has no stored event to re-run`);
 
+  const restart = request.mode === 'failed';
+  if (restart) checkRestartable(run.id, run.status);
   // A cheap early refusal before the forge is asked; the authoritative check is under the lock below.
   await checkCooldown(deps.pool, originalRunId, cooldownMs);
-  const { workflow, lockfileHash } = await refetchWorkflow(deps, run, event);
+  // A restart reuses the run's frozen lock entry: the reused jobs' outputs came from it.
+  const { workflow, lockfileHash } = restart
+    ? { workflow: run.lock_entry as LockWorkflow, lockfileHash: run.lockfile_hash }
+    : await refetchWorkflow(deps, run, event);
+  const reuse = restart ? await reusableJobs(deps.pool, run.id, workflow) : undefined;
   const caches = await deps.checkCaches(run.org_id, workflow.contentHash, lockfileHash);
   const plan: RunPlan = {
     orgId: run.org_id,
@@ -173,6 +188,7 @@ export async function rerunRun(deps: RerunDeps, request: RerunRequest): Promise<
     changedFiles: Array.isArray(run.changed_files) ? (run.changed_files as string[]) : null,
     workflowModified: run.workflow_modified,
     buildKey: caches.buildKey,
+    ...(reuse === undefined ? {} : { reuse }),
   };
   return deps.pool.transaction(async (tx) => {
     // Serializes re-runs of one original run across nodes: the cooldown holds under concurrency.
@@ -181,8 +197,13 @@ export async function rerunRun(deps: RerunDeps, request: RerunRequest): Promise<
     const created = await createRun(tx, plan);
     await tx.query(sql.unsafe`
       update runs set parent_run_id = ${run.id}, original_run_id = ${originalRunId}, triggered_by = ${triggeredBy},
-        delivery_id = ${run.delivery_id}, source_origin = ${run.source_origin}, updated_at = now()
+        delivery_id = ${run.delivery_id}, source_origin = ${run.source_origin}, rerun_mode = ${restart ? 'failed' : 'all'}, updated_at = now()
       where id = ${created.runId}`);
+    if (reuse !== undefined) {
+      await copyReusedJobs(tx, created.runId, run.id, reuse);
+      // Jobs whose needs are all reused are ready now: progression queues (or gates) them.
+      await progressRun(tx, created.runId);
+    }
     if (created.queuedJobs > 0) await deps.notifyJobsQueued(tx);
     return { newRunId: created.runId };
   });

@@ -107,7 +107,7 @@ ${outputsList(outputs)}
 </section>`;
 }
 
-function actionForm(frame: Frame, run: RunView, action: 'approve' | 'reject' | 'rerun' | 'cancel', label: string, extra: Html = html``): Html {
+function actionForm(frame: Frame, run: RunView, action: 'approve' | 'reject' | 'rerun' | 'rerun-failed' | 'cancel', label: string, extra: Html = html``): Html {
   return html`<form method="post" action="${runsBase(frame.orgId)}/${enc(run.runId)}/${action}" class="action" data-action="${action}">${csrfField(frame)}${extra}<button type="submit" class="${action === 'reject' || action === 'cancel' ? 'danger' : ''}">${label}</button></form>`;
 }
 
@@ -125,6 +125,8 @@ export function runPage(frame: Frame, run: RunView, artifacts: RunArtifact[] | u
   }
   if (!terminal) actions.push(actionForm(frame, run, 'cancel', 'Cancel run'));
   if (terminal) actions.push(actionForm(frame, run, 'rerun', 'Re-run'));
+  // Restart from failed jobs: only the jobs that did not complete, and what needs them, run again.
+  if (run.status === 'failed' || run.status === 'cancelled') actions.push(actionForm(frame, run, 'rerun-failed', 'Re-run failed jobs'));
   const outputsOf = new Map((detail?.outputs ?? []).map((o) => [o.jobId, o]));
   return html`<div id="run-detail" data-run="${run.runId}" data-status="${run.status}" data-terminal="${terminal ? 'yes' : 'no'}">
 <p class="crumbs"><a href="${base}">Runs</a> › ${run.workflow}</p>

@@ -6,7 +6,7 @@
 //   GET  /ui/orgs/:orgId/runs/:runId/attestations/:id → an attestation bundle (attestations.ts)
 //   GET  /ui/orgs/:orgId/runs/:runId/logs        → live logs (…/logs/stream, SSE)
 //   GET  /ui/orgs/:orgId/events, …/agents         → event log (events.ts), agents and keys (fleet.ts)
-//   POST /ui/orgs/:orgId/runs/:runId/approve|reject|rerun|cancel → 303 back (JSON with Accept: application/json)
+//   POST /ui/orgs/:orgId/runs/:runId/approve|reject|rerun|rerun-failed|cancel → 303 back (JSON with Accept: application/json)
 // Every route authorises on the server (dashboard/auth.ts: PAT bearer or session cookie, org of the
 // credential = org of the path; CSRF + same origin on a cookie POST). A page GET without
 // credentials sends the browser to sign in; actions, JSON and streams answer 401.
@@ -27,7 +27,7 @@ import { registerAttestationDownload } from './attestations.ts';
 
 export type { UiOptions } from './common.ts';
 
-const ACTIONS = ['approve', 'reject', 'rerun', 'cancel'] as const;
+const ACTIONS = ['approve', 'reject', 'rerun', 'rerun-failed', 'cancel'] as const;
 type Action = (typeof ACTIONS)[number];
 
 function wantsJson(request: FastifyRequest): boolean {
@@ -37,12 +37,13 @@ function wantsJson(request: FastifyRequest): boolean {
 async function act(options: UiOptions, caller: Caller, orgId: string, runId: string, action: Action, comment: string | undefined): Promise<{ message: string; location: string }> {
   const { broker, db, logger } = options;
   const here = `${runsBase(orgId)}/${encodeURIComponent(runId)}`;
-  if (action === 'rerun') {
-    const response = unwrapAnswer(await broker.request(orgId, { type: 'run.rerun.request', orgId, runId, triggeredBy: caller.actor }));
+  if (action === 'rerun' || action === 'rerun-failed') {
+    const mode = action === 'rerun-failed' ? { mode: 'failed' as const } : {};
+    const response = unwrapAnswer(await broker.request(orgId, { type: 'run.rerun.request', orgId, runId, triggeredBy: caller.actor, ...mode }));
     if (response.newRunId === undefined) throw new UiRelayedError({ code: 'SVC_ERR_RELAY_BAD_ANSWER', message: 'the orchestrator answered without a run id', status: 502 });
     await db.query(sql.unsafe`update relay_runs set last_rerun_at = now() where org_id = ${orgId} and run_id = ${runId}`).catch((error: unknown) => logger.warn({ err: error }, 'last_rerun_at not recorded'));
-    logger.info({ orgId, runId, newRunId: response.newRunId, by: caller.actor, via: 'dashboard' }, 'run re-run');
-    return { message: `Re-run started as ${response.newRunId}.`, location: `${runsBase(orgId)}/${encodeURIComponent(response.newRunId)}` };
+    logger.info({ orgId, runId, newRunId: response.newRunId, by: caller.actor, via: 'dashboard', failedOnly: action === 'rerun-failed' }, 'run re-run');
+    return { message: `${action === 'rerun-failed' ? 'Restart from failed jobs' : 'Re-run'} started as ${response.newRunId}.`, location: `${runsBase(orgId)}/${encodeURIComponent(response.newRunId)}` };
   }
   if (action === 'cancel') {
     const response = unwrapAnswer(await broker.request(orgId, { type: 'run.cancel.request', orgId, runId, cancelledBy: caller.actor }));
