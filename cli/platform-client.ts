@@ -14,6 +14,8 @@ import { PatCreated, PatList, PatRevoked, type PatCreateBody } from '../schemas/
 import { EndpointList, Notifications, OrchestratorList, SecretList, SecretSetResult } from '../schemas/http/org.ts';
 import { RemoteRunResult, RemoteUpload, type RemoteRunBody } from '../schemas/http/remote-run.ts';
 import { compileSchema, formatIssues } from '../schemas/validate.ts';
+import { TestsAnswer } from '../schemas/wire/relay-tests.ts';
+import type { QuarantineChangeBody } from '../schemas/http/tests.ts';
 import {
   AuthenticationError,
   ConflictError,
@@ -57,6 +59,7 @@ const checkSecretSet = compileSchema(SecretSetResult);
 const checkNotifications = compileSchema(Notifications);
 const checkRemoteUpload = compileSchema(RemoteUpload);
 const checkRemoteResult = compileSchema(RemoteRunResult);
+const checkTests = compileSchema(TestsAnswer);
 const checkWhoami = compileSchema(Type.Object({ orgId: Type.String(), kind: Type.String(), user: Type.Optional(Type.String()) }));
 
 export const ORG_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
@@ -321,6 +324,21 @@ export class PlatformClient {
   /** The runs of one fixture from an uploaded overlay (`svc run remote`). */
   async createRemoteRuns(body: RemoteRunBody): Promise<RemoteRunResult> {
     return this.#checked(checkRemoteResult, await this.#post(`/v1/orgs/${encodeURIComponent(this.org)}/remote-runs`, body), 'remote-run answer');
+  }
+
+  /** A test-results view (`svc tests …`, docs/test-results.md); `query` is the route's query string. */
+  async tests(query: string): Promise<TestsAnswer> {
+    return this.#checked(checkTests, await this.#get(this.#orgPath(`tests?${query}`)), 'tests answer');
+  }
+
+  /** One run's tests (`svc tests --run`). */
+  async runTests(runId: string): Promise<TestsAnswer> {
+    return this.#checked(checkTests, await this.#get(`${this.#runPath(runId)}/tests`), 'tests answer');
+  }
+
+  /** Puts a test into quarantine or takes it out (`svc tests quarantine add|remove`). */
+  async changeQuarantine(body: QuarantineChangeBody): Promise<TestsAnswer> {
+    return this.#checked(checkTests, await this.#post(this.#orgPath('tests/quarantine'), body), 'quarantine answer');
   }
 
   /** The run's artifacts (`svc runs artifacts`). */

@@ -226,6 +226,8 @@ export const LockStep = Type.Object({
   approval: Type.Optional(LockApproval),
   /** Milliseconds. */
   timeout: Type.Optional(PositiveInteger),
+  /** Result files (JUnit XML or TAP) this step writes: globs relative to the workspace (docs/test-results.md). */
+  testResults: Type.Optional(Patterns),
 });
 export type LockStep = Static<typeof LockStep>;
 
@@ -299,6 +301,8 @@ export const LockJob = Type.Object({
   hasOnFailure: Flag,
   hasBeforeStep: Flag,
   hasAfterStep: Flag,
+  /** Result files (JUnit XML or TAP) every step of this job may write: globs relative to the workspace. */
+  testResults: Type.Optional(Patterns),
   steps: Type.Array(LockStep),
 });
 export type LockJob = Static<typeof LockJob>;

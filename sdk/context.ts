@@ -192,10 +192,18 @@ export interface StepContext<Prev extends OutputsMap = AnyOutputs, M extends Mat
   readonly isTestRun: boolean;
   readonly cache: CacheApi;
   readonly artifacts: ArtifactsApi;
+  /** Test results (docs/test-results.md): `report(path)` adds a JUnit XML or TAP file this step wrote. */
+  readonly tests: TestsApi;
   readonly svc: { readonly oidc: OidcApi };
   attestProvenance(options: AttestProvenanceOptions): Promise<AttestProvenanceResult>;
   readonly matrix: Readonly<M>;
   readonly repoRoot: string;
+}
+
+/** `ctx.tests`: result files read by the agent after the step, beside the declared `testResults`. */
+export interface TestsApi {
+  /** A JUnit XML or TAP file (relative to the workspace) to read when this step ends. */
+  report(path: string): void;
 }
 
 /** Hook outcome metadata (`ctx.outcome`). */

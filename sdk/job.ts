@@ -104,6 +104,11 @@ interface JobCommon<Needs extends string, M extends MatrixCombination> extends J
   readonly routing?: Routing;
   readonly rules?: readonly Rule[];
   readonly approval?: Approval;
+  /**
+   * Test result files (JUnit XML or TAP) the job's steps write: globs relative to the workspace,
+   * read by the agent after each step and stored per run, job and test (docs/test-results.md).
+   */
+  readonly testResults?: string | readonly string[];
   readonly retry?: RetryPolicy;
 }
 

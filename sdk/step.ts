@@ -32,6 +32,8 @@ export interface StepOptions<O, Prev extends OutputsMap = AnyOutputs, M extends 
   readonly approval?: Approval;
   /** Milliseconds. */
   readonly timeout?: number;
+  /** Test result files (JUnit XML or TAP) this step writes: globs relative to the workspace. */
+  readonly testResults?: string | readonly string[];
 }
 
 export type StepOptionsWithOutputs<S extends TObject, Prev extends OutputsMap = AnyOutputs, M extends MatrixCombination = MatrixCombination> =

@@ -59,6 +59,8 @@ export interface EmitCall {
 export interface TestStepContext<M extends MatrixCombination = MatrixCombination> {
   readonly ctx: StepContext<any, M>;
   readonly emitCalls: EmitCall[];
+  /** Paths given to `ctx.tests.report`, in order. */
+  readonly testReports: string[];
   /** Removes every temp directory and file the context made. Safe to call twice. */
   dispose(): Promise<void>;
 }
@@ -122,6 +124,7 @@ export function createTestStepContext<M extends MatrixCombination = MatrixCombin
   const masked = new Set<string>();
   const secretOutputs = new Map<string, string>();
   const emitCalls: EmitCall[] = [];
+  const testReports: string[] = [];
   let tempRoot: string | undefined;
   let tempCount = 0;
   let disposed = false;
@@ -221,6 +224,14 @@ export function createTestStepContext<M extends MatrixCombination = MatrixCombin
       upload: () => unavailable('ctx.artifacts.upload'),
       download: () => unavailable('ctx.artifacts.download'),
     },
+    tests: {
+      report(path: string) {
+        if (typeof path !== 'string' || path.trim() === '' || path.includes('\0')) {
+          throw new InputError('SVC_ERR_STEP_TEST_RESULTS_PATH', 'ctx.tests.report takes the path of a JUnit XML or TAP file');
+        }
+        testReports.push(path);
+      },
+    },
     svc: { oidc: options.orchestrator?.oidc ?? { token: () => unavailable('ctx.svc.oidc.token') } },
     attestProvenance: options.orchestrator?.attestProvenance ?? (() => unavailable('ctx.attestProvenance')),
   };
@@ -228,6 +239,7 @@ export function createTestStepContext<M extends MatrixCombination = MatrixCombin
   return {
     ctx,
     emitCalls,
+    testReports,
     async dispose() {
       disposed = true;
       if (tempRoot !== undefined) {

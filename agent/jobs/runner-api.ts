@@ -16,6 +16,7 @@ import { extractArchive } from './extract.ts';
 import { awaitStepApproval, type StepDecision } from './step-approval.ts';
 import { downloadArtifact, uploadArtifact } from './artifacts.ts';
 import { attestProvenance } from './attest.ts';
+import { collectTests } from '../test-results/collect.ts';
 import type { RunnerApiContext } from './runner-api-context.ts';
 import { maskDeep } from '../logs/masker.ts';
 
@@ -137,6 +138,8 @@ export async function handleRunnerApi(api: string, args: unknown, ctx: RunnerApi
     }
     case 'attest':
       return attestProvenance(checked.value as Args<'attest'>, ctx);
+    case 'tests.collect':
+      return collectTests(checked.value as Args<'tests.collect'>, ctx);
   }
   throw new InputError('SVC_ERR_AGENT_API_UNKNOWN', `unknown runner api ${JSON.stringify(api)}`);
 }

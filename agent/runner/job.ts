@@ -19,6 +19,7 @@ import type { LogSink } from './log-capture.ts';
 import { notRunAgainReason, replayEffects } from './resume.ts';
 import { evaluateRules, evaluateWorkflowFilter } from './rules.ts';
 import { createStepContext, ruleContext, type JobRuntime } from './step-context.ts';
+import { beginStepReports, collectStepTests, discardStepReports } from './test-results.ts';
 
 export type ResultMessage = Static<typeof RunnerResult>;
 type StepStatus = 'running' | 'completed' | 'failed' | 'skipped' | 'cancelled';
@@ -426,12 +427,19 @@ export class RunnerJob {
     const secretOutputs = new Map<string, string>();
     const stepStarted = Date.now();
     const timeout = step.options.timeout;
+    const reports = (this.#rt.testReports = await beginStepReports(this.#rt.env));
     const outcome =
       refused !== undefined
         ? ({ kind: 'error', error: new Error(refused) } as const)
         : await guard(activity, () => this.#stepBody(index, step, activity, secretOutputs), typeof timeout === 'number' && timeout > 0 ? timeout : undefined);
     this.#abortable = undefined;
+    this.#rt.testReports = undefined;
     this.#sink.flush(step.name);
+    // Result files are read after the body, whatever it returned, unless it did not run or was cancelled.
+    const tests =
+      refused !== undefined || outcome.kind === 'aborted' || (outcome.kind === 'ok' && 'skipped' in outcome.value)
+        ? await discardStepReports(this.#rt.env, reports)
+        : await collectStepTests({ channel: this.#channel, sink: this.#sink, env: this.#rt.env }, this.#job, step, index, reports, outcome);
 
     let status: 'success' | 'failed' | 'skipped' | 'cancelled';
     if (outcome.kind === 'ok' && 'skipped' in outcome.value) {
@@ -442,6 +450,11 @@ export class RunnerJob {
       status = 'success';
       this.#rt.stepOutputs.set(step.name, Object.freeze({ ...outcome.value.outputs, ...Object.fromEntries(secretOutputs) }));
       this.#report(index, 'completed', outcome.value.note);
+    } else if (tests?.waived === true) {
+      // Every failing test is quarantined and the command's exit came from them: the step passes.
+      status = 'success';
+      this.#rt.stepOutputs.set(step.name, Object.freeze({ ...Object.fromEntries(secretOutputs) }));
+      this.#report(index, 'completed', tests.note);
     } else if (outcome.kind === 'aborted' && this.#jobTimedOut === undefined) {
       status = 'cancelled';
       const reason = this.#cancel?.reason ?? 'cancelled';

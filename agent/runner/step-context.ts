@@ -20,6 +20,7 @@ import { RunnerErrorCode } from './errors.ts';
 import type { RunnerChannel } from './ipc.ts';
 import type { LogSink } from './log-capture.ts';
 import { createRunnerShell } from './shell.ts';
+import type { StepTestReports } from './test-results.ts';
 import { JOB_TEMP_PREFIX, runnerScratch, tempDirName, tempFileName } from './temp-paths.ts';
 
 /** The job state contexts read and write. */
@@ -37,6 +38,8 @@ export interface JobRuntime {
   readonly effects: EnvEffect[];
   tempRoot: string | undefined;
   tempCount: number;
+  /** The running step body's result-file reports (ctx.tests.report); undefined between steps. */
+  testReports?: StepTestReports | undefined;
 }
 
 /** Runtime extras on every real context (not in the SDK's StepContext type yet). */
@@ -191,6 +194,16 @@ export function createStepContext(
       async download(name, destination, options) {
         const args = { name, ...(destination === undefined ? {} : { destination }), ...(options?.from === undefined ? {} : { from: options.from }) };
         return channel.request('artifacts.download', args, 'ctx.artifacts.download');
+      },
+    },
+    tests: {
+      report(path: string) {
+        if (typeof path !== 'string' || path.trim() === '' || path.includes('\0')) {
+          throw new InputError('SVC_ERR_STEP_TEST_RESULTS_PATH', 'ctx.tests.report takes the path of a JUnit XML or TAP file');
+        }
+        const reports = job.testReports;
+        if (reports === undefined || secretOutputs === undefined) throw new InputError(RunnerErrorCode.notInStep, 'ctx.tests.report works only in a step body');
+        if (!reports.paths.includes(path)) reports.paths.push(path);
       },
     },
     svc: {

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { startLocalFileServer } from './host/file-server.ts';
 import { LocalHub, type EmittedEvent } from './host/hub.ts';
+import { localTestsLines, localTestsSummary, type LocalTestsSummary } from './tests-summary.ts';
 import { localAgentEnvironment, localSources } from './host/prepare.ts';
 import type { RepoFilesOrigin } from './host/repo-files.ts';
 import { runLocalWorkflow, type LocalJobResult } from './host/run-jobs.ts';
@@ -62,6 +63,8 @@ export interface LocalRunSummary {
   emitted: Array<{ job: string; eventName: string; payload: unknown; deliveryId: string }>;
   /** Secret names and where they came from (never values). */
   secrets: Record<string, string>;
+  /** The jobs' test results (docs/test-results.md); absent when no step reported any. */
+  tests?: LocalTestsSummary;
   warnings: string[];
 }
 
@@ -209,6 +212,8 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunSummar
     summary.workflows = results;
     summary.status = results.every((w) => w.status === 'completed') ? 'completed' : 'failed';
     summary.emitted = emitted.map((e) => ({ job: label(e.jobId), eventName: e.eventName, payload: e.payload, deliveryId: e.deliveryId }));
+    const tests = localTestsSummary(hub.tests, label);
+    if (tests !== undefined) summary.tests = tests;
   } finally {
     options.signal?.removeEventListener('abort', onAbort);
     printer.close();
@@ -222,5 +227,6 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunSummar
     for (const j of w.jobs) say(`    ${j.status.padEnd(10)} ${j.displayName.padEnd(24)} ${seconds(j.durationMs).padEnd(7)} ${j.reason ?? ''}`.trimEnd());
   }
   for (const e of summary.emitted) say(`  emitted ${e.eventName} from ${e.job} (${e.deliveryId})`);
+  for (const line of localTestsLines(summary.tests)) say(line);
   return summary;
 }

@@ -29,6 +29,9 @@ export const ORCHESTRATOR_ERROR_CODES = {
   SVC_ERR_ARTIFACT_TOO_LARGE: { kind: 'input', message: 'artifact {name} is {size} bytes packed; the limit is {maxSizeBytes} bytes (artifacts.maxSizeBytes)' },
   SVC_ERR_ARTIFACT_UPLOAD_MISSING: { kind: 'not_found', message: 'nothing was uploaded for artifact {name}; PUT the tarball to the URL from artifact.upload.response first' },
   SVC_ERR_ARTIFACT_UPLOAD_UNKNOWN: { kind: 'not_found', message: 'no pending artifact upload for request {requestId} of job {jobId}; upload again' },
+  // AUDIT (the audit trail: docs/audit.md)
+  SVC_ERR_AUDIT_ENTRY_INVALID: { kind: 'input', message: 'audit record refused: {problem}' },
+  SVC_ERR_AUDIT_QUERY_INVALID: { kind: 'input', message: 'audit query refused: {problem}' },
   // RUNS
   SVC_ERR_RUNS_ATTESTATION_NOT_FOUND: { kind: 'not_found', message: 'run {runId} has no attestation {attestationId}' },
   SVC_ERR_RUNS_ATTESTATION_PENDING: { kind: 'conflict', message: 'attestation {attestationId} is not signed yet (deferred); its bundle exists once a key is ready' },
@@ -56,11 +59,11 @@ export const ORCHESTRATOR_ERROR_CODES = {
     message: 'the lock file of {workflowRepository} at {workflowSha} could not be fetched: {reason}; retry later',
   },
   SVC_ERR_RUNS_RERUN_LOCK_REFUSED: { kind: 'conflict', message: 'the lock file of the run cannot be read: {reason}' },
+  SVC_ERR_RUNS_RERUN_NOTHING_FAILED: { kind: 'conflict', message: 'run {id} has no failed, cancelled or skipped job to restart; re-run the whole run instead' },
+  SVC_ERR_RUNS_RERUN_NOT_FAILED: { kind: 'conflict', message: 'run {id} is {status}: only a failed or cancelled run can be restarted from its failed jobs' },
   SVC_ERR_RUNS_RERUN_NO_EVENT: { kind: 'conflict', message: 'run {id} has no stored event to re-run' },
   SVC_ERR_RUNS_RERUN_NO_LOCK: { kind: 'conflict', message: '{workflowRepository} has no lock file at {workflowSha} any more' },
   SVC_ERR_RUNS_RERUN_NO_PROVIDER: { kind: 'unavailable', message: 'no provider serves routing key {routingKey} on this orchestrator' },
-  SVC_ERR_RUNS_RERUN_NOTHING_FAILED: { kind: 'conflict', message: 'run {id} has no failed, cancelled or skipped job to restart; re-run the whole run instead' },
-  SVC_ERR_RUNS_RERUN_NOT_FAILED: { kind: 'conflict', message: 'run {id} is {status}: only a failed or cancelled run can be restarted from its failed jobs' },
   SVC_ERR_RUNS_RERUN_NO_SOURCE: {
     kind: 'conflict',
     message: 'run {id} came from no source (a remote test run?), so its lock file cannot be fetched again; start it the way it was started',
@@ -79,6 +82,13 @@ export const ORCHESTRATOR_ERROR_CODES = {
   SVC_ERR_RUNS_TRIGGERED_BY: { kind: 'input', message: 'triggeredBy must name who asked for the re-run (1 to 200 characters)' },
   // RUN
   SVC_ERR_RUN_NOT_FOUND: { kind: 'not_found', message: 'no run {runId}' },
+  // TESTS (test results, flakiness, quarantine: docs/test-results.md)
+  SVC_ERR_TESTS_JOB_UNKNOWN: { kind: 'not_found', message: 'job {jobId} does not exist' },
+  SVC_ERR_TESTS_JOB_NOT_OWNED: { kind: 'not_allowed', message: 'job {jobId} is not dispatched to agent {agentId}; only the agent running a job may report its tests' },
+  SVC_ERR_TESTS_JOB_INACTIVE: { kind: 'not_allowed', message: 'job {jobId} is {status}, not running; its test results are refused' },
+  SVC_ERR_TESTS_QUARANTINE_INVALID: { kind: 'input', message: 'the quarantine change is not valid: {reason}' },
+  SVC_ERR_TESTS_QUARANTINE_EXISTS: { kind: 'conflict', message: 'test {name} (suite {suite}) is already quarantined in {scope}' },
+  SVC_ERR_TESTS_QUARANTINE_NOT_FOUND: { kind: 'not_found', message: 'test {name} (suite {suite}) is not quarantined in {scope}' },
   // REMOTE_RUN (svc run remote on the orchestrator; the sealed boxes of core/remote-run-box.ts)
   SVC_ERR_REMOTE_RUN_BOX_INVALID: { kind: 'input', message: 'the box does not open (altered, truncated, or sealed for another key)' },
   SVC_ERR_REMOTE_RUN_CONTEXT_DENIED: {

@@ -74,6 +74,7 @@ export const WORKFLOW_ERROR_CODES = {
     kind: 'input',
     message: '{file} at {path}: job {job} needs {need}, which is not a job of this workflow (jobs: {known})',
   },
+  SVC_ERR_COMPILE_TEST_RESULTS: { kind: 'input', message: '{file} at {path}: the test result files are not valid: {reason}' },
   SVC_ERR_COMPILE_UNSUPPORTED_FILE: {
     kind: 'input',
     message: '.svc/{childRel} is neither a file, a directory nor a symlink (a socket, FIFO or device): remove it or list it in .svc/.svcignore',
@@ -114,5 +115,6 @@ export const WORKFLOW_ERROR_CODES = {
   SVC_ERR_STEP_SECRET_OUTPUT: { kind: 'input', message: 'ctx.setSecretOutput takes a non-empty key and a string value' },
   SVC_ERR_STEP_SHELL_USAGE: { kind: 'input', message: 'ctx.$ is a tagged template (ctx.$`cmd ${arg}`) or takes an options object' },
   SVC_ERR_STEP_SHELL_VALUE: { kind: 'input', message: 'ctx.$ accepts strings, numbers and arrays of them; got {typeof}' },
+  SVC_ERR_STEP_TEST_RESULTS_PATH: { kind: 'input', message: 'ctx.tests.report takes the path of a JUnit XML or TAP file' },
   SVC_ERR_STEP_TEMP_SUFFIX: { kind: 'input', message: 'ctx.mktempFile: suffix cannot contain path separators' },
 } as const satisfies ErrorCatalogue;

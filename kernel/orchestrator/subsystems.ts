@@ -4,6 +4,7 @@
 import type { Subsystem } from './context.ts';
 import { adminAuthSubsystem } from './admin-auth/subsystem.ts';
 import { artifactsSubsystem } from './artifacts/subsystem.ts';
+import { auditSubsystem } from './audit/subsystem.ts';
 import { billingSubsystem } from './billing/subsystem.ts';
 import { cachesSubsystem } from './caches/index.ts';
 import { clusterSubsystem } from './cluster/subsystem.ts';
@@ -21,6 +22,7 @@ import { schedulingSubsystem } from './scheduling/index.ts';
 import { schedulesSubsystem } from './schedules/subsystem.ts';
 import { reconcileSubsystem } from './reconcile/subsystem.ts';
 import { checkoutAuthSubsystem } from './sources/checkout-auth.ts';
+import { testResultsSubsystem } from './test-results/subsystem.ts';
 
 export const ORCHESTRATOR_SUBSYSTEMS: readonly Subsystem[] = [
   // Admin authentication (requireScope) for every subsystem that serves admin routes.
@@ -39,6 +41,8 @@ export const ORCHESTRATOR_SUBSYSTEMS: readonly Subsystem[] = [
   cachesSubsystem,
   // Run artifacts (ctx.artifacts): pre-signed uploads and downloads, retention sweep.
   artifactsSubsystem,
+  // Test results (JUnit XML, TAP) the agents report per step; flakiness and quarantine.
+  testResultsSubsystem,
   // Internal events: event.emit, and the delivery loop that turns events into runs.
   eventsSubsystem,
   // Cron schedules, fired by the cluster leader.
@@ -54,6 +58,8 @@ export const ORCHESTRATOR_SUBSYSTEMS: readonly Subsystem[] = [
   relayLinkSubsystem,
   // After downtime: deliveries the forge could not hand over are asked for again.
   reconcileSubsystem,
+  // The audit trail: its admin route and retention pass (docs/audit.md).
+  auditSubsystem,
   // The public plan catalogue (GET /api/v1/billing/plans).
   billingSubsystem,
 ];

@@ -434,6 +434,58 @@ export const ApprovalStepDecision = Type.Object(
   Strict,
 );
 
+// Test results (docs/test-results.md): after a step, the agent parses the result files the job
+// or step declared (JUnit XML, TAP) and sends what it found, in batches, to the orchestrator, which
+// stores them and answers which failures are quarantined. `final` marks the step's last batch:
+// with it come the step's counts and whether its failure came from the tests alone. A new type:
+// an agent that predates it never sends it, and nothing else in the protocol changed.
+export const TestCaseStatus = Type.Union([Type.Literal('passed'), Type.Literal('failed'), Type.Literal('skipped'), Type.Literal('errored')]);
+export type TestCaseStatus = Static<typeof TestCaseStatus>;
+export const TestCase = Type.Object(
+  {
+    suite: Type.String({ maxLength: 500 }),
+    name: Type.String({ minLength: 1, maxLength: 1000 }),
+    file: Type.Optional(Type.String({ maxLength: 1000 })),
+    status: TestCaseStatus,
+    durationMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 2_147_483_647 })),
+    /** Failure or error message, masked, clipped at 4 KiB. */
+    message: Type.Optional(Type.String({ maxLength: 4096 })),
+    /** The first lines of the failure's output (stack, diagnostics), masked, clipped at 8 KiB. */
+    output: Type.Optional(Type.String({ maxLength: 8192 })),
+  },
+  Strict,
+);
+export type TestCase = Static<typeof TestCase>;
+export const TestsReportRequest = Type.Object(
+  {
+    type: Type.Literal('tests.report.request'),
+    jobId: Id,
+    requestId: Id,
+    step: StepRef,
+    results: Type.Array(TestCase, { maxItems: 5_000 }),
+    /** The step's last batch: the orchestrator sums the step and decides the waiver. */
+    final: Type.Boolean(),
+    /** With `final`: the step failed with a non-zero command exit (not a timeout, cancel or exception). */
+    exitFailure: Type.Optional(Type.Boolean()),
+    /** With `final`: why a result file was not (fully) read, one line each (refused, too big, malformed). */
+    problems: Type.Optional(Type.Array(Type.String({ maxLength: 1000 }), { maxItems: 100 })),
+  },
+  Strict,
+);
+export const TestsReportResponse = Type.Object(
+  {
+    type: Type.Literal('tests.report.response'),
+    requestId: Id,
+    /** With `final`: the step's failed and errored tests, and how many of them are quarantined. */
+    failed: Type.Optional(Type.Integer({ minimum: 0 })),
+    quarantinedFailed: Type.Optional(Type.Integer({ minimum: 0 })),
+    /** With `final`: the step's failure came only from quarantined tests; it does not fail the job. */
+    waived: Type.Optional(Type.Boolean()),
+    error: Type.Optional(ErrorBody),
+  },
+  Strict,
+);
+
 export const ProtocolError = Type.Object({ type: Type.Literal('protocol.error'), error: ErrorBody, requestId: Type.Optional(Id) }, Strict);
 
 export const AgentToOrchestratorMembers = [
@@ -454,6 +506,7 @@ export const AgentToOrchestratorMembers = [
   ArtifactCommitRequest,
   ArtifactDownloadRequest,
   ApprovalStepRequest,
+  TestsReportRequest,
 ] as const;
 export const AgentToOrchestrator = Type.Union([...AgentToOrchestratorMembers]);
 export type AgentToOrchestrator = Static<typeof AgentToOrchestrator>;
@@ -473,6 +526,7 @@ export const OrchestratorToAgentMembers = [
   ArtifactDownloadResponse,
   ApprovalStepResponse,
   ApprovalStepDecision,
+  TestsReportResponse,
   ProtocolError,
 ] as const;
 export const OrchestratorToAgent = Type.Union([...OrchestratorToAgentMembers]);

@@ -21,9 +21,11 @@ import {
   RunShowRequest,
   RunShowResponse,
 } from './relay-runs.ts';
+import { TestsRequest, TestsResponse } from './relay-tests.ts';
 
 export { DashboardError } from './relay-base.ts';
 export * from './relay-runs.ts';
+export * from './relay-tests.ts';
 
 /**
  * One number for both links (relay <-> orchestrator, agent <-> orchestrator). 4: `job.dispatch`
@@ -472,11 +474,12 @@ export const OrchestratorToRelayMembers = [
   RunAttestationResponse,
   ExecutionStatus,
   JobStatusForward,
+  TestsResponse,
 ] as const;
 export const OrchestratorToRelay = Type.Union([...OrchestratorToRelayMembers]);
 export type OrchestratorToRelay = Static<typeof OrchestratorToRelay>;
 
 /** Messages the relay sends to an orchestrator. */
-export const RelayToOrchestratorMembers = [RelayWelcome, WebhookDeliver, RunRerunRequest, RunCancelRequest, RunApproveRequest, DashboardPayload, RunShowRequest, RunLogsRequest, RunArtifactsRequest, RunArtifactChunkRequest, OrgSecretsListRequest, OrgSecretSetRequest, OrgNotificationsRequest, RemoteUploadRequest, RemoteRunRequest, DeliveriesListRequest, DeliveryPayloadRequest, FleetRequest, RunDetailRequest, RunAttestationRequest] as const;
+export const RelayToOrchestratorMembers = [RelayWelcome, WebhookDeliver, RunRerunRequest, RunCancelRequest, RunApproveRequest, DashboardPayload, RunShowRequest, RunLogsRequest, RunArtifactsRequest, RunArtifactChunkRequest, OrgSecretsListRequest, OrgSecretSetRequest, OrgNotificationsRequest, RemoteUploadRequest, RemoteRunRequest, DeliveriesListRequest, DeliveryPayloadRequest, FleetRequest, RunDetailRequest, RunAttestationRequest, TestsRequest] as const;
 export const RelayToOrchestrator = Type.Union([...RelayToOrchestratorMembers]);
 export type RelayToOrchestrator = Static<typeof RelayToOrchestrator>;

@@ -243,7 +243,7 @@ export const RunnerLog = Type.Object(
 /** A value the agent must mask from now on (secret outputs, minted tokens). */
 export const RunnerSecret = Type.Object({ type: Type.Literal('runner.secret'), value: Type.String({ minLength: 1 }) }, Strict);
 
-export const RUNNER_APIS = ['emit', 'oidc.token', 'cache.restore', 'cache.save', 'artifacts.upload', 'artifacts.download', 'attest', 'step.approval'] as const;
+export const RUNNER_APIS = ['emit', 'oidc.token', 'cache.restore', 'cache.save', 'artifacts.upload', 'artifacts.download', 'attest', 'step.approval', 'tests.collect'] as const;
 export const ApiRequest = Type.Object(
   {
     type: Type.Literal('api.request'),
@@ -347,6 +347,34 @@ export const RunnerApiShapes = {
       {
         status: Type.Union([Type.Literal('approved'), Type.Literal('rejected'), Type.Literal('expired'), Type.Literal('cancelled')]),
         reason: Type.String(),
+      },
+      Strict,
+    ),
+  },
+  // Not a step API: after a step, the runner hands the agent the result files it declared or
+  // reported; the agent parses them in its own process and reports them (docs/test-results.md).
+  'tests.collect': {
+    args: Type.Object(
+      {
+        index: Type.Integer({ minimum: 0 }),
+        name: Type.String({ minLength: 1, maxLength: 200 }),
+        /** Globs (relative to the workspace) from the job's and the step's `testResults`. */
+        patterns: Type.Array(Type.String({ minLength: 1, maxLength: 500 }), { maxItems: 40 }),
+        /** Paths the step reported (ctx.tests.report, the SVC_TEST_RESULTS file). */
+        paths: Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), { maxItems: 1000 }),
+        /** The step failed with a non-zero command exit (ShellCommandError), nothing else. */
+        exitFailure: Type.Boolean(),
+      },
+      Strict,
+    ),
+    result: Type.Object(
+      {
+        files: Type.Integer({ minimum: 0 }),
+        total: Type.Integer({ minimum: 0 }),
+        failed: Type.Integer({ minimum: 0 }),
+        quarantinedFailed: Type.Integer({ minimum: 0 }),
+        waived: Type.Boolean(),
+        problems: Type.Array(Type.String()),
       },
       Strict,
     ),

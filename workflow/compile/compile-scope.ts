@@ -25,6 +25,7 @@ export const CompileErrorCode = {
   needsCycle: 'SVC_ERR_COMPILE_NEEDS_CYCLE',
   undeclaredContext: 'SVC_ERR_COMPILE_UNDECLARED_CONTEXT',
   unhonouredFeature: 'SVC_ERR_COMPILE_UNHONOURED_FEATURE',
+  testResults: 'SVC_ERR_COMPILE_TEST_RESULTS',
 } as const;
 export type CompileErrorCode = (typeof CompileErrorCode)[keyof typeof CompileErrorCode];
 

@@ -4,6 +4,7 @@ import type { LockCheckout, LockConcurrency, LockDynamicRef, LockJob, LockMatrix
 import { parseContainerOptions } from '../../core/container-options.ts';
 import { childPath, CompileErrorCode, type CompileScope } from './compile-scope.ts';
 import { normalizeApproval } from './normalize-approval.ts';
+import { testResultPatterns } from './test-results.ts';
 import { normalizeRetry } from './normalize-retry.ts';
 import { JOB_NAME } from './normalize-triggers.ts';
 import {
@@ -21,9 +22,9 @@ import {
 const JOB_FIELDS = [
   'name', 'runsOn', 'needs', 'matrix', 'context', 'contexts', 'concurrency', 'container', 'checkout', 'gracePeriod',
   'timeout', 'routing', 'rules', 'approval', 'retry', 'outputs', 'steps', 'generate',
-  'onCancel', 'cleanup', 'onSuccess', 'onFailure', 'beforeStep', 'afterStep',
+  'onCancel', 'cleanup', 'onSuccess', 'onFailure', 'beforeStep', 'afterStep', 'testResults',
 ];
-const STEP_FIELDS = ['rules', 'outputs', 'check', 'whenInSync', 'onCancel', 'cleanup', 'approval', 'timeout'];
+const STEP_FIELDS = ['rules', 'outputs', 'check', 'whenInSync', 'onCancel', 'cleanup', 'approval', 'timeout', 'testResults'];
 const MATRIX_AXIS = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
 const MAX_MATRIX_SIZE = 256;
 const MAX_TIMEOUT_MS = 7 * 86_400_000;
@@ -161,6 +162,8 @@ function stepEntry(scope: CompileScope, path: string, value: unknown): LockStep 
   if (approval !== undefined) entry.approval = approval;
   const timeout = timeoutMs(scope, childPath(optionsPath, 'timeout'), o['timeout']);
   if (timeout !== undefined) entry.timeout = timeout;
+  const results = testResultPatterns(scope, childPath(optionsPath, 'testResults'), o['testResults']);
+  if (results !== undefined) entry.testResults = results;
   return entry;
 }
 
@@ -211,6 +214,8 @@ function jobEntry(scope: CompileScope, path: string, name: string, value: Record
     ['onFailure', 'hasOnFailure'], ['beforeStep', 'hasBeforeStep'], ['afterStep', 'hasAfterStep'],
   ] as const;
   for (const [hook, flag] of hooks) if (hookPresent(scope, at(hook), o[hook])) entry[flag] = true;
+  const results = testResultPatterns(scope, at('testResults'), o['testResults']);
+  if (results !== undefined) entry.testResults = results;
   if (dynamic) {
     if (!isFunction(o['generate'])) scope.fail(CompileErrorCode.invalidDefinition, at('generate'), 'a dynamic job needs a generate function');
     if (o['matrix'] !== undefined) scope.fail(CompileErrorCode.invalidDefinition, at('matrix'), 'a dynamic job cannot have a matrix: generate the jobs instead');

@@ -4,7 +4,7 @@
 // is recorded (and reported by the caller) instead of delivered.
 import type { Static } from 'typebox';
 import { UnavailableError } from '../../../core/errors.ts';
-import type { AgentToOrchestrator, JobStatus, LogChunk, OrchestratorToAgent, StepStatus } from '../../../schemas/wire/agent.ts';
+import type { AgentToOrchestrator, JobStatus, LogChunk, OrchestratorToAgent, StepStatus, TestCase } from '../../../schemas/wire/agent.ts';
 
 export const LOCAL_UNAVAILABLE = 'SVC_ERR_LOCAL_RUN_UNAVAILABLE';
 
@@ -31,8 +31,16 @@ const WHAT: Record<string, string> = {
   'attestation.create.request': 'ctx.attestProvenance (provenance signing)',
 };
 
+/** A test case a local job reported (docs/test-results.md): kept for the run's summary. */
+export interface LocalTestResult {
+  jobId: string;
+  step: string;
+  test: TestCase;
+}
+
 export class LocalHub {
   readonly emitted: EmittedEvent[] = [];
+  readonly tests: LocalTestResult[] = [];
   readonly #listener: LocalHubListener;
   /** The last job.status per job (the terminal one once the job ends). */
   readonly #statuses = new Map<string, JobStatus>();
@@ -77,6 +85,13 @@ export class LocalHub {
       this.emitted.push(event);
       this.#listener.onEmit?.(event);
       return { type: 'event.emit.response', requestId: message.requestId, deliveryId: event.deliveryId };
+    }
+    if (message.type === 'tests.report.request') {
+      // No orchestrator, so no quarantine: a failing test fails its step as its command did.
+      for (const test of message.results) this.tests.push({ jobId: message.jobId, step: message.step.name, test });
+      if (!message.final) return { type: 'tests.report.response', requestId: message.requestId };
+      const failed = this.tests.filter((t) => t.jobId === message.jobId && t.step === message.step.name && (t.test.status === 'failed' || t.test.status === 'errored')).length;
+      return { type: 'tests.report.response', requestId: message.requestId, failed, quarantinedFailed: 0, waived: false };
     }
     const what = WHAT[message.type] ?? message.type;
     throw new UnavailableError(LOCAL_UNAVAILABLE, `${what} is not available in a local run (there is no orchestrator); run it remotely (\`svc run remote\`) or guard the step with ctx.isTestRun`);

@@ -145,7 +145,7 @@ ${notice !== undefined ? html`<p class="notice" role="status">${notice}</p>` : h
 ${run.reason !== null ? html`<dt>Reason</dt><dd>${run.reason}</dd>` : html``}
 ${run.deliveryId !== null ? html`<dt>Delivery</dt><dd class="mono">${run.deliveryId}</dd>` : html``}
 </dl>
-<div class="actions">${actions}<a class="button" href="${logsHref}">Logs</a></div>
+<div class="actions">${actions}<a class="button" href="${logsHref}">Logs</a> <a class="button" id="tests-tab" href="${base}/${enc(run.runId)}/tests">Tests</a></div>
 <p class="note">A re-run is refused for 5 seconds after the previous one (the server's cooldown).</p>
 ${lineageSection(frame.orgId, run, detail)}
 <h2>Jobs</h2>

@@ -24,6 +24,7 @@ import { registerStreams } from './streams.ts';
 import { registerEventLog } from './events.ts';
 import { registerFleetPage } from './fleet.ts';
 import { registerAttestationDownload } from './attestations.ts';
+import { registerTestPages } from './tests.ts';
 
 export type { UiOptions } from './common.ts';
 
@@ -152,4 +153,5 @@ export function registerUiRoutes(app: SvcHttpServer, options: UiOptions): void {
   registerEventLog(app, options);
   registerFleetPage(app, options);
   registerAttestationDownload(app, options);
+  registerTestPages(app, options);
 }
