@@ -35,6 +35,10 @@ export const PlatformConfigFile = Type.Object(
     platformUrl: Type.Optional(Type.String()),
     org: Type.Optional(Type.String()),
     token: Type.Optional(Type.String()),
+    /** With a token of `svc login` through an identity provider: renews it (docs/login.md). */
+    refreshToken: Type.Optional(Type.String()),
+    /** When `token` stops working (ISO time); renewed shortly before with `refreshToken`. */
+    expiresAt: Type.Optional(Type.String()),
   },
   // Other keys are kept as they are (a newer CLI may have written them).
   { additionalProperties: true },
@@ -143,7 +147,11 @@ export async function platformSettings(env: NodeJS.ProcessEnv = process.env): Pr
     throw new AuthenticationError('SVC_ERR_CLI_NOT_LOGGED_IN', 'not logged in: run "svc login --platform-url <url>" (or "svc login --token <PAT>", or set SVC_PLATFORM_URL and SVC_TOKEN)');
   }
   if (org === undefined) throw new InputError('SVC_ERR_CLI_NO_ORG', 'no org chosen: run "svc org use <org>" (or set SVC_ORG)');
-  return { platformUrl: checkPlatformUrl(platformUrl), org: checkOrg(org), token };
+  // A stored token of a provider sign-in about to end is renewed first (SVC_TOKEN is used as given).
+  const fromFile = token === file.token && (env['SVC_TOKEN'] === undefined || env['SVC_TOKEN'] === '');
+  const { renewIfDue } = await import('./token-refresh.ts');
+  const current = fromFile ? await renewIfDue(checkPlatformUrl(platformUrl), file, env) : token;
+  return { platformUrl: checkPlatformUrl(platformUrl), org: checkOrg(org), token: current };
 }
 
 function errorFor(status: number, code: ErrorCode, message: string, retryAfter: string | null): SvcError {

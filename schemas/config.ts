@@ -42,6 +42,35 @@ export type SignerKind = Static<typeof SignerKind>;
 /** `<kind>:<id>`, e.g. `provider:github`, `storage:s3`. */
 export const PluginConfigKey = '^[a-z][a-z0-9-]*:[a-z0-9][a-z0-9._-]*$';
 
+/** One identity provider the relay signs people in with (docs/sso.md). */
+export const SsoProviderConfig = Type.Object(
+  {
+    /** `oidc`: any OpenID Connect provider, by issuer URL; `github`: a GitHub OAuth app. */
+    kind: Type.Enum(['oidc', 'github']),
+    /** Shown on the sign-in button (default: the provider id). */
+    displayName: Type.Optional(Type.String({ minLength: 1, maxLength: 80 })),
+    /** oidc only: the issuer; discovery is read from <issuer>/.well-known/openid-configuration. */
+    issuer: Type.Optional(HttpUrl),
+    clientId: NonEmpty,
+    clientSecret: Secret,
+    /** oidc only: scopes requested (default openid, profile, email, offline_access). */
+    scopes: Type.Optional(Type.Array(Type.String({ pattern: '^[\\x21\\x23-\\x5b\\x5d-\\x7e]{1,100}$' }), { minItems: 1, maxItems: 20 })),
+    /** oidc only: the ID token / userinfo claim holding the person's groups (default `groups`). */
+    groupsClaim: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    /** oidc only: `prompt` sent with the authorization request (e.g. `consent` for providers that issue refresh tokens only then). */
+    prompt: Type.Optional(Type.Enum(['none', 'login', 'consent', 'select_account'])),
+    /** github only: the web and API bases (default https://github.com, https://api.github.com; GitHub Enterprise Server elsewhere). */
+    webUrl: Type.Optional(HttpUrl),
+    apiUrl: Type.Optional(HttpUrl),
+    /** A provider group → the org roles it gives, each `<org>:<role>` (docs/roles.md). */
+    groupRoles: Type.Optional(
+      Type.Record(Type.String({ minLength: 1, maxLength: 200 }), Type.Array(Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,99}:(viewer|developer|approver|admin)$' }), { minItems: 1 })),
+    ),
+  },
+  strict,
+);
+export type SsoProviderConfig = Static<typeof SsoProviderConfig>;
+
 export const SvcConfig = Type.Object(
   {
     // ---- local fields (spec: "Local config fields") ----
@@ -255,6 +284,20 @@ export const SvcConfig = Type.Object(
         bufferMaxBytes: PositiveInt,
         /** A buffered delivery not replayed within this time is dropped as expired. */
         bufferTtlMs: PositiveInt,
+        /** Single sign-on (docs/sso.md): the identity providers people sign in with. */
+        sso: Type.Optional(
+          Type.Object(
+            {
+              /** Keyed by provider id (lower case, used in /signin/<id> and the callback URL). */
+              providers: Type.Record(Type.String({ pattern: '^[a-z][a-z0-9-]{0,30}$' }), SsoProviderConfig),
+              /** Lifetime of a token `svc login` gets through a provider; it is renewed with its refresh token (default 8 h). */
+              tokenTtlSeconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 30 * 86_400 })),
+              /** The relay's public base URL for the providers' redirect URIs (default: the request's own origin). */
+              publicUrl: Type.Optional(HttpUrl),
+            },
+            strict,
+          ),
+        ),
       },
       strict,
     ),

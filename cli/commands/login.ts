@@ -3,7 +3,8 @@
 //   --device   the same flow for headless use: prints the address and code, polls;
 //   --token    checks a personal access token against the Platform (`-` reads standard input,
 //              which keeps it out of the process list).
-// Each stores `{ platformUrl, org, token }` in the user's config file (mode 0600).
+// Each stores `{ platformUrl, org, token }` in the user's config file (mode 0600); a token of a
+// person signed in through an identity provider also stores `refreshToken` and `expiresAt`.
 import { Flags } from '@oclif/core';
 import { SvcCommand, USAGE_ERROR_CODE } from '../../core/cli/base-command.ts';
 import { InputError, NotAllowedError } from '../../core/errors.ts';
@@ -58,7 +59,9 @@ export default class Login extends SvcCommand {
     const org = flags.org ?? who.orgId;
     if (org !== who.orgId) throw new NotAllowedError('SVC_ERR_CLI_LOGIN_WRONG_ORG', `this token belongs to org ${who.orgId}, not ${org}; log in with a token of ${org} or leave out --org`);
 
-    const path = await writePlatformConfig({ ...existing, platformUrl, org, token });
+    // A token given by hand is not renewed: drop what a provider login stored.
+    const { refreshToken: _refresh, expiresAt: _expires, ...kept } = existing;
+    const path = await writePlatformConfig({ ...kept, platformUrl, org, token });
     const output: LoginOutput = { platformUrl, org, user: who.user ?? null, configPath: path };
     if (!this.jsonEnabled()) this.log(`logged in to ${platformUrl} as ${who.user ?? 'the org platform token'} (org ${org}); token stored in ${configPath()}`);
     return output;
@@ -80,7 +83,10 @@ export default class Login extends SvcCommand {
     }
     // Read again: the file may have changed while the person was approving.
     const existing = await readPlatformConfig();
-    const path = await writePlatformConfig({ ...existing, platformUrl, org: answer.org, token: answer.access_token });
+    const { refreshToken: _refresh, expiresAt: _expires, ...kept } = existing;
+    // A person's token through a provider is short-lived: its refresh token renews it (token-refresh.ts).
+    const renewal = answer.refresh_token !== undefined && answer.expires_at !== null ? { refreshToken: answer.refresh_token, expiresAt: answer.expires_at } : {};
+    const path = await writePlatformConfig({ ...kept, platformUrl, org: answer.org, token: answer.access_token, ...renewal });
     if (!this.jsonEnabled()) this.log(`logged in to ${platformUrl} as ${answer.user} (org ${answer.org}); token stored in ${configPath()}`);
     return { platformUrl, org: answer.org, user: answer.user, configPath: path };
   }

@@ -25,6 +25,7 @@ export const CLI_ERROR_CODES = {
   SVC_ERR_CLI_LOGIN_DENIED: { kind: 'not_allowed', message: 'the login was denied in the browser; nothing was stored' },
   SVC_ERR_CLI_LOGIN_DEVICE_UNAVAILABLE: { kind: 'unavailable', message: 'the Platform at {platformUrl} did not start a device login: {reason}' },
   SVC_ERR_CLI_LOGIN_EXPIRED: { kind: 'authentication', message: 'the code expired or was already used before this login completed; run "svc login" again' },
+  SVC_ERR_CLI_LOGIN_REFRESH_FAILED: { kind: 'authentication', message: 'the stored token expired and could not be renewed: {reason}; run "svc login" again' },
   SVC_ERR_CLI_LOGIN_WRONG_ORG: {
     kind: 'not_allowed',
     message: 'this token belongs to org {orgId}, not {org}; log in with a token of {org} or leave out --org',

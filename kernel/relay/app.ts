@@ -23,6 +23,9 @@ import { relayMetrics } from './relay-metrics.ts';
 import { Replayer } from './replay.ts';
 import { NegativeCache, RoutingTable } from './routing-table.ts';
 import { acceptForms, registerSessionRoutes, registerStylesheet } from './sessions/index.ts';
+import { createSso, startSso } from './sso/index.ts';
+import { registerRefreshRoute } from './sso/refresh.ts';
+import { registerSsoRoutes } from './sso/routes.ts';
 
 export const RELAY_MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 export const RELAY_MIGRATIONS_TABLE = 'relay_migrations';
@@ -69,6 +72,8 @@ export interface Relay {
   readonly url: string;
   readonly metrics: SvcMetrics;
   readonly db: DatabasePool;
+  /** Every route the relay serves, as `<METHOD> <url pattern>` (the route registry; people/access.ts covers each). */
+  readonly routes: readonly string[];
   /** Drops expired buffered deliveries now (it also runs on a timer); returns how many. */
   sweepExpired(): Promise<number>;
   stop(): Promise<void>;
@@ -83,6 +88,8 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Relay
   const cwd = options.cwd ?? process.cwd();
   const { config } = await loadConfig({ env, cwd });
   const logger = options.logger ?? createLogger({ level: config.server.logLevel, name: 'svc-relay' });
+  // A bad provider entry stops the start before anything listens (docs/sso.md).
+  const sso = createSso(config.relay.sso, logger);
   const metrics = createMetrics();
   const rm = relayMetrics(metrics);
   const ackTimeoutMs = options.ackTimeoutMs ?? ACK_TIMEOUT_MS;
@@ -112,6 +119,7 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Relay
     });
     stops.push(() => database.close());
     await migrateRelay(database.pool, logger);
+    if (sso !== undefined) await startSso(sso, database.pool, logger);
 
     const routing = new RoutingTable(database.pool);
     await routing.load();
@@ -162,6 +170,10 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Relay
     });
 
     const http = createHttpServer({ logger, metrics });
+    const routes: string[] = [];
+    http.addHook('onRoute', (route) => {
+      for (const method of [route.method].flat()) if (method !== 'HEAD') routes.push(`${method} ${route.url}`);
+    });
     let stopping = false;
     // While stopping, answers close their connection so kept-alive clients do not hold the stop up.
     http.addHook('onSend', async (_request, reply) => {
@@ -191,13 +203,16 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Relay
     void http.register(async (scope) => {
       acceptForms(scope);
       registerStylesheet(scope);
-      registerSessionRoutes(scope, { db: database.pool, logger });
+      registerSessionRoutes(scope, { db: database.pool, logger, providers: sso === undefined ? [] : [...sso.providers.values()].map((p) => ({ id: p.id, displayName: p.displayName })) });
+      if (sso !== undefined) registerSsoRoutes(scope, { db: database.pool, logger, sso });
+      registerRefreshRoute(scope, { db: database.pool, logger, sso });
       registerDevicePage(scope, { db: database.pool, logger });
       registerDeviceApiRoutes(scope, {
         db: database.pool,
         logger,
         ...(options.deviceIntervalSeconds !== undefined ? { intervalSeconds: options.deviceIntervalSeconds } : {}),
         ...(options.deviceCodeTtlSeconds !== undefined ? { ttlSeconds: options.deviceCodeTtlSeconds } : {}),
+        ...(sso !== undefined ? { personTokenTtlSeconds: sso.tokenTtlSeconds } : {}),
       });
       registerPatRoutes(scope, { db: database.pool, logger });
     });
@@ -221,7 +236,7 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Relay
     const shownHost = bound.host === '0.0.0.0' || bound.host === '::' ? '127.0.0.1' : bound.host.includes(':') ? `[${bound.host}]` : bound.host;
     const url = `http://${shownHost}:${bound.port}`;
     logger.info({ url, buffered: buffer.total }, 'relay listening');
-    return { url, metrics, db: database.pool, sweepExpired: () => replayer.sweep(), stop: stopAll };
+    return { url, metrics, db: database.pool, routes, sweepExpired: () => replayer.sweep(), stop: stopAll };
   } catch (error) {
     await stopAll();
     throw error;

@@ -11,6 +11,8 @@ export const PatCreateBody = Type.Object(
     name: Type.Optional(Type.String({ maxLength: 200 })),
     /** Whole days until the token stops working; none: until revoked. */
     expiresInDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 366 })),
+    /** Role names the token is narrowed to (docs/roles.md); none: all of its owner's roles. */
+    scopes: Type.Optional(Type.Array(Type.Enum(['viewer', 'developer', 'approver', 'admin']), { minItems: 1, maxItems: 4, uniqueItems: true })),
   },
   strict,
 );
@@ -64,6 +66,8 @@ export const DeviceTokenAnswer = Type.Object({
   user: Type.String(),
   token_id: Type.String(),
   expires_at: Nullable(Type.String()),
+  /** A person's token (signed in through a provider): renew it with POST /v1/token/refresh (docs/login.md). */
+  refresh_token: Type.Optional(Type.String({ minLength: 1 })),
 });
 export type DeviceTokenAnswer = Static<typeof DeviceTokenAnswer>;
 

@@ -31,6 +31,8 @@ export interface DeviceRouteOptions {
   logger: Logger;
   intervalSeconds?: number;
   ttlSeconds?: number;
+  /** Lifetime of a token minted for a person signed in through a provider (relay.sso.tokenTtlSeconds). */
+  personTokenTtlSeconds?: number;
 }
 
 type DeviceError = Exclude<PollOutcome['kind'], 'token'> | 'invalid_request';
@@ -89,7 +91,7 @@ export function registerDeviceApiRoutes(scope: SvcHttpServer, options: DeviceRou
     const deviceCode = field(request, 'device_code');
     const grantType = field(request, 'grant_type');
     if (typeof deviceCode !== 'string' || (grantType !== undefined && grantType !== DEVICE_GRANT_TYPE)) return deviceError(reply, 'invalid_request');
-    const outcome = await pollDeviceCode(db, deviceCode);
+    const outcome = await pollDeviceCode(db, deviceCode, options.personTokenTtlSeconds);
     if (outcome.kind === 'slow_down') return deviceError(reply, 'slow_down', { interval: outcome.interval });
     if (outcome.kind !== 'token') return deviceError(reply, outcome.kind);
     const { pat } = outcome;
@@ -97,6 +99,15 @@ export function registerDeviceApiRoutes(scope: SvcHttpServer, options: DeviceRou
     return reply
       .header('cache-control', 'no-store')
       .type('application/json; charset=utf-8')
-      .send({ access_token: pat.token, token_type: 'bearer', org: pat.orgId, user: pat.user, token_id: pat.id, expires_at: pat.expiresAt });
+      .send({
+        access_token: pat.token,
+        token_type: 'bearer',
+        org: pat.orgId,
+        user: pat.user,
+        token_id: pat.id,
+        expires_at: pat.expiresAt,
+        // A person's token (signed in through a provider) is short-lived and renewed with this.
+        ...(outcome.refreshToken !== undefined ? { refresh_token: outcome.refreshToken } : {}),
+      });
   });
 }

@@ -8,6 +8,7 @@ import { Type } from 'typebox';
 import { RateLimitedError, NotFoundError } from '../../../core/errors.ts';
 import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
 import { createPat, type CreatedPat } from '../pats/index.ts';
+import { mintPersonToken } from '../people/store.ts';
 
 /** How long a code pair lives (RFC 8628 `expires_in`). */
 export const DEVICE_CODE_TTL_SECONDS = 600;
@@ -92,14 +93,24 @@ export async function decideUserCode(pool: DatabasePool, userCode: string, decis
 
 /** What a poll of the token endpoint comes to (RFC 8628 3.5). */
 export type PollOutcome =
-  | { kind: 'token'; pat: CreatedPat }
+  | { kind: 'token'; pat: CreatedPat; refreshToken?: string }
   | { kind: 'authorization_pending' | 'access_denied' | 'expired_token' | 'invalid_grant' }
   | { kind: 'slow_down'; interval: number };
 
 const PollRow = Type.Object({ status: Type.String(), live: Type.Boolean(), too_fast: Type.Boolean(), interval_seconds: Type.Number() });
-const ApproverRow = Type.Object({ org_id: Type.String(), user_name: Type.String(), live: Type.Boolean() });
+const ApproverRow = Type.Object({
+  org_id: Type.String(),
+  user_name: Type.String(),
+  live: Type.Boolean(),
+  person_id: Type.Union([Type.String(), Type.Null()]),
+  grant_id: Type.Union([Type.String(), Type.Null()]),
+});
 
-export async function pollDeviceCode(pool: DatabasePool, deviceCode: string): Promise<PollOutcome> {
+/**
+ * `personTokenTtlSeconds`: an approver signed in through a provider gets a token of that person
+ * living this long, with a refresh token (the relay checks the person at the provider on refresh).
+ */
+export async function pollDeviceCode(pool: DatabasePool, deviceCode: string, personTokenTtlSeconds?: number): Promise<PollOutcome> {
   if (!DEVICE_CODE.test(deviceCode)) return { kind: 'invalid_grant' };
   const key = sql.binary(sha256(deviceCode));
   const row = await pool.maybeOne(sqlTyped(PollRow)`
@@ -122,10 +133,23 @@ export async function pollDeviceCode(pool: DatabasePool, deviceCode: string): Pr
     with used as (
       update relay_device_codes set status = 'consumed' where device_sha256 = ${key} and status = 'approved' returning approved_by_pat
     )
-    select p.org_id, p.user_name, (p.revoked_at is null and (p.expires_at is null or p.expires_at > now())) as live
-    from used join relay_pats p on p.id = used.approved_by_pat`);
+    select p.org_id, p.user_name, p.person_id::text as person_id, p.grant_id::text as grant_id,
+      (p.revoked_at is null and (p.expires_at is null or p.expires_at > now()) and pp.disabled_at is null) as live
+    from used join relay_pats p on p.id = used.approved_by_pat left join relay_people pp on pp.id = p.person_id`);
   if (approver === null) return { kind: 'invalid_grant' };
   // The approver's token was revoked since: the approval goes with it.
   if (!approver.live) return { kind: 'access_denied' };
+  if (approver.person_id !== null && personTokenTtlSeconds !== undefined) {
+    const minted = await mintPersonToken(pool, {
+      orgId: approver.org_id,
+      person: { id: approver.person_id, login: approver.user_name },
+      name: DEVICE_PAT_NAME,
+      ttlSeconds: personTokenTtlSeconds,
+      grantId: approver.grant_id,
+      refresh: true,
+    });
+    const pat: CreatedPat = { id: minted.id, orgId: minted.orgId, user: minted.user, name: DEVICE_PAT_NAME, token: minted.token, createdAt: new Date().toISOString(), expiresAt: minted.expiresAt };
+    return { kind: 'token', pat, ...(minted.refreshToken !== undefined ? { refreshToken: minted.refreshToken } : {}) };
+  }
   return { kind: 'token', pat: await createPat(pool, approver.org_id, approver.user_name, DEVICE_PAT_NAME) };
 }

@@ -13,6 +13,8 @@ import type { DatabasePool } from '../../services/db/index.ts';
 import type { SvcHttpServer } from '../../services/http/index.ts';
 import { identify, type Caller } from '../dashboard/auth.ts';
 import { createPat, listPats, revokePat } from './store.ts';
+import { expandRoles } from '../people/access.ts';
+import { isRole, type Role } from '../people/roles.ts';
 
 const callers = new WeakMap<FastifyRequest, Caller & { kind: 'pat' }>();
 
@@ -20,6 +22,16 @@ function callerOf(request: FastifyRequest): Caller & { kind: 'pat' } {
   const caller = callers.get(request);
   if (caller === undefined) throw new Error('the caller was not identified before the handler');
   return caller;
+}
+
+/** A token never mints a wider one: a scoped caller's new token stays within its scopes. */
+function scopesForNewToken(caller: Caller, wanted: readonly string[] | undefined): readonly string[] | undefined {
+  if (caller.scopes === undefined) return wanted;
+  if (wanted === undefined) return caller.scopes;
+  const allowed = new Set(expandRoles(caller.scopes.filter(isRole)));
+  const wider = wanted.filter((s) => !allowed.has(s as Role));
+  if (wider.length > 0) throw new NotAllowedError('SVC_ERR_RELAY_ROLE_REQUIRED', `this token is narrowed to ${caller.scopes.join(', ')}; it cannot mint a token with ${wider.join(', ')}`);
+  return wanted;
 }
 
 export function registerPatRoutes(scope: SvcHttpServer, options: { db: DatabasePool; logger: Logger }): void {
@@ -44,7 +56,13 @@ export function registerPatRoutes(scope: SvcHttpServer, options: { db: DatabaseP
   scope.post('/v1/pats', { preValidation, schema: { body: PatCreateBody } }, async (request, reply): Promise<PatCreated> => {
     const caller = callerOf(request);
     const body = (request.body ?? {}) as PatCreateBody;
-    const pat = await createPat(db, caller.orgId, caller.actor, body.name ?? '', body.expiresInDays === undefined ? {} : { expiresInDays: body.expiresInDays });
+    const scopes = scopesForNewToken(caller, body.scopes);
+    // A person's new token is the person's (their roles, not an operator token's), narrowed like the caller's.
+    const pat = await createPat(db, caller.orgId, caller.actor, body.name ?? '', {
+      ...(body.expiresInDays === undefined ? {} : { expiresInDays: body.expiresInDays }),
+      ...(caller.person !== undefined ? { personId: caller.person.id } : {}),
+      ...(scopes !== undefined ? { scopes } : {}),
+    });
     logger.info({ orgId: pat.orgId, user: pat.user, patId: pat.id, expiresAt: pat.expiresAt, by: caller.patId }, 'personal access token created by its user');
     void reply.code(201).header('cache-control', 'no-store');
     return { id: pat.id, name: pat.name, orgId: pat.orgId, user: pat.user, token: pat.token, createdAt: pat.createdAt, expiresAt: pat.expiresAt };

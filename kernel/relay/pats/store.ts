@@ -39,6 +39,17 @@ export interface PatIdentity {
   id: string;
   orgId: string;
   user: string;
+  /** The person the token belongs to (signed in through a provider); absent for operator-minted tokens. */
+  person?: PersonOfToken;
+  /** Role names the token is narrowed to; absent: unrestricted. */
+  scopes?: string[];
+}
+
+export interface PersonOfToken {
+  id: string;
+  login: string;
+  displayName: string;
+  provider: string;
 }
 
 export function hashPat(token: string): Buffer {
@@ -57,6 +68,17 @@ function checkPatId(id: string): string {
   return id.toLowerCase();
 }
 
+/** Token scopes are role names (docs/roles.md). */
+export const SCOPE_NAMES = ['viewer', 'developer', 'approver', 'admin'] as const;
+
+export function checkScopes(scopes: readonly string[]): string[] {
+  for (const scope of scopes) {
+    if (!(SCOPE_NAMES as readonly string[]).includes(scope)) throw new InputError('SVC_ERR_RELAY_SCOPE_INVALID', `"${String(scope).slice(0, 60)}" is not a token scope; scopes are role names: ${SCOPE_NAMES.join(', ')}`);
+  }
+  if (scopes.length === 0) throw new InputError('SVC_ERR_RELAY_SCOPE_INVALID', `name at least one scope (${SCOPE_NAMES.join(', ')}), or none at all for an unrestricted token`);
+  return [...new Set(scopes)];
+}
+
 const IdRow = Type.Object({ created_at: Type.Number(), expires_at: Type.Union([Type.Number(), Type.Null()]) });
 
 /** A self-minted token lives at most this many days (`svc pat create --expires-in`). */
@@ -70,7 +92,17 @@ export function checkExpiryDays(days: number | undefined): number | undefined {
   return days;
 }
 
-export async function createPat(pool: DatabasePool, orgId: string, user: string, name = '', options: { expiresInDays?: number } = {}): Promise<CreatedPat> {
+/**
+ * `personId`: the token belongs to that person (it acts with their roles); `scopes`: role names
+ * the token is narrowed to (docs/roles.md).
+ */
+export async function createPat(
+  pool: DatabasePool,
+  orgId: string,
+  user: string,
+  name = '',
+  options: { expiresInDays?: number; personId?: string; scopes?: readonly string[] } = {},
+): Promise<CreatedPat> {
   checkOrgId(orgId);
   checkUser(user);
   if (typeof name !== 'string' || name.length > 200 || /[\x00-\x1f\x7f]/.test(name)) throw new InputError('SVC_ERR_RELAY_PAT_NAME_INVALID', 'the token name must be at most 200 characters without control characters');
@@ -78,9 +110,10 @@ export async function createPat(pool: DatabasePool, orgId: string, user: string,
   const id = randomUUID();
   const token = PAT_PREFIX + randomBytes(32).toString('base64url');
   const expires = days === undefined ? sql.fragment`null` : sql.fragment`now() + make_interval(days => ${days})`;
+  const scopes = options.scopes === undefined ? null : sql.array(checkScopes(options.scopes), 'text');
   const row = await pool.maybeOne(sqlTyped(IdRow)`
-    insert into relay_pats (id, org_id, user_name, name, token_sha256, expires_at)
-    select ${id}, org_id, ${user}, ${name}, ${sql.binary(hashPat(token))}, ${expires} from relay_orgs where org_id = ${orgId}
+    insert into relay_pats (id, org_id, user_name, name, token_sha256, expires_at, person_id, scopes)
+    select ${id}, org_id, ${user}, ${name}, ${sql.binary(hashPat(token))}, ${expires}, ${options.personId ?? null}, ${scopes} from relay_orgs where org_id = ${orgId}
     returning created_at, expires_at`);
   if (row === null) throw new NotFoundError('SVC_ERR_RELAY_ORG_NOT_FOUND', `org "${orgId}" does not exist; create it with "relay org create ${orgId}"`);
   return { id, orgId, user, name, token, createdAt: new Date(row.created_at).toISOString(), expiresAt: iso(row.expires_at) };
@@ -138,16 +171,39 @@ export async function revokePat(pool: DatabasePool, id: string, owner?: { orgId:
   return { id: patId, alreadyRevoked: true };
 }
 
-const IdentityRow = Type.Object({ id: Type.String(), org_id: Type.String(), user_name: Type.String(), stale: Type.Boolean() });
+const IdentityRow = Type.Object({
+  id: Type.String(),
+  org_id: Type.String(),
+  user_name: Type.String(),
+  stale: Type.Boolean(),
+  scopes: Type.Union([Type.Array(Type.String()), Type.Null()]),
+  person_id: Type.Union([Type.String(), Type.Null()]),
+  login: Type.Union([Type.String(), Type.Null()]),
+  display_name: Type.Union([Type.String(), Type.Null()]),
+  provider: Type.Union([Type.String(), Type.Null()]),
+});
+
+/** What a live token row says about its holder (shared with sessions/store.ts). */
+export const PAT_HOLDER_COLUMNS = sql.fragment`p.scopes, p.person_id::text as person_id, pp.login, pp.display_name, pp.provider`;
+
+export function holderOf(row: { scopes: string[] | null; person_id: string | null; login: string | null; display_name: string | null; provider: string | null }): Pick<PatIdentity, 'person' | 'scopes'> {
+  return {
+    ...(row.person_id !== null ? { person: { id: row.person_id, login: row.login ?? '', displayName: row.display_name ?? '', provider: row.provider ?? '' } } : {}),
+    ...(row.scopes !== null ? { scopes: row.scopes } : {}),
+  };
+}
 
 /** The live (not revoked) token's identity, or undefined. Marks it used. */
 export async function patForToken(pool: DatabasePool, token: string): Promise<PatIdentity | undefined> {
   if (typeof token !== 'string' || !token.startsWith(PAT_PREFIX) || token.length > 512) return undefined;
+  // A disabled person's tokens stop at once, like revoked ones.
   const row = await pool.maybeOne(sqlTyped(IdentityRow)`
-    select id::text as id, org_id, user_name,
-      (last_used_at is null or last_used_at < now() - make_interval(secs => ${LAST_USED_RESOLUTION_SECONDS})) as stale
-    from relay_pats where token_sha256 = ${sql.binary(hashPat(token))} and revoked_at is null and (expires_at is null or expires_at > now())`);
+    select p.id::text as id, p.org_id, p.user_name, ${PAT_HOLDER_COLUMNS},
+      (p.last_used_at is null or p.last_used_at < now() - make_interval(secs => ${LAST_USED_RESOLUTION_SECONDS})) as stale
+    from relay_pats p left join relay_people pp on pp.id = p.person_id
+    where p.token_sha256 = ${sql.binary(hashPat(token))} and p.revoked_at is null and (p.expires_at is null or p.expires_at > now())
+      and pp.disabled_at is null`);
   if (row === null) return undefined;
   if (row.stale) await pool.query(sql.unsafe`update relay_pats set last_used_at = now() where id = ${row.id}`);
-  return { id: row.id, orgId: row.org_id, user: row.user_name };
+  return { id: row.id, orgId: row.org_id, user: row.user_name, ...holderOf(row) };
 }

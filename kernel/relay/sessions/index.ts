@@ -3,4 +3,4 @@
 export { openSession, sessionFor, closeSession, csrfTokenFor, csrfMatches, SESSION_TTL_SECONDS, type Session } from './store.ts';
 export { SESSION_COOKIE, cookieOf, sessionCookieOf, isHttps, ownOrigin, checkSameOrigin, checkCsrf, setSessionCookie } from './browser.ts';
 export { escapeHtml, html, raw, sendHtml, sendPage, registerStylesheet, localPath, STYLESHEET_PATH, type Html } from './page.ts';
-export { registerSessionRoutes, acceptForms, formField, sendErrorPage, FORM_BODY_LIMIT } from './routes.ts';
+export { registerSessionRoutes, acceptForms, formField, sendErrorPage, FORM_BODY_LIMIT, type SignInProvider } from './routes.ts';

@@ -20,6 +20,8 @@ button:focus-visible, input:focus-visible, a:focus-visible { outline: 3px solid 
 @media (prefers-color-scheme: dark) { .note { color: #9da7b3; } }
 header { display: flex; justify-content: space-between; align-items: center; gap: 1rem; flex-wrap: wrap; }
 header form { margin: 0; }
+.providers { list-style: none; padding: 0; }
+.providers a { display: block; text-align: center; padding: 0.6rem 1rem; margin: 0.5rem 0; border: 1px solid currentColor; border-radius: 4px; text-decoration: none; font-weight: 600; }
 `;
 
 /** Escapes text for HTML element content and double-quoted attributes. */

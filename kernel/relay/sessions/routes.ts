@@ -51,9 +51,23 @@ export function sendErrorPage(
   return sendPage(reply, mapped.status, title, render(problem));
 }
 
-function signInForm(next: string, problem?: Html): Html {
+/** A configured identity provider, as the sign-in page offers it (kernel/relay/sso). */
+export interface SignInProvider {
+  id: string;
+  displayName: string;
+}
+
+function providerLinks(next: string, providers: readonly SignInProvider[]): Html {
+  if (providers.length === 0) return html``;
+  const items = providers.map((p) => html`<li><a class="provider" href="/signin/${encodeURIComponent(p.id)}?next=${encodeURIComponent(next)}">Sign in with ${p.displayName}</a></li>`);
+  return html`<ul class="providers">${items}</ul>
+<p class="note">Or, for automation and operators, with a personal access token:</p>`;
+}
+
+function signInForm(next: string, problem?: Html, providers: readonly SignInProvider[] = []): Html {
   return html`<h1>Sign in to svc</h1>
 ${problem ?? html``}
+${providerLinks(next, providers)}
 <form method="post" action="/signin">
 <input type="hidden" name="next" value="${next}">
 <label for="token">Personal access token</label>
@@ -63,12 +77,13 @@ ${problem ?? html``}
 </form>`;
 }
 
-export function registerSessionRoutes(scope: SvcHttpServer, options: { db: DatabasePool; logger: Logger }): void {
+export function registerSessionRoutes(scope: SvcHttpServer, options: { db: DatabasePool; logger: Logger; providers?: readonly SignInProvider[] }): void {
   const { db, logger } = options;
+  const providers = options.providers ?? [];
 
   scope.get('/signin', async (request, reply) => {
     const next = localPath((request.query as Record<string, unknown>)['next']);
-    return sendPage(reply, 200, 'Sign in', signInForm(next));
+    return sendPage(reply, 200, 'Sign in', signInForm(next, undefined, providers));
   });
 
   scope.post('/signin', async (request, reply) => {
@@ -87,7 +102,7 @@ export function registerSessionRoutes(scope: SvcHttpServer, options: { db: Datab
       logger.info({ orgId: pat.orgId, user: pat.user, patId: pat.id }, 'browser signed in');
       return reply.code(303).header('location', next).header('cache-control', 'no-store').send();
     } catch (error) {
-      return sendErrorPage(reply, request, logger, error, 'Sign in', (problem) => signInForm(next, problem));
+      return sendErrorPage(reply, request, logger, error, 'Sign in', (problem) => signInForm(next, problem, providers));
     }
   });
 

@@ -5,6 +5,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { Type } from 'typebox';
 import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
+import { PAT_HOLDER_COLUMNS, holderOf, type PatIdentity } from '../pats/store.ts';
 
 /** How long a browser stays signed in (spec names none; a working day and then some). */
 export const SESSION_TTL_SECONDS = 12 * 60 * 60;
@@ -15,6 +16,8 @@ export interface Session {
   user: string;
   patId: string;
   expiresAt: string;
+  person?: PatIdentity['person'];
+  scopes?: string[];
 }
 
 function sha256(value: string): Buffer {
@@ -49,18 +52,28 @@ export async function openSession(pool: DatabasePool, patId: string, ttlSeconds 
   return { value, expiresAt: new Date(row.expires_at).toISOString() };
 }
 
-const SessionRow = Type.Object({ org_id: Type.String(), user_name: Type.String(), pat_id: Type.String(), expires_at: Type.Number() });
+const SessionRow = Type.Object({
+  org_id: Type.String(),
+  user_name: Type.String(),
+  pat_id: Type.String(),
+  expires_at: Type.Number(),
+  scopes: Type.Union([Type.Array(Type.String()), Type.Null()]),
+  person_id: Type.Union([Type.String(), Type.Null()]),
+  login: Type.Union([Type.String(), Type.Null()]),
+  display_name: Type.Union([Type.String(), Type.Null()]),
+  provider: Type.Union([Type.String(), Type.Null()]),
+});
 
-/** The live session of a cookie value, or undefined (unknown, expired, signed out, token gone). */
+/** The live session of a cookie value, or undefined (unknown, expired, signed out, token gone, person disabled). */
 export async function sessionFor(pool: DatabasePool, value: string | undefined): Promise<Session | undefined> {
   if (value === undefined || !SESSION_VALUE.test(value)) return undefined;
   const row = await pool.maybeOne(sqlTyped(SessionRow)`
-    select p.org_id, p.user_name, p.id::text as pat_id, s.expires_at
-    from relay_sessions s join relay_pats p on p.id = s.pat_id
+    select p.org_id, p.user_name, p.id::text as pat_id, s.expires_at, ${PAT_HOLDER_COLUMNS}
+    from relay_sessions s join relay_pats p on p.id = s.pat_id left join relay_people pp on pp.id = p.person_id
     where s.session_sha256 = ${sql.binary(sha256(value))} and s.expires_at > now()
-      and p.revoked_at is null and (p.expires_at is null or p.expires_at > now())`);
+      and p.revoked_at is null and (p.expires_at is null or p.expires_at > now()) and pp.disabled_at is null`);
   if (row === null) return undefined;
-  return { orgId: row.org_id, user: row.user_name, patId: row.pat_id, expiresAt: new Date(row.expires_at).toISOString() };
+  return { orgId: row.org_id, user: row.user_name, patId: row.pat_id, expiresAt: new Date(row.expires_at).toISOString(), ...holderOf(row) };
 }
 
 /** Ends a session (sign-out); an unknown value changes nothing. */
