@@ -16,6 +16,7 @@ export const ACTION_ROLE = {
   'runs.remote': 'developer',
   'runs.approve': 'approver', // approve and reject holds
   'org.secrets': 'admin', // test-context secrets (list and set)
+  'org.roles': 'admin', // who holds which role; granting and taking back roles
 } as const satisfies Record<string, Role>;
 export type Action = keyof typeof ACTION_ROLE;
 
@@ -55,6 +56,9 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'POST /v1/orgs/:orgId/remote-runs': 'runs.remote',
   'GET /v1/orgs/:orgId/secrets': 'org.secrets',
   'POST /v1/orgs/:orgId/secrets/:context/:key': 'org.secrets',
+  'GET /v1/orgs/:orgId/people': 'org.roles',
+  'PUT /v1/orgs/:orgId/people/:person/roles/:role': 'org.roles',
+  'DELETE /v1/orgs/:orgId/people/:person/roles/:role': 'org.roles',
   // The web dashboard (dashboard/ui)
   'GET /ui/orgs/:orgId/runs': 'runs.view',
   'GET /ui/orgs/:orgId/runs/:runId': 'runs.view',
@@ -66,6 +70,7 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'GET /ui/orgs/:orgId/events/:deliveryId/payload': 'runs.view',
   'GET /ui/orgs/:orgId/agents': 'runs.view',
   'POST /ui/orgs/:orgId/runs/:runId/rerun': 'runs.rerun',
+  'POST /ui/orgs/:orgId/runs/:runId/rerun-failed': 'runs.rerun',
   'POST /ui/orgs/:orgId/runs/:runId/cancel': 'runs.cancel',
   'POST /ui/orgs/:orgId/runs/:runId/approve': 'runs.approve',
   'POST /ui/orgs/:orgId/runs/:runId/reject': 'runs.approve',
