@@ -7,6 +7,8 @@
 //   node scripts/test-tiers.ts --tier unit      one tier (repeatable: --tier unit --tier system)
 //   node scripts/test-tiers.ts --serial         one tier after another (by default the system tier
 //                                               runs beside unit and integration)
+//   node scripts/test-tiers.ts --junit FILE     also write the results as JUnit XML (one <testsuite> per tier,
+//                                               one <testcase> per test file, failed files as <failure>)
 //   node scripts/test-tiers.ts --tally FILE     count what the run costs (children, servers, databases);
 //                                               SVC_TEST_TALLY=FILE npm test does the same
 //
@@ -41,6 +43,7 @@ const { values } = parseArgs({
     tier: { type: 'string', multiple: true },
     tally: { type: 'string' },
     serial: { type: 'boolean', default: false },
+    junit: { type: 'string' },
   },
 });
 const full = values.full === true;
@@ -97,6 +100,26 @@ async function runTier(tier: Tier, env: NodeJS.ProcessEnv, coverageDir: string, 
     times: results.map((r) => ({ file: r.file, tier: tier.name, seconds: r.seconds, failed: !r.ok })),
     counts,
   };
+}
+
+const xml = (text: string): string => text.replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** The run as JUnit XML (a CI reads the file's verdicts; a file's own test names are in its TAP output). */
+function junitOf(times: readonly FileTime[]): string {
+  const lines = ['<?xml version="1.0" encoding="UTF-8"?>', '<testsuites name="svc">'];
+  for (const tier of TIER_ORDER) {
+    const files = times.filter((f) => f.tier === tier);
+    if (files.length === 0) continue;
+    const seconds = files.reduce((n, f) => n + f.seconds, 0);
+    lines.push(`  <testsuite name="${tier}" tests="${files.length}" failures="${files.filter((f) => f.failed).length}" time="${seconds.toFixed(3)}">`);
+    for (const f of files) {
+      const head = `    <testcase classname="${tier}" name="${xml(f.file)}" file="${xml(f.file)}" time="${f.seconds.toFixed(3)}"`;
+      lines.push(f.failed ? `${head}><failure message="${xml(`${f.file} failed`)}">see the ${xml(f.file)} lines of the run's output</failure></testcase>` : `${head}/>`);
+    }
+    lines.push('  </testsuite>');
+  }
+  lines.push('</testsuites>', '');
+  return lines.join('\n');
 }
 
 async function main(): Promise<number> {
@@ -162,12 +185,18 @@ async function main(): Promise<number> {
     }
     if (tiers.some((t) => t.coverage)) {
       process.stdout.write(`\n# coverage over the in-process tiers (${tiers.filter((t) => t.coverage).map((t) => t.name).join(', ')})\n`);
-      reportCode = (await reportCoverage(ROOT, coverageDir, (text) => process.stdout.write(text))) ? 0 : 1;
+      const aboveFloors = await reportCoverage(ROOT, coverageDir, (text) => process.stdout.write(text));
+      // The floors (package.json `tap`) are for the in-process suite as a whole: one tier alone
+      // (`--tier unit`, a CI job per tier) prints its figures but is not held to them.
+      const whole = tiers.some((t) => t.name === 'unit') && tiers.some((t) => t.name === 'integration');
+      if (!aboveFloors && !whole) process.stdout.write('# coverage floors apply to the unit and integration tiers run together: not enforced for this selection\n');
+      reportCode = aboveFloors || !whole ? 0 : 1;
     }
   } finally {
     rmSync(coverageDir, { recursive: true, force: true });
   }
 
+  if (values.junit !== undefined) writeFileSync(path.resolve(values.junit), junitOf(times));
   process.stdout.write('\n# wall time per tier\n');
   for (const r of results) {
     const counts = Object.entries(r.counts).map(([k, n]) => `${k} ${n}`).join(', ');

@@ -1,4 +1,4 @@
-// `svc run <event> --local [--uncommitted] [--debug] [--json] [--branch <name>] [--env KEY=VALUE]… [--pass-env <list>]`:
+// `svc run <event> --local [--uncommitted] [--debug] [--json] [--branch <name>] [--env KEY=VALUE]… [--pass-env <list>] [--job <name>]…`:
 // run the workflows an event built from the local checkout matches, on this machine, as an
 // ephemeral agent (cli/local-run/). Jobs get the repository's files at HEAD (with --uncommitted,
 // the working tree's changes too). Exit 0 when every job completed, 1 otherwise.
@@ -17,6 +17,7 @@ export default class Run extends SvcCommand {
     '<%= config.bin %> run push --local --uncommitted',
     '<%= config.bin %> run pr --local --branch main --env API_KEY=dev-key',
     '<%= config.bin %> run tag:v1.2.0 --local --json',
+    '<%= config.bin %> run push --local --job unit',
   ];
   // Not strict: `svc run local …` with anything after it still gets the retirement message.
   static override strict = false;
@@ -29,6 +30,7 @@ export default class Run extends SvcCommand {
     debug: Flags.boolean({ description: 'print filter verdicts, secret sources and agent/runner diagnostics (stderr)' }),
     branch: Flags.string({ description: 'branch the event is on (for pr and review events: the base branch)' }),
     env: Flags.string({ description: 'a secret for this run, KEY=VALUE (repeatable; wins over .svc/.secrets and .svc/.env.local)', multiple: true }),
+    job: Flags.string({ description: 'run only this job and the jobs it needs (repeatable)', multiple: true }),
     'pass-env': Flags.string({
       description: 'which variables of this shell the jobs get, as SVC_AGENT_PASS_ENV: names separated by commas, "default" for the proxy and CA-bundle list, "-NAME" to leave one out, "none" (default: $SVC_AGENT_PASS_ENV, else the list)',
     }),
@@ -59,6 +61,7 @@ export default class Run extends SvcCommand {
         ...(flags.branch === undefined ? {} : { branch: flags.branch }),
         uncommitted: flags.uncommitted,
         env: flags.env ?? [],
+        jobs: flags.job ?? [],
         ...(flags['pass-env'] === undefined ? {} : { passEnv: flags['pass-env'] }),
         debug: flags.debug,
         // Under --json stdout carries only the summary; the stream goes to stderr.

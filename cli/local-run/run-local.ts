@@ -18,6 +18,7 @@ import { parsePassEnv, passedEnvOf } from '../../agent/env.ts';
 import { SvcError, messageOf } from '../../core/errors.ts';
 import type { FilterVerdict } from '../../workflow/matching/index.ts';
 import { planLocalRun } from './plan.ts';
+import { checkJobNames, selectJobs } from './select-jobs.ts';
 import { RunPrinter } from './printer.ts';
 import { loadLocalSecrets } from './secrets.ts';
 import { localInstall } from './install.ts';
@@ -35,6 +36,8 @@ export interface LocalRunOptions {
   passEnv?: string;
   /** The user's environment the passed variables come from (default process.env). */
   shellEnv?: Readonly<Record<string, string | undefined>>;
+  /** `--job`: only these jobs and the jobs they need (select-jobs.ts); empty or absent: every job. */
+  jobs?: readonly string[];
   /** Quiet time before a step's "still running" line (default 60 s; tests shorten it). */
   quietNoticeMs?: number;
   debug: boolean;
@@ -117,6 +120,8 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunSummar
     return summary;
   }
 
+  const only = options.jobs ?? [];
+  checkJobNames(plan.matched.map((m) => m.entry), only);
   const names = new Map<string, string>();
   const label = (jobId: string) => names.get(jobId) ?? jobId;
   const emitted: EmittedEvent[] = [];
@@ -178,7 +183,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunSummar
       throw new SvcError('SVC_ERR_LOCAL_RUN_DEPS', `installing the .svc/ dependencies failed: ${messageOf(error)}`, { cause: error });
     });
     const results = await Promise.all(
-      plan.matched.map(async (m): Promise<LocalWorkflowSummary> => {
+      plan.matched.map((m) => ({ ...m, entry: selectJobs(m.entry, only) })).map(async (m): Promise<LocalWorkflowSummary> => {
         const source = await sources.source(m.entry.hashFiles);
         say(`workflow ${m.entry.name} (via ${m.trigger}): ${m.entry.jobs.map((j) => j.name).join(', ') || 'no jobs'}`);
         // A local job gets the files of your checkout, not a fetch: say what that means for these two.

@@ -57,7 +57,7 @@ for (const commit of commits) {
         t.comment(`${commit}: relay rows after the upgrade: ${countLine(relayAfter)}`);
 
         const env = { SVC_DATABASE_URL: db.url, SVC_SECRET_KEY: manifest.masterKey };
-        const admin = (args: string[]) => runCli(join(REPO_ROOT, 'bin/svc-admin.ts'), args, { env: { ...process.env, ...env } });
+        const admin = (args: string[]) => runCli(join(REPO_ROOT, 'bin/svc-admin.ts'), args, { env: { ...process.env, ...env, SVC_LOG_LEVEL: 'silent' } });
         const json = async (args: string[]) => {
           const r = await admin([...args, '--json']);
           t.equal(r.code, 0, `svc-admin ${args.join(' ')}: ${r.stderr}`);
@@ -65,9 +65,9 @@ for (const commit of commits) {
         };
 
         await t.test('runs, jobs and logs are listed by the current code', async (t) => {
-          const listed = (await json(['runs', 'list'])) as { runs: Array<{ runId: string; workflow: string; status: string }> };
+          const listed = (await json(['runs', 'list'])) as { runs: Array<{ id: string; workflow: string; status: string }> };
           t.equal(listed.runs.length, manifest.counts['runs'], `svc-admin runs list: ${listed.runs.length} runs`);
-          const push = listed.runs.find((r) => r.runId === manifest.pushRun.id);
+          const push = listed.runs.find((r) => r.id === manifest.pushRun.id);
           t.match(push, { workflow: 'ci', status: 'completed' }, 'the push run, completed');
           t.match(listed.runs.find((r) => r.workflow === 'deployer'), { status: 'completed' }, 'the run an event triggered');
           const shown = (await json(['runs', 'show', manifest.pushRun.id])) as { jobs: Array<{ name: string; status: string }> };

@@ -12,6 +12,7 @@ import { randomUUID } from 'node:crypto';
 import type { LockJob, LockRetry, LockWorkflow } from '../../../schemas/lock.ts';
 import { notify, sql } from '../../services/db/index.ts';
 import { RUN_CONTROL_CHANNEL } from './notify.ts';
+import { jobFailedOnlyByTests } from '../test-results/queries.ts';
 
 /** Why an attempt failed, as far as a retry policy cares. */
 export type RetryCause = 'agent-lost' | 'exit-code' | 'failed-tests';
@@ -47,18 +48,10 @@ interface FailedAttempt {
 
 const CAUSE_TEXT: Record<RetryCause, string> = { 'agent-lost': 'agent lost', 'exit-code': 'exit code', 'failed-tests': 'failed tests' };
 
-/** True when the tests of `jobId` (docs/testing-results, issue 41a) alone failed it; false until that table exists. */
-async function failedOnlyByTests(tx: CommonQueryMethods, jobId: string): Promise<boolean> {
-  const exists = (await tx.oneFirst(sql.unsafe`SELECT to_regclass('job_test_summaries') IS NOT NULL AS present`)) as boolean;
-  if (!exists) return false;
-  const row = (await tx.maybeOneFirst(sql.unsafe`SELECT failed_by_tests FROM job_test_summaries WHERE job_id = ${jobId}`)) as boolean | null;
-  return row === true;
-}
-
 /** The first cause of the policy this failure meets, or null. */
 async function matchingCause(tx: CommonQueryMethods, policy: LockRetry, jobId: string, facts: FailureFacts): Promise<RetryCause | null> {
   if (facts.agentLost === true) return policy.agentLost ? 'agent-lost' : null;
-  if (policy.failedTests && (await failedOnlyByTests(tx, jobId))) return 'failed-tests';
+  if (policy.failedTests && (await jobFailedOnlyByTests(tx, jobId))) return 'failed-tests';
   if (facts.exitCode !== undefined && policy.exitCodes.includes(facts.exitCode)) return 'exit-code';
   return null;
 }
