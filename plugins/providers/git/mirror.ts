@@ -19,6 +19,12 @@ export class GitMirrors {
   readonly #logger: Logger;
   /** Tail of the work queue per mirror directory. */
   readonly #queues = new Map<string, Promise<unknown>>();
+  /**
+   * Mirror directories this process has configured. Each read ran `git config` again: one git
+   * process of the ~7 a lock read of a new commit costs. The `stat` of HEAD stays, so a mirror
+   * removed by hand is made and configured again by the next read.
+   */
+  readonly #prepared = new Set<string>();
 
   constructor(options: { config: GitProviderConfig; logger: Logger }) {
     this.#config = options.config;
@@ -60,6 +66,9 @@ export class GitMirrors {
   async #ensureMirror(dir: string, source: GitSource): Promise<void> {
     const git = this.#git(dir, source, this.#config.readTimeoutMs);
     const exists = await stat(join(dir, 'HEAD')).then(() => true, () => false);
+    // mirrorDir() hashes the remote URL, so a configured directory's URL cannot have changed.
+    if (exists && this.#prepared.has(dir)) return;
+    this.#prepared.delete(dir);
     if (!exists) {
       await mkdir(dir, { recursive: true });
       const init = await git.text(['init', '--bare', '--quiet']);
@@ -69,6 +78,7 @@ export class GitMirrors {
     // setting takes effect without touching the cache by hand.
     const set = await git.text(['config', 'remote.origin.url', source.remoteUrl]);
     if (set.exitCode !== 0) throw new SvcError('SVC_ERR_GIT_MIRROR', `could not configure the git mirror for source ${source.id}: ${firstLine(set.stderr)}`);
+    this.#prepared.add(dir);
   }
 
   async #hasCommit(dir: string, source: GitSource, sha: string): Promise<boolean> {
@@ -128,18 +138,18 @@ export class GitMirrors {
     return this.#exclusive(dir, async () => {
       await this.#ensureCommits(dir, source, [sha]);
       const git = this.#git(dir, source, this.#config.readTimeoutMs);
-      const listing = await git.text(['ls-tree', '-z', '--full-tree', sha, '--', path]);
+      // `-l` adds each blob's size, so the limit is checked without a `cat-file -s` process.
+      const listing = await git.text(['ls-tree', '-l', '-z', '--full-tree', sha, '--', path]);
       if (listing.exitCode !== 0) throw new SvcError('SVC_ERR_GIT_READ', `git ls-tree at ${sha} failed: ${firstLine(listing.stderr)}`);
       const entry = listing.stdout.split('\0').find((e) => e.endsWith(`\t${path}`));
       if (!entry) return null;
-      const [mode = '', type = '', object = ''] = entry.slice(0, entry.indexOf('\t')).split(' ');
+      const [mode = '', type = '', object = '', size = ''] = entry.slice(0, entry.indexOf('\t')).split(/ +/);
       if (type !== 'blob' || (mode !== '100644' && mode !== '100755') || !/^[0-9a-f]{40}$/.test(object)) {
         this.#logger.warn({ source: source.id, sha, mode, type }, `${path} is not a regular file`);
         return null;
       }
-      const size = await git.text(['cat-file', '-s', object]);
-      const bytes = Number(size.stdout.trim());
-      if (size.exitCode !== 0 || !Number.isSafeInteger(bytes)) throw new SvcError('SVC_ERR_GIT_READ', `git cat-file -s ${object} failed: ${firstLine(size.stderr)}`);
+      const bytes = Number(size);
+      if (size === '' || !Number.isSafeInteger(bytes)) throw new SvcError('SVC_ERR_GIT_READ', `git ls-tree -l at ${sha} gave no size for ${path}`);
       if (bytes > maxBytes) throw new SvcError(tooLargeCode, `${path} at ${sha} is ${bytes} bytes, over the ${maxBytes}-byte limit`);
       const blob = await git.bytes(['cat-file', 'blob', object], maxBytes + 1024);
       if (blob.exitCode !== 0) throw new SvcError('SVC_ERR_GIT_READ', `git cat-file blob ${object} failed: ${firstLine(blob.stderr)}`);

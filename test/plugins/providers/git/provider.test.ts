@@ -2,7 +2,7 @@
 // changed files, first pushes, mirrors kept per source, concurrent use, and hostile input that
 // must never reach git as an option or a transport.
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm, symlink, readdir } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, symlink, readdir, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -198,6 +198,33 @@ t.test('a symlink at the lock path is not a lock file; an oversized lock is refu
   const big2 = await remote.commit({ '.svc/svc.lock.json': LOCK }, 'regular again');
   await remote.push();
   await t.rejects(small.provider.fetchLockFile({ source: source(undefined, remote.url), repository, sha: big2 }), { code: 'SVC_ERR_GIT_LOCK_TOO_LARGE' });
+});
+
+t.test('a lock read of a new commit runs no git config or cat-file -s again; a mirror removed by hand is made again', async (t) => {
+  // gitBinary: a wrapper that logs each git command's first argument, then runs git.
+  const bin = await mkdtemp(join(tmpdir(), 'svc-git-log-'));
+  t.teardown(() => rm(bin, { recursive: true, force: true }));
+  const log = join(bin, 'calls.log');
+  await writeFile(join(bin, 'git'), `#!/bin/sh\nfor a in "$@"; do case "$a" in -*) ;; *) echo "$a" >> '${log}'; break;; esac; done\nexec git "$@"\n`, { mode: 0o755 });
+  const { provider, remote, source, cacheDir } = await setup(t, { gitBinary: join(bin, 'git') });
+  const calls = async () => {
+    const text = await readFile(log, 'utf8').catch(() => '');
+    await writeFile(log, '');
+    return text.split('\n').filter((l) => l !== '');
+  };
+  const push = async (i: number) => {
+    const sha = await remote.commit({ '.svc/svc.lock.json': `${LOCK}${i}` }, `c${i}`);
+    await remote.push();
+    return sha;
+  };
+  const read = async (sha: string) => Buffer.from((await provider.fetchLockFile({ source: source(), repository, sha }))!).toString();
+  t.equal(await read(await push(1)), `${LOCK}1`);
+  t.same(await calls(), ['init', 'config', 'cat-file', 'fetch', 'cat-file', 'ls-tree', 'cat-file'], 'first read: the mirror is made and configured');
+  t.equal(await read(await push(2)), `${LOCK}2`);
+  t.same(await calls(), ['cat-file', 'fetch', 'cat-file', 'ls-tree', 'cat-file'], 'a new commit: presence, fetch, presence, listing with sizes, the blob');
+  await rm(cacheDir, { recursive: true, force: true });
+  t.equal(await read(await push(3)), `${LOCK}3`, 'read after the mirror was removed');
+  t.same((await calls()).slice(0, 2), ['init', 'config'], 'the removed mirror is made and configured again');
 });
 
 t.test('an unreachable remote is an unavailable error', async (t) => {
