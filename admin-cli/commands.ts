@@ -72,4 +72,7 @@ export const COMMANDS = await loadCommands(import.meta.url, {
   'relay:pat:create': './commands/relay/pat/create',
   'relay:pat:list': './commands/relay/pat/list',
   'relay:pat:revoke': './commands/relay/pat/revoke',
+  'relay:role:grant': './commands/relay/role/grant',
+  'relay:role:list': './commands/relay/role/list',
+  'relay:role:revoke': './commands/relay/role/revoke',
 });

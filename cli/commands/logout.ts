@@ -13,7 +13,7 @@ export default class Logout extends SvcCommand {
       if (!this.jsonEnabled()) this.log('not logged in; nothing to do');
       return { loggedOut: false, configPath: path };
     }
-    const { token: _token, ...rest } = existing;
+    const { token: _token, refreshToken: _refresh, expiresAt: _expires, ...rest } = existing;
     await writePlatformConfig(rest);
     if (!this.jsonEnabled()) this.log(`logged out: token removed from ${path} (the token itself stays valid: if it leaked, revoke it with "svc pat revoke <id>" from another login, or ask an operator)`);
     return { loggedOut: true, configPath: path };

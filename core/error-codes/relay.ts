@@ -63,6 +63,8 @@ export const RELAY_ERROR_CODES = {
     kind: 'input',
     message: 'the user name must be 1-100 printable ASCII characters, not starting or ending with a space',
   },
+  SVC_ERR_RELAY_PERSON_INVALID: { kind: 'input', message: 'name a person by id (a UUID) or as <provider>:<login>' },
+  SVC_ERR_RELAY_PERSON_NOT_FOUND: { kind: 'not_found', message: 'no person "{person}" has signed in at this relay; a person exists after their first sign-in through a provider' },
   SVC_ERR_RELAY_QUERY_INVALID: { kind: 'input', message: 'unknown query parameter(s): {unknown}; only "after" is accepted' },
   SVC_ERR_RELAY_REFRESH_INVALID: { kind: 'authentication', message: 'the refresh token is not valid (used, revoked or mistyped); sign in again with "svc login"' },
   SVC_ERR_RELAY_REFRESH_REFUSED: { kind: 'authentication', message: 'the identity provider {provider} no longer accepts {person}: {reason}; the token is revoked; sign in again with "svc login" once your account is active' },

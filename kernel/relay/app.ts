@@ -26,6 +26,7 @@ import { acceptForms, registerSessionRoutes, registerStylesheet } from './sessio
 import { createSso, startSso } from './sso/index.ts';
 import { registerRefreshRoute } from './sso/refresh.ts';
 import { registerSsoRoutes } from './sso/routes.ts';
+import { registerPeopleRoutes } from './people/routes.ts';
 
 export const RELAY_MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 export const RELAY_MIGRATIONS_TABLE = 'relay_migrations';
@@ -206,6 +207,7 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Relay
       registerSessionRoutes(scope, { db: database.pool, logger, providers: sso === undefined ? [] : [...sso.providers.values()].map((p) => ({ id: p.id, displayName: p.displayName })) });
       if (sso !== undefined) registerSsoRoutes(scope, { db: database.pool, logger, sso });
       registerRefreshRoute(scope, { db: database.pool, logger, sso });
+      registerPeopleRoutes(scope, { db: database.pool, logger });
       registerDevicePage(scope, { db: database.pool, logger });
       registerDeviceApiRoutes(scope, {
         db: database.pool,

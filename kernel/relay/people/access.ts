@@ -14,8 +14,10 @@ export const ACTION_ROLE = {
   'runs.rerun': 'developer',
   'runs.cancel': 'developer',
   'runs.remote': 'developer',
+  'tests.quarantine': 'developer', // put tests into quarantine and take them out
   'runs.approve': 'approver', // approve and reject holds
   'org.secrets': 'admin', // test-context secrets (list and set)
+  'org.roles': 'admin', // who holds which role; granting and taking back roles
 } as const satisfies Record<string, Role>;
 export type Action = keyof typeof ACTION_ROLE;
 
@@ -45,6 +47,9 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'GET /v1/orgs/:orgId/endpoints': 'runs.view',
   'GET /v1/orgs/:orgId/report': 'runs.view',
   'GET /v1/orgs/:orgId/notifications': 'runs.view',
+  'GET /v1/orgs/:orgId/tests': 'runs.view',
+  'GET /v1/orgs/:orgId/runs/:runId/tests': 'runs.view',
+  'POST /v1/orgs/:orgId/tests/quarantine': 'tests.quarantine',
   'POST /orgs/:orgId/runs/:runId/rerun': 'runs.rerun',
   'POST /orgs/:orgId/runs/:runId/cancel': 'runs.cancel',
   'POST /orgs/:orgId/runs/:runId/approve': 'runs.approve',
@@ -55,6 +60,9 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'POST /v1/orgs/:orgId/remote-runs': 'runs.remote',
   'GET /v1/orgs/:orgId/secrets': 'org.secrets',
   'POST /v1/orgs/:orgId/secrets/:context/:key': 'org.secrets',
+  'GET /v1/orgs/:orgId/people': 'org.roles',
+  'PUT /v1/orgs/:orgId/people/:person/roles/:role': 'org.roles',
+  'DELETE /v1/orgs/:orgId/people/:person/roles/:role': 'org.roles',
   // The web dashboard (dashboard/ui)
   'GET /ui/orgs/:orgId/runs': 'runs.view',
   'GET /ui/orgs/:orgId/runs/:runId': 'runs.view',
@@ -65,7 +73,12 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'GET /ui/orgs/:orgId/events': 'runs.view',
   'GET /ui/orgs/:orgId/events/:deliveryId/payload': 'runs.view',
   'GET /ui/orgs/:orgId/agents': 'runs.view',
+  'GET /ui/orgs/:orgId/runs/:runId/tests': 'runs.view',
+  'GET /ui/orgs/:orgId/tests': 'runs.view',
+  'GET /ui/orgs/:orgId/tests/history': 'runs.view',
+  'POST /ui/orgs/:orgId/tests/quarantine': 'tests.quarantine',
   'POST /ui/orgs/:orgId/runs/:runId/rerun': 'runs.rerun',
+  'POST /ui/orgs/:orgId/runs/:runId/rerun-failed': 'runs.rerun',
   'POST /ui/orgs/:orgId/runs/:runId/cancel': 'runs.cancel',
   'POST /ui/orgs/:orgId/runs/:runId/approve': 'runs.approve',
   'POST /ui/orgs/:orgId/runs/:runId/reject': 'runs.approve',
@@ -121,6 +134,8 @@ export const RELAYED_ACTION: Record<BrokerRequest['type'], Action> = {
   'deliveries.list.request': 'runs.view',
   'delivery.payload.request': 'runs.view',
   'fleet.request': 'runs.view',
+  // Reads need a viewer; the quarantine routes that relay changes need tests.quarantine.
+  'tests.request': 'runs.view',
 };
 
 /** The access rule of a request's route, by its method and URL pattern. */

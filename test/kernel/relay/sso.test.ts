@@ -143,7 +143,7 @@ await eachDatabase(t, async (t, db) => {
     const replay = await fetch(callback, { redirect: 'manual', headers: { cookie: `svc_sso_state=${replayState}` } });
     t.equal(replay.status, 401);
     t.match(await replay.text(), /expired or was already used/);
-    const rows = await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_sso_logins where expires_at > now() and provider = 'corp'`);
+    const rows = (await db.pool.oneFirst(sql.unsafe`select count(*)::int from relay_sso_logins where expires_at > now() and provider = 'corp'`)) as number;
     t.ok(rows >= 1, 'the unfinished sign-in is still waiting; finished ones are gone');
   });
 

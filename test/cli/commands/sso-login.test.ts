@@ -1,0 +1,118 @@
+// `svc login --device` through an identity provider, as a real process against a real relay on
+// real PostgreSQL and a real OpenID Provider (oidc-provider on 127.0.0.1): the printed code is
+// approved by a person who signs in at the provider (its login and consent forms over HTTP); the
+// stored token works for `svc runs list`; once expired it is renewed on its own through the relay,
+// which asks the provider again; after the person is disabled at the provider the next renewal
+// fails with SVC_ERR_CLI_LOGIN_REFRESH_FAILED and the token stops working.
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { stringify } from 'yaml';
+import { eachDatabase } from '../../fixtures/db.ts';
+import { runCli } from '../../fixtures/cli.ts';
+import { freePort, signInThrough, startTestIdp } from '../../fixtures/oidc-idp.ts';
+import { REPO_ROOT, programPath } from '../../fixtures/programs.ts';
+import { newOrg, startTestRelay } from '../../kernel/relay/harness.ts';
+import { TestBrowser, decide } from '../../kernel/relay/browser.ts';
+
+function startSvc(args: string[], env: NodeJS.ProcessEnv) {
+  const child = spawn(process.execPath, [programPath(join(REPO_ROOT, 'bin/svc.ts')), ...args], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  const waiters: Array<() => void> = [];
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => {
+    stderr += d.toString();
+    for (const w of waiters.splice(0)) w();
+  });
+  const guard = setTimeout(() => child.kill('SIGKILL'), 120_000);
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.on('close', (code) => {
+      clearTimeout(guard);
+      for (const w of waiters.splice(0)) w();
+      resolve({ code, stdout, stderr });
+    }),
+  );
+  const waitFor = async (pattern: RegExp): Promise<RegExpExecArray> => {
+    for (;;) {
+      const match = pattern.exec(stderr);
+      if (match) return match;
+      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`svc exited before printing ${pattern}: ${stdout}\n${stderr}`);
+      await new Promise<void>((resolve) => waiters.push(resolve));
+    }
+  };
+  return { waitFor, done };
+}
+
+await eachDatabase(t, async (t, db) => {
+  await newOrg(db.pool, 'acme');
+  const port = await freePort();
+  const relayUrl = `http://127.0.0.1:${port}`;
+  const idp = await startTestIdp({ redirectUris: [`${relayUrl}/signin/corp/callback`], users: { dana: { name: 'Dana Dev', groups: ['ci-devs'] } } });
+  t.teardown(() => idp.close());
+  const home = await mkdtemp(join(tmpdir(), 'svc-sso-login-'));
+  t.teardown(() => rm(home, { recursive: true, force: true }));
+  const configYaml = join(home, 'relay.yaml');
+  await writeFile(
+    configYaml,
+    stringify({
+      relay: {
+        sso: {
+          providers: {
+            corp: { kind: 'oidc', issuer: idp.url, clientId: idp.clientId, clientSecret: idp.clientSecret, prompt: 'consent', scopes: ['openid', 'profile', 'groups', 'offline_access'], groupRoles: { 'ci-devs': ['acme:developer'] } },
+          },
+          tokenTtlSeconds: 3600,
+        },
+      },
+    }),
+  );
+  await startTestRelay(t, db.url, { deviceIntervalSeconds: 1, env: { SVC_CONFIG_FILE: configYaml, SVC_RELAY_PORT: String(port) } });
+
+  const env: NodeJS.ProcessEnv = { ...process.env, XDG_CONFIG_HOME: home };
+  for (const name of ['SVC_PLATFORM_URL', 'SVC_TOKEN', 'SVC_ORG', 'SVC_PLATFORM_TOKEN', 'SVC_CONFIG_FILE']) delete env[name];
+  const configFile = join(home, 'svc', 'config.json');
+  const readConfig = async () => JSON.parse(await readFile(configFile, 'utf8')) as Record<string, string>;
+  const svc = (args: string[]) => runCli(join(REPO_ROOT, 'bin/svc.ts'), args, { env });
+  /** Moves the stored expiry into the past, as the hours going by would. */
+  const expireStoredToken = async () => writeFile(configFile, JSON.stringify({ ...(await readConfig()), expiresAt: new Date(Date.now() - 1000).toISOString() }), { mode: 0o600 });
+
+  await t.test('svc login --device through the provider, renewal, and the person disabled at the provider', async (t) => {
+    const cli = startSvc(['login', '--device', '--platform-url', relayUrl], env);
+    const [, , userCode] = await cli.waitFor(/open (\S+) and enter the code ([A-Z]{4}-[A-Z]{4})/);
+    const signedIn = await signInThrough(`${relayUrl}/signin/corp?next=${encodeURIComponent(`/device?user_code=${userCode}`)}`, idp.url, 'dana');
+    t.equal(signedIn.status, 200, 'signed in at the provider');
+    const browser = new TestBrowser(relayUrl);
+    browser.cookie = signedIn.session;
+    t.equal((await decide(browser, userCode!, 'approve')).status, 200, 'approved');
+    const result = await cli.done;
+    t.equal(result.code, 0, result.stderr);
+    t.match(result.stdout, /logged in to .* as dana \(org acme\)/);
+    const first = await readConfig();
+    t.match(first, { platformUrl: relayUrl, org: 'acme', token: /^svcpat_/, refreshToken: /^svcrt_/ });
+    const lifetime = Date.parse(first['expiresAt']!) - Date.now();
+    t.ok(lifetime > 3500_000 && lifetime <= 3600_000, 'the token lives the configured hour');
+
+    const runs = await svc(['runs', 'list', '--json']);
+    t.equal(runs.code, 0, runs.stderr);
+    t.equal((await readConfig())['token'], first['token'], 'a fresh token is used as it is');
+
+    await expireStoredToken();
+    const renewed = await svc(['runs', 'list', '--json']);
+    t.equal(renewed.code, 0, renewed.stderr);
+    const second = await readConfig();
+    t.not(second['token'], first['token'], 'renewed through the relay and the provider');
+    t.not(second['refreshToken'], first['refreshToken']);
+    t.ok(Date.parse(second['expiresAt']!) > Date.now() + 3500_000);
+
+    idp.users.get('dana')!.disabled = true;
+    await expireStoredToken();
+    const refused = await svc(['runs', 'list']);
+    t.equal(refused.code, 1, 'the next renewal fails');
+    t.match(refused.stderr, /SVC_ERR_CLI_LOGIN_REFRESH_FAILED/);
+    t.match(refused.stderr, /the identity provider corp no longer accepts dana/);
+    const direct = await fetch(`${relayUrl}/v1/whoami`, { headers: { authorization: `Bearer ${second['token']}` } });
+    t.equal(direct.status, 401, 'and the token stops working at once');
+  });
+});
