@@ -6,6 +6,7 @@ import { RETRY_LOCK_VERSION } from '../../../schemas/lock.ts';
 import { workflowToLockEntry } from '../../../workflow/compile/lock-entry.ts';
 import { minReaderVersionFor } from '../../../workflow/lock/lock-file.ts';
 import { backoffSeconds } from '../../../kernel/orchestrator/dispatch/retry.ts';
+import { unhonouredFeatures } from '../../../workflow/runtime-support.ts';
 import { job, push, step, workflow } from '../../../sdk/index.ts';
 
 const opts = { sourcePath: '.svc/workflows/ci.ts', exportName: 'default', contentHash: 'a'.repeat(64) };
@@ -20,6 +21,8 @@ t.test('a retry policy in the lock, with default back-off', async (t) => {
   const entry = compileWith({ maxAttempts: 3, on: ['agent-lost', { exitCodes: [137, 1, 137] }, 'failed-tests'] });
   t.same(entry.jobs[0]!.retry, { maxAttempts: 3, agentLost: true, failedTests: true, exitCodes: [1, 137], backoff: { delaySeconds: 10, factor: 2, maxDelaySeconds: 600 } });
   t.equal(minReaderVersionFor([entry]), RETRY_LOCK_VERSION, 'a lock with a retry needs an orchestrator that honours it');
+  t.match(unhonouredFeatures(entry), [{ path: 'jobs.unit.retry.on', feature: 'retry on exit codes 1, 137', reason: /do not report the failing command's exit code/ }], 'exit codes are refused until agents report them');
+  t.same(unhonouredFeatures(compileWith({ maxAttempts: 3, on: ['agent-lost', 'failed-tests'] })), [], 'agent loss and failed tests are carried out');
   const plain = workflowToLockEntry(workflow('ci', { on: push(), jobs: { unit: job({ runsOn: 'linux', steps: [step('t', noop)] }) } }), opts);
   t.equal(plain.jobs[0]!.retry, undefined, 'no policy, no field');
   t.equal(minReaderVersionFor([plain]), 38, 'a lock without one stays readable by older orchestrators');
