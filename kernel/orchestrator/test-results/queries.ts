@@ -235,16 +235,17 @@ export async function testHistory(db: CommonQueryMethods, orgId: string, options
 }
 
 /**
- * For retries "on failed tests only" (issue 41 item 4): true when the job's latest attempt has a
- * step whose failure came from its tests alone (a non-zero command exit, every result file read
- * without a problem, at least one failing test) and was not waived by quarantine.
+ * For retries "on failed tests only" (issue 41 item 4): true when this job (one attempt: each retry
+ * is a jobs row of its own) has a step whose failure came from its tests alone (a non-zero command
+ * exit, every result file read without a problem, at least one failing test) and was not waived
+ * by quarantine.
  */
 export async function jobFailedOnlyByTests(db: CommonQueryMethods, jobId: string): Promise<boolean> {
   if (!UUID.test(jobId)) return false;
   const row = await db.maybeOne(sqlTyped(Type.Object({ yes: Type.Boolean() }))`
     SELECT EXISTS (
-      SELECT 1 FROM test_steps s JOIN jobs j ON j.id = s.job_id
-      WHERE s.job_id = ${jobId.toLowerCase()} AND s.attempt = greatest(j.attempts, 1) AND s.final AND s.failed_by_tests AND NOT s.waived
+      SELECT 1 FROM test_steps s
+      WHERE s.job_id = ${jobId.toLowerCase()} AND s.final AND s.failed_by_tests AND NOT s.waived
     ) AS yes`);
   return row?.yes === true;
 }

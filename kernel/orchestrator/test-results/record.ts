@@ -43,7 +43,7 @@ export interface ReportAnswer {
 async function reportingJob(db: CommonQueryMethods, agentId: string, jobId: string): Promise<JobRow> {
   if (!UUID.test(jobId)) throw new NotFoundError('SVC_ERR_TESTS_JOB_UNKNOWN', `job ${JSON.stringify(jobId.slice(0, 80))} does not exist`);
   const row = await db.maybeOne(sqlTyped(JobRow)`
-    SELECT j.id::text AS job_id, j.run_id::text AS run_id, j.org_id, r.repository, r.sha, greatest(j.attempts, 1)::int AS attempt,
+    SELECT j.id::text AS job_id, j.run_id::text AS run_id, j.org_id, r.repository, r.sha, j.attempt::int AS attempt,
            j.agent_id, j.status
     FROM jobs j JOIN runs r ON r.id = j.run_id WHERE j.id = ${jobId.toLowerCase()}`);
   if (row === null) throw new NotFoundError('SVC_ERR_TESTS_JOB_UNKNOWN', `job ${jobId} does not exist`);
@@ -79,13 +79,18 @@ async function insertBatch(tx: CommonQueryMethods, job: JobRow, message: Static<
 
 /** Tests of this batch that now have both outcomes on this commit: marked, with the runs. */
 async function markFlaky(tx: CommonQueryMethods, job: JobRow, firstId: string): Promise<void> {
+  // The first results of a commit (the usual case) cannot be flaky yet: one index probe, done.
+  const other = await tx.maybeOne(sql.unsafe`
+    SELECT 1 AS one FROM test_results WHERE org_id = ${job.org_id} AND repository = ${job.repository} AND sha = ${job.sha}
+      AND (job_id <> ${job.job_id} OR attempt <> ${job.attempt}) LIMIT 1`);
+  if (other === null) return;
   await tx.query(sql.unsafe`
     INSERT INTO test_flaky (org_id, repository, suite, name, sha, passed_runs, failed_runs)
     SELECT t.org_id, t.repository, t.suite, t.name, t.sha,
            array_agg(DISTINCT t.run_id) FILTER (WHERE t.status = 'passed'),
            array_agg(DISTINCT t.run_id) FILTER (WHERE t.status IN ('failed', 'errored'))
     FROM test_results t
-    JOIN (SELECT DISTINCT suite, name FROM test_results WHERE job_id = ${job.job_id} AND id >= ${firstId}::bigint AND status <> 'skipped') b
+    JOIN (SELECT DISTINCT suite, name FROM test_results WHERE id >= ${firstId}::bigint AND job_id = ${job.job_id} AND status <> 'skipped') b
       ON b.suite = t.suite AND b.name = t.name
     WHERE t.org_id = ${job.org_id} AND t.repository = ${job.repository} AND t.sha = ${job.sha} AND t.status <> 'skipped'
     GROUP BY t.org_id, t.repository, t.suite, t.name, t.sha
