@@ -17,6 +17,7 @@ export const COMMANDS = await loadCommands(import.meta.url, {
   'approvals:list': './commands/approvals/list',
   'approvals:approve': './commands/approvals/approve',
   'approvals:reject': './commands/approvals/reject',
+  'audit:list': './commands/audit/list',
   'agent-token:create': './commands/agent-token/create',
   'agent-token:list': './commands/agent-token/list',
   'agent-token:revoke': './commands/agent-token/revoke',

@@ -21,6 +21,7 @@ export const ADMIN_SCOPES = [
   'trust-policy.write',
   'cache.write',
   'sources.write',
+  'audit.read',
 ] as const;
 
 export const AdminScope = Type.Enum([...ADMIN_SCOPES]);

@@ -243,6 +243,8 @@ export const SvcConfig = Type.Object(
       },
       strict,
     ),
+    /** The audit trail (docs/audit.md): records older than this many days are purged. */
+    audit: Type.Object({ retentionDays: PositiveInt }, strict),
     agent: Type.Object({ maxReconnectDelayMs: PositiveInt }, strict),
     orchestrator: Type.Object(
       {

@@ -4,6 +4,7 @@ export * from './triggers.ts';
 export { deleteRef as delete } from './triggers.ts';
 export type * from './context.ts';
 export type * from './approval.ts';
+export { team, role } from './approval.ts';
 export { rule, skip, isRule, type Rule } from './rules.ts';
 export {
   step,
@@ -32,9 +33,9 @@ export {
   type MatrixDefinition,
   type MatrixGenerator,
   type MatrixOf,
-  type Routing,
   type RetryCondition,
   type RetryPolicy,
+  type Routing,
 } from './job.ts';
 export {
   workflow,

@@ -6,6 +6,7 @@
 // delivery. A feature leaves this table in the change that makes the runtime honour it.
 import type { LockTrigger, LockWorkflow } from '../schemas/lock.ts';
 import { parseContainerOptions } from '../core/container-options.ts';
+import { ORG_ROLES } from '../schemas/org-roles.ts';
 
 export interface UnhonouredFeature {
   /** Field path inside the workflow definition (`on[1]`, `jobs.deploy.approval`). */
@@ -39,15 +40,19 @@ function unhonouredTrigger(trigger: LockTrigger): { builder: string; reason: str
   return null;
 }
 
-const PRINCIPALS_REASON =
-  'approvers named by team or role are not resolved by this version (no provider reports memberships), so such a clause could never be met; list the users instead';
-
-/** Approval clauses naming teams or roles, which this runtime cannot match to an actor. */
-function unresolvablePrincipals(path: string, approval: { clauses: ReadonlyArray<{ teams: readonly string[]; roles: readonly string[] }> } | undefined): UnhonouredFeature[] {
+/**
+ * Approval clauses naming a role that is not an org role (viewer, developer, approver, admin):
+ * nobody holds it, so the clause could never be met. Teams are provider groups, resolved from the
+ * relay's people store (docs/run-control.md, "Teams and roles"), so any team name may be met.
+ */
+function unresolvablePrincipals(path: string, approval: { clauses: ReadonlyArray<{ roles: readonly string[] }> } | undefined): UnhonouredFeature[] {
   if (approval === undefined) return [];
-  return approval.clauses.flatMap((c, i) =>
-    c.teams.length + c.roles.length === 0 ? [] : [{ path: `${path}.clauses[${i}]`, feature: `approval by ${[...c.teams.map((x) => `team ${x}`), ...c.roles.map((x) => `role ${x}`)].join(', ')}`, reason: PRINCIPALS_REASON }],
-  );
+  return approval.clauses.flatMap((c, i) => {
+    const unknown = c.roles.filter((r) => !(ORG_ROLES as readonly string[]).includes(r));
+    return unknown.length === 0
+      ? []
+      : [{ path: `${path}.clauses[${i}]`, feature: `approval by ${unknown.map((x) => `role ${x}`).join(', ')}`, reason: `no person holds such a role, so the clause could never be met; the roles are ${ORG_ROLES.join(', ')}` }];
+  });
 }
 
 /**

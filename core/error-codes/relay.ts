@@ -6,6 +6,7 @@ import type { ErrorCatalogue } from './catalogue.ts';
 export const RELAY_ERROR_CODES = {
   // RELAY
   SVC_ERR_RELAY_ATTESTATION_ID_INVALID: { kind: 'input', message: '"{attestationId}" is not an attestation id (a UUID)' },
+  SVC_ERR_RELAY_AUDIT_INVALID: { kind: 'input', message: 'relay audit record refused: {problem}' },
   SVC_ERR_RELAY_AUTH_INVALID: {
     kind: 'authentication',
     message: 'the token is not valid (revoked, expired, rotated or mistyped); log in again ("svc login") or ask an operator for a new one ("svc-admin relay pat create")',

@@ -73,6 +73,8 @@ export interface Relay {
   readonly url: string;
   readonly metrics: SvcMetrics;
   readonly db: DatabasePool;
+  /** The relay's JSON logger (its stop is logged through it: core/lifecycle.ts). */
+  readonly logger: Logger;
   /** Every route the relay serves, as `<METHOD> <url pattern>` (the route registry; people/access.ts covers each). */
   readonly routes: readonly string[];
   /** Drops expired buffered deliveries now (it also runs on a timer); returns how many. */
@@ -152,7 +154,14 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Relay
     stops.push(() => (replayStopped ??= replayer.stop()));
 
     // Dashboard actions and `svc runs` routes, forwarded to an orchestrator (kernel/relay/dashboard).
-    const dashboard = createDashboard({ db: database.pool, pool, logger, ...(options.dashboardTimeoutMs !== undefined ? { timeoutMs: options.dashboardTimeoutMs } : {}) });
+    const dashboard = createDashboard({
+      db: database.pool,
+      pool,
+      logger,
+      ...(options.dashboardTimeoutMs !== undefined ? { timeoutMs: options.dashboardTimeoutMs } : {}),
+      // The people directory names a person's provider by kind (`github`: a forge login).
+      providerKind: (id) => sso?.providers.get(id)?.kind ?? id,
+    });
     stops.push(() => dashboard.close());
     const endpoint = new OrchestratorEndpoint({
       db: database.pool,
@@ -166,7 +175,10 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Relay
       heartbeatMs: options.heartbeatMs ?? 15_000,
       helloTimeoutMs: options.helloTimeoutMs ?? 10_000,
       maxInvalidFrames: options.maxInvalidFrames ?? 20,
-      onReady: (connection) => replayer.kick(connection.orgId),
+      onReady: (connection) => {
+        replayer.kick(connection.orgId);
+        dashboard.connected(connection.orgId);
+      },
       onResponse: (connection, message) => dashboard.handleResponse(connection, message),
     });
 
@@ -238,7 +250,7 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Relay
     const shownHost = bound.host === '0.0.0.0' || bound.host === '::' ? '127.0.0.1' : bound.host.includes(':') ? `[${bound.host}]` : bound.host;
     const url = `http://${shownHost}:${bound.port}`;
     logger.info({ url, buffered: buffer.total }, 'relay listening');
-    return { url, metrics, db: database.pool, routes, sweepExpired: () => replayer.sweep(), stop: stopAll };
+    return { url, metrics, db: database.pool, logger, routes, sweepExpired: () => replayer.sweep(), stop: stopAll };
   } catch (error) {
     await stopAll();
     throw error;

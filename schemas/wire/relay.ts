@@ -22,9 +22,11 @@ import {
   RunShowResponse,
 } from './relay-runs.ts';
 import { TestsRequest, TestsResponse } from './relay-tests.ts';
+import { ApproverPrincipals, AuditListRequest, AuditListResponse, AuditRecordRequest, AuditRecordResponse, PeopleSyncRequest, PeopleSyncResponse, RelayActor } from './relay-people.ts';
 
 export { DashboardError } from './relay-base.ts';
 export * from './relay-runs.ts';
+export * from './relay-people.ts';
 export * from './relay-tests.ts';
 
 /**
@@ -149,14 +151,15 @@ export const SourceSecrets = Type.Object(
  * Dashboard requests carry the org of the path (`orgId`): an orchestrator only answers for runs of
  * that org, even when it serves several. Optional on the first three for older relays.
  */
+/** `by` (issue 42): who at the relay asked, for the audit record; optional for older relays. */
 export const RunRerunRequest = Type.Object({ type: Type.Literal('run.rerun.request'), requestId: Id, runId: Id, triggeredBy: Type.String(),
   /** `failed`: restart from the failed jobs (docs/run-states.md); sent only when asked, so older orchestrators see the old shape. */
-  mode: Type.Optional(Type.Literal('failed')), orgId: Type.Optional(Id) }, Strict);
+  mode: Type.Optional(Type.Literal('failed')), orgId: Type.Optional(Id), by: Type.Optional(RelayActor) }, Strict);
 export const RunRerunResponse = Type.Object(
   { type: Type.Literal('run.rerun.response'), requestId: Id, newRunId: Type.Optional(Id), error: Type.Optional(DashboardError) },
   Strict,
 );
-export const RunCancelRequest = Type.Object({ type: Type.Literal('run.cancel.request'), requestId: Id, runId: Id, cancelledBy: Type.String(), orgId: Type.Optional(Id) }, Strict);
+export const RunCancelRequest = Type.Object({ type: Type.Literal('run.cancel.request'), requestId: Id, runId: Id, cancelledBy: Type.String(), orgId: Type.Optional(Id), by: Type.Optional(RelayActor) }, Strict);
 export const RunCancelResponse = Type.Object(
   { type: Type.Literal('run.cancel.response'), requestId: Id, cancelledJobs: Type.Optional(Type.Integer({ minimum: 0 })), error: Type.Optional(DashboardError) },
   Strict,
@@ -204,6 +207,9 @@ export const RunApproveRequest = Type.Object(
     comment: Type.Optional(Type.String({ maxLength: MAX_APPROVAL_COMMENT_LENGTH })),
     /** Decide only the holds of this job (by name). */
     job: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    by: Type.Optional(RelayActor),
+    /** The deciding person's teams and roles (team and role clauses); absent: users only. */
+    principals: Type.Optional(ApproverPrincipals),
   },
   Strict,
 );
@@ -286,7 +292,7 @@ export const RemoteUploadResponse = Type.Object(
   Strict,
 );
 /** `svc run remote`: the runs of one fixture from the uploaded overlay. */
-export const RemoteRunRequest = Type.Object({ type: Type.Literal('remote.run.request'), requestId: Id, orgId: Id, actor: Id, body: RemoteRunBody }, Strict);
+export const RemoteRunRequest = Type.Object({ type: Type.Literal('remote.run.request'), requestId: Id, orgId: Id, actor: Id, body: RemoteRunBody, by: Type.Optional(RelayActor) }, Strict);
 export const RemoteRunResponse = Type.Object(
   { type: Type.Literal('remote.run.response'), requestId: Id, result: Type.Optional(RemoteRunResult), error: Type.Optional(DashboardError) },
   Strict,
@@ -381,6 +387,7 @@ export const OrgSecretSetRequest = Type.Object(
     context: Type.String({ minLength: 1, maxLength: 100 }),
     key: Type.String({ minLength: 1, maxLength: 128 }),
     value: Type.String({ minLength: 1, maxLength: 65_536 }),
+    by: Type.Optional(RelayActor),
   },
   Strict,
 );
@@ -472,6 +479,9 @@ export const OrchestratorToRelayMembers = [
   FleetResponse,
   RunDetailResponse,
   RunAttestationResponse,
+  AuditRecordResponse,
+  AuditListResponse,
+  PeopleSyncResponse,
   ExecutionStatus,
   JobStatusForward,
   TestsResponse,
@@ -480,6 +490,6 @@ export const OrchestratorToRelay = Type.Union([...OrchestratorToRelayMembers]);
 export type OrchestratorToRelay = Static<typeof OrchestratorToRelay>;
 
 /** Messages the relay sends to an orchestrator. */
-export const RelayToOrchestratorMembers = [RelayWelcome, WebhookDeliver, RunRerunRequest, RunCancelRequest, RunApproveRequest, DashboardPayload, RunShowRequest, RunLogsRequest, RunArtifactsRequest, RunArtifactChunkRequest, OrgSecretsListRequest, OrgSecretSetRequest, OrgNotificationsRequest, RemoteUploadRequest, RemoteRunRequest, DeliveriesListRequest, DeliveryPayloadRequest, FleetRequest, RunDetailRequest, RunAttestationRequest, TestsRequest] as const;
+export const RelayToOrchestratorMembers = [RelayWelcome, WebhookDeliver, RunRerunRequest, RunCancelRequest, RunApproveRequest, DashboardPayload, RunShowRequest, RunLogsRequest, RunArtifactsRequest, RunArtifactChunkRequest, OrgSecretsListRequest, OrgSecretSetRequest, OrgNotificationsRequest, RemoteUploadRequest, RemoteRunRequest, DeliveriesListRequest, DeliveryPayloadRequest, FleetRequest, RunDetailRequest, RunAttestationRequest, AuditRecordRequest, AuditListRequest, PeopleSyncRequest, TestsRequest] as const;
 export const RelayToOrchestrator = Type.Union([...RelayToOrchestratorMembers]);
 export type RelayToOrchestrator = Static<typeof RelayToOrchestrator>;

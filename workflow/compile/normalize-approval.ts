@@ -2,6 +2,7 @@
 // sorted and de-duplicated, `count` and `when` written out.
 import type { LockApproval, LockApprovalClause } from '../../schemas/lock.ts';
 import { canonicalStringify } from '../lock/canonical-json.ts';
+import { ORG_ROLES } from '../../schemas/org-roles.ts';
 import { childPath, CompileErrorCode, type CompileScope } from './compile-scope.ts';
 import { arrayOf, expectObject, optionalInteger, optionalString } from './validate-fields.ts';
 
@@ -21,6 +22,9 @@ function clause(scope: CompileScope, path: string, value: unknown): LockApproval
   const users = principals(scope, childPath(path, 'users'), c['users']);
   const teams = principals(scope, childPath(path, 'teams'), c['teams']);
   const roles = principals(scope, childPath(path, 'roles'), c['roles']);
+  for (const role of roles) {
+    if (!(ORG_ROLES as readonly string[]).includes(role)) scope.fail(CompileErrorCode.invalidApproval, childPath(path, 'roles'), `${JSON.stringify(role)} is not a role; the roles are ${ORG_ROLES.join(', ')}`);
+  }
   if (users.length + teams.length + roles.length === 0) scope.fail(CompileErrorCode.invalidApproval, path, 'names no users, teams or roles, so nobody could approve');
   const count = optionalInteger(scope, childPath(path, 'count'), c['count'], { min: 1, max: 100 }) ?? 1;
   if (teams.length === 0 && roles.length === 0 && count > users.length) {

@@ -6,6 +6,7 @@ import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { ADMIN_SCOPES, createAdminToken } from '../../../kernel/orchestrator/admin-auth/index.ts';
 import type { CreatedAdminToken } from '../../../schemas/admin-tokens.ts';
 import { adminConfig, databaseFlag, parseDuration, withAgentDatabase } from '../agent-token/shared.ts';
+import { audited } from '../audit/shared.ts';
 
 function osUser(): string {
   try {
@@ -36,7 +37,9 @@ export default class AdminTokenCreate extends SvcCommand {
     const ttlMs = flags.ttl === undefined ? undefined : parseDuration(flags.ttl);
     const createdBy = flags['created-by'] ?? `svc-admin:${osUser()}`;
     const created = await withAgentDatabase(config, flags['database-url'], (pool) =>
-      createAdminToken(pool, { name: flags.name, scopes: flags.scope, unrestricted: flags.unrestricted, createdBy, ...(ttlMs === undefined ? {} : { ttlMs }) }),
+      audited(pool, { action: 'admin_token.create', target: (t) => `admin-token:${t.id}`, detail: (t) => `${t.name}: ${t.unrestricted ? 'unrestricted' : t.scopes.join(' ')}` }, () =>
+        createAdminToken(pool, { name: flags.name, scopes: flags.scope, unrestricted: flags.unrestricted, createdBy, ...(ttlMs === undefined ? {} : { ttlMs }) }),
+      ),
     );
     if (!this.jsonEnabled()) {
       this.log(created.token);

@@ -5,6 +5,7 @@ import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { revokeAdminToken } from '../../../kernel/orchestrator/admin-auth/index.ts';
 import type { AdminTokenSummary } from '../../../schemas/admin-tokens.ts';
 import { adminConfig, databaseFlag, withAgentDatabase } from '../agent-token/shared.ts';
+import { audited } from '../audit/shared.ts';
 
 export default class AdminTokenRevoke extends SvcCommand {
   static override description = 'Revoke an admin token';
@@ -13,7 +14,7 @@ export default class AdminTokenRevoke extends SvcCommand {
 
   async run(): Promise<AdminTokenSummary> {
     const { args, flags } = await this.parse(AdminTokenRevoke);
-    const revoked = await withAgentDatabase(await adminConfig(), flags['database-url'], (pool) => revokeAdminToken(pool, args.token));
+    const revoked = await withAgentDatabase(await adminConfig(), flags['database-url'], (pool) => audited(pool, { action: 'admin_token.revoke', target: (t) => `admin-token:${t.id}`, detail: (t) => t.name }, () => revokeAdminToken(pool, args.token)));
     if (!this.jsonEnabled()) this.log(`admin token "${revoked.name}" (${revoked.id}) revoked at ${revoked.revokedAt}`);
     return revoked;
   }

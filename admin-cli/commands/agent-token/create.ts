@@ -4,6 +4,7 @@ import { Flags } from '@oclif/core';
 import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { createAgentToken, type CreatedAgentToken } from '../../../kernel/orchestrator/dispatch/tokens.ts';
 import { adminConfig, databaseFlag, parseDuration, withAgentDatabase } from './shared.ts';
+import { audited } from '../audit/shared.ts';
 
 export default class AgentTokenCreate extends SvcCommand {
   static override description = 'Create an agent token (printed once; agents send it as Authorization: Bearer <token>)';
@@ -19,7 +20,7 @@ export default class AgentTokenCreate extends SvcCommand {
     const config = await adminConfig();
     const ttlMs = flags.ttl !== undefined ? parseDuration(flags.ttl) : config.agentTokenTtlMs;
     const created = await withAgentDatabase(config, flags['database-url'], (pool) =>
-      createAgentToken(pool, { description: flags.description, ...(ttlMs === undefined ? {} : { ttlMs }) }),
+      audited(pool, { action: 'agent_token.create', target: (t) => `agent-token:${t.id}` }, () => createAgentToken(pool, { description: flags.description, ...(ttlMs === undefined ? {} : { ttlMs }) })),
     );
     if (!this.jsonEnabled()) {
       this.log(created.token);

@@ -4,6 +4,7 @@ import { Args } from '@oclif/core';
 import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { revokeAgentToken, type AgentTokenSummary } from '../../../kernel/orchestrator/dispatch/tokens.ts';
 import { adminConfig, databaseFlag, withAgentDatabase } from './shared.ts';
+import { audited } from '../audit/shared.ts';
 
 export default class AgentTokenRevoke extends SvcCommand {
   static override description = 'Revoke an agent token';
@@ -12,7 +13,7 @@ export default class AgentTokenRevoke extends SvcCommand {
 
   async run(): Promise<AgentTokenSummary> {
     const { args, flags } = await this.parse(AgentTokenRevoke);
-    const revoked = await withAgentDatabase(await adminConfig(), flags['database-url'], (pool) => revokeAgentToken(pool, args.id));
+    const revoked = await withAgentDatabase(await adminConfig(), flags['database-url'], (pool) => audited(pool, { action: 'agent_token.revoke', target: `agent-token:${args.id}` }, () => revokeAgentToken(pool, args.id)));
     if (!this.jsonEnabled()) this.log(`agent token ${revoked.id} revoked at ${revoked.revokedAt}`);
     return revoked;
   }

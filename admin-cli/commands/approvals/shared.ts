@@ -6,6 +6,8 @@ import { USAGE_ERROR_CODE } from '../../../core/cli/base-command.ts';
 import { approvalLines, notCountedError } from '../../../core/cli/approval-outcome.ts';
 import { InputError, NotFoundError } from '../../../core/errors.ts';
 import { decideRun, type DecideResult } from '../../../kernel/orchestrator/run-control/approvals.ts';
+import { anyLoginResolver } from '../../../kernel/orchestrator/run-control/people.ts';
+import { operatorActor, recordAudit } from '../../../kernel/orchestrator/audit/store.ts';
 import { orgOfRun } from '../../../kernel/orchestrator/runs/approval-holds.ts';
 import type { ApprovalHoldView } from '../../../schemas/http/approvals.ts';
 import { MAX_APPROVAL_COMMENT_LENGTH } from '../../../schemas/wire/relay.ts';
@@ -74,15 +76,15 @@ export async function decideAsOperator(
   const result = await withDatabase(databaseUrl(config, flags['database-url']), async (pool) => {
     const orgId = await orgOfRun(pool, runId);
     if (orgId === null) throw new NotFoundError('SVC_ERR_RUN_NOT_FOUND', `no run ${runId}; list held runs with "svc-admin approvals list --pending"`);
-    return decideRun(pool, {
-      orgId,
-      runId,
-      actor,
-      decision,
-      via: 'admin',
-      ...(flags.comment !== undefined ? { comment: flags.comment } : {}),
-      ...(flags.job !== undefined ? { job: flags.job } : {}),
-    });
+    // Team and role clauses: the person the relay's people directory gives that login.
+    const decided = await decideRun(
+      pool,
+      { orgId, runId, actor, decision, via: 'admin', ...(flags.comment !== undefined ? { comment: flags.comment } : {}), ...(flags.job !== undefined ? { job: flags.job } : {}) },
+      anyLoginResolver(pool),
+    );
+    const refused = decided.decisions.every((d) => !d.counted);
+    await recordAudit(pool, { orgId, actor: operatorActor(), action: `run.${decision}`, target: `run:${runId}`, outcome: refused ? 'refused' : 'ok', detail: `as ${actor}: ${decided.message}`, via: 'admin' });
+    return decided;
   });
   const refused = notCountedError(result);
   if (refused !== undefined) throw refused;

@@ -6,6 +6,7 @@ import { InputError } from '../../../core/errors.ts';
 import { rollbackConfigVersion } from '../../../kernel/orchestrator/config/versions.ts';
 import type { ConfigVersionSummary } from '../../../schemas/http/config.ts';
 import { adminConfig, adminMasterKeys, databaseFlag, databaseUrlOf, withDatabase } from './shared.ts';
+import { audited } from '../audit/shared.ts';
 
 export default class ConfigRollback extends SvcCommand {
   static override description = 'Roll the shared config back: write a new version copying an older version\'s content (every node reloads it)';
@@ -21,7 +22,9 @@ export default class ConfigRollback extends SvcCommand {
     const config = await adminConfig();
     const keys = await adminMasterKeys(config);
     const written = await withDatabase(databaseUrlOf(config, flags['database-url']), (pool) =>
-      rollbackConfigVersion(pool, keys.all, Number(args.version), 'cli:rollback', flags.description),
+      audited(pool, { action: 'config.rollback', target: `config:version ${args.version}`, detail: (v) => `new version ${v.version}` }, () =>
+        rollbackConfigVersion(pool, keys.all, Number(args.version), 'cli:rollback', flags.description),
+      ),
     );
     if (!this.jsonEnabled()) this.log(`wrote version ${written.version} (a copy of version ${args.version}); every node reloads it`);
     return written;

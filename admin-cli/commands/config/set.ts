@@ -10,6 +10,7 @@ import { sharedFieldsOf } from '../../../kernel/orchestrator/config/fields.ts';
 import { latestConfigVersion, writeConfigVersion } from '../../../kernel/orchestrator/config/versions.ts';
 import type { ConfigVersionSummary } from '../../../schemas/http/config.ts';
 import { adminConfig, adminMasterKeys, applyPair, databaseFlag, databaseUrlOf, readDocumentFile, withDatabase } from './shared.ts';
+import { audited } from '../audit/shared.ts';
 
 export default class ConfigSet extends SvcCommand {
   static override description = 'Write a new shared config version from a file, path=value pairs, or (--seed) the running config; every node reloads it';
@@ -36,7 +37,25 @@ export default class ConfigSet extends SvcCommand {
     const config = await adminConfig();
     const keys = await adminMasterKeys(config);
     const fromFile = flags.file === undefined ? undefined : await readDocumentFile(flags.file);
-    const written = await withDatabase(databaseUrlOf(config, flags['database-url']), async (pool) => {
+    const written = await withDatabase(databaseUrlOf(config, flags['database-url']), (pool) =>
+      audited(pool, { action: 'config.set', target: 'config', detail: (v) => `version ${v.version}${pairs.length > 0 ? `: ${pairs.map((p) => p.split('=')[0]).join(', ')}` : ''}` }, () => this.write(pool, keys, config, flags, pairs, fromFile)),
+    );
+    if (!this.jsonEnabled()) {
+      const sealed = written.encryptedPaths.length > 0 ? ` (sealed: ${written.encryptedPaths.join(', ')})` : '';
+      this.log(`wrote config version ${written.version}${sealed}; every node reloads it`);
+    }
+    return written;
+  }
+
+  private async write(
+    pool: Parameters<Parameters<typeof withDatabase>[1]>[0],
+    keys: Awaited<ReturnType<typeof adminMasterKeys>>,
+    config: Awaited<ReturnType<typeof adminConfig>>,
+    flags: { seed: boolean; description?: string | undefined },
+    pairs: string[],
+    fromFile: Awaited<ReturnType<typeof readDocumentFile>> | undefined,
+  ): Promise<ConfigVersionSummary> {
+    {
       const latest = await latestConfigVersion(pool, keys.all);
       if (flags.seed) {
         if (latest !== undefined) throw new ConflictError('SVC_ERR_CONFIG_ALREADY_SEEDED', `config version ${latest.summary.version} exists already; change it with "svc-admin config set path=value" or --file`);
@@ -45,11 +64,6 @@ export default class ConfigSet extends SvcCommand {
       const document = structuredClone(fromFile ?? latest?.config ?? {});
       for (const pair of pairs) applyPair(document, pair);
       return writeConfigVersion(pool, keys.current as Buffer, { config: document, createdBy: 'cli:set', description: flags.description });
-    });
-    if (!this.jsonEnabled()) {
-      const sealed = written.encryptedPaths.length > 0 ? ` (sealed: ${written.encryptedPaths.join(', ')})` : '';
-      this.log(`wrote config version ${written.version}${sealed}; every node reloads it`);
     }
-    return written;
   }
 }

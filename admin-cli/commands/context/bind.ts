@@ -4,6 +4,7 @@ import { Args, Flags } from '@oclif/core';
 import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { bindContext, type SecretContext } from '../../../kernel/orchestrator/secrets/index.ts';
 import { adminConfig, databaseFlag, databaseUrlOf, describeContext, withDatabase } from './shared.ts';
+import { audited } from '../audit/shared.ts';
 
 export default class ContextBind extends SvcCommand {
   static override description = 'Bind a secret context to repositories (patterns) or orgs: only their runs can use its secrets';
@@ -19,7 +20,7 @@ export default class ContextBind extends SvcCommand {
     const { args, flags } = await this.parse(ContextBind);
     const config = await adminConfig();
     const context = await withDatabase(databaseUrlOf(config, flags['database-url']), (pool) =>
-      bindContext(pool, args.name, { repositories: flags.repository ?? [], orgs: flags.org ?? [] }),
+      audited(pool, { action: 'secret_context.bind', target: `context:${args.name}` }, () => bindContext(pool, args.name, { repositories: flags.repository ?? [], orgs: flags.org ?? [] })),
     );
     if (!this.jsonEnabled()) this.log(describeContext(context));
     return { context };

@@ -6,6 +6,7 @@ import { Args, Flags } from '@oclif/core';
 import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { checkMinTrust, createContext, type SecretContext } from '../../../kernel/orchestrator/secrets/index.ts';
 import { adminConfig, databaseFlag, databaseUrlOf, describeContext, warnIfUnbound, withDatabase } from './shared.ts';
+import { audited } from '../audit/shared.ts';
 
 export default class ContextCreate extends SvcCommand {
   static override description = 'Create a secret context with its protection rules (branches, repositories, minimum trust, local execution, reviewers, wait timer, concurrency limit)';
@@ -28,7 +29,7 @@ export default class ContextCreate extends SvcCommand {
     const minTrust = checkMinTrust(flags['min-trust']);
     const config = await adminConfig();
     const context = await withDatabase(databaseUrlOf(config, flags['database-url']), (pool) =>
-      createContext(pool, {
+      audited(pool, { action: 'secret_context.create', target: `context:${args.name}` }, () => createContext(pool, {
         name: args.name,
         branches: flags.branches ?? [],
         repositories: flags.repositories ?? [],
@@ -38,7 +39,7 @@ export default class ContextCreate extends SvcCommand {
         requiredReviewers: flags['required-reviewer'] ?? [],
         ...(flags['wait-timer'] !== undefined ? { waitTimerSeconds: flags['wait-timer'] } : {}),
         ...(flags['concurrency-limit'] !== undefined ? { concurrencyLimit: flags['concurrency-limit'] } : {}),
-      }),
+      })),
     );
     warnIfUnbound(context);
     if (!this.jsonEnabled()) this.log(describeContext(context));

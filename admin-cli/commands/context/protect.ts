@@ -6,6 +6,7 @@ import { Args, Flags } from '@oclif/core';
 import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { protectContext, type ProtectionInput, type SecretContext } from '../../../kernel/orchestrator/secrets/index.ts';
 import { adminConfig, databaseFlag, databaseUrlOf, describeContext, warnIfUnbound, withDatabase } from './shared.ts';
+import { audited } from '../audit/shared.ts';
 
 export default class ContextProtect extends SvcCommand {
   static override description = 'Set required reviewers, a wait timer or a concurrency limit on a secret context';
@@ -33,7 +34,7 @@ export default class ContextProtect extends SvcCommand {
     if (flags['concurrency-limit'] !== undefined) input.concurrencyLimit = flags['concurrency-limit'];
     if (flags['no-concurrency-limit']) input.concurrencyLimit = null;
     const config = await adminConfig();
-    const context = await withDatabase(databaseUrlOf(config, flags['database-url']), (pool) => protectContext(pool, args.name, input));
+    const context = await withDatabase(databaseUrlOf(config, flags['database-url']), (pool) => audited(pool, { action: 'secret_context.protect', target: `context:${args.name}` }, () => protectContext(pool, args.name, input)));
     warnIfUnbound(context);
     if (!this.jsonEnabled()) this.log(describeContext(context));
     return { context };

@@ -7,6 +7,7 @@ import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { readSecretValue } from '../../../core/cli/secret-value.ts';
 import { getContext, MAX_SECRET_BYTES, setSecret } from '../../../kernel/orchestrator/secrets/index.ts';
 import { adminConfig, adminMasterKeys, databaseFlag, databaseUrlOf, warnIfUnbound, withDatabase } from '../context/shared.ts';
+import { audited } from '../audit/shared.ts';
 
 export default class SecretSet extends SvcCommand {
   static override description = 'Set one secret of a context (value from --value, --value-file or standard input; never printed)';
@@ -28,7 +29,9 @@ export default class SecretSet extends SvcCommand {
     const keys = await adminMasterKeys(config);
     const result = await withDatabase(databaseUrlOf(config, flags['database-url']), async (pool) => {
       const context = await getContext(pool, args.context);
-      const set = await setSecret(pool, keys.current as Buffer, args.context, args.key, value);
+      const set = await audited(pool, { action: 'secret.set', target: `secret:${args.context}/${args.key}`, detail: (r) => (r.replaced ? 'replaced' : 'set') }, () =>
+        setSecret(pool, keys.current as Buffer, args.context, args.key, value),
+      );
       warnIfUnbound(context);
       return set;
     });

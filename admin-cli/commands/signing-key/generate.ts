@@ -2,6 +2,7 @@
 // when there is one (a no-op, also when another node won the race).
 import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { adminConfig, adminMasterKeys, databaseFlag, databaseUrlOf, dbCustodyFor, withDatabase } from './shared.ts';
+import { audited } from '../audit/shared.ts';
 
 export default class SigningKeyGenerate extends SvcCommand {
   static override description = 'Create the initial db-custody signing key (no-op when one is active)';
@@ -11,7 +12,7 @@ export default class SigningKeyGenerate extends SvcCommand {
     const { flags } = await this.parse(SigningKeyGenerate);
     const config = await adminConfig();
     const keys = await adminMasterKeys(config);
-    const key = await withDatabase(databaseUrlOf(config, flags['database-url']), (pool) => dbCustodyFor(config, pool, keys).generate());
+    const key = await withDatabase(databaseUrlOf(config, flags['database-url']), (pool) => audited(pool, { action: 'signing_key.generate', target: (k) => `key:${k.kid}` }, () => dbCustodyFor(config, pool, keys).generate()));
     this.log(key.kid);
     if (!key.created) this.logToStderr('a key was already active; nothing generated');
     return { kid: key.kid, created: key.created ?? false, createdAt: key.createdAt.toISOString() };

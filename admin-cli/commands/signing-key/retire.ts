@@ -4,6 +4,7 @@ import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { retireSigningKey } from '../../../kernel/orchestrator/identity/key-store.ts';
 import type { SigningKeySummary } from '../../../schemas/identity.ts';
 import { adminConfig, databaseFlag, databaseUrlOf, withDatabase } from './shared.ts';
+import { audited } from '../audit/shared.ts';
 
 export default class SigningKeyRetire extends SvcCommand {
   static override description = 'Retire a retiring signing key (it stays in the JWKS)';
@@ -15,7 +16,7 @@ export default class SigningKeyRetire extends SvcCommand {
   async run(): Promise<SigningKeySummary> {
     const { args, flags } = await this.parse(SigningKeyRetire);
     const config = await adminConfig();
-    const key = await withDatabase(databaseUrlOf(config, flags['database-url']), (pool) => retireSigningKey(pool, args.kid));
+    const key = await withDatabase(databaseUrlOf(config, flags['database-url']), (pool) => audited(pool, { action: 'signing_key.retire', target: `key:${args.kid}` }, () => retireSigningKey(pool, args.kid)));
     this.log(`${key.kid} retired`);
     return key;
   }

@@ -7,6 +7,7 @@ import { InputError } from '../../../core/errors.ts';
 import { revokeSigningKey } from '../../../kernel/orchestrator/identity/key-store.ts';
 import type { SigningKeySummary } from '../../../schemas/identity.ts';
 import { adminConfig, databaseFlag, databaseUrlOf, withDatabase } from './shared.ts';
+import { audited } from '../audit/shared.ts';
 
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 
@@ -36,7 +37,9 @@ export default class SigningKeyRevoke extends SvcCommand {
     }
     const config = await adminConfig();
     const key = await withDatabase(databaseUrlOf(config, flags['database-url']), (pool) =>
-      revokeSigningKey(pool, args.kid, flags.reason, compromisedAt === undefined ? {} : { compromisedAt }),
+      audited(pool, { action: 'signing_key.revoke', target: `key:${args.kid}`, detail: () => flags.reason ?? '' }, () =>
+        revokeSigningKey(pool, args.kid, flags.reason, compromisedAt === undefined ? {} : { compromisedAt }),
+      ),
     );
     this.log(key.compromisedAt ? `${key.kid} revoked; signatures timestamped before ${key.compromisedAt} stay verifiable` : `${key.kid} revoked`);
     return key;

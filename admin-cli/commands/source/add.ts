@@ -7,6 +7,7 @@ import { checkGenericSettings } from '../../../kernel/orchestrator/ingest/entry/
 import { createSource, webhookUrl, type SourceSummary } from '../../../kernel/orchestrator/sources/store.ts';
 import { InputError, messageOf } from '../../../core/errors.ts';
 import { adminConfig, databaseFlag, databaseUrl, ingestBaseUrl, masterKey, withDatabase } from './shared.ts';
+import { audited } from '../audit/shared.ts';
 
 function keyValues(values: readonly string[] | undefined, flag: string): Record<string, string> {
   const out: Record<string, string> = {};
@@ -118,7 +119,7 @@ export default class SourceAdd extends SvcCommand {
     const config = await adminConfig();
     const key = await masterKey(config);
     const created = await withDatabase(databaseUrl(config, flags['database-url']), (pool) =>
-      createSource(pool, key, {
+      audited(pool, { action: 'source.add', orgId: flags.org, target: (c) => `source:${c.source.id}`, detail: (c) => `${c.source.providerKind} ${c.source.routingKey}` }, () => createSource(pool, key, {
         orgId: flags.org,
         providerKind: kind,
         ...(flags.name ? { name: flags.name } : {}),
@@ -130,7 +131,7 @@ export default class SourceAdd extends SvcCommand {
         orgWideWorkflowRepositories: flags['allow-org-wide-workflows'] ?? [],
         orgWideSourceRepositories: flags['allow-org-wide-events'] ?? [],
         ...(flags.secret ? { secret: flags.secret } : {}),
-      }),
+      })),
     );
     const url = webhookUrl(ingestBaseUrl(config, flags.url), created.source);
     if (!this.jsonEnabled()) {

@@ -4,6 +4,7 @@ import { Args, Flags } from '@oclif/core';
 import { SvcCommand } from '../../../core/cli/base-command.ts';
 import { rotateSourceSecret, type SourceSummary } from '../../../kernel/orchestrator/sources/store.ts';
 import { adminConfig, databaseFlag, databaseUrl, masterKey, withDatabase } from './shared.ts';
+import { audited } from '../audit/shared.ts';
 
 export default class SourceRotateSecret extends SvcCommand {
   static override description = 'Rotate a source secret: prints the new one once; both verify until --finish';
@@ -19,7 +20,9 @@ export default class SourceRotateSecret extends SvcCommand {
     const config = await adminConfig();
     const key = await masterKey(config);
     const result = await withDatabase(databaseUrl(config, flags['database-url']), (pool) =>
-      rotateSourceSecret(pool, key, args.id, { finish: flags.finish, ...(flags.secret ? { secret: flags.secret } : {}) }),
+      audited(pool, { action: 'source.rotate_secret', target: `source:${args.id}`, detail: () => (flags.finish ? 'rotation finished (old secret dropped)' : 'new secret added') }, () =>
+        rotateSourceSecret(pool, key, args.id, { finish: flags.finish, ...(flags.secret ? { secret: flags.secret } : {}) }),
+      ),
     );
     if (!this.jsonEnabled()) {
       if (result.secret !== undefined) {

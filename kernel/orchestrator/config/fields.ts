@@ -29,6 +29,7 @@ export const SHARED_CONFIG_PATHS: readonly string[] = Object.freeze([
   'forgeStatus',
   'cache',
   'artifacts',
+  'audit',
   'agent',
   'sealedSecretsRetryBackoffMs',
 ]);
@@ -51,6 +52,7 @@ export const RESTART_CONFIG_PATHS: readonly string[] = Object.freeze([
   'forgeStatus',
   'cache',
   'artifacts',
+  'audit',
   'agent',
   'lockfileCache',
   'dataDir',

@@ -20,6 +20,7 @@ import { redactConfig } from '../../services/config/index.ts';
 import type { MasterKeys } from '../../services/crypto/master-keys.ts';
 import type { DatabasePool } from '../../services/db/index.ts';
 import type { AdminAuth } from '../admin-auth/index.ts';
+import { adminActor, audited } from '../audit/audited.ts';
 import { SHARED_CONFIG_PATHS, isUnder, sharedFieldsOf } from './fields.ts';
 import type { ConfigHolder } from './holder.ts';
 import type { ConfigReloader } from './reload.ts';
@@ -63,14 +64,18 @@ export function configRoutes(options: ConfigRoutesOptions) {
 
     app.put('/admin/config', { onRequest: write, schema: { body: PutConfigBody } }, async (request, reply) => {
       const body = request.body as PutConfigBody;
-      const written = await writeConfigVersion(pool, masterKeys.current as Buffer, { config: body.config, createdBy: 'api:set', description: body.description });
+      const written = await audited(pool, adminActor(options.auth.principalOf(request)), 'admin-api', { action: 'config.set', target: 'config', detail: (v) => `version ${v.version}` }, () =>
+        writeConfigVersion(pool, masterKeys.current as Buffer, { config: body.config, createdBy: 'api:set', description: body.description }),
+      );
       reply.code(201);
       return written;
     });
 
     app.post('/admin/config/rollback', { onRequest: write, schema: { body: RollbackConfigBody } }, async (request, reply) => {
       const body = request.body as RollbackBody;
-      const written = await rollbackConfigVersion(pool, keys, body.version, 'api:rollback', body.description);
+      const written = await audited(pool, adminActor(options.auth.principalOf(request)), 'admin-api', { action: 'config.rollback', target: `config:version ${body.version}`, detail: (v) => `new version ${v.version}` }, () =>
+        rollbackConfigVersion(pool, keys, body.version, 'api:rollback', body.description),
+      );
       reply.code(201);
       return written;
     });

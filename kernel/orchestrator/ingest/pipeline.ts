@@ -22,6 +22,7 @@ import type { OpenedSource } from '../sources/store.ts';
 import { Admission, type AdmissionOptions } from './steps/admission.ts';
 import { parseApprovalCommand, recordApprovalCommand } from './steps/approval-commands.ts';
 import { applyCommentCommand } from '../run-control/comments.ts';
+import { forgeLoginResolver } from '../run-control/people.ts';
 import { CacheChecker } from './steps/caches.ts';
 import { changedFilesFor } from './steps/changed-files.ts';
 import { countDuplicate, recordRejected, recordRetry, recordShed, type ClaimOptions } from './record/delivery-record.ts';
@@ -354,7 +355,8 @@ export class IngestPipeline implements PipelineServices {
     const command = parseApprovalCommand(event);
     if (command !== null) {
       const recorded = await recordApprovalCommand(pool, delivery.orgId, delivery.deliveryId, source.id, event, command, normalized.payload);
-      const outcome = recorded.fresh ? await applyCommentCommand(pool, recorded.command) : 'already processed (a redelivery of the same comment)';
+      // Team and role clauses: the author's person through the provider's login link (people directory).
+      const outcome = recorded.fresh ? await applyCommentCommand(pool, recorded.command, forgeLoginResolver(pool, provider.providerKind)) : 'already processed (a redelivery of the same comment)';
       stop('approval_command', `/svc ${command.command} by ${recorded.command.author}: ${outcome}`);
     }
     steps.add('approval-commands', 'none');

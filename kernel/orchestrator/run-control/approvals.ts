@@ -13,7 +13,7 @@ import { notifyJobsQueued, RUN_CONTROL_CHANNEL } from '../dispatch/notify.ts';
 import { progressRun, recordJobComplete } from '../dispatch/progression.ts';
 import { approvalApplies } from './gates-plan.ts';
 import { stepHoldDecided } from './step-hold-decision.ts';
-import { clauseAllows, clausesMet, describeClauses, noPrincipals, type ActorPrincipals, type PrincipalResolver } from './principals.ts';
+import { clauseAllows, clausesMet, needsPrincipals, noPrincipals, refusalReason, type ActorPrincipals, type PrincipalResolver } from './principals.ts';
 
 export { RUN_CONTROL_CHANNEL };
 
@@ -188,7 +188,7 @@ async function approversOf(tx: CommonQueryMethods, holdId: string): Promise<Arra
 async function decideHold(tx: CommonQueryMethods, req: DecideRequest, hold: HoldRow & { job_name: string | null }, principals: ActorPrincipals | null): Promise<HoldDecision> {
   const base = { holdId: hold.id, level: hold.level, job: hold.job_name, context: hold.context, ...(hold.step_name === null ? {} : { step: hold.step_name }) };
   if (!hold.clauses.some((c) => clauseAllows(c, req.actor, principals))) {
-    const why = `${req.actor} may not decide this ${hold.level} hold: it needs ${describeClauses(hold.clauses)}`;
+    const why = refusalReason(hold.clauses, req.actor, principals, hold.level);
     await recordVote(tx, req, hold.id, false, why, principals);
     return { ...base, status: hold.status, counted: false, ignoredReason: why };
   }
@@ -231,8 +231,8 @@ export async function decideRun(pool: DatabasePool, req: DecideRequest, resolver
   checkRequest(req);
   const preview = (await pool.any(sql.unsafe`
     SELECT clauses FROM approval_holds WHERE run_id = ${req.runId} AND org_id = ${req.orgId} AND status = 'pending'`)) as unknown as Array<{ clauses: LockApprovalClause[] }>;
-  const needsPrincipals = preview.some((h) => h.clauses.some((c) => (c.teams.length > 0 || c.roles.length > 0) && !clauseAllows({ ...c, teams: [], roles: [] }, req.actor, null)));
-  const principals = needsPrincipals ? await resolver({ orgId: req.orgId, runId: req.runId, actor: req.actor }) : null;
+  const needed = preview.some((h) => h.clauses.some((c) => needsPrincipals(c, req.actor)));
+  const principals = needed ? await resolver({ orgId: req.orgId, runId: req.runId, actor: req.actor }) : null;
   return pool.transaction(async (tx) => {
     const run = (await tx.maybeOne(sql.unsafe`SELECT status FROM runs WHERE id = ${req.runId} AND org_id = ${req.orgId} FOR NO KEY UPDATE`)) as { status: string } | null;
     if (run === null) throw new NotFoundError('SVC_ERR_RUNS_NOT_FOUND', `no run ${req.runId} in org ${req.orgId}`);

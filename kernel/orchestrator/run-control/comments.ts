@@ -6,7 +6,9 @@
 import { sql, type DatabasePool } from '../../services/db/index.ts';
 import { messageOf } from '../../../core/errors.ts';
 import { decideRun, type DecideResult } from './approvals.ts';
-import type { PrincipalResolver } from './principals.ts';
+import type { ActorPrincipals, PrincipalResolver } from './principals.ts';
+import { recordAudit } from '../audit/store.ts';
+import type { AuditActor } from '../../../schemas/http/audit.ts';
 
 export interface CommentCommand {
   orgId: string;
@@ -52,19 +54,30 @@ export async function applyCommentCommand(pool: DatabasePool, cmd: CommentComman
     const which = runPrefix === undefined ? '' : ` matching ${runPrefix}`;
     return record(pool, cmd, `ignored: no run${which} of pull request #${cmd.pullRequest} in ${cmd.repository} awaits a decision`);
   }
+  // The author's person (through the forge provider's link), looked up once for every run.
+  let person: ActorPrincipals | null | undefined;
+  const once: PrincipalResolver | undefined = resolver === undefined ? undefined : async (request) => (person ??= await resolver(request));
   const outcomes: string[] = [];
   for (const runId of runs) {
+    let outcome: 'ok' | 'refused' | 'failed' = 'ok';
+    let line: string;
     try {
       const result: DecideResult = await decideRun(
         pool,
         { orgId: cmd.orgId, runId, actor: cmd.author, decision: cmd.command, via: 'comment', ...(comment !== '' ? { comment } : {}) },
-        resolver,
+        once,
       );
       const ignored = result.decisions.every((d) => !d.counted);
-      outcomes.push(`run ${runId}: ${ignored ? 'ignored: ' : ''}${result.message}`);
+      if (ignored) outcome = 'refused';
+      line = `${ignored ? 'ignored: ' : ''}${result.message}`;
     } catch (error) {
-      outcomes.push(`run ${runId}: not applied: ${messageOf(error)}`);
+      outcome = 'failed';
+      line = `not applied: ${messageOf(error)}`;
     }
+    outcomes.push(`run ${runId}: ${line}`);
+    const actor: AuditActor =
+      person?.personId !== undefined ? { kind: 'person', id: person.personId, name: person.name ?? cmd.author } : { kind: 'forge', id: '', name: cmd.author };
+    await recordAudit(pool, { orgId: cmd.orgId, actor, action: `run.${cmd.command}`, target: `run:${runId}`, outcome, detail: line, via: 'comment' });
   }
   return record(pool, cmd, outcomes.join('; '));
 }

@@ -45,6 +45,9 @@ const RESPONSE_OF: Record<BrokerRequest['type'], BrokerResponse['type']> = {
   'run.detail.request': 'run.detail.response',
   'run.attestation.request': 'run.attestation.response',
   'tests.request': 'tests.response',
+  'audit.record.request': 'audit.record.response',
+  'audit.list.request': 'audit.list.response',
+  'people.sync.request': 'people.sync.response',
 };
 
 interface Pending {

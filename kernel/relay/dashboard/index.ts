@@ -6,6 +6,7 @@ import type { OrchestratorConnection, OrchestratorPool } from '../orchestrator-p
 import { DashboardBroker, type BrokerResponse } from './broker.ts';
 import { registerDashboardRoutes } from './routes.ts';
 import { registerDashboardUi } from './ui/index.ts';
+import { AuditForwarder } from '../audit/forward.ts';
 
 export { DashboardBroker, type BrokerRequest, type BrokerResponse } from './broker.ts';
 export { authorize, identify, type Caller } from './auth.ts';
@@ -18,14 +19,39 @@ export interface Dashboard {
   /** The orchestrator endpoint's hook for `*.response` frames. */
   handleResponse(connection: OrchestratorConnection, message: BrokerResponse): void;
   register(app: SvcHttpServer): void;
+  /** An orchestrator of `orgId` finished hello: the people directory and waiting audit records go to it. */
+  connected(orgId: string): void;
+  /** The audit outbox forwarder (kernel/relay/audit). */
+  readonly audit: AuditForwarder;
   close(): void;
 }
 
-export function createDashboard(options: { db: DatabasePool; pool: OrchestratorPool; logger: Logger; timeoutMs?: number }): Dashboard {
+export interface DashboardOptions {
+  db: DatabasePool;
+  pool: OrchestratorPool;
+  logger: Logger;
+  timeoutMs?: number;
+  /** The kind of a configured sign-in provider id (people directory); the id when unknown. */
+  providerKind?: (providerId: string) => string;
+  /** Audit outbox pass interval (default 2 s; 0: after writes and connects only). */
+  auditIntervalMs?: number;
+}
+
+export function createDashboard(options: DashboardOptions): Dashboard {
   const logger = options.logger.child({ component: 'dashboard' });
   const broker = new DashboardBroker({ pool: options.pool, logger, timeoutMs: options.timeoutMs ?? DASHBOARD_TIMEOUT_MS });
+  const audit = new AuditForwarder({
+    db: options.db,
+    broker,
+    pool: options.pool,
+    logger: options.logger.child({ component: 'audit-forward' }),
+    providerKind: options.providerKind ?? ((id) => id),
+    ...(options.auditIntervalMs === undefined ? {} : { intervalMs: options.auditIntervalMs }),
+  });
   let stopUi: (() => void) | undefined;
   return {
+    audit,
+    connected: (orgId) => void audit.connected(orgId),
     handleResponse: (connection, message) => void broker.handleResponse(connection, message),
     register: (app) => {
       registerDashboardRoutes(app, { db: options.db, broker, logger, pool: options.pool });
@@ -34,6 +60,7 @@ export function createDashboard(options: { db: DatabasePool; pool: OrchestratorP
     },
     close: () => {
       stopUi?.();
+      void audit.stop();
       broker.close();
     },
   };

@@ -21,6 +21,7 @@ import { ORG_ID_PATTERN } from '../orgs.ts';
 import type { OrchestratorPool } from '../orchestrator-pool.ts';
 import { reportIndexedRuns } from '../run-index.ts';
 import { authorize, type Caller } from './auth.ts';
+import { actorOf } from '../audit/caller.ts';
 import type { DashboardBroker } from './broker.ts';
 import { RelayedError, failed, send, unwrap } from './relayed.ts';
 
@@ -136,7 +137,7 @@ function registerForwarded(app: SvcHttpServer, options: OrgRoutesOptions): void 
       const checked = checkSecretBody.validate(request.body ?? {});
       // Not formatIssues: an issue may quote the value.
       if (!checked.ok) throw new InputError('SVC_ERR_HTTP_INVALID_BODY', 'invalid request body: send { "value": the secret, 1 to 65536 characters } and nothing else');
-      const response = unwrap(await broker.request(orgId, { type: 'org.secret.set.request', orgId, actor: caller.actor, context, key, value: checked.value.value }));
+      const response = unwrap(await broker.request(orgId, { type: 'org.secret.set.request', orgId, actor: caller.actor, context, key, value: checked.value.value, by: actorOf(caller) }));
       if (response.result === undefined) throw new RelayedError({ code: 'SVC_ERR_RELAY_BAD_ANSWER', message: 'the orchestrator answered without a result', status: 502 });
       logger.info({ orgId, context: response.result.context, key: response.result.key, by: caller.actor, replaced: response.result.replaced }, 'test-context secret set');
       return send(reply, 200, response.result);

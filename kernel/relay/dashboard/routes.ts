@@ -30,6 +30,7 @@ import { InputError } from '../../../core/errors.ts';
 import type { SvcHttpServer } from '../../services/http/index.ts';
 import { ORG_ID_PATTERN } from '../orgs.ts';
 import { authorize, identify, type Caller } from './auth.ts';
+import { actorOf, principalsOf } from '../audit/caller.ts';
 import type { DashboardBroker } from './broker.ts';
 import type { OrchestratorPool } from '../orchestrator-pool.ts';
 import { registerRunListRoute } from './run-list.ts';
@@ -97,7 +98,7 @@ export function registerDashboardRoutes(app: SvcHttpServer, options: DashboardRo
     try {
       const { caller, orgId, runId } = await checked(db, request);
       const mode = rerunMode(request);
-      const response = unwrap(await broker.request(orgId, { type: 'run.rerun.request', orgId, runId, triggeredBy: caller.actor, ...mode }));
+      const response = unwrap(await broker.request(orgId, { type: 'run.rerun.request', orgId, runId, triggeredBy: caller.actor, by: actorOf(caller), ...mode }));
       if (response.newRunId === undefined) throw new RelayedError({ code: 'SVC_ERR_RELAY_BAD_ANSWER', message: 'the orchestrator answered without a run id', status: 502 });
       await db.query(sql.unsafe`update relay_runs set last_rerun_at = now() where org_id = ${orgId} and run_id = ${runId}`).catch((error: unknown) => logger.warn({ err: error }, 'last_rerun_at not recorded'));
       logger.info({ orgId, runId, newRunId: response.newRunId, by: caller.actor, failedOnly: mode.mode === 'failed' }, 'run re-run');
@@ -110,7 +111,7 @@ export function registerDashboardRoutes(app: SvcHttpServer, options: DashboardRo
   app.post('/orgs/:orgId/runs/:runId/cancel', async (request, reply) => {
     try {
       const { caller, orgId, runId } = await checked(db, request);
-      const response = unwrap(await broker.request(orgId, { type: 'run.cancel.request', orgId, runId, cancelledBy: caller.actor }));
+      const response = unwrap(await broker.request(orgId, { type: 'run.cancel.request', orgId, runId, cancelledBy: caller.actor, by: actorOf(caller) }));
       await db
         .query(sql.unsafe`update relay_runs set cancelled_by = coalesce(cancelled_by, ${caller.actor}) where org_id = ${orgId} and run_id = ${runId}`)
         .catch((error: unknown) => logger.warn({ err: error }, 'cancelled_by not recorded'));
@@ -131,7 +132,10 @@ export function registerDashboardRoutes(app: SvcHttpServer, options: DashboardRo
         try {
           const { caller, orgId, runId } = await checked(db, request);
           const body = decisionBody(request.body);
-          const response = unwrap(await broker.request(orgId, { type: 'run.approve.request', orgId, runId, actor: caller.actor, decision, via, ...body }));
+          const principals = await principalsOf(db, caller);
+          const response = unwrap(
+            await broker.request(orgId, { type: 'run.approve.request', orgId, runId, actor: caller.actor, decision, via, ...body, by: actorOf(caller), ...(principals === undefined ? {} : { principals }) }),
+          );
           if (response.result === undefined) throw new RelayedError({ code: 'SVC_ERR_RELAY_BAD_ANSWER', message: 'the orchestrator answered without a result', status: 502 });
           const counted = response.result.decisions.filter((d) => d.counted).length;
           logger.info({ orgId, runId, decision, via, by: caller.actor, counted, runStatus: response.result.runStatus }, 'run approval decision');
@@ -228,7 +232,7 @@ export function registerDashboardRoutes(app: SvcHttpServer, options: DashboardRo
       const { caller, orgId } = await checkedOrg(db, request);
       const checkedBody = checkRemoteRunBody.validate(request.body);
       if (!checkedBody.ok) throw new InputError('SVC_ERR_HTTP_INVALID_BODY', `invalid request body: ${formatIssues(checkedBody.issues)}`);
-      const response = unwrap(await broker.request(orgId, { type: 'remote.run.request', orgId, actor: caller.actor, body: checkedBody.value }));
+      const response = unwrap(await broker.request(orgId, { type: 'remote.run.request', orgId, actor: caller.actor, body: checkedBody.value, by: actorOf(caller) }));
       if (response.result === undefined) throw new RelayedError({ code: 'SVC_ERR_RELAY_BAD_ANSWER', message: 'the orchestrator answered without the runs', status: 502 });
       logger.info({ orgId, by: caller.actor, fixture: checkedBody.value.fixture, runs: response.result.runs.length }, 'remote runs created');
       return send(reply, 200, response.result);

@@ -18,6 +18,7 @@ export const ACTION_ROLE = {
   'runs.approve': 'approver', // approve and reject holds
   'org.secrets': 'admin', // test-context secrets (list and set)
   'org.roles': 'admin', // who holds which role; granting and taking back roles
+  'org.audit': 'admin', // the audit trail page (docs/audit.md)
 } as const satisfies Record<string, Role>;
 export type Action = keyof typeof ACTION_ROLE;
 
@@ -77,6 +78,7 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'GET /ui/orgs/:orgId/tests': 'runs.view',
   'GET /ui/orgs/:orgId/tests/history': 'runs.view',
   'POST /ui/orgs/:orgId/tests/quarantine': 'tests.quarantine',
+  'GET /ui/orgs/:orgId/audit': 'org.audit',
   'POST /ui/orgs/:orgId/runs/:runId/rerun': 'runs.rerun',
   'POST /ui/orgs/:orgId/runs/:runId/rerun-failed': 'runs.rerun',
   'POST /ui/orgs/:orgId/runs/:runId/cancel': 'runs.cancel',
@@ -136,6 +138,10 @@ export const RELAYED_ACTION: Record<BrokerRequest['type'], Action> = {
   'fleet.request': 'runs.view',
   // Reads need a viewer; the quarantine routes that relay changes need tests.quarantine.
   'tests.request': 'runs.view',
+  'audit.list.request': 'org.audit',
+  // Sent by the relay itself (its audit outbox, the people directory), never for a caller's route.
+  'audit.record.request': 'org.audit',
+  'people.sync.request': 'org.audit',
 };
 
 /** The access rule of a request's route, by its method and URL pattern. */

@@ -33,6 +33,8 @@ export function configDefaults(): SvcConfig {
     cache: { ttlDays: 30 }, // spec
     // Retention 30 days (issue 13); size and count bounds are our choice.
     artifacts: { retentionDays: 30, maxSizeBytes: 2 * 1024 * 1024 * 1024, maxPerRun: 500 },
+    // Not shown by the spec: our choice (a year, what audits usually ask of change records).
+    audit: { retentionDays: 365 },
     agent: { maxReconnectDelayMs: 60_000 }, // spec
     orchestrator: { signerKind: 'db', kms: {} }, // spec: db is the default custody
     relay: {

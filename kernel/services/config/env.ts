@@ -66,6 +66,7 @@ export const CONFIG_ENV: Readonly<Record<string, string>> = Object.freeze({
   SVC_ARTIFACTS_RETENTION_DAYS: 'artifacts.retentionDays',
   SVC_ARTIFACTS_MAX_SIZE_BYTES: 'artifacts.maxSizeBytes',
   SVC_ARTIFACTS_MAX_PER_RUN: 'artifacts.maxPerRun',
+  SVC_AUDIT_RETENTION_DAYS: 'audit.retentionDays',
   SVC_AGENT_MAX_RECONNECT_DELAY_MS: 'agent.maxReconnectDelayMs',
   SVC_ORCHESTRATOR_PROVENANCE_ISSUER: 'orchestrator.provenanceIssuer',
   SVC_ORCHESTRATOR_SIGNER_KIND: 'orchestrator.signerKind',

@@ -124,15 +124,15 @@ const BAD: Record<string, { source: string; code: string; where: RegExp }> = {
     code: 'SVC_ERR_COMPILE_UNHONOURED_FEATURE',
     where: /at on\[0\]: .*lifecycle\(\{ events: \['repository\.created'\] \}\) — this version emits only registration\.updated/,
   },
-  'approval by team (not resolved by this version)': {
-    source: workflowFile('gate', 'push()', "a: job({ runsOn: 'linux', approval: { clauses: [{ teams: ['ops'], roles: ['admin'] }] }, steps: [step('s', async () => {})] }),"),
-    code: 'SVC_ERR_COMPILE_UNHONOURED_FEATURE',
-    where: /at jobs\.a\.approval\.clauses\[0\]: .*approval by team ops, role admin — approvers named by team or role are not resolved/,
+  'approval by a role that is not an org role': {
+    source: workflowFile('gate', 'push()', "a: job({ runsOn: 'linux', approval: { clauses: [{ teams: ['ops'], roles: ['admin', 'ops'] }] }, steps: [step('s', async () => {})] }),"),
+    code: 'SVC_ERR_COMPILE_INVALID_APPROVAL',
+    where: /at jobs\.a\.approval\.clauses\[0\]\.roles: .*"ops" is not a role; the roles are viewer, developer, approver, admin/,
   },
-  'step-level approval by team (not resolved by this version)': {
-    source: workflowFile('gate', 'push()', "a: job({ runsOn: 'linux', steps: [step('s', async () => {}, { approval: { clauses: [{ teams: ['ops'] }] } })] }),"),
-    code: 'SVC_ERR_COMPILE_UNHONOURED_FEATURE',
-    where: /at jobs\.a\.steps\.s\.approval\.clauses\[0\]: .*approval by team ops — approvers named by team or role are not resolved/,
+  'step-level approval by a role that is not an org role': {
+    source: workflowFile('gate', 'push()', "a: job({ runsOn: 'linux', steps: [step('s', async () => {}, { approval: { clauses: [{ roles: ['release-managers'] }] } })] }),"),
+    code: 'SVC_ERR_COMPILE_INVALID_APPROVAL',
+    where: /at jobs\.a\.steps\.s\.approval\.clauses\[0\]\.roles: .*"release-managers" is not a role/,
   },
   'container option svc never honours': {
     source: workflowFile('box', 'push()', "a: job({ runsOn: 'linux', container: { image: 'node:24', options: ['--memory=1g', '--privileged'] }, steps: [step('s', async () => {})] }),"),

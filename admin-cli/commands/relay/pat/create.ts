@@ -4,6 +4,7 @@ import { Args, Flags } from '@oclif/core';
 import { SvcCommand } from '../../../../core/cli/base-command.ts';
 import { createPat, type CreatedPat } from '../../../../kernel/relay/pats/index.ts';
 import { databaseUrlFlag, withRelayDatabase } from '../relay-database.ts';
+import { auditedAtRelay } from '../../audit/shared.ts';
 
 export default class RelayPatCreate extends SvcCommand {
   static override description = 'Create a personal access token for an org (shown once; give it to the developer for "svc login --token")';
@@ -17,7 +18,9 @@ export default class RelayPatCreate extends SvcCommand {
 
   async run(): Promise<CreatedPat> {
     const { args, flags } = await this.parse(RelayPatCreate);
-    const created = await withRelayDatabase(flags['database-url'], (pool) => createPat(pool, args.org_id, flags.user, flags.name));
+    const created = await withRelayDatabase(flags['database-url'], (pool) =>
+      auditedAtRelay(pool, { action: 'token.create', orgId: args.org_id, target: (p) => `token:${p.id}`, detail: (p) => `for ${p.user}` }, () => createPat(pool, args.org_id, flags.user, flags.name)),
+    );
     if (!this.jsonEnabled()) {
       this.log(`token ${created.id} for ${created.user} in org ${created.orgId} created; the token (shown only now):`);
       this.log(created.token);

@@ -4,6 +4,7 @@ import { Args } from '@oclif/core';
 import { SvcCommand } from '../../../../core/cli/base-command.ts';
 import { removeStatusWebhook, type StatusWebhookSummary } from '../../../../kernel/orchestrator/forge-status/index.ts';
 import { adminConfig, databaseFlag, databaseUrl, withDatabase } from '../shared.ts';
+import { audited } from '../../audit/shared.ts';
 
 export default class SourceStatusWebhookRemove extends SvcCommand {
   static override description = "Stop sending a source's run status changes to its webhook";
@@ -13,7 +14,7 @@ export default class SourceStatusWebhookRemove extends SvcCommand {
   async run(): Promise<{ removed: StatusWebhookSummary }> {
     const { args, flags } = await this.parse(SourceStatusWebhookRemove);
     const config = await adminConfig();
-    const removed = await withDatabase(databaseUrl(config, flags['database-url']), (pool) => removeStatusWebhook(pool, args.id));
+    const removed = await withDatabase(databaseUrl(config, flags['database-url']), (pool) => audited(pool, { action: 'source.status_webhook_remove', target: `source:${args.id}` }, () => removeStatusWebhook(pool, args.id)));
     if (!this.jsonEnabled()) this.log(`run-status webhook of source ${removed.sourceId} (${removed.url}) removed`);
     return { removed };
   }

@@ -8,6 +8,7 @@ import { SvcCommand, USAGE_ERROR_CODE } from '../../../../core/cli/base-command.
 import { InputError, messageOf } from '../../../../core/errors.ts';
 import { checkStatusWebhookUrl, MIN_STATUS_WEBHOOK_SECRET_LENGTH, setStatusWebhook, type StatusWebhookSummary } from '../../../../kernel/orchestrator/forge-status/index.ts';
 import { adminConfig, databaseFlag, databaseUrl, masterKey, withDatabase } from '../shared.ts';
+import { audited } from '../../audit/shared.ts';
 
 export default class SourceStatusWebhookSet extends SvcCommand {
   static override description = "Send a source's run status changes to a webhook (JSON, signed with HMAC-SHA256); replaces an earlier one";
@@ -45,7 +46,9 @@ export default class SourceStatusWebhookSet extends SvcCommand {
     const config = await adminConfig();
     const key = await masterKey(config);
     const result = await withDatabase(databaseUrl(config, flags['database-url']), (pool) =>
-      setStatusWebhook(pool, key, args.id, { url: flags.url, ...(secret === undefined ? {} : { secret }), generateSecret: flags['generate-secret'] }),
+      audited(pool, { action: 'source.status_webhook_set', target: `source:${args.id}` }, () =>
+        setStatusWebhook(pool, key, args.id, { url: flags.url, ...(secret === undefined ? {} : { secret }), generateSecret: flags['generate-secret'] }),
+      ),
     );
     if (!this.jsonEnabled()) {
       this.log(`run status of source ${result.webhook.sourceId} (org ${result.webhook.orgId}) goes to ${result.webhook.url}`);

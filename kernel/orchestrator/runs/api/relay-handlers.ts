@@ -18,6 +18,8 @@ import type { OrchestratorContext } from '../../context.ts';
 import type { IdentityService } from '../../identity/service.ts';
 import { cancelRun } from '../../dispatch/cancel.ts';
 import { decideRun } from '../../run-control/approvals.ts';
+import { relayedPrincipals } from '../../run-control/people.ts';
+import { answerPeopleRequest, auditRelayedChange, isChangingRequest, isPeopleRequest } from '../../audit/relayed.ts';
 import { notifyJobsQueued } from '../../dispatch/notify.ts';
 import type { CacheCheck } from '../../ingest/steps/caches.ts';
 import type { OpenedSource } from '../../sources/store.ts';
@@ -186,8 +188,13 @@ export async function answerDashboardRequest(deps: RunsApiDeps, request: Dashboa
       case 'run.approve.request': {
         // decideRun checks the org itself (a run of another org is SVC_ERR_RUNS_NOT_FOUND). A
         // decision the hold's clauses do not allow is a result with `counted: false`, not an error.
-        const { runId, actor, decision, via, comment, job } = request;
-        const result = await decideRun(deps.pool, { orgId, runId, actor, decision, via, ...(comment !== undefined ? { comment } : {}), ...(job !== undefined ? { job } : {}) });
+        // Team and role clauses are decided on the person the relay names (its people store).
+        const { runId, actor, decision, via, comment, job, principals } = request;
+        const result = await decideRun(
+          deps.pool,
+          { orgId, runId, actor, decision, via, ...(comment !== undefined ? { comment } : {}), ...(job !== undefined ? { job } : {}) },
+          relayedPrincipals(principals),
+        );
         return { type: 'run.approve.response', ...base, result };
       }
     }
@@ -244,9 +251,26 @@ export type RelayRequestHandler = (message: RelayToOrchestrator, send: (message:
 export function relayRequestHandler(ctx: OrchestratorContext, ingest: IngestParts, identity?: IdentityService): RelayRequestHandler {
   const deps = runsApiDeps(ctx, ingest, identity);
   const orgDeps = { pool: ctx.db, logger: deps.logger, masterKeys: ctx.masterKeys };
+  // A relayed change is recorded in the audit trail once, after it was answered (audit/relayed.ts).
+  const audited = <R extends OrchestratorToRelay>(message: RelayToOrchestrator, response: R): Promise<R> =>
+    !isChangingRequest(message)
+      ? Promise.resolve(response)
+      : auditRelayedChange(ctx.db, message, response).then(
+          () => response,
+          (error: unknown) => {
+            deps.logger.error({ err: error, type: message.type }, 'the audit record of a relayed change could not be written');
+            return response;
+          },
+        );
   return (message, send) => {
+    if (isPeopleRequest(message)) {
+      void answerPeopleRequest({ pool: ctx.db, logger: deps.logger }, message).then((response) => {
+        if (!send(response)) deps.logger.info({ type: response.type, requestId: response.requestId }, 'relay link down before the answer could be sent; the relay has timed the request out');
+      });
+      return true;
+    }
     if (isOrgRequest(message)) {
-      void answerOrgRequest(orgDeps, message).then((response) => {
+      void answerOrgRequest(orgDeps, message).then((response) => audited(message, response)).then((response) => {
         if (!send(response)) deps.logger.info({ type: response.type, requestId: response.requestId }, 'relay link down before the answer could be sent; the relay has timed the request out');
       });
       return true;
@@ -258,7 +282,7 @@ export function relayRequestHandler(ctx: OrchestratorContext, ingest: IngestPart
       return true;
     }
     if (!isDashboardRequest(message)) return false;
-    void answerDashboardRequest(deps, message).then((response) => {
+    void answerDashboardRequest(deps, message).then((response) => audited(message, response)).then((response) => {
       if (!send(encodeResponse(response))) deps.logger.info({ type: response.type, requestId: response.requestId }, 'relay link down before the answer could be sent; the relay has timed the request out');
     });
     return true;

@@ -17,6 +17,7 @@ import { sql } from '../../../services/db/index.ts';
 import type { SvcHttpServer } from '../../../services/http/index.ts';
 import { formField } from '../../sessions/index.ts';
 import { identify, type Caller } from '../auth.ts';
+import { actorOf, principalsOf } from '../../audit/caller.ts';
 import { filterOf, runIdOf, runsFor, uiCaller, uiFailed, UiRelayedError, unwrapAnswer, type UiOptions } from './common.ts';
 import { sendUiPage } from './frame.ts';
 import { logsPage, runPage, runsBase, runsPage } from './pages.ts';
@@ -40,14 +41,14 @@ async function act(options: UiOptions, caller: Caller, orgId: string, runId: str
   const here = `${runsBase(orgId)}/${encodeURIComponent(runId)}`;
   if (action === 'rerun' || action === 'rerun-failed') {
     const mode = action === 'rerun-failed' ? { mode: 'failed' as const } : {};
-    const response = unwrapAnswer(await broker.request(orgId, { type: 'run.rerun.request', orgId, runId, triggeredBy: caller.actor, ...mode }));
+    const response = unwrapAnswer(await broker.request(orgId, { type: 'run.rerun.request', orgId, runId, triggeredBy: caller.actor, by: actorOf(caller), ...mode }));
     if (response.newRunId === undefined) throw new UiRelayedError({ code: 'SVC_ERR_RELAY_BAD_ANSWER', message: 'the orchestrator answered without a run id', status: 502 });
     await db.query(sql.unsafe`update relay_runs set last_rerun_at = now() where org_id = ${orgId} and run_id = ${runId}`).catch((error: unknown) => logger.warn({ err: error }, 'last_rerun_at not recorded'));
     logger.info({ orgId, runId, newRunId: response.newRunId, by: caller.actor, via: 'dashboard', failedOnly: action === 'rerun-failed' }, 'run re-run');
     return { message: `${action === 'rerun-failed' ? 'Restart from failed jobs' : 'Re-run'} started as ${response.newRunId}.`, location: `${runsBase(orgId)}/${encodeURIComponent(response.newRunId)}` };
   }
   if (action === 'cancel') {
-    const response = unwrapAnswer(await broker.request(orgId, { type: 'run.cancel.request', orgId, runId, cancelledBy: caller.actor }));
+    const response = unwrapAnswer(await broker.request(orgId, { type: 'run.cancel.request', orgId, runId, cancelledBy: caller.actor, by: actorOf(caller) }));
     await db
       .query(sql.unsafe`update relay_runs set cancelled_by = coalesce(cancelled_by, ${caller.actor}) where org_id = ${orgId} and run_id = ${runId}`)
       .catch((error: unknown) => logger.warn({ err: error }, 'cancelled_by not recorded'));
@@ -55,8 +56,19 @@ async function act(options: UiOptions, caller: Caller, orgId: string, runId: str
     return { message: `Cancel requested (${response.cancelledJobs ?? 0} job(s)).`, location: here };
   }
   if (comment !== undefined && comment.length > 2000) throw new InputError('SVC_ERR_HTTP_INVALID_BODY', 'the comment is at most 2000 characters');
+  const principals = await principalsOf(db, caller);
   const response = unwrapAnswer(
-    await broker.request(orgId, { type: 'run.approve.request', orgId, runId, actor: caller.actor, decision: action, via: 'dashboard', ...(comment !== undefined && comment !== '' ? { comment } : {}) }),
+    await broker.request(orgId, {
+      type: 'run.approve.request',
+      orgId,
+      runId,
+      actor: caller.actor,
+      decision: action,
+      via: 'dashboard',
+      ...(comment !== undefined && comment !== '' ? { comment } : {}),
+      by: actorOf(caller),
+      ...(principals === undefined ? {} : { principals }),
+    }),
   );
   const result = response.result;
   if (result === undefined) throw new UiRelayedError({ code: 'SVC_ERR_RELAY_BAD_ANSWER', message: 'the orchestrator answered without a result', status: 502 });

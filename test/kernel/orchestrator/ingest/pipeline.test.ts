@@ -300,8 +300,8 @@ await eachDatabase(t, async (t, db) => {
 
   await t.test('a lock asking for what this version does not carry out: the matched run is not created, the reason is recorded', async (t) => {
     const sha = 'ab'.repeat(20);
-    // A step hold is carried out; one whose approvers are a team is not (no provider reports memberships).
-    const stepGate = { clauses: [{ users: [], teams: ['ops'], roles: [], count: 1 }], when: 'always' as const };
+    // A step hold is carried out; one whose approvers hold a role that is no org role is not (nobody could approve).
+    const stepGate = { clauses: [{ users: [], teams: [], roles: ['ops'], count: 1 }], when: 'always' as const };
     const base = workflow('stepgated', [trig.push()]);
     h.forge.putLock(sha, [{ ...base, jobs: base.jobs.map((j) => ({ ...j, steps: j.steps.map((st) => ({ ...st, approval: stepGate })) })) }]);
     const d = delivery(pushPayload({ after: sha, ref: 'refs/heads/gate' }), { secret: secretNow });
@@ -309,7 +309,7 @@ await eachDatabase(t, async (t, db) => {
     t.equal(o.status, 'no_match');
     t.same(o.runIds, [], 'no run is created (its step hold could never be released)');
     const dropped = (await deliveryRow(db, d.deliveryId))?.steps.filter((s) => s.outcome === 'dropped').map((s) => s.detail) ?? [];
-    t.match(dropped, [/^stepgated: not run: jobs\.[^.]+\.steps\.[^.]+\.approval\.clauses\[0\]: approval by team ops — approvers named by team or role are not resolved/]);
+    t.match(dropped, [/^stepgated: not run: jobs\.[^.]+\.steps\.[^.]+\.approval\.clauses\[0\]: approval by role ops — no person holds such a role/]);
   });
 
   await t.test('registries with no npm lockfile (an older lock): not run, the option named; with one the run is created', async (t) => {
