@@ -105,7 +105,7 @@ await eachDatabase(t, async (t, db) => {
     const result = await deliver(`refs/heads/probe-${phase}`);
     t.ok(result.ok, `${phase}: the probe delivery is accepted (${result.status} ${result.outcome})`);
     const run = await until(`the probe-${phase} run`, async () => {
-      const row = await stack.pool.maybeOne(sql.unsafe`SELECT id::text AS id, status, reason FROM runs WHERE ref = ${`refs/heads/probe-${phase}`} AND status IN ('completed', 'failed', 'cancelled', 'skipped')`);
+      const row = (await stack.pool.maybeOne(sql.unsafe`SELECT id::text AS id, status, reason FROM runs WHERE ref = ${`refs/heads/probe-${phase}`} AND status IN ('completed', 'failed', 'cancelled', 'skipped')`)) as Record<string, unknown> | null;
       return row ?? undefined;
     }, 300_000, 250);
     t.equal(run['status'], 'completed', `${phase}: a job ran green on the agent (${String(run['reason'] ?? '')})`);
@@ -152,6 +152,6 @@ await eachDatabase(t, async (t, db) => {
   const retried = answers.filter((a) => a.attempts > 1).length;
   const phases = [`${FROM}+${FROM}`, `current+${FROM}`, 'current+current'].map((p) => `${p}: ${answers.filter((a) => a.during === p).length}`).join(', ');
   t.comment(`deliveries ${answers.length} (${phases}); accepted ${delivered.length}, refused ${refused.length}, retried by the sender ${retried}; runs ${runs.length}, lost ${lost.length}, duplicate runs ${duplicates.length}; admin calls ${adminCalls.length} all 200; probe runs 3 green`);
-  const migrations = await stack.pool.one(sql.unsafe`SELECT count(*)::int AS n FROM svc_migrations`);
-  t.comment(`migrations applied after the roll: ${String(migrations['n'])}`);
+  const migrations = (await stack.pool.one(sql.unsafe`SELECT count(*)::int AS n FROM svc_migrations`)) as { n: number };
+  t.comment(`migrations applied after the roll: ${String(migrations.n)}`);
 });

@@ -29,6 +29,7 @@ import { countLine, lostRows, psqlRestore, tableCounts, UPGRADE_FIXTURES, upgrad
 const RELAY_MIGRATIONS_DIR = join(REPO_ROOT, 'kernel/relay/migrations');
 const RELAY_MIGRATIONS_TABLE = 'relay_migrations';
 
+type Row = Record<string, unknown>;
 const commits = await upgradeFixtures();
 t.ok(commits.includes('2ca6415'), `fixtures: ${commits.join(', ')}`);
 
@@ -57,7 +58,7 @@ for (const commit of commits) {
         t.comment(`${commit}: relay rows after the upgrade: ${countLine(relayAfter)}`);
 
         const env = { SVC_DATABASE_URL: db.url, SVC_SECRET_KEY: manifest.masterKey };
-        const admin = (args: string[]) => runCli(join(REPO_ROOT, 'bin/svc-admin.ts'), args, { env: { ...process.env, ...env, SVC_LOG_LEVEL: 'silent' } });
+        const admin = (args: string[]) => runCli(join(REPO_ROOT, 'bin/svc-admin.ts'), args, { env: { ...process.env, ...env } });
         const json = async (args: string[]) => {
           const r = await admin([...args, '--json']);
           t.equal(r.code, 0, `svc-admin ${args.join(' ')}: ${r.stderr}`);
@@ -65,9 +66,9 @@ for (const commit of commits) {
         };
 
         await t.test('runs, jobs and logs are listed by the current code', async (t) => {
-          const listed = (await json(['runs', 'list'])) as { runs: Array<{ id: string; workflow: string; status: string }> };
+          const listed = (await json(['runs', 'list'])) as { runs: Array<{ runId: string; workflow: string; status: string }> };
           t.equal(listed.runs.length, manifest.counts['runs'], `svc-admin runs list: ${listed.runs.length} runs`);
-          const push = listed.runs.find((r) => r.id === manifest.pushRun.id);
+          const push = listed.runs.find((r) => r.runId === manifest.pushRun.id);
           t.match(push, { workflow: 'ci', status: 'completed' }, 'the push run, completed');
           t.match(listed.runs.find((r) => r.workflow === 'deployer'), { status: 'completed' }, 'the run an event triggered');
           const shown = (await json(['runs', 'show', manifest.pushRun.id])) as { jobs: Array<{ name: string; status: string }> };
@@ -76,7 +77,7 @@ for (const commit of commits) {
           t.equal(logs.code, 0, logs.stderr);
           for (const line of ['UPGRADE-FIXTURE line 1', 'UPGRADE-FIXTURE line 3', 'minted']) t.match(logs.stdout, line, `the log holds "${line}"`);
           t.notMatch(logs.stdout, manifest.secrets['deploy:TOKEN']!, 'and never the secret');
-          const nightly = await db.pool.one(sql.unsafe`SELECT j.status FROM jobs j JOIN runs r ON r.id = j.run_id WHERE r.workflow = 'nightly'`);
+          const nightly = (await db.pool.one(sql.unsafe`SELECT j.status FROM jobs j JOIN runs r ON r.id = j.run_id WHERE r.workflow = 'nightly'`)) as Row;
           t.equal(nightly['status'], 'queued', 'the scheduled run\u2019s job is still queued, to be dispatched after the upgrade');
           t.comment(`runs ${listed.runs.length}, jobs ${after['jobs']}, log chunks ${after['job_logs']}, steps ${after['job_steps']}`);
         });
@@ -113,13 +114,13 @@ for (const commit of commits) {
           const first = await readConfigVersion(db.pool, keys, 1);
           t.match(first?.config, { secrets: { bootstrapAdminToken: manifest.bootstrapAdminToken } }, 'a sealed field of the oldest version opens');
           t.match((await latestConfigVersion(db.pool, keys))?.config, { queue: { maxDepth: 500 } }, 'the newest version is the one set last');
-          const events = await db.pool.one(sql.unsafe`SELECT count(*)::int AS n, count(*) FILTER (WHERE processed_at IS NULL)::int AS pending FROM internal_events`);
+          const events = (await db.pool.one(sql.unsafe`SELECT count(*)::int AS n, count(*) FILTER (WHERE processed_at IS NULL)::int AS pending FROM internal_events`)) as Row;
           t.equal(events['n'], manifest.counts['internal_events'], `${String(events['n'])} internal events`);
-          const schedule = await db.pool.one(sql.unsafe`SELECT count(*)::int AS n, bool_and(next_due_at IS NOT NULL) AS due FROM schedules WHERE workflow = 'nightly'`);
+          const schedule = (await db.pool.one(sql.unsafe`SELECT count(*)::int AS n, bool_and(next_due_at IS NOT NULL) AS due FROM schedules WHERE workflow = 'nightly'`)) as Row;
           t.same(schedule, { n: 1, due: true }, 'the schedule is there with its next due time');
           const deliveries = (await json(['deliveries', 'list'])) as { deliveries: unknown[] };
           t.ok(deliveries.deliveries.length >= 1, `svc-admin deliveries list: ${deliveries.deliveries.length}`);
-          const org = await relay.one(sql.unsafe`SELECT count(*)::int AS n FROM relay_orgs WHERE org_id = 'acme'`);
+          const org = (await relay.one(sql.unsafe`SELECT count(*)::int AS n FROM relay_orgs WHERE org_id = 'acme'`)) as Row;
           t.equal(org['n'], 1, 'the relay still knows the org');
           t.comment(`config versions ${versions.length}, internal events ${String(events['n'])} (${String(events['pending'])} pending), schedules ${String(schedule['n'])}, deliveries ${deliveries.deliveries.length}`);
         });
