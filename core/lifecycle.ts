@@ -2,11 +2,22 @@
 // a one-line reason and a non-zero exit on a fatal start error, a clean stop on SIGTERM/SIGINT.
 import { isSvcError, messageOf } from './errors.ts';
 
+/** The part of a server's (pino) logger the stop is logged through. */
+export interface StopLog {
+  info(fields: Record<string, unknown>, message: string): void;
+}
+
 export interface RunningServer {
   /** Address printed on the ready line. */
   url: string;
   /** Finish or hand back in-flight work, close sockets. */
   stop(): Promise<void>;
+  /**
+   * The server's own JSON logger: the stop is logged through it (`stopping` with the signal,
+   * then `stopped` with how long it took), so a supervisor's log shows why and when the process
+   * ended.
+   */
+  logger?: StopLog;
 }
 
 export interface ProgramIo {
@@ -46,9 +57,12 @@ export async function runServerProgram(name: string, start: () => Promise<Runnin
     process.once('SIGINT', onSignal);
     io.stopSignal?.then(() => resolve('stop'));
   });
-  await stopRequested;
+  const signal = await stopRequested;
+  const began = Date.now();
+  server.logger?.info({ signal }, 'stopping');
   try {
     await server.stop();
+    server.logger?.info({ signal, ms: Date.now() - began }, 'stopped');
     return 0;
   } catch (error) {
     stderr.write(`${name}: stop failed: ${oneLineError(error)}\n`);

@@ -35,9 +35,10 @@ export async function main(_argv: string[] = [], io: AgentProgramIo = {}): Promi
   });
   let agent;
   let host;
+  let logger: ReturnType<typeof createLogger> | undefined;
   try {
     const settings = parseAgentEnv(io.env ?? process.env);
-    const logger = createLogger({ level: settings.logLevel, name: 'svc-agent' });
+    logger = createLogger({ level: settings.logLevel, name: 'svc-agent' });
     const selection = agentPlugins(settings);
     host = createPluginHost({ config: selection.config, logger });
     await host.signInAll({ builtIns: selection.builtIns });
@@ -61,7 +62,12 @@ export async function main(_argv: string[] = [], io: AgentProgramIo = {}): Promi
   const outcome = await Promise.race([running.ended.then((end) => ({ end })), signalled.then(() => ({ end: undefined }))]);
   let code = 0;
   if (outcome.end === undefined) {
+    // Logged like the other servers' stop (core/lifecycle.ts): why and when the agent ended.
+    const signal = await signalled;
+    const began = Date.now();
+    logger?.info({ signal }, 'stopping');
     await running.stop();
+    logger?.info({ signal, ms: Date.now() - began }, 'stopped');
   } else {
     code = outcome.end.code;
     if (outcome.end.error !== undefined) stderr.write(`svc-agent: ${oneLineError(outcome.end.error)}\n`);

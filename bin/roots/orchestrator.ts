@@ -5,7 +5,9 @@ import { runServerProgram } from '../../core/lifecycle.ts';
 import { orchestratorPlugins } from '../../plugins/builtin.ts';
 
 export async function main(): Promise<number> {
-  return runServerProgram('svc-orchestrator', () =>
-    startOrchestrator({ plugins: orchestratorPlugins, subsystems: ORCHESTRATOR_SUBSYSTEMS }),
-  );
+  return runServerProgram('svc-orchestrator', async () => {
+    const orchestrator = await startOrchestrator({ plugins: orchestratorPlugins, subsystems: ORCHESTRATOR_SUBSYSTEMS });
+    // Its stop is logged through its own JSON logger (core/lifecycle.ts).
+    return { url: orchestrator.url, stop: () => orchestrator.stop(), logger: orchestrator.ctx.logger };
+  });
 }

@@ -39,3 +39,34 @@ t.test('a process with nothing left open ends by itself; the backstop does not h
   t.equal(result.stderr, '', 'no backstop line');
   t.ok(result.ms < 300_000, `ended by itself (${Math.round(result.ms)} ms; the backstop would take 600 s)`);
 });
+
+t.test('runServerProgram logs its stop through the server\'s logger: stopping, then stopped', async (t) => {
+  const { runServerProgram } = (await import(LIFECYCLE)) as typeof import('../../core/lifecycle.ts');
+  const { PassThrough } = await import('node:stream');
+  const logged: Array<{ fields: Record<string, unknown>; message: string }> = [];
+  const events: string[] = [];
+  const logger = { info: (fields: Record<string, unknown>, message: string) => void (logged.push({ fields, message }), events.push(message)) };
+  const stdout = new PassThrough();
+  let out = '';
+  stdout.on('data', (d: Buffer) => (out += d.toString()));
+  let requestStop: () => void = () => undefined;
+  const stopSignal = new Promise<void>((resolve) => (requestStop = resolve));
+  const code = runServerProgram('svc-test', async () => ({ url: 'http://127.0.0.1:1', stop: async () => void events.push('stop ran'), logger }), { stdout, stderr: new PassThrough(), stopSignal });
+  await new Promise((resolve) => setImmediate(resolve));
+  t.equal(out, 'svc-test ready http://127.0.0.1:1\n', 'the ready line');
+  t.same(events, [], 'nothing logged before the stop is asked for');
+  requestStop();
+  t.equal(await code, 0);
+  t.same(events, ['stopping', 'stop ran', 'stopped'], 'stopping before the stop, stopped after it');
+  t.same(logged[0]?.fields, { signal: 'stop' });
+  t.equal(typeof logged[1]?.fields['ms'], 'number', 'stopped says how long the stop took');
+
+  const failing = new PassThrough();
+  let err = '';
+  failing.on('data', (d: Buffer) => (err += d.toString()));
+  const failed: string[] = [];
+  const code2 = await runServerProgram('svc-test', async () => ({ url: 'u', stop: async () => { throw new Error('socket stuck'); }, logger: { info: (_f: Record<string, unknown>, m: string) => void failed.push(m) } }), { stdout: new PassThrough(), stderr: failing, stopSignal: Promise.resolve() });
+  t.equal(code2, 1, 'a failed stop exits 1');
+  t.same(failed, ['stopping'], 'no stopped line after a failed stop');
+  t.equal(err, 'svc-test: stop failed: socket stuck\n', 'one line naming the failure');
+});
