@@ -10,7 +10,32 @@ import { runControlPass } from '../../../../kernel/orchestrator/run-control/work
 import { eachDatabase, testLogger } from '../../../fixtures/db.ts';
 import { insertRun, runRow, until } from '../../../fixtures/runs.ts';
 import { TestAgent } from '../../../fixtures/test-agent.ts';
-import { startNode } from './harness.ts';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startOrchestrator } from '../../../../kernel/orchestrator/app.ts';
+import { createDispatchSubsystem } from '../../../../kernel/orchestrator/dispatch/index.ts';
+import { createRunControlSubsystem } from '../../../../kernel/orchestrator/run-control/subsystem.ts';
+import { testResultsSubsystem } from '../../../../kernel/orchestrator/test-results/subsystem.ts';
+import type { Test } from '../../../fixtures/db.ts';
+import { FAST, startNode } from './harness.ts';
+
+/** Dispatch, run control and test results (`tests.report.request`), as a node runs them. */
+async function startTestsNode(t: Test, dbUrl: string): Promise<{ url: string }> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'svc-retry-tests-'));
+  const orch = await startOrchestrator({
+    env: { SVC_DATABASE_URL: dbUrl, SVC_SERVER_PORT: '0', SVC_SERVER_HOST: '127.0.0.1', SVC_DATA_DIR: dataDir, SVC_SECRET_KEY: 'a'.repeat(64), SVC_AGENT_AUTH: 'none' },
+    cwd: dataDir,
+    logger: testLogger,
+    plugins: () => ({ builtIns: [], config: {}, selection: {} }),
+    subsystems: [createDispatchSubsystem(FAST), createRunControlSubsystem(), testResultsSubsystem],
+  });
+  t.teardown(async () => {
+    await orch.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+  return { url: orch.url };
+}
 
 interface Attempt { id: string; display_name: string; status: string; reason: string | null; attempt: number; first_attempt_id: string | null; retried_as: string | null; retry_cause: string | null; retry_at: number | null }
 
@@ -119,6 +144,51 @@ t.test('a failure the policy does not list, and the last attempt, fail the job f
     t.same(rows2.map((r) => [r.attempt, r.status, r.retried_as === null]), [[1, 'failed', false], [2, 'failed', true]], 'maxAttempts 2: the second loss is final');
     const facts = (await db.pool.anyFirst(sql.unsafe`SELECT job_id::text FROM run_events WHERE run_id = ${last.runId} AND kind = 'job_complete'`)) as readonly string[];
     t.same(facts, [rows2[1]!.id], 'the final attempt records the failure');
+    await agent.close();
+  });
+});
+
+t.test('failed tests: an attempt that failed only because of its tests is retried; one that failed otherwise is not', async (t) => {
+  await eachDatabase(t, async (t, db) => {
+    const node = await startTestsNode(t, db.url);
+    const agent = await TestAgent.online({ url: node.url, agentId: 'tests-1', labels: ['t'] });
+    const failedTests = { retry: { maxAttempts: 2, agentLost: false, failedTests: true, exitCodes: [], backoff: { delaySeconds: 0, factor: 1, maxDelaySeconds: 0 } } };
+    const { runId, jobs } = await insertRun(db.pool, { jobs: [{ name: 'unit', runsOn: ['t'], lock: failedTests }] });
+    const report = async (jobId: string, requestId: string, status: 'passed' | 'failed', exitFailure: boolean) => {
+      agent.sendRaw({
+        type: 'tests.report.request', jobId, requestId, step: { index: 0, name: 'test' }, final: true, exitFailure,
+        results: [{ suite: 'math', name: 'adds', status, ...(status === 'failed' ? { message: 'expected 3, got 4' } : {}) }],
+      });
+      const answer = await until(`tests.report.response ${requestId}`, () => agent.received.find((m) => (m as { requestId?: string }).requestId === requestId), 20_000);
+      t.notOk((answer as { error?: unknown }).error, 'the results were recorded');
+    };
+
+    const first = await agent.waitFor('job.dispatch', (m) => m.jobId === jobs['unit']!.id);
+    agent.jobStatus(first.jobId, 'running');
+    await report(first.jobId, 'r1', 'failed', true);
+    agent.jobStatus(first.jobId, 'failed', { reason: 'step "test" failed: 1 test failed' });
+    const two = await until('attempt 2', async () => (await attempts(db.pool, runId, 'unit'))[1]);
+    t.match(two, { attempt: 2, retry_cause: 'failed-tests', first_attempt_id: first.jobId });
+    t.match(two.reason, /^Retry 2 of 2 \(failed tests: step "test" failed: 1 test failed\)/);
+
+    // Delay 0: the run-control worker releases it at once.
+    const second = await agent.waitFor('job.dispatch', (m) => m.jobId === two.id);
+    agent.jobStatus(second.jobId, 'running');
+    await report(second.jobId, 'r2', 'passed', false);
+    agent.jobStatus(second.jobId, 'completed');
+    const done = await until('run completed', async () => {
+      const run = await runRow(db.pool, runId);
+      return run.status === 'completed' || run.status === 'failed' ? run : undefined;
+    });
+    t.equal(done.status, 'completed', done.reason ?? '');
+
+    // A failure with no failed test (an exception, a timeout) is not a test failure.
+    const other = await insertRun(db.pool, { jobs: [{ name: 'unit', runsOn: ['t'], lock: failedTests }] });
+    const d = await agent.waitFor('job.dispatch', (m) => m.jobId === other.jobs['unit']!.id);
+    agent.jobStatus(d.jobId, 'running');
+    agent.jobStatus(d.jobId, 'failed', { reason: 'step "test" failed: ECONNREFUSED' });
+    await until('run failed', async () => ((await runRow(db.pool, other.runId)).status === 'failed' ? true : undefined));
+    t.equal((await attempts(db.pool, other.runId, 'unit')).length, 1, 'no retry');
     await agent.close();
   });
 });
