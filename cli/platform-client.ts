@@ -29,6 +29,7 @@ import {
   type ErrorCode,
 } from '../core/errors.ts';
 import { receivedCode } from '../core/error-codes.ts';
+import { renewIfDue } from './token-refresh.ts';
 
 export const PlatformConfigFile = Type.Object(
   {
@@ -149,8 +150,8 @@ export async function platformSettings(env: NodeJS.ProcessEnv = process.env): Pr
   if (org === undefined) throw new InputError('SVC_ERR_CLI_NO_ORG', 'no org chosen: run "svc org use <org>" (or set SVC_ORG)');
   // A stored token of a provider sign-in about to end is renewed first (SVC_TOKEN is used as given).
   const fromFile = token === file.token && (env['SVC_TOKEN'] === undefined || env['SVC_TOKEN'] === '');
-  const { renewIfDue } = await import('./token-refresh.ts');
-  const current = fromFile ? await renewIfDue(checkPlatformUrl(platformUrl), file, env) : token;
+  const store = { read: () => readPlatformConfig(env), write: (login: PlatformConfigFile) => writePlatformConfig(login, env), timeoutMs: REQUEST_TIMEOUT_MS };
+  const current = fromFile ? await renewIfDue(checkPlatformUrl(platformUrl), file, store) : token;
   return { platformUrl: checkPlatformUrl(platformUrl), org: checkOrg(org), token: current };
 }
 

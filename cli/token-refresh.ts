@@ -3,29 +3,42 @@
 // refresh token for a new pair at POST /v1/token/refresh, where the relay first asks the provider
 // whether the person is still there. A refusal means signing in again; nothing else is tried.
 import { AuthenticationError, UnavailableError, messageOf } from '../core/errors.ts';
-import { REQUEST_TIMEOUT_MS, readPlatformConfig, writePlatformConfig, type PlatformConfigFile } from './platform-client.ts';
+
+/** What of the config file a renewal reads and writes (platform-client.ts passes its own file access in). */
+export interface StoredLogin {
+  token?: string | undefined;
+  refreshToken?: string | undefined;
+  expiresAt?: string | undefined;
+  [key: string]: unknown;
+}
+
+export interface LoginStore {
+  read(): Promise<StoredLogin>;
+  write(login: StoredLogin): Promise<unknown>;
+  timeoutMs: number;
+}
 
 /** Renew this long before the stored expiry, so a command never starts with a token about to end. */
 export const RENEW_BEFORE_MS = 60_000;
 
 /** The stored token, renewed first when it has a refresh token and ends within RENEW_BEFORE_MS. */
-export async function renewIfDue(platformUrl: string, file: PlatformConfigFile, env: NodeJS.ProcessEnv, now = Date.now()): Promise<string> {
+export async function renewIfDue(platformUrl: string, file: StoredLogin, store: LoginStore, now = Date.now()): Promise<string> {
   const token = file.token!;
   if (file.refreshToken === undefined || file.expiresAt === undefined) return token;
   const ends = Date.parse(file.expiresAt);
   if (Number.isFinite(ends) && ends - now > RENEW_BEFORE_MS) return token;
-  return (await renewToken(platformUrl, file.refreshToken, env)).token;
+  return (await renewToken(platformUrl, file.refreshToken, store)).token;
 }
 
 /** Trades the refresh token for a new pair and stores it; refusals say to log in again. */
-export async function renewToken(platformUrl: string, refreshToken: string, env: NodeJS.ProcessEnv = process.env): Promise<{ token: string; expiresAt: string }> {
+export async function renewToken(platformUrl: string, refreshToken: string, store: LoginStore): Promise<{ token: string; expiresAt: string }> {
   let response: Response;
   try {
     response = await fetch(`${platformUrl}/v1/token/refresh`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json' },
       body: JSON.stringify({ refresh_token: refreshToken }),
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      signal: AbortSignal.timeout(store.timeoutMs),
     });
   } catch (error) {
     const cause = (error as { cause?: unknown }).cause;
@@ -45,7 +58,7 @@ export async function renewToken(platformUrl: string, refreshToken: string, env:
     throw new UnavailableError('SVC_ERR_CLI_PLATFORM_BAD_ANSWER', "the Platform's token renewal answer does not have the expected shape; is the CLI older than the Platform?");
   }
   // Read again: another command may have written the file meanwhile.
-  const latest = await readPlatformConfig(env);
-  await writePlatformConfig({ ...latest, token, refreshToken: refresh, expiresAt }, env);
+  const latest = await store.read();
+  await store.write({ ...latest, token, refreshToken: refresh, expiresAt });
   return { token, expiresAt };
 }
