@@ -174,7 +174,7 @@ async function benchStore(name: string, storage: StorageExtensionPoint, source: 
     const body = Readable.from((async function* () {
       for (const rel of tree.list) yield* createReadStream(path.join(source, rel));
     })());
-    const response = await fetch(url, { method: 'PUT', body: Readable.toWeb(body) as unknown as BodyInit, headers: { 'content-length': String(tree.bytes) }, duplex: 'half' } as RequestInit);
+    const response = await fetch(url, { method: 'PUT', body: Readable.toWeb(body) as unknown as NonNullable<RequestInit["body"]>, headers: { 'content-length': String(tree.bytes) }, duplex: 'half' } as RequestInit);
     await response.body?.cancel();
     if (!response.ok) throw new Error(`${name}: plain PUT ${response.status}`);
   });

@@ -88,25 +88,28 @@ function measure(label: string, dir: string, command: readonly string[], env: No
   );
 }
 
-const dir = mkdtempSync(path.join(tmpdir(), 'svc-bench-compile-'));
-try {
-  generateRepository(dir);
-  execFileSync('git', ['init', '-q'], { cwd: dir });
-  process.stdout.write(`repository: ${WORKFLOWS} workflows × ${JOBS} jobs × ${STEPS} steps in ${dir}\n`);
-  measure('node bin/svc.ts compile', dir, [path.join(ROOT, 'bin', 'svc.ts'), 'compile']);
-  measure('node bin/svc.ts compile --check', dir, [path.join(ROOT, 'bin', 'svc.ts'), 'compile', '--check']);
-  measure('node bin/svc.ts compile (compile cache off)', dir, [path.join(ROOT, 'bin', 'svc.ts'), 'compile'], { NODE_DISABLE_COMPILE_CACHE: '1' });
-  const dist = path.join(ROOT, 'dist', 'bin', 'svc.js');
-  if (existsSync(dist)) {
-    measure('node dist/bin/svc.js compile', dir, [dist, 'compile']);
-    measure('node dist/bin/svc.js compile --check', dir, [dist, 'compile', '--check']);
-    measure('node dist/bin/svc.js compile (compile cache off)', dir, [dist, 'compile'], { NODE_DISABLE_COMPILE_CACHE: '1' });
-  } else {
-    process.stdout.write('dist/bin/svc.js not built (npm run build): compiled variant skipped\n');
+// Imported by bench/cli-start.ts for its repository: the bench runs only as the entry point.
+if (import.meta.main) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'svc-bench-compile-'));
+  try {
+    generateRepository(dir);
+    execFileSync('git', ['init', '-q'], { cwd: dir });
+    process.stdout.write(`repository: ${WORKFLOWS} workflows × ${JOBS} jobs × ${STEPS} steps in ${dir}\n`);
+    measure('node bin/svc.ts compile', dir, [path.join(ROOT, 'bin', 'svc.ts'), 'compile']);
+    measure('node bin/svc.ts compile --check', dir, [path.join(ROOT, 'bin', 'svc.ts'), 'compile', '--check']);
+    measure('node bin/svc.ts compile (compile cache off)', dir, [path.join(ROOT, 'bin', 'svc.ts'), 'compile'], { NODE_DISABLE_COMPILE_CACHE: '1' });
+    const dist = path.join(ROOT, 'dist', 'bin', 'svc.js');
+    if (existsSync(dist)) {
+      measure('node dist/bin/svc.js compile', dir, [dist, 'compile']);
+      measure('node dist/bin/svc.js compile --check', dir, [dist, 'compile', '--check']);
+      measure('node dist/bin/svc.js compile (compile cache off)', dir, [dist, 'compile'], { NODE_DISABLE_COMPILE_CACHE: '1' });
+    } else {
+      process.stdout.write('dist/bin/svc.js not built (npm run build): compiled variant skipped\n');
+    }
+    const lock = JSON.parse(readFileSync(path.join(dir, '.svc', 'svc.lock.json'), 'utf8')) as { workflows: unknown[] };
+    process.stdout.write(`lock: ${lock.workflows.length} workflows\n`);
+  } finally {
+    if (!keep) rmSync(dir, { recursive: true, force: true });
+    else process.stdout.write(`kept ${dir}\n`);
   }
-  const lock = JSON.parse(readFileSync(path.join(dir, '.svc', 'svc.lock.json'), 'utf8')) as { workflows: unknown[] };
-  process.stdout.write(`lock: ${lock.workflows.length} workflows\n`);
-} finally {
-  if (!keep) rmSync(dir, { recursive: true, force: true });
-  else process.stdout.write(`kept ${dir}\n`);
 }

@@ -12,8 +12,13 @@ if ((major ?? 0) < 24) {
 
 // Cache compiled code between runs (~0.2 s CPU per CLI invocation); harmless where unsupported.
 try {
-  const { enableCompileCache } = (await import('node:module')) as { enableCompileCache?: () => unknown };
-  enableCompileCache?.();
+  const { enableCompileCache } = (await import('node:module')) as { enableCompileCache?: (dir?: string) => unknown };
+  if (enableCompileCache !== undefined && process.env['NODE_DISABLE_COMPILE_CACHE'] === undefined) {
+    // NODE_COMPILE_CACHE, when set, is the user's own choice and Node honours it.
+    const { compileCacheDir } = await import(new URL(`./compile-cache${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url).href);
+    const dir = process.env['NODE_COMPILE_CACHE'] ?? (compileCacheDir(process.env) as string | undefined);
+    if (dir !== undefined) enableCompileCache(dir);
+  }
 } catch {
   // best effort only
 }

@@ -2,7 +2,7 @@
 // (with --check) compare it with what would be written and fail when it is out of date.
 // The compiler is imported lazily so `svc --help` and other commands stay fast.
 import { enableCompileCache } from 'node:module';
-import { Flags } from '@oclif/core';
+import * as Flags from '@oclif/core/flags';
 import { SvcCommand, USAGE_ERROR_CODE } from '../../core/cli/base-command.ts';
 import { InputError } from '../../core/errors.ts';
 import type { CompileResult } from '../compiler/compile.ts';

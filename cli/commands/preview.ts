@@ -1,7 +1,8 @@
 // `svc preview <event> [--branch <name>] [--debug] [--json]`: which workflows and jobs an event
 // built from the local checkout would run, and why every other workflow would not.
 import { enableCompileCache } from 'node:module';
-import { Args, Flags } from '@oclif/core';
+import * as Args from '@oclif/core/args';
+import * as Flags from '@oclif/core/flags';
 import { SvcCommand } from '../../core/cli/base-command.ts';
 import type { PreviewResult } from '../preview/preview.ts';
 

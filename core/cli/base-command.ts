@@ -1,6 +1,7 @@
 // The one place where CLI errors become stderr text and exit codes (spec: 0 success,
 // 1 failure, 2 usage error).
-import { Command } from '@oclif/core';
+// oclif's subpath, not its index: the index loads help, ux and the rest (~50 modules) on every start.
+import { Command } from '@oclif/core/command';
 import { RateLimitedError, isSvcError, messageOf } from '../errors.ts';
 
 export const USAGE_ERROR_CODE = 'SVC_ERR_CLI_USAGE';

@@ -32,7 +32,8 @@ export async function loadCliConfig(def: CliDefinition): Promise<Config> {
   const slash = def.commandsModule.lastIndexOf('/');
   const dir = def.commandsModule.slice(0, slash);
   const file = def.commandsModule.slice(slash + 1);
-  const { Config } = await import('@oclif/core');
+  // oclif's subpaths, not its index (which loads help, ux and the rest, ~50 modules, on every start).
+  const { Config } = await import('@oclif/core/config');
   return Config.load({
     root: compiled ? `${root}dist/${dir}` : `${root}${dir}`,
     pjson: {
@@ -67,7 +68,7 @@ export async function runCli(def: CliDefinition, argv: string[]): Promise<number
     process.stdout.write(`${versionLine()}\n`);
     return 0;
   }
-  const [config, { flush, handle, run }] = await Promise.all([loadCliConfig(def), import('@oclif/core')]);
+  const [config, { flush }, { handle }, { run }] = await Promise.all([loadCliConfig(def), import('@oclif/core/flush'), import('@oclif/core/handle'), import('@oclif/core/run')]);
   try {
     await run(argv, config);
     await flush();

@@ -3,7 +3,6 @@
 // `portal:` (transitively). git runs only when at least one such sibling exists.
 import { lstat, readFile, readlink, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { execa } from 'execa';
 import { InputError, messageOf } from '../../core/errors.ts';
 import { HashErrorCode, type HashWarning } from './diagnostics.ts';
 import { comparePaths, type DigestEntry, digestContent, digestEntries } from './encoding.ts';
@@ -162,6 +161,8 @@ async function gitTrackedFiles(rootReal: string, paths: string[]): Promise<strin
   const pathspecs = paths.map((p) => `:(literal)${p}`);
   let stdout: string;
   try {
+    // execa loads only when a workflow has sibling packages to hash, not on every compile.
+    const { execa } = await import('execa');
     ({ stdout } = await execa('git', ['ls-files', '-z', '--', ...pathspecs], { cwd: rootReal, timeout: GIT_TIMEOUT_MS, stripFinalNewline: false }));
   } catch (error) {
     const stderr = typeof error === 'object' && error !== null && 'stderr' in error ? String(error.stderr).trim() : '';
