@@ -8,7 +8,7 @@
 // colour the status): no script, and the CSP's default-src 'self' holds.
 import type { FastifyRequest } from 'fastify';
 import type { FlakyView, QuarantineView, RunTestsView, TestHistoryView, TestResultView } from '../../../../schemas/wire/relay.ts';
-import { InputError } from '../../../../core/errors.ts';
+import { InputError, UnavailableError } from '../../../../core/errors.ts';
 import type { SvcHttpServer } from '../../../services/http/index.ts';
 import { formField, html, type Html } from '../../sessions/index.ts';
 import { askTests } from '../test-routes.ts';
@@ -139,7 +139,7 @@ export function registerTestPages(app: SvcHttpServer, options: UiOptions): void 
     try {
       const { caller, orgId, frame } = await uiCaller(db, request);
       const answer = await askTests(broker, orgId, caller, { view: 'run', runId: runIdOf(request) });
-      if (answer.view !== 'run') throw new InputError('SVC_ERR_RELAY_BAD_ANSWER', 'the orchestrator answered another view');
+      if (answer.view !== 'run') throw new UnavailableError('SVC_ERR_RELAY_BAD_ANSWER', 'the orchestrator answered another view');
       return sendUiPage(reply, 200, 'Tests', frame, runTestsPage(frame, answer.run));
     } catch (error) {
       return uiFailed(reply, request, logger, error);
@@ -175,7 +175,7 @@ ${quarantineTable(frame, quarantine.view === 'quarantine' ? quarantine.entries :
       const suite = queryString(request, 'suite', 500);
       const repository = queryString(request, 'repository', 300);
       const answer = await askTests(broker, orgId, caller, { view: 'history', name, limit: 200, ...(suite === undefined ? {} : { suite }), ...(repository === undefined ? {} : { repository }) });
-      if (answer.view !== 'history') throw new InputError('SVC_ERR_RELAY_BAD_ANSWER', 'the orchestrator answered another view');
+      if (answer.view !== 'history') throw new UnavailableError('SVC_ERR_RELAY_BAD_ANSWER', 'the orchestrator answered another view');
       return sendUiPage(reply, 200, `Test ${name.slice(0, 80)}`, { ...frame, current: 'tests' }, historyPage(frame, answer.history));
     } catch (error) {
       return uiFailed(reply, request, logger, error);
