@@ -27,14 +27,14 @@ export default class SecretSet extends SvcCommand {
     const value = await readSecretValue(flags, { maxBytes: MAX_SECRET_BYTES, dashReadsStdin: false });
     const config = await adminConfig();
     const keys = await adminMasterKeys(config);
-    const result = await withDatabase(databaseUrlOf(config, flags['database-url']), async (pool) => {
-      const context = await getContext(pool, args.context);
-      const set = await audited(pool, { action: 'secret.set', target: `secret:${args.context}/${args.key}`, detail: (r) => (r.replaced ? 'replaced' : 'set') }, () =>
-        setSecret(pool, keys.current as Buffer, args.context, args.key, value),
-      );
-      warnIfUnbound(context);
-      return set;
-    });
+    const result = await withDatabase(databaseUrlOf(config, flags['database-url']), (pool) =>
+      audited(pool, { action: 'secret.set', target: `secret:${args.context}/${args.key}`, detail: (r) => (r.replaced ? 'replaced' : 'set') }, async () => {
+        const context = await getContext(pool, args.context);
+        const set = await setSecret(pool, keys.current as Buffer, args.context, args.key, value);
+        warnIfUnbound(context);
+        return set;
+      }),
+    );
     if (!this.jsonEnabled()) this.log(`${result.replaced ? 'Replaced' : 'Set'} secret ${args.context}:${args.key}.`);
     return { context: args.context, key: args.key, replaced: result.replaced };
   }
