@@ -14,6 +14,7 @@ import type { PlatformClient } from '../platform-client.ts';
 import { TextPrinter } from '../commands/runs/logs.ts';
 import { fixtureOptions, loadFixtures, selectFixtures, type LoadedFixture } from './fixtures.ts';
 import { junitXml, type JunitRun } from './junit.ts';
+import { remoteTestLines } from './tests-lines.ts';
 import { checkUploadSize, megabytes, overlayPaths, packOverlay, UPLOAD_LIMITS, type UploadLimits } from './overlay.ts';
 import { overlaidTree } from './overlaid-tree.ts';
 import { planFixture } from './plan.ts';
@@ -235,6 +236,7 @@ export async function runRemote(options: RemoteRunOptions): Promise<{ outcomes: 
     views.set(c.runId, view);
     const outcome = outcomeOf(c, view);
     options.out(options.json ? JSON.stringify(outcome) : resultLine(outcome));
+    if (!options.json && !options.quiet) for (const line of await remoteTestLines(options.client, c.runId)) options.out(line);
   };
   if (options.parallel) await Promise.all(created.map(finish));
   else for (const c of created) await finish(c);

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { createAgentToken } from '../../../../kernel/orchestrator/dispatch/tokens.ts';
 import { jobFailedOnlyByTests } from '../../../../kernel/orchestrator/test-results/queries.ts';
+import { remoteTestLines } from '../../../../cli/remote-run/tests-lines.ts';
 import { sql } from '../../../../kernel/services/db/index.ts';
 import type { TestCase } from '../../../../schemas/wire/agent.ts';
 import { runCli } from '../../../fixtures/cli.ts';
@@ -148,6 +149,10 @@ await eachDatabase(t, async (t, db) => {
     t.match(text.stdout, /flips: 4 results, failure rate 75\.0%, median 10ms, flaky on 1 commit/);
     const run = await svc(['tests', '--run', first.runId]);
     t.match(run.stdout, /3 tests, 1 passed, 1 failed/);
+    // What svc run remote prints under a run's result line, from the same route.
+    const client = { runTests: async (id: string) => (await api(`/v1/orgs/${ORG}/runs/${id}/tests`)).body };
+    t.same(await remoteTestLines(client, first.runId), ['  tests: 3 (1 passed, 1 failed, 0 errored, 1 skipped)', '    failed [unit] math › flips: expected 1, got 2']);
+    t.same(await remoteTestLines({ runTests: async () => { throw new Error('an older orchestrator'); } }, first.runId), [], 'nothing when it cannot answer');
     const other = await api(`/v1/orgs/${ORG}/tests?view=failed`, { as: mallory });
     t.equal(other.status, 403, 'a token of another org reads nothing');
     const foreignRun = await api(`/v1/orgs/${ORG}/runs/${first.runId}/tests`, { as: mallory });
