@@ -57,6 +57,7 @@ const EXPECTED: Record<string, Role | 'public' | 'self'> = {
   'GET /ui/orgs/:orgId/events': 'viewer',
   'GET /ui/orgs/:orgId/events/:deliveryId/payload': 'viewer',
   'GET /ui/orgs/:orgId/agents': 'viewer',
+  'GET /ui/orgs/:orgId/audit': 'admin',
   'POST /ui/orgs/:orgId/runs/:runId/rerun': 'developer',
   'POST /ui/orgs/:orgId/runs/:runId/rerun-failed': 'developer',
   'POST /ui/orgs/:orgId/runs/:runId/cancel': 'developer',
@@ -145,6 +146,11 @@ await eachDatabase(t, async (t, db) => {
   const orchestrator = await fakeOrchestrator(t, base, platformToken, {
     onMessage: (message: RelayToOrchestrator) => {
       if (!('requestId' in message)) return;
+      // The relay's own traffic (audit outbox, people directory: kernel/relay/audit) is for no caller.
+      if (message.type === 'audit.record.request' || message.type === 'people.sync.request') {
+        link?.send({ type: responseType(message.type), requestId: message.requestId, stored: 0 } as never);
+        return;
+      }
       relayed.push({ type: message.type, at: Date.now() });
       link?.send({ type: responseType(message.type), requestId: message.requestId, error: { code: 'SVC_ERR_RUNS_NOT_FOUND', message: 'recorded by the test orchestrator', status: 404 } } as never);
     },

@@ -16,7 +16,7 @@ export interface Frame {
   /** The session's CSRF token for forms; undefined for a bearer caller (no forms needed). */
   csrf: string | undefined;
   /** Which navigation entry is current. */
-  current: 'runs' | 'events' | 'agents' | 'tests' | 'none';
+  current: 'runs' | 'events' | 'agents' | 'tests' | 'audit' | 'none';
 }
 
 export function csrfField(frame: Frame): Html {
@@ -41,7 +41,7 @@ export function sendUiPage(reply: FastifyReply, status: number, title: string, f
 <a class="skip" href="#content">Skip to content</a>
 <header class="top">
 <nav aria-label="Main"><strong class="brand">svc</strong> <span class="org">${frame.orgId}</span>
-${nav('runs', `${base}/runs`, 'Runs')} ${nav('events', `${base}/events`, 'Event log')} ${nav('agents', `${base}/agents`, 'Agents')} ${nav('tests', `${base}/tests`, 'Tests')}</nav>
+${nav('runs', `${base}/runs`, 'Runs')} ${nav('events', `${base}/events`, 'Event log')} ${nav('agents', `${base}/agents`, 'Agents')} ${nav('tests', `${base}/tests`, 'Tests')} ${nav('audit', `${base}/audit`, 'Audit')}</nav>
 <div class="who"><span>${frame.user}</span>${
     frame.csrf === undefined ? html`` : html` <form method="post" action="/signout"><input type="hidden" name="csrf" value="${frame.csrf}"><button type="submit" class="link">Sign out</button></form>`
   }</div>

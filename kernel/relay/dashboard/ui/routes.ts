@@ -24,6 +24,7 @@ import { logsPage, runPage, runsBase, runsPage } from './pages.ts';
 import { registerStreams } from './streams.ts';
 import { registerEventLog } from './events.ts';
 import { registerFleetPage } from './fleet.ts';
+import { registerAuditPage } from './audit.ts';
 import { registerAttestationDownload } from './attestations.ts';
 import { registerTestPages } from './tests.ts';
 
@@ -164,6 +165,7 @@ export function registerUiRoutes(app: SvcHttpServer, options: UiOptions): void {
   registerStreams(app, options);
   registerEventLog(app, options);
   registerFleetPage(app, options);
+  registerAuditPage(app, options);
   registerAttestationDownload(app, options);
   registerTestPages(app, options);
 }
