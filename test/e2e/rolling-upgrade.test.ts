@@ -14,6 +14,7 @@
 //
 // Counted: every delivery answered 2xx (the mixed cluster refused nothing the old one took), one
 // run per delivered branch (lost 0, duplicate runs 0), every probe run green. Printed.
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import t from 'tap';
@@ -55,6 +56,8 @@ export default workflow('load', {
 // The current build: the compiled bins (npm run test:full builds dist first).
 process.env['SVC_TEST_DIST'] = '1';
 const old = await oldTree(t, FROM);
+/** Migration files of a tree (or of a build: dist/ holds a copy). */
+const sqlFiles = async (root: string) => (await readdir(join(root, 'kernel/orchestrator/migrations'))).filter((f) => f.endsWith('.sql')).length;
 const oldStack = (await import(pathToFileURL(join(old.dir, 'test/fixtures/jobs-stack.ts')).href)) as typeof JobsStackModule;
 
 await eachDatabase(t, async (t, db) => {
@@ -123,6 +126,8 @@ await eachDatabase(t, async (t, db) => {
   };
 
   await probe('old');
+  const oldLevel = (await stack.pool.one(sql.unsafe`SELECT count(*)::int AS n FROM svc_migrations`)) as { n: number };
+  t.equal(oldLevel.n, await sqlFiles(old.dir), `the old cluster runs ${FROM}'s ${oldLevel.n} migrations`);
   await until('a few deliveries to the old cluster', () => (answers.length >= 5 ? true : undefined), 120_000, 100);
   await replace('node-1');
   await probe('mixed');
@@ -153,5 +158,5 @@ await eachDatabase(t, async (t, db) => {
   const phases = [`${FROM}+${FROM}`, `current+${FROM}`, 'current+current'].map((p) => `${p}: ${answers.filter((a) => a.during === p).length}`).join(', ');
   t.comment(`deliveries ${answers.length} (${phases}); accepted ${delivered.length}, refused ${refused.length}, retried by the sender ${retried}; runs ${runs.length}, lost ${lost.length}, duplicate runs ${duplicates.length}; admin calls ${adminCalls.length} all 200; probe runs 3 green`);
   const migrations = (await stack.pool.one(sql.unsafe`SELECT count(*)::int AS n FROM svc_migrations`)) as { n: number };
-  t.comment(`migrations applied after the roll: ${String(migrations.n)}`);
-});
+  t.equal(migrations.n, await sqlFiles(join(REPO_ROOT, 'dist')), `the current nodes applied the current build's migrations (${await sqlFiles(old.dir)} at ${FROM}, ${migrations.n} now)`);
+}, { schema: 'empty' }); // the old nodes migrate it: a template would hold the current schema already
