@@ -291,7 +291,7 @@ export const SvcConfig = Type.Object(
           Type.Object(
             {
               /** Keyed by provider id (lower case, used in /signin/<id> and the callback URL). */
-              providers: Type.Record(Type.String({ pattern: '^[a-z][a-z0-9-]{0,30}$' }), SsoProviderConfig),
+              providers: Type.Optional(Type.Record(Type.String({ pattern: '^[a-z][a-z0-9-]{0,30}$' }), SsoProviderConfig, strict)),
               /** Lifetime of a token `svc login` gets through a provider; it is renewed with its refresh token (default 8 h). */
               tokenTtlSeconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 30 * 86_400 })),
               /** The relay's public base URL for the providers' redirect URIs (default: the request's own origin). */

@@ -55,7 +55,7 @@ export function createSso(config: SvcConfig['relay']['sso'], logger: Logger): Ss
   if (config === undefined) return undefined;
   const providers = new Map<string, IdentityProvider>();
   const groupRoles: GroupRole[] = [];
-  for (const [id, p] of Object.entries(config.providers)) {
+  for (const [id, p] of Object.entries(config.providers ?? {})) {
     checkProvider(id, p);
     providers.set(id, p.kind === 'oidc' ? oidcProvider(id, p, logger) : githubProvider(id, p, logger));
     for (const [group, targets] of Object.entries(p.groupRoles ?? {})) {
@@ -70,7 +70,7 @@ export function createSso(config: SvcConfig['relay']['sso'], logger: Logger): Ss
     providers,
     tokenTtlSeconds: config.tokenTtlSeconds ?? DEFAULT_TOKEN_TTL_SECONDS,
     publicUrl: config.publicUrl?.replace(/\/+$/, ''),
-    secretOf: (providerId) => config.providers[providerId]?.clientSecret ?? '',
+    secretOf: (providerId) => config.providers?.[providerId]?.clientSecret ?? '',
     groupRoles,
   };
 }

@@ -54,7 +54,8 @@ function isPlain(value: unknown): value is Plain {
 
 /** Values below these paths are replaced whole, never merged key by key. */
 function isAtomic(dotPath: string): boolean {
-  return /^plugins\.config\.[^.]+$/.test(dotPath);
+  // A plugin's slice, and one identity provider's entry: a layer replaces it whole.
+  return /^plugins\.config\.[^.]+$/.test(dotPath) || /^relay\.sso\.providers\.[^.]+$/.test(dotPath);
 }
 
 function setOwn(target: Plain, key: string, value: unknown): void {

@@ -177,6 +177,15 @@ const FIELDS: Record<string, FieldCase> = {
   'metrics.port': portField(9100, 9101),
   sealedSecretsRetryBackoffMs: int(19, 20),
   'plugins.modules': { file: ['./a.ts'], env: 'pkg-b, ./c.ts', envValue: ['pkg-b', './c.ts'], badFile: [1], badEnv: null },
+  'relay.sso.providers': {
+    file: { corp: { kind: 'github', clientId: 'c', clientSecret: 's' } },
+    env: '{"corp":{"kind":"github","clientId":"c2","clientSecret":"s2"}}',
+    envValue: { corp: { kind: 'github', clientId: 'c2', clientSecret: 's2' } },
+    badFile: { Bad: { kind: 'github', clientId: 'c', clientSecret: 's' } },
+    badEnv: 'not json',
+  },
+  'relay.sso.tokenTtlSeconds': { file: 3600, env: '7200', envValue: 7200, badFile: 10, badEnv: 'soon' },
+  'relay.sso.publicUrl': { file: 'https://ci.example.com', env: 'https://ci2.example.com', envValue: 'https://ci2.example.com', badFile: 'ftp://ci.example.com', badEnv: 'ci.example.com' },
   'plugins.config': {
     file: { 'provider:github': { appId: 1 } },
     env: '{"provider:github":{"appId":2}}',
@@ -264,7 +273,7 @@ for (const [dotPath, c] of Object.entries(FIELDS)) {
     }
     const fromFile = await loadConfig({ env: { SVC_CONFIG_FILE: file } });
     t.same(getPath(fromFile.config, dotPath), c.file, 'file beats default');
-    const fileLayer = dotPath === 'plugins.config' ? `${dotPath}.provider:github` : dotPath;
+    const fileLayer = dotPath === 'plugins.config' ? `${dotPath}.provider:github` : dotPath === 'relay.sso.providers' ? `${dotPath}.corp` : dotPath;
     t.equal(fromFile.sources.get(fileLayer), `file ${file}`, 'source is the file');
 
     const fromEnv = await loadConfig({ env: { SVC_CONFIG_FILE: file, [envName]: c.env } });
