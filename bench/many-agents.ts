@@ -6,7 +6,8 @@
 // from /proc/<pid>/stat over a window covering several heartbeat rounds), and queued → dispatched
 // latency for jobs dispatched one at a time with 1 agent connected and then with N.
 // Bounded, loopback only, stops by itself:
-//   node bench/many-agents.ts [--agents N] [--jobs J] [--idle-seconds S] [--busy]
+//   node bench/many-agents.ts [--agents N] [--jobs J] [--idle-seconds S] [--agents-per-process K] [--busy]
+// The agents come from ceil(N / K) processes (K = 5,000): each socket is a descriptor on both sides.
 // --busy: a background CPU load (stress-ng --cpu 1 --cpu-load 50) during the measurement.
 // Targets: RSS <= 1 GB, idle CPU <= 5 % of one core, dispatch latency with N as with 1.
 // `npm run build` first.
@@ -39,6 +40,8 @@ const { values } = parseArgs({
     busy: { type: 'boolean', default: false },
     // Internal: this file run as the agents' process.
     child: { type: 'string' },
+    'child-index': { type: 'string', default: '0' },
+    'agents-per-process': { type: 'string', default: '5000' },
   },
 });
 
@@ -47,7 +50,7 @@ interface ChildCommand {
   connect: number;
 }
 
-async function agentsProcess(connectUrl: string): Promise<void> {
+async function agentsProcess(connectUrl: string, processIndex: number): Promise<void> {
   const sockets: WebSocket[] = [];
   let refused = 0;
   const open = (index: number) =>
@@ -57,7 +60,7 @@ async function agentsProcess(connectUrl: string): Promise<void> {
       let heartbeat: NodeJS.Timeout | undefined;
       ws.on('open', () => {
         ws.send(JSON.stringify({
-          type: 'agent.register', protocolVersion: PROTOCOL_VERSION, agentId: `bench-agent-${index}`, labels: ['linux', 'bench'], os: 'linux', arch: 'x64',
+          type: 'agent.register', protocolVersion: PROTOCOL_VERSION, agentId: `bench-agent-${processIndex}-${index}`, labels: ['linux', 'bench'], os: 'linux', arch: 'x64',
           ephemeral: false, sandboxes: ['process'], sdkVersion: AGENT_SDK_VERSION, inFlightJobs: [],
         }));
         // The agent's own keep-alive: a ping every HEARTBEAT_MS (the orchestrator pings too).
@@ -108,6 +111,10 @@ const AGENTS = Math.max(1, Math.min(20_000, Number(values.agents)));
 const JOBS = Math.max(1, Math.min(500, Number(values.jobs)));
 const IDLE_SECONDS = Math.max(5, Math.min(120, Number(values['idle-seconds'])));
 const logger = pino({ level: 'silent' });
+/** Descriptors the bench asks for in its children: 20,000 agents and the orchestrator's own. */
+const RAISED_FD_LIMIT = 65_536;
+/** Raises the hard limit where allowed (root), then the soft one to the hard one, and execs the program. */
+const RAISE_FD_LIMIT = `ulimit -Hn ${RAISED_FD_LIMIT} 2>/dev/null; ulimit -n "$(ulimit -Hn)" 2>/dev/null; exec "$0" "$@"`;
 const serverUrl = process.env['SVC_TEST_DATABASE_URL'] || 'postgres://postgres@127.0.0.1:5432/postgres';
 
 async function admin(text: string): Promise<void> {
@@ -122,7 +129,9 @@ async function admin(text: string): Promise<void> {
 
 function startOrchestrator(env: NodeJS.ProcessEnv, children: ChildProcess[]): Promise<{ child: ChildProcess; url: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [distBin('svc-orchestrator')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    // One descriptor per agent socket: the soft limit goes up to the hard one, and the hard one to
+    // RAISED_FD_LIMIT where the bench may raise it (root); `exec` keeps the orchestrator's pid.
+    const child = spawn('/bin/sh', ['-c', RAISE_FD_LIMIT, process.execPath, distBin('svc-orchestrator')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     children.push(child);
     let out = '';
     const timer = setTimeout(() => reject(new Error(`orchestrator not ready: ${out}`)), 60_000);
@@ -140,13 +149,50 @@ function startOrchestrator(env: NodeJS.ProcessEnv, children: ChildProcess[]): Pr
   });
 }
 
-function agentsChild(connectUrl: string, children: ChildProcess[]): Promise<{ child: ChildProcess; connect: (n: number) => Promise<{ open: number; refused: number; rssMiB: number }> }> {
+interface AgentsChild {
+  child: ChildProcess;
+  connect: (n: number) => Promise<{ open: number; refused: number; rssMiB: number }>;
+}
+
+/** Agents per process: each socket is a descriptor, and a process may hold at most the hard limit. */
+const AGENTS_PER_PROCESS = Math.max(1, Number(values['agents-per-process']));
+
+/**
+ * The agents' processes (one per AGENTS_PER_PROCESS): `connect(n)` opens n more, spread over
+ * them; the answer sums their open sockets and errors and gives the largest RSS.
+ */
+async function agentsChildren(connectUrl: string, children: ChildProcess[]): Promise<{ count: number; connect: AgentsChild['connect'] }> {
+  const all: AgentsChild[] = [];
+  for (let i = 0; i < Math.ceil(AGENTS / AGENTS_PER_PROCESS); i += 1) all.push(await agentsChild(connectUrl, i, children));
+  let next = 0;
+  return {
+    count: all.length,
+    async connect(n) {
+      const share = new Array<number>(all.length).fill(0);
+      for (let k = 0; k < n; k += 1) share[(next + k) % all.length]! += 1;
+      next = (next + n) % all.length;
+      // One process at a time: registrations are bounded per process, and the orchestrator gets them in order.
+      let open = 0;
+      let refused = 0;
+      let rss = 0;
+      for (const [i, agents] of all.entries()) {
+        const got = await agents.connect(share[i]!);
+        open += got.open;
+        refused += got.refused;
+        rss = Math.max(rss, got.rssMiB);
+      }
+      return { open, refused, rssMiB: rss };
+    },
+  };
+}
+
+function agentsChild(connectUrl: string, index: number, children: ChildProcess[]): Promise<AgentsChild> {
   // The soft file-descriptor limit is raised to the hard one in a shell before Node starts
   // (Node cannot raise its own); N sockets need N descriptors on each side.
   const self = fileURLToPath(import.meta.url);
-  const child = fork(self, ['--child', connectUrl], {
+  const child = fork(self, ['--child', connectUrl, '--child-index', String(index)], {
     execPath: '/bin/sh',
-    execArgv: ['-c', 'ulimit -n "$(ulimit -Hn)" 2>/dev/null; exec "$0" "$@"', process.execPath],
+    execArgv: ['-c', RAISE_FD_LIMIT, process.execPath],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   children.push(child);
@@ -222,7 +268,7 @@ async function main(): Promise<void> {
     mkdirSync(pointerDir, { recursive: true });
     writeFileSync(path.join(pointerDir, `${entry.contentHash}.hash`), 'digest');
 
-    process.stdout.write(`file descriptors: this shell's soft limit ${(await sh('ulimit -n')).trim()}, hard ${(await sh('ulimit -Hn')).trim()} (the agents' process raises its soft limit to the hard one)\n`);
+    process.stdout.write(`file descriptors: this shell's soft limit ${(await sh('ulimit -n')).trim()}, hard ${(await sh('ulimit -Hn')).trim()}; the orchestrator and the agents' process start with ${(await sh(RAISE_FD_LIMIT.replace('exec "$0" "$@"', 'ulimit -n'))).trim()} (hard raised to ${RAISED_FD_LIMIT} where allowed, soft to hard)\n`);
     const orch = await startOrchestrator({
       ...process.env,
       SVC_DATABASE_URL: dbUrl.toString(),
@@ -235,7 +281,7 @@ async function main(): Promise<void> {
       SVC_INSTANCE_ID: 'bench-orch',
     }, children);
     const connectUrl = `${orch.url.replace(/^http/, 'ws')}/v1/agents/connect`;
-    const agents = await agentsChild(connectUrl, children);
+    const agents = await agentsChildren(connectUrl, children);
 
     const first = await agents.connect(1);
     if (first.open !== 1) throw new Error(`the first agent did not connect (${JSON.stringify(first)})`);
@@ -260,7 +306,7 @@ async function main(): Promise<void> {
     const line = (xs: number[]) => `p50 ${percentile(xs, 50).toFixed(1)} ms, p90 ${percentile(xs, 90).toFixed(1)} ms, max ${(xs.at(-1) ?? NaN).toFixed(1)} ms`;
     process.stdout.write(
       [
-        `agents: ${many.open} open sockets from a separate process (${connected} rows connected), connected in ${connectSeconds.toFixed(1)} s; agents' process RSS ${many.rssMiB.toFixed(0)} MiB`,
+        `agents: ${many.open} open sockets from ${agents.count} separate process(es) (${connected} rows connected), connected in ${connectSeconds.toFixed(1)} s; largest agents' process RSS ${many.rssMiB.toFixed(0)} MiB`,
         `orchestrator RSS: ${rssSolo.toFixed(0)} MiB with 1 agent, ${rssMany.toFixed(0)} MiB with ${many.open}  (target <= 1024 MiB: ${rssMany <= 1024 ? 'OK' : 'MISS'})`,
         `orchestrator CPU idle with ${many.open} agents over ${IDLE_SECONDS} s: ${idleCpu.toFixed(2)} % of one core  (target <= 5 %: ${idleCpu <= 5 ? 'OK' : 'MISS'}); with 1 agent ${idleSolo.toFixed(2)} %`,
         `queued → dispatched, ${JOBS} jobs one at a time: with 1 agent ${line(solo)}; with ${many.open} agents ${line(manyLat)}`,
@@ -300,7 +346,7 @@ function sh(command: string): Promise<string> {
 }
 
 if (values.child !== undefined) {
-  await agentsProcess(values.child);
+  await agentsProcess(values.child, Number(values['child-index']));
 } else {
   await withMachine(values.busy, 300, main);
 }
