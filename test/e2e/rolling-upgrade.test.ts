@@ -8,12 +8,14 @@
 // 2. A sender delivers signed push webhooks (the current post-receive hook code: payload, HMAC,
 //    headers), one new branch each, steadily through everything below.
 // 3. node-1 is stopped (SIGTERM) and replaced by the CURRENT build on the same port, which
-//    migrates the database while node-2 (old) keeps working; then node-2 is replaced the same way.
-//    In each phase (old+old, mixed, new+new) a probe push runs a job on the (old) agent to green,
-//    and admin calls with the bootstrap token are answered by every live node.
+//    migrates the database while node-2 (old) keeps working; then node-2 is replaced the same way;
+//    then the relay (in place, same port and database), then the agent. In each phase (old+old,
+//    mixed, new+new, new relay, new agent) a probe push runs a job to green, and admin calls with
+//    the bootstrap token are answered by every live node.
 //
-// Counted: every delivery answered 2xx (the mixed cluster refused nothing the old one took), one
-// run per delivered branch (lost 0, duplicate runs 0), every probe run green. Printed.
+// Counted: every delivery answered 2xx while the relay ran (the mixed cluster refused nothing the
+// old one took; a delivery refused while the relay itself restarted is sent again, as the hook's
+// outbox does), one run per delivered branch (lost 0, duplicate runs 0), every probe run green.
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -24,6 +26,7 @@ import { hookGit } from '../../cli/git-hook/git.ts';
 import { buildPushPayload, ZERO_SHA } from '../../cli/git-hook/push-payload.ts';
 import { sql } from '../../kernel/services/db/index.ts';
 import { eachDatabase } from '../fixtures/db.ts';
+import { gitEnv } from '../fixtures/git-repos.ts';
 import type * as JobsStackModule from '../fixtures/jobs-stack.ts';
 import { REPO_ROOT, startProgram, programPath, MIN_PROGRAM_TIMEOUT_MS, type StartedProgram } from '../fixtures/programs.ts';
 import { until } from '../fixtures/runs.ts';
@@ -38,6 +41,10 @@ const ADMIN_TOKEN = 'rolling-upgrade-admin-token-0123456789';
 /** Bounds the sender: at most this many deliveries, one every SEND_EVERY_MS. */
 const MAX_DELIVERIES = 150;
 const SEND_EVERY_MS = 250;
+/** An environment without the test run's own SVC_ settings (as jobs-stack starts programs). */
+const withoutSvc = (env: NodeJS.ProcessEnv): NodeJS.ProcessEnv => Object.fromEntries(Object.entries(env).filter(([k]) => !k.startsWith('SVC_')));
+/** One probe push per phase: a job run green on the agent. */
+const PHASES = ['old', 'mixed', 'new', 'relay', 'agent'];
 
 const PROBE = `import { job, push, workflow } from 'svc/sdk';
 export default workflow('probe', {
@@ -61,8 +68,10 @@ const sqlFiles = async (root: string) => (await readdir(join(root, 'kernel/orche
 const oldStack = (await import(pathToFileURL(join(old.dir, 'test/fixtures/jobs-stack.ts')).href)) as typeof JobsStackModule;
 
 await eachDatabase(t, async (t, db) => {
-  const ports = { 'node-1': await freePort(), 'node-2': await freePort() };
+  const ports = { 'node-1': await freePort(), 'node-2': await freePort(), relay: await freePort() };
   const stack = await oldStack.startJobsStack(t, db, {
+    // A fixed port: the relay is replaced in place, and the hook's webhook URL names it.
+    relayEnv: { SVC_RELAY_PORT: String(ports.relay) },
     orchestratorEnv: {
       SVC_INSTANCE_ID: 'node-1',
       SVC_SERVER_PORT: String(ports['node-1']),
@@ -73,27 +82,43 @@ await eachDatabase(t, async (t, db) => {
   });
   const nodes: Record<string, StartedProgram> = { 'node-1': stack.orchestrator, 'node-2': await stack.startOrchestrator({ SVC_INSTANCE_ID: 'node-2', SVC_SERVER_PORT: String(ports['node-2']) }) };
   const versions: Record<string, string> = { 'node-1': FROM, 'node-2': FROM };
-  await stack.startAgentOn(nodes['node-2']!.url, { SVC_AGENT_MAX_RECONNECT_DELAY_MS: '1000' });
+  const agentEnv = { SVC_AGENT_MAX_RECONNECT_DELAY_MS: '1000', SVC_AGENT_ID: 'rolling-agent' };
+  let agent = await stack.startAgentOn(nodes['node-2']!.url, agentEnv);
   const sha = await stack.pushWorkflow({ '.svc/workflows/probe.ts': PROBE, '.svc/workflows/load.ts': LOAD });
   t.equal((await stack.waitForRun(sha, 300_000)).status, 'completed', 'the old cluster runs the first push green');
 
   // Branches the sender announces: created in the bare repository without firing its hook.
   const git = hookGit(stack.remote.bare);
   for (let i = 0; i < MAX_DELIVERIES; i++) await git.run(['update-ref', `refs/heads/load-${i}`, sha]);
-  for (const phase of ['old', 'mixed', 'new']) await git.run(['update-ref', `refs/heads/probe-${phase}`, sha]);
+  for (const phase of PHASES) await git.run(['update-ref', `refs/heads/probe-${phase}`, sha]);
   const hook = await readHookConfig(git);
   const deliver = async (ref: string) => {
     const payload = await buildPushPayload(git, hook, { ref, before: ZERO_SHA, after: sha }, {});
     return deliverWebhook({ url: hook.webhookUrl, secret: hook.secret, sourceId: hook.sourceId, event: 'push', body: Buffer.from(JSON.stringify(payload)), deadline: Date.now() + 30_000 });
   };
 
+  // First answers per delivery, and the deliveries refused at first: kept and sent again before
+  // the next one, as the post-receive hook's outbox does (docs/providers.md).
   const answers: Array<{ ref: string; ok: boolean; status: number | null; outcome: string; attempts: number; during: string }> = [];
+  const outbox: string[] = [];
+  let resent = 0;
   let during = `${versions['node-1']}+${versions['node-2']}`;
   let stopSending = false;
+  const flush = async () => {
+    while (outbox.length > 0) {
+      if (!(await deliver(outbox[0]!)).ok) return false;
+      outbox.shift();
+      resent += 1;
+    }
+    return true;
+  };
   const sender = (async () => {
     for (let i = 0; i < MAX_DELIVERIES && !stopSending; i++) {
+      await flush();
+      const sentDuring = during;
       const result = await deliver(`refs/heads/load-${i}`);
-      answers.push({ ref: `refs/heads/load-${i}`, ok: result.ok, status: result.status, outcome: result.outcome, attempts: result.attempts, during });
+      answers.push({ ref: `refs/heads/load-${i}`, ok: result.ok, status: result.status, outcome: result.outcome, attempts: result.attempts, during: sentDuring });
+      if (!result.ok) outbox.push(`refs/heads/load-${i}`);
       await new Promise((r) => setTimeout(r, SEND_EVERY_MS));
     }
   })();
@@ -135,12 +160,31 @@ await eachDatabase(t, async (t, db) => {
   await replace('node-2');
   await probe('new');
   await until('a few deliveries to the upgraded cluster', () => (answers.filter((a) => a.during === 'current+current').length >= 5 ? true : undefined), 120_000, 100);
+
+  // The relay last: one process, replaced in place. While it restarts the connection is refused.
+  during = 'relay restarting';
+  t.equal(await stack.relay.stop('SIGTERM'), 0, `the relay (${FROM}) stopped cleanly`);
+  const relay = await startProgram(programPath(join(REPO_ROOT, 'bin/svc-relay.ts')), 'svc-relay', { env: { ...stack.relayEnv }, readyTimeoutMs: MIN_PROGRAM_TIMEOUT_MS });
+  t.teardown(() => relay.stop('SIGKILL').catch(() => undefined));
+  during = 'relay current';
+  await probe('relay');
+  await until('a few deliveries to the upgraded relay', () => (answers.filter((a) => a.during === 'relay current').length >= 5 ? true : undefined), 120_000, 100);
+
+  // Agents last: the old agent stops (SIGTERM), the current one takes the next job.
+  t.equal(await agent.stop('SIGTERM'), 0, `the agent (${FROM}) stopped cleanly`);
+  agent = await startProgram(programPath(join(REPO_ROOT, 'bin/svc-agent.ts')), 'svc-agent', {
+    env: { ...withoutSvc(gitEnv()), SVC_ORCHESTRATOR_URL: nodes['node-2']!.url, SVC_AGENT_TOKEN: stack.agentToken, SVC_AGENT_LABELS: 'e2e', SVC_AGENT_SANDBOX: 'process', SVC_AGENT_WORK_DIR: join(stack.root, 'current-agent'), SVC_AGENT_LOG_LEVEL: 'warn', SVC_AGENT_MAX_RECONNECT_DELAY_MS: '1000', SVC_AGENT_ID: 'rolling-agent-current' },
+    readyTimeoutMs: MIN_PROGRAM_TIMEOUT_MS,
+  });
+  t.teardown(() => agent.stop('SIGKILL').catch(() => undefined));
+  await probe('agent');
   stopSending = true;
   await sender;
+  await until('the refused deliveries sent again', () => flush().then((done) => (done ? true : undefined)), 60_000, 500);
 
   const refused = answers.filter((a) => !a.ok);
-  t.same(refused, [], 'every delivery was answered 2xx: nothing refused');
-  const delivered = answers.filter((a) => a.ok).map((a) => a.ref);
+  t.same(refused.filter((a) => a.during !== 'relay restarting'), [], 'while the relay ran, every delivery was answered 2xx: the mixed cluster refused nothing');
+  const delivered = answers.map((a) => a.ref);
   const counted = async () =>
     (await stack.pool.any(sql.unsafe`
       SELECT ref, count(*)::int AS runs FROM runs WHERE ref LIKE 'refs/heads/load-%' AND parent_run_id IS NULL GROUP BY ref`)) as unknown as Array<{ ref: string; runs: number }>;
@@ -155,8 +199,8 @@ await eachDatabase(t, async (t, db) => {
   t.same(duplicates, [], 'duplicate runs 0');
   t.equal(runs.length, delivered.length, 'no run for a branch that was not delivered');
   const retried = answers.filter((a) => a.attempts > 1).length;
-  const phases = [`${FROM}+${FROM}`, `current+${FROM}`, 'current+current'].map((p) => `${p}: ${answers.filter((a) => a.during === p).length}`).join(', ');
-  t.comment(`deliveries ${answers.length} (${phases}); accepted ${delivered.length}, refused ${refused.length}, retried by the sender ${retried}; runs ${runs.length}, lost ${lost.length}, duplicate runs ${duplicates.length}; admin calls ${adminCalls.length} all 200; probe runs 3 green`);
+  const phases = [`${FROM}+${FROM}`, `current+${FROM}`, 'current+current', 'relay restarting', 'relay current'].map((p) => `${p}: ${answers.filter((a) => a.during === p).length}`).join(', ');
+  t.comment(`deliveries ${answers.length} (${phases}); accepted at once ${answers.length - refused.length}, refused while the relay restarted ${refused.length} (all sent again: ${resent}), retried by the sender ${retried}; runs ${runs.length}, lost ${lost.length}, duplicate runs ${duplicates.length}; admin calls ${adminCalls.length} all 200; probe runs ${PHASES.length} green`);
   const migrations = (await stack.pool.one(sql.unsafe`SELECT count(*)::int AS n FROM svc_migrations`)) as { n: number };
   t.equal(migrations.n, await sqlFiles(join(REPO_ROOT, 'dist')), `the current nodes applied the current build's migrations (${await sqlFiles(old.dir)} at ${FROM}, ${migrations.n} now)`);
 }, { schema: 'empty' }); // the old nodes migrate it: a template would hold the current schema already
