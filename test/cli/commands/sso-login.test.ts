@@ -3,7 +3,8 @@
 // approved by a person who signs in at the provider (its login and consent forms over HTTP); the
 // stored token works for `svc runs list`; once expired it is renewed on its own through the relay,
 // which asks the provider again; after the person is disabled at the provider the next renewal
-// fails with SVC_ERR_CLI_LOGIN_REFRESH_FAILED and the token stops working.
+// fails with SVC_ERR_CLI_LOGIN_REFRESH_FAILED and the token stops working. `svc pat create --scope`
+// narrows a token of hers to a role.
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -105,6 +106,15 @@ await eachDatabase(t, async (t, db) => {
     t.not(second['token'], first['token'], 'renewed through the relay and the provider');
     t.not(second['refreshToken'], first['refreshToken']);
     t.ok(Date.parse(second['expiresAt']!) > Date.now() + 3500_000);
+
+    // A token of her own narrowed to viewer: lists runs, may not re-run although dana is a developer.
+    const scoped = await svc(['pat', 'create', '--name', 'wallboard', '--scope', 'viewer', '--json']);
+    t.equal(scoped.code, 0, scoped.stderr);
+    const wallboard = (JSON.parse(scoped.stdout) as { token: string }).token;
+    t.equal((await fetch(`${relayUrl}/v1/orgs/acme/runs`, { headers: { authorization: `Bearer ${wallboard}` } })).status, 200);
+    const rerun = await fetch(`${relayUrl}/orgs/acme/runs/00000000-0000-4000-8000-000000000000/rerun`, { method: 'POST', headers: { authorization: `Bearer ${wallboard}` } });
+    t.equal(rerun.status, 403, 'the scope narrows her developer role');
+    t.equal((await svc(['pat', 'create', '--scope', 'owner'])).code, 2, 'an unknown scope is a usage error');
 
     idp.users.get('dana')!.disabled = true;
     await expireStoredToken();
