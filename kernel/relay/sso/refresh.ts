@@ -55,11 +55,18 @@ export async function refreshPersonToken(db: DatabasePool, sso: Sso, logger: Log
   const outcome = await db.transaction(async (tx): Promise<RefreshedToken | RefreshRefused> => {
     // The row lock makes two refreshes of one pair take turns: the second finds the pair replaced.
     const row = await tx.maybeOne(sqlTyped(RefreshRow)`
-      select p.id::text as id, p.org_id, p.person_id::text as person_id, p.grant_id::text as grant_id, pp.provider, pp.subject, pp.login, g.sealed
-      from relay_pats p join relay_people pp on pp.id = p.person_id left join relay_provider_grants g on g.id = p.grant_id and g.revoked_at is null
+      select p.id::text as id, p.org_id, p.person_id::text as person_id, p.grant_id::text as grant_id, pp.provider, pp.subject, pp.login, null as sealed
+      from relay_pats p join relay_people pp on pp.id = p.person_id
       where p.refresh_sha256 = ${sql.binary(hashPat(refreshToken))} and p.revoked_at is null and pp.disabled_at is null
       for update of p`);
     if (row === null) throw new AuthenticationError('SVC_ERR_RELAY_REFRESH_INVALID', 'the refresh token is not valid (used, revoked or mistyped); sign in again with "svc login"');
+    // Tokens minted from one sign-in share its provider grant: their refreshes take turns on it, so
+    // a provider that rotates refresh tokens never sees one used twice (it would revoke the grant).
+    if (row.grant_id !== null) {
+      const grant = await tx.maybeOne(sqlTyped(Type.Object({ sealed: Type.Any() }))`
+        select sealed from relay_provider_grants where id = ${row.grant_id} and revoked_at is null for update`);
+      row.sealed = grant === null ? null : grant.sealed;
+    }
     const provider = sso.providers.get(row.provider);
     const refused = async (reason: string): Promise<RefreshRefused> => {
       await disablePerson(tx, row.person_id);

@@ -80,21 +80,20 @@ if (!existsSync(CHROMIUM) && process.env['CI'] === undefined) {
 
     /** Approves a run from the dashboard, as its Approve form does (the session's CSRF token, same origin). */
     const approve = async (runId: string) => {
-      await page.evaluate(
-        ([id, csrf]) => {
-          const form = document.createElement('form');
-          form.method = 'post';
-          form.action = `/ui/orgs/acme/runs/${id}/approve`;
-          const field = document.createElement('input');
-          field.type = 'hidden';
-          field.name = 'csrf';
-          field.value = csrf!;
-          form.append(field);
-          document.body.append(form);
-          form.submit();
-        },
-        [runId, await page.locator('body').getAttribute('data-csrf')],
-      );
+      const csrf = (await page.locator('body').getAttribute('data-csrf')) ?? '';
+      // The page's own form post, built in the page (the dashboard shows Approve only on a held run).
+      await page.evaluate(`(() => {
+        const form = document.createElement('form');
+        form.method = 'post';
+        form.action = '/ui/orgs/acme/runs/${runId}/approve';
+        const field = document.createElement('input');
+        field.type = 'hidden';
+        field.name = 'csrf';
+        field.value = ${JSON.stringify(csrf)};
+        form.append(field);
+        document.body.append(form);
+        form.submit();
+      })()`);
       await page.waitForURL(`${relayUrl}/ui/orgs/acme/runs/${runId}/approve`);
       return page.locator('main').innerText();
     };
