@@ -178,10 +178,12 @@ async function main(): Promise<void> {
       `select extract(epoch from (max(s.finished_at) - min(s.started_at)))::float8 as s from job_steps s join jobs j on j.id = s.job_id where j.run_id = $1 and s.name = 'print'`,
       [runId],
     ).catch(() => ({ rows: [{ s: NaN }] }))).rows[0]?.s ?? NaN;
+    const outcome = (await client.query<{ status: string; reason: string | null }>(`select status, reason from jobs where run_id = $1`, [runId])).rows.map((r) => `${r.status}${r.reason ? ` (${r.reason.slice(0, 300)})` : ''}`).join(', ');
     const rate = (n: number, from: number, to: number) => `${Math.round(n / ((to - from) / 1000)).toLocaleString('en')} lines/s`;
     process.stdout.write(
       [
         `log: ${LINES.toLocaleString('en')} lines printed by one step (every tenth with a registered secret), run ${runId}; step ${Number.isFinite(step) ? `${step.toFixed(1)} s` : 'duration n/a'} by its own record`,
+        `the job: ${outcome}`,
         `stored at the orchestrator: ${stored.lines.toLocaleString('en')} lines in ${stored.rows.toLocaleString('en')} rows; first → last ${rate(stored.lines, stored.first, stored.last)} (${((stored.last - stored.first) / 1000).toFixed(1)} s), from the bench's start ${rate(stored.lines, began, stored.last)}`,
         `live view (SSE client of the relay): ${seen.lines.toLocaleString('en')} lines in ${seen.events.toLocaleString('en')} events; first → last ${rate(seen.lines, seen.first, seen.last)} (${((seen.last - seen.first) / 1000).toFixed(1)} s), last line ${((seen.last - stored.last) / 1000).toFixed(2)} s after it was stored`,
         `masking: ${seen.masked.toLocaleString('en')} lines carried *** where the secret was, ${seen.leaked} held the secret in plain (expected ${Math.floor(LINES / 10).toLocaleString('en')} and 0)`,
