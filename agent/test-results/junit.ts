@@ -50,16 +50,37 @@ export interface ParseSink {
   add(test: TestCase): boolean;
 }
 
+/** The first `<failure>` (or `<error>`) of a case: an element with attributes, or just its text. */
+function firstOf(value: unknown): { attrs: Node; body: string } | undefined {
+  if (!Array.isArray(value) || value.length === 0) return undefined;
+  const first: unknown = value[0];
+  if (typeof first === 'string') return { attrs: {}, body: first };
+  if (typeof first === 'object' && first !== null) return { attrs: first as Node, body: text(first) };
+  return { attrs: {}, body: '' };
+}
+
+/** TAP diagnostics as YAML (what tap's JUnit reporter writes into `<failure>`): not a message. */
+const YAML_DIAG = /^(compare|at|stack|found|wanted|pattern|diff|source|message|error|code|test|type|doesNotMatch|expected|actual):( |$)/;
+
+/** Without a message attribute: the body's first line, or for YAML diagnostics their `message`, else the case's name. */
+function messageFromBody(body: string, name: string): string | undefined {
+  const first = body.split(/\r?\n/).find((l) => l.trim() !== '')?.trim();
+  if (first === undefined) return undefined;
+  if (!YAML_DIAG.test(first)) return first;
+  const line = /^message: (.+)$/m.exec(body)?.[1]?.trim();
+  return line !== undefined && line !== '' ? line.replace(/^["']|["']$/g, '') : name;
+}
+
 function testCase(node: Node, suite: string, sink: ParseSink): boolean {
   const name = attr(node, 'name')?.trim() || '(unnamed)';
   const classname = attr(node, 'classname')?.trim();
-  const failure = nodes(node['failure'])[0] ?? (Array.isArray(node['failure']) && node['failure'].length > 0 ? {} : undefined);
-  const error = nodes(node['error'])[0] ?? (Array.isArray(node['error']) && node['error'].length > 0 ? {} : undefined);
+  const failure = firstOf(node['failure']);
+  const error = firstOf(node['error']);
   const skipped = Array.isArray(node['skipped']) && node['skipped'].length > 0;
   const status = failure !== undefined ? 'failed' : error !== undefined ? 'errored' : skipped ? 'skipped' : 'passed';
   const problem = failure ?? error;
-  const body = problem === undefined ? '' : text(problem);
-  const message = problem === undefined ? undefined : (attr(problem, 'message') ?? body.split(/\r?\n/).find((l) => l.trim() !== '') ?? status);
+  const body = problem?.body ?? '';
+  const message = problem === undefined ? undefined : (attr(problem.attrs, 'message') ?? messageFromBody(body, name) ?? status);
   const file = attr(node, 'file');
   const durationMs = secondsToMs(attr(node, 'time'));
   return sink.add({
@@ -73,16 +94,27 @@ function testCase(node: Node, suite: string, sink: ParseSink): boolean {
   });
 }
 
-/** Walks suites (iteratively: depth is already bounded, but no recursion is needed either). */
+/**
+ * Walks suites (iteratively: depth is already bounded, but no recursion is needed either). The
+ * name of the `<testsuites>` root is a report label, not a suite: it is not part of the path. A
+ * case named like a suite nested beside it is that subtest's own summary (tap's reporter writes
+ * both): the suite's cases stand for it.
+ */
 function walk(roots: Node[], sink: ParseSink): void {
-  const stack: Array<{ node: Node; path: string }> = roots.map((node) => ({ node, path: '' })).reverse();
+  const stack: Array<{ node: Node; path: string; label: boolean }> = roots.map((node) => ({ node, path: '', label: false }));
+  stack.reverse();
   while (stack.length > 0) {
-    const { node, path } = stack.pop()!;
-    const own = attr(node, 'name')?.trim() ?? '';
+    const { node, path, label } = stack.pop()!;
+    const own = label ? '' : (attr(node, 'name')?.trim() ?? '');
     const suite = path === '' ? own : own === '' ? path : `${path} › ${own}`;
-    for (const tc of nodes(node['testcase'])) if (!testCase(tc, suite, sink)) return;
-    const children = [...nodes(node['testsuite']), ...nodes(node['testsuites'])];
-    for (let i = children.length - 1; i >= 0; i--) stack.push({ node: children[i]!, path: suite });
+    const nested = nodes(node['testsuite']);
+    const subtests = new Set(nested.map((n) => attr(n, 'name')?.trim() ?? ''));
+    for (const tc of nodes(node['testcase'])) {
+      if (subtests.has(attr(tc, 'name')?.trim() ?? '\u0000')) continue;
+      if (!testCase(tc, suite, sink)) return;
+    }
+    const children = [...nested.map((n) => ({ node: n, path: suite, label: false })), ...nodes(node['testsuites']).map((n) => ({ node: n, path: suite, label: true }))];
+    for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]!);
   }
 }
 
@@ -96,7 +128,8 @@ export function parseJunit(xml: string, sink: ParseSink): void {
   } catch (error) {
     throw new ResultFileError(`is not well-formed XML: ${clip(error instanceof Error ? error.message : String(error), 300)}`);
   }
-  const roots = [...nodes(doc['testsuites']), ...nodes(doc['testsuite'])];
-  if (roots.length === 0) throw new ResultFileError('has no <testsuites> or <testsuite> element: not a JUnit XML file');
-  walk(roots, sink);
+  const labels = nodes(doc['testsuites']);
+  const suites = nodes(doc['testsuite']);
+  if (labels.length + suites.length === 0) throw new ResultFileError('has no <testsuites> or <testsuite> element: not a JUnit XML file');
+  walk([...labels.map((node) => ({ ...node, name: undefined }) as Node), ...suites], sink);
 }

@@ -67,13 +67,42 @@ t.test('JUnit XML: suites (nested), statuses, durations, messages, first lines o
   const cases = parse(JUNIT);
   t.equal(cases.length, 5);
   const by = (name: string) => cases.find((c) => c.name === name)!;
-  t.match(by('adds'), { suite: 'all › math', status: 'passed', durationMs: 12, file: 'test/math.test.ts' });
+  t.match(by('adds'), { suite: 'math', status: 'passed', durationMs: 12, file: 'test/math.test.ts' });
   t.match(by('divides & conquers'), { status: 'failed', durationMs: 1500, message: 'expected 2, got 3' });
   t.match(by('divides & conquers').output, /^AssertionError: expected 2, got 3\n\s+at test\/math\.test\.ts:10:5/);
   t.match(by('skips'), { status: 'skipped' });
   t.match(by('throws'), { status: 'errored', message: 'boom' });
-  t.match(by('inner'), { suite: 'all › math › nested', status: 'passed', durationMs: 0 });
+  t.match(by('inner'), { suite: 'math › nested', status: 'passed', durationMs: 0 });
   t.same(parse('<testsuite name="solo"><testcase name="a"/></testsuite>').map((c) => [c.suite, c.name]), [['solo', 'a']], 'a bare <testsuite> root');
+  t.match(parse('<testsuite name="s"><testcase name="t"><failure>plain text body</failure></testcase></testsuite>')[0], { status: 'failed', message: 'plain text body', output: 'plain text body' }, 'a failure that is only text');
+});
+
+t.test("tap's own JUnit reporter: subtest cases are not tests, YAML diagnostics are not the message", async (t) => {
+  const xml = `<?xml version="1.0" encoding="UTF-8" ?>
+<testsuites id="x" name="TAP Tests" tests="4" failures="3">
+<testsuite name="test/a.test.ts" tests="3" failures="2">
+<testsuite name="group" tests="2" failures="1">
+<testcase id="1" name="adds" classname="test/a.test.ts &gt; group" file="test/a.test.ts"></testcase>
+<testcase id="2" name="two is three" classname="test/a.test.ts &gt; group" file="test/a.test.ts">
+<failure><![CDATA[
+compare: ===
+at:
+  fileName: test/a.test.ts
+  lineNumber: 2
+]]></failure>
+</testcase>
+</testsuite>
+<testcase id="1" name="group" classname="test/a.test.ts" file="test/a.test.ts" time="0.2"><failure><![CDATA[
+test: group
+]]></failure></testcase>
+<testcase id="2" name="top" classname="test/a.test.ts"></testcase>
+</testsuite>
+</testsuites>`;
+  t.same(parse(xml).map((c) => [c.suite, c.name, c.status, c.message]), [
+    ['test/a.test.ts', 'top', 'passed', undefined],
+    ['test/a.test.ts › group', 'adds', 'passed', undefined],
+    ['test/a.test.ts › group', 'two is three', 'failed', 'two is three'],
+  ]);
 });
 
 t.test('TAP: subtests become suites, a subtest point is not a test, skip and diagnostics', async (t) => {
