@@ -13,6 +13,7 @@ import { PAT_PREFIX, patForToken } from '../pats/index.ts';
 import { checkCsrf, sessionCookieOf, sessionFor } from '../sessions/index.ts';
 import { expandRoles, requireAction, routeAccessOf } from '../people/access.ts';
 import { ROLES, isRole, rolesFor, type PersonRef, type Role } from '../people/roles.ts';
+import { auditRoleRefusal } from '../audit/refusals.ts';
 
 export interface Caller {
   kind: 'pat' | 'platform';
@@ -92,6 +93,12 @@ export async function authorize(db: DatabasePool, request: FastifyRequest, orgId
   // Fail closed: an org route nobody placed in the table is refused until it is.
   if (access === undefined || access === 'public' || access === 'self') throw new Error(`route ${request.method} ${request.routeOptions.url ?? '?'} has no action in ROUTE_ACCESS (kernel/relay/people/access.ts)`);
   const authorized: Caller = { ...caller, roles: await effectiveRoles(db, caller) };
-  requireAction(authorized, access);
+  try {
+    requireAction(authorized, access);
+  } catch (error) {
+    // A change refused for lack of a role is a refusal of note in the audit trail (docs/audit.md).
+    if (!SAFE_METHODS.has(request.method)) await auditRoleRefusal(db, authorized, access, request, error);
+    throw error;
+  }
   return authorized;
 }

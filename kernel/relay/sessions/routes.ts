@@ -13,7 +13,8 @@ import { mapError, type SvcHttpServer } from '../../services/http/index.ts';
 import { PAT_PREFIX, patForToken } from '../pats/index.ts';
 import { checkCsrf, checkSameOrigin, sessionCookieOf, setSessionCookie } from './browser.ts';
 import { html, localPath, sendPage, type Html } from './page.ts';
-import { closeSession, openSession, SESSION_TTL_SECONDS } from './store.ts';
+import { closeSession, openSession, sessionFor, SESSION_TTL_SECONDS } from './store.ts';
+import { recordRelayAudit } from '../audit/record.ts';
 
 /** Form bodies are small: a token and a path. */
 export const FORM_BODY_LIMIT = 16 * 1024;
@@ -98,6 +99,14 @@ export function registerSessionRoutes(scope: SvcHttpServer, options: { db: Datab
       // A browser signing in again leaves no second live session behind.
       await closeSession(db, sessionCookieOf(request));
       const session = await openSession(db, pat.id);
+      await recordRelayAudit(db, {
+        orgId: pat.orgId,
+        actor: pat.person === undefined ? { kind: 'token', id: pat.id, name: pat.user } : { kind: 'person', id: pat.person.id, name: pat.person.login },
+        action: 'session.sign_in',
+        target: `token:${pat.id}`,
+        outcome: 'ok',
+        detail: 'signed in with a personal access token',
+      });
       setSessionCookie(reply, request, session.value, SESSION_TTL_SECONDS);
       logger.info({ orgId: pat.orgId, user: pat.user, patId: pat.id }, 'browser signed in');
       return reply.code(303).header('location', next).header('cache-control', 'no-store').send();
@@ -111,7 +120,17 @@ export function registerSessionRoutes(scope: SvcHttpServer, options: { db: Datab
     try {
       if (value !== undefined) {
         checkCsrf(request, value);
+        const ending = await sessionFor(db, value);
         await closeSession(db, value);
+        if (ending !== undefined) {
+          await recordRelayAudit(db, {
+            orgId: ending.orgId,
+            actor: ending.person === undefined ? { kind: 'token', id: ending.patId, name: ending.user } : { kind: 'person', id: ending.person.id, name: ending.person.login },
+            action: 'session.sign_out',
+            target: ending.person === undefined ? `token:${ending.patId}` : `person:${ending.person.id}`,
+            outcome: 'ok',
+          });
+        }
       }
       setSessionCookie(reply, request, undefined);
       return reply.code(303).header('location', '/signin').send();

@@ -20,6 +20,7 @@ import { createGrant, mintPersonToken, sealTokens, upsertPerson } from '../peopl
 import { orgsOf } from '../people/roles.ts';
 import { closeSession, cookieOf, html, isHttps, localPath, openSession, ownOrigin, sendErrorPage, sendHtml, sendPage, sessionCookieOf, setSessionCookie, SESSION_TTL_SECONDS } from '../sessions/index.ts';
 import { SignInRefused, type Sso } from './index.ts';
+import { recordRelayAudit } from '../audit/record.ts';
 
 const STATE_COOKIE = 'svc_sso_state';
 const LOGIN_TTL_SECONDS = 600;
@@ -121,6 +122,16 @@ export function registerSsoRoutes(scope: SvcHttpServer, options: { db: DatabaseP
       const token = await mintPersonToken(db, { orgId, person, name: BROWSER_TOKEN_NAME, ttlSeconds: SESSION_TTL_SECONDS, grantId, refresh: false });
       await closeSession(db, sessionCookieOf(request));
       const session = await openSession(db, token.id);
+      // The audit trail (docs/audit.md); `person` re-sends their directory entry (groups may have changed).
+      await recordRelayAudit(db, {
+        orgId,
+        actor: { kind: 'person', id: person.id, name: person.login },
+        action: 'session.sign_in',
+        target: `person:${person.id}`,
+        outcome: 'ok',
+        detail: `${person.displayName} signed in with ${provider.displayName} (groups: ${person.groups.join(', ') || 'none'})`,
+        person: person.id,
+      });
       setSessionCookie(reply, request, session.value, SESSION_TTL_SECONDS);
       return continuePage(reply, login.next_path, person.displayName, orgId);
     } catch (error) {
