@@ -131,6 +131,14 @@ await eachDatabase(t, async (t, db) => {
     t.match(all.entries[0], { name: 'flips', addedBy: 'alice', reason: 'flaky, see #41', removedBy: 'alice', removedReason: 'fixed in #42' }, 'leaving is recorded and listed');
     const none = await svc(['tests', 'quarantine', 'remove', 'flips', '--suite', 'math', '--repository', REPO, '--reason', 'again']);
     t.not(none.code, 0, 'removing what is not quarantined fails');
+    // Org-wide: no repository, every repository of the org.
+    const orgWide = await svc(['tests', 'quarantine', 'add', 'sometimes', '--suite', 'math', '--reason', 'org-wide flake', '--json']);
+    t.equal(orgWide.code, 0, orgWide.stderr);
+    t.equal(JSON.parse(orgWide.stdout).entry.repository, null);
+    const elsewhere = await insertRun(db.pool, { orgId: ORG, repository: 'acme/other', sha: SHA, status: 'running', jobs: [{ name: 'unit', status: 'running' }] });
+    await db.pool.query(sql.unsafe`update jobs set agent_id = 'tests-agent' where id = ${elsewhere.jobs['unit']!.id}`);
+    const waived = await report(elsewhere.jobs['unit']!.id, [tc('sometimes', 'failed')], { exitFailure: true });
+    t.same([waived.failed, waived.quarantinedFailed, waived.waived], [1, 1, true], 'an org-wide entry covers another repository');
   });
 
   await t.test('svc tests failed and history: newest first, failure rate, median duration', async (t) => {
