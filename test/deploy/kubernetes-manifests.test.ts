@@ -62,8 +62,10 @@ t.test('a broken manifest fails, naming the file, the object and the field', asy
   expect('Deployment broken-policy', 'spec.template.spec.containers[0].securityContext.allowPrivilegeEscalation');
   expect('Deployment broken-policy', 'spec.template.spec.containers[0].securityContext.capabilities.drop');
   expect('Deployment broken-policy', 'spec.template.spec.containers[0].volumeMounts');
+  expect('Deployment broken-policy', 'spec.template.spec.containers[0].volumeMounts[0].name');
+  expect('Deployment broken-policy', 'spec.template.spec.containers[0].readinessProbe.httpGet.port');
   expect('Deployment broken-api-version', 'apiVersion');
   expect('Deployment broken-missing-template', 'spec');
   expect('ConfigMap broken-scalers', 'plugins.kubernetes.securityContext.runAsUser');
-  t.notOk(problems.some((p) => p.includes('broken-policy') && p.includes('readinessProbe')), 'what the broken object has is not reported');
+  t.notOk(problems.some((p) => p.includes('broken-policy') && p.includes('readinessProbe: required')), 'what the broken object has is not reported');
 });
