@@ -91,21 +91,25 @@ export async function runTests(db: CommonQueryMethods, orgId: string, runId: str
         SELECT id::text, repository, sha FROM runs WHERE id = ${runId.toLowerCase()} AND org_id = ${orgId}`)
     : null;
   if (run === null) throw new NotFoundError('SVC_ERR_RUNS_NOT_FOUND', `run ${runId} not found in org ${orgId}`);
+  // A restart from failed jobs copies the jobs that had completed (jobs.reused_from): their tests
+  // are the original job's, recorded under the original run.
+  const jobsOfRun = sql.fragment`(
+    SELECT coalesce(o.run_id, r.run_id), coalesce(r.reused_from, r.id) FROM jobs r LEFT JOIN jobs o ON o.id = r.reused_from WHERE r.run_id = ${run.id})`;
   const counts: TestCounts = await db.one(sqlTyped(CountRow)`
     SELECT count(*)::int AS total, count(*) FILTER (WHERE status = 'passed')::int AS passed, count(*) FILTER (WHERE status = 'failed')::int AS failed,
            count(*) FILTER (WHERE status = 'skipped')::int AS skipped, count(*) FILTER (WHERE status = 'errored')::int AS errored,
            count(*) FILTER (WHERE quarantined)::int AS quarantined
-    FROM test_results WHERE run_id = ${run.id}`);
+    FROM test_results WHERE (run_id, job_id) IN ${jobsOfRun}`);
   const steps = await db.any(sqlTyped(StepRow)`
     SELECT s.job_id::text, j.display_name AS job_name, s.attempt, s.step_index, s.step_name, s.total, s.passed, s.failed, s.skipped, s.errored,
            s.quarantined_failed, s.exit_failure, s.failed_by_tests, s.waived, s.problems
-    FROM test_steps s JOIN jobs j ON j.id = s.job_id WHERE s.run_id = ${run.id} ORDER BY j.display_name, s.attempt, s.step_index`);
+    FROM test_steps s JOIN jobs j ON j.id = s.job_id WHERE (s.run_id, s.job_id) IN ${jobsOfRun} ORDER BY j.display_name, s.attempt, s.step_index`);
   const failing = await db.any(sqlTyped(ResultRow)`
     SELECT ${RESULT_COLUMNS} FROM test_results t JOIN jobs j ON j.id = t.job_id
-    WHERE t.run_id = ${run.id} AND t.status IN ('failed', 'errored') ORDER BY t.quarantined, t.suite, t.name, t.attempt LIMIT ${RUN_FAILED_SHOWN}`);
+    WHERE (t.run_id, t.job_id) IN ${jobsOfRun} AND t.status IN ('failed', 'errored') ORDER BY t.quarantined, t.suite, t.name, t.attempt LIMIT ${RUN_FAILED_SHOWN}`);
   const others = await db.any(sqlTyped(ResultRow)`
     SELECT ${RESULT_COLUMNS} FROM test_results t JOIN jobs j ON j.id = t.job_id
-    WHERE t.run_id = ${run.id} AND t.status IN ('passed', 'skipped') ORDER BY t.id LIMIT ${RUN_PASSED_SHOWN}`);
+    WHERE (t.run_id, t.job_id) IN ${jobsOfRun} AND t.status IN ('passed', 'skipped') ORDER BY t.id LIMIT ${RUN_PASSED_SHOWN}`);
   return {
     runId: run.id,
     repository: run.repository,

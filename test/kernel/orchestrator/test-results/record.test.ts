@@ -167,6 +167,12 @@ await eachDatabase(t, async (t, db) => {
     t.equal(foreignRun.status, 403);
     const unknownRun = await api(`/v1/orgs/${ORG}/runs/${randomUUID()}/tests`);
     t.equal(unknownRun.status, 404);
+    // A restart from failed jobs reuses a completed job (jobs.reused_from): its tests show on the new run.
+    const restarted = await insertRun(db.pool, { orgId: ORG, repository: REPO, sha: SHA, status: 'running', jobs: [{ name: 'unit', status: 'running' }] });
+    await db.pool.query(sql.unsafe`update jobs set reused_from = ${second.jobId} where id = ${restarted.jobs['unit']!.id}`);
+    const reused = await api(`/v1/orgs/${ORG}/runs/${restarted.runId}/tests`);
+    t.match(reused.body.run.counts, { total: 2, passed: 2 }, "the reused job's results");
+    t.equal(reused.body.run.results[0].runId, second.runId, 'recorded under the run that ran them');
     const badView = await api(`/v1/orgs/${ORG}/tests?view=history`);
     t.equal(badView.status, 400, 'history needs a name');
   });
