@@ -70,7 +70,7 @@ function richWorkflow() {
           rules: [rule('always', () => true)],
           onCancel: noop,
           cleanup: noop,
-          approval: { clauses: [{ roles: ['maintainer'] }], reason: 'publishes', timeoutSeconds: 600 },
+          approval: { clauses: [{ roles: ['approver'] }], reason: 'publishes', timeoutSeconds: 600 },
           timeout: 5000,
         })
         .step('test', async (ctx) => {
@@ -208,7 +208,7 @@ t.test('a rich workflow: every field in the lock entry', async (t) => {
         hasRules: true,
         hasOnCancel: true,
         hasCleanup: true,
-        approval: { clauses: [{ users: [], teams: [], roles: ['maintainer'], count: 1 }], when: 'always', reason: 'publishes', timeoutSeconds: 600 },
+        approval: { clauses: [{ users: [], teams: [], roles: ['approver'], count: 1 }], when: 'always', reason: 'publishes', timeoutSeconds: 600 },
         timeout: 5000,
       },
       { name: 'test', hasOutputs: false },
