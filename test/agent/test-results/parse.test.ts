@@ -7,6 +7,7 @@
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import t from 'tap';
 import { collectTests, parseResultText, REPORT_BATCH } from '../../../agent/test-results/collect.ts';
 import { ResultFileError } from '../../../agent/test-results/junit.ts';
@@ -195,4 +196,26 @@ t.test('collectTests: files from globs and reports, refusals, masking, batches, 
   const capped = await collectTests({ index: 0, name: 'big', patterns: ['big.xml'], paths: [], exitFailure: false }, ctx);
   t.equal(capped.total, TEST_LIMITS.maxTests);
   t.match(capped.problems.join('\n'), /more than 50000 tests/);
+});
+
+t.test('any text, XML-ish or TAP-ish: cases or a ResultFileError, nothing else', async (t) => {
+  const pieces = fc.constantFrom('<testsuites>', '</testsuites>', '<testsuite name="s">', '</testsuite>', '<testcase name="c"', '/>', '>', '</testcase>', '<failure message="m">', '</failure>', '<skipped/>', '<![CDATA[', ']]>', '&amp;', '&bogus;', '<!DOCTYPE x>', '<?xml version="1.0"?>', 'TAP version 14\n', 'ok 1 - a\n', 'not ok 2 - b\n', '    ok 1 - sub\n', '# Subtest: s\n', '  ---\n', '  message: x\n', '  ...\n', '1..2\n', 'Bail out! no\n', '\u0000', '\uFFFF', '"', "'", ' ');
+  let cases = 0;
+  let refused = 0;
+  fc.assert(
+    fc.property(fc.oneof(fc.string({ maxLength: 300 }), fc.array(pieces, { maxLength: 60 }).map((p) => p.join(''))), (text) => {
+      try {
+        parseResultText(text, (c) => {
+          if (typeof c.name !== 'string' || c.name === '' || !['passed', 'failed', 'skipped', 'errored'].includes(c.status)) throw new Error(`bad case ${JSON.stringify(c)}`);
+          cases++;
+          return true;
+        });
+      } catch (error) {
+        if (!(error instanceof ResultFileError)) throw error;
+        refused++;
+      }
+    }),
+    { numRuns: 400 },
+  );
+  t.ok(cases > 0 && refused > 0, `both outcomes seen (${cases} cases, ${refused} refusals)`);
 });
