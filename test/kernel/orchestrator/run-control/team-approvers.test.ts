@@ -7,9 +7,13 @@
 // - the relay's people directory reaches the orchestrator over the link, and a `/svc approve`
 //   comment maps its forge author to a person through it (or is refused, saying why).
 import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
 import t from 'tap';
 import type { LockWorkflow } from '../../../../schemas/lock.ts';
 import { listAudit } from '../../../../kernel/orchestrator/audit/store.ts';
+import { createAdminToken } from '../../../../kernel/orchestrator/admin-auth/index.ts';
+import { runCli } from '../../../fixtures/cli.ts';
+import { REPO_ROOT } from '../../../fixtures/programs.ts';
 import { syncPeople } from '../../../../kernel/orchestrator/run-control/people.ts';
 import { grantRole } from '../../../../kernel/relay/people/roles.ts';
 import { mintPersonToken, upsertPerson } from '../../../../kernel/relay/people/store.ts';
@@ -125,6 +129,56 @@ await eachDatabase(t, async (t, db) => {
       100,
     );
     t.same(row, { provider: 'forge', login: 'erin', teams: ['release'], roles: ['approver'], disabled: false });
+  });
+
+  await t.test('relayed re-run and cancel, and relay-side records, reach the trail once; the admin route reads it', async (t) => {
+    await grantRole(stack.relayDb, ORG, ann.id, 'developer', 'test');
+    const { runId } = await stack.pushRun(randomUUID(), pushPayload({ message: `audit ${randomUUID()}` }));
+    const post = (path: string) => fetch(`${stack.relayUrl}${path}`, { method: 'POST', headers: stack.auth(ann.token) });
+    const cancelled = await post(`/orgs/${ORG}/runs/${runId}/cancel`);
+    t.equal(cancelled.status, 200);
+    const rerun = await post(`/orgs/${ORG}/runs/${runId}/rerun`);
+    t.equal(rerun.status, 200);
+    const { newRunId } = (await rerun.json()) as { newRunId: string };
+    const refused = await fetch(`${stack.relayUrl}/orgs/${ORG}/runs/${runId}/cancel`, { method: 'POST', headers: stack.auth(carol.token) });
+    t.equal(refused.status, 403, 'carol (approver only) may not cancel');
+    const ofRun = async () => (await listAudit(db.pool, { org: ORG })).filter((e) => e.target === `run:${runId}`).reverse();
+    const records = await until('the refusal from the relay outbox', async () => {
+      const rows = await ofRun();
+      return rows.length >= 3 ? rows : undefined;
+    }, 15_000, 100);
+    t.same(
+      records.map((e) => [e.action, e.actor.kind, e.actor.name, e.outcome]),
+      [
+        ['run.cancel', 'person', 'ann', 'ok'],
+        ['run.rerun', 'person', 'ann', 'ok'],
+        ['run.cancel', 'person', 'carol', 'refused'],
+      ],
+      'one record each',
+    );
+    t.equal(records[1]?.detail, `new run ${newRunId}`);
+    t.match(records[2]?.detail, /this needs the developer role in org acme/);
+
+    // An operator's token created on the relay database: through the outbox to the orchestrator.
+    const created = await runCli(join(REPO_ROOT, 'bin/svc-admin.ts'), ['relay', 'pat', 'create', ORG, '--user', 'zed', '--json', '--database-url', stack.relayDbUrl], { env: { PATH: process.env['PATH'], HOME: process.env['HOME'] } });
+    t.equal(created.code, 0, created.stderr);
+    const patId = (JSON.parse(created.stdout) as { id: string }).id;
+    const tokenRecord = await until('token.create at the orchestrator', async () => (await listAudit(db.pool, { action: 'token.create', org: ORG }))[0], 15_000, 100);
+    t.match(tokenRecord, { target: `token:${patId}`, outcome: 'ok', via: 'relay', actor: { kind: 'system', id: 'svc-admin' } });
+    t.equal(Number(await stack.relayDb.oneFirst(sql.unsafe`select count(*) from relay_audit_outbox`)), 0, 'the outbox is drained');
+
+    // The admin API: scope audit.read; filters as svc-admin audit list.
+    const reader = await createAdminToken(db.pool, { name: 'auditor', scopes: ['audit.read'], unrestricted: false, createdBy: 'test' });
+    const other = await createAdminToken(db.pool, { name: 'runs-only', scopes: ['runs.read'], unrestricted: false, createdBy: 'test' });
+    const api = (token: string, query: string) => fetch(`${stack.orchestrator.url}/api/v1/admin/audit${query}`, { headers: { authorization: `Bearer ${token}` } });
+    const answer = await api(reader.token, `?org=${ORG}&action=run.&actor=ann&limit=5`);
+    t.equal(answer.status, 200);
+    const { events } = (await answer.json()) as { events: Array<{ action: string; actor: { name: string } }> };
+    t.ok(events.length > 0 && events.length <= 5 && events.every((e) => e.action.startsWith('run.') && e.actor.name === 'ann'), 'filtered');
+    t.equal((await api(other.token, '')).status, 403, 'another scope is refused');
+    t.equal((await api(reader.token, '?outcome=maybe')).status, 400);
+    t.equal((await api(reader.token, '?since=yesterday')).status, 400);
+    t.equal((await api(reader.token, '?nope=1')).status, 400, 'an unknown filter is refused');
   });
 });
 
