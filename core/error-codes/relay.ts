@@ -92,6 +92,7 @@ export const RELAY_ERROR_CODES = {
   SVC_ERR_RELAY_SSO_CONFIG_INVALID: { kind: 'input', message: 'relay.sso.providers.{provider}: {reason}' },
   SVC_ERR_RELAY_SSO_NO_ROLE: { kind: 'not_allowed', message: '{person} signed in with {provider} but has no role in any org; ask an admin to grant one or to map one of your groups ({groups})' },
   SVC_ERR_RELAY_SSO_PROVIDER_UNKNOWN: { kind: 'not_found', message: 'no sign-in provider "{provider}" is configured; choose one on /signin' },
+  SVC_ERR_RELAY_SSO_RATE_LIMITED: { kind: 'rate_limited', message: 'too many sign-ins started from this address; retry in {seconds} s' },
   SVC_ERR_RELAY_SSO_UNAVAILABLE: { kind: 'unavailable', message: 'the identity provider {provider} did not answer: {reason}; retry shortly' },
   SVC_ERR_RELAY_STOPPING: { kind: 'unavailable', message: 'the relay is stopping; retry shortly' },
   SVC_ERR_RELAY_TOKEN_INVALID: { kind: 'authentication', message: 'the platform token is not valid for any org (rotated or mistyped?)' },

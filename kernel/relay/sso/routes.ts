@@ -13,7 +13,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import * as client from 'openid-client';
 import { Type } from 'typebox';
-import { AuthenticationError, NotAllowedError, NotFoundError } from '../../../core/errors.ts';
+import { AuthenticationError, NotAllowedError, NotFoundError, RateLimitedError } from '../../../core/errors.ts';
+import { TokenBuckets } from '../../webhook/rate-limiter.ts';
 import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
 import type { SvcHttpServer } from '../../services/http/index.ts';
 import { createGrant, mintPersonToken, sealTokens, upsertPerson } from '../people/store.ts';
@@ -24,6 +25,9 @@ import { recordRelayAudit } from '../audit/record.ts';
 
 const STATE_COOKIE = 'svc_sso_state';
 const LOGIN_TTL_SECONDS = 600;
+/** Sign-ins a client address may start per minute, and sign-ins waiting at once: a flood of starts stores nothing more. */
+export const SIGNIN_STARTS_PER_IP_RPM = 30;
+export const MAX_PENDING_SIGNINS = 10_000;
 export const BROWSER_TOKEN_NAME = 'browser sign-in';
 
 function sha256(value: string): Buffer {
@@ -61,10 +65,13 @@ function continuePage(reply: FastifyReply, next: string, who: string, orgId: str
 
 export function registerSsoRoutes(scope: SvcHttpServer, options: { db: DatabasePool; logger: Logger; sso: Sso }): void {
   const { db, logger, sso } = options;
+  const starts = new TokenBuckets(10_000);
 
   scope.get('/signin/:provider', async (request, reply) => {
     try {
       const provider = providerOf(sso, request);
+      const wait = starts.take(request.ip, SIGNIN_STARTS_PER_IP_RPM, Date.now());
+      if (wait > 0) throw new RateLimitedError('SVC_ERR_RELAY_SSO_RATE_LIMITED', `too many sign-ins started from this address; retry in ${wait} s`, wait);
       const query = request.query as Record<string, unknown>;
       const next = localPath(query['next'], '/ui');
       const org = typeof query['org'] === 'string' && /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(query['org']) ? query['org'] : null;
@@ -73,6 +80,8 @@ export function registerSsoRoutes(scope: SvcHttpServer, options: { db: DatabaseP
       const verifier = client.randomPKCECodeVerifier();
       const url = await provider.authorizationUrl({ redirectUri: callbackUrlOf(sso, request, provider.id), state, nonce, codeChallenge: await client.calculatePKCECodeChallenge(verifier) });
       await db.query(sql.unsafe`delete from relay_sso_logins where expires_at < now()`);
+      const pending = await db.oneFirst(sqlTyped(Type.Object({ n: Type.Number() }))`select count(*)::int as n from relay_sso_logins`);
+      if (pending >= MAX_PENDING_SIGNINS) throw new RateLimitedError('SVC_ERR_RELAY_SSO_RATE_LIMITED', `${MAX_PENDING_SIGNINS} sign-ins are already waiting for their provider; retry in a minute`, 60);
       await db.query(sql.unsafe`
         insert into relay_sso_logins (state_sha256, provider, nonce, code_verifier, next_path, org_id, expires_at)
         values (${sql.binary(sha256(state))}, ${provider.id}, ${nonce}, ${verifier}, ${next}, ${org}, now() + make_interval(secs => ${LOGIN_TTL_SECONDS}))`);

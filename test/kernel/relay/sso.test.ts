@@ -208,6 +208,21 @@ await eachDatabase(t, async (t, db) => {
     t.equal(unknown.status, 401);
   });
 
+  await t.test('a flood of sign-in starts from one address is cut off (last: it spends this address\'s budget)', async (t) => {
+    const statuses: number[] = [];
+    let refused: Response | undefined;
+    for (let i = 0; i < 40 && refused === undefined; i++) {
+      const answer = await fetch(`${relayUrl}/signin/corp?next=/ui`, { redirect: 'manual' });
+      statuses.push(answer.status);
+      if (answer.status === 429) refused = answer;
+      else await answer.body?.cancel();
+    }
+    t.ok(refused, `refused after ${statuses.length - 1} starts`);
+    t.ok(statuses.length <= 31, 'at most the per-minute budget passes');
+    t.match(refused!.headers.get('retry-after'), /^\d+$/);
+    t.match(await refused!.text(), /SVC_ERR_RELAY_SSO_RATE_LIMITED/);
+  });
+
   await t.test('a token narrowed by scopes: an operator token with scope viewer cannot approve', async (t) => {
     const scoped = await createPat(db.pool, 'acme', 'ci-bot', 'bot', { scopes: ['viewer'] });
     const headers = { authorization: `Bearer ${scoped.token}`, 'content-type': 'application/json' };
