@@ -7,10 +7,11 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const names = readdirSync(here)
-  .filter((f) => f.endsWith('.ts') && f !== 'run.ts')
-  .map((f) => f.slice(0, -3))
-  .sort();
+// Side-by-side benches against other CI systems live in peers/ (`npm run bench -- peers/buildbot`).
+const names = [
+  ...readdirSync(here).filter((f) => f.endsWith('.ts') && f !== 'run.ts').map((f) => f.slice(0, -3)),
+  ...readdirSync(join(here, 'peers')).filter((f) => f.endsWith('.ts')).map((f) => `peers/${f.slice(0, -3)}`),
+].sort();
 
 function summary(name: string): string {
   const first = readFileSync(join(here, `${name}.ts`), 'utf8').split('\n').find((line) => line.startsWith('//'));
