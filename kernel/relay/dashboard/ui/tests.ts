@@ -28,8 +28,8 @@ function testTitle(t: { suite: string; name: string }): string {
   return t.suite === '' ? t.name : `${t.suite} › ${t.name}`;
 }
 
-function resultRow(frame: Frame, runId: string, r: TestResultView): Html {
-  const logs = `${runsBase(frame.orgId)}/${enc(runId)}/logs?job=${enc(r.jobName)}&step=${enc(r.stepName)}`;
+function resultRow(frame: Frame, r: TestResultView): Html {
+  const logs = `${runsBase(frame.orgId)}/${enc(r.runId)}/logs?job=${enc(r.jobName)}&step=${enc(r.stepName)}&find=${enc(r.name)}`;
   const failing = r.status === 'failed' || r.status === 'errored';
   return html`<tr data-test="${testTitle(r)}" data-status="${r.status}"${failing ? html` class="failing"` : html``}>
 <td>${statusBadge(r.status)}${r.quarantined ? html` <span class="status s-quarantined" title="quarantined: this failure did not fail its job">quarantined</span>` : html``}</td>
@@ -62,7 +62,7 @@ ${
 ${
   run.results.length === 0
     ? html``
-    : html`<div class="table-wrap"><table id="test-results"><thead><tr><th scope="col">Status</th><th scope="col">Test</th><th scope="col">Job</th><th scope="col">Duration</th><th scope="col">Failure</th></tr></thead><tbody>${run.results.map((r) => resultRow(frame, run.runId, r))}</tbody></table></div>`
+    : html`<div class="table-wrap"><table id="test-results"><thead><tr><th scope="col">Status</th><th scope="col">Test</th><th scope="col">Job</th><th scope="col">Duration</th><th scope="col">Failure</th></tr></thead><tbody>${run.results.map((r) => resultRow(frame, r))}</tbody></table></div>`
 }
 ${run.omitted > 0 ? html`<p class="note" id="tests-omitted">${run.omitted} more passed or skipped tests are not listed.</p>` : html``}
 </div>`;

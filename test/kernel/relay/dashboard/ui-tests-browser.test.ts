@@ -29,6 +29,13 @@ if (!existsSync(CHROMIUM) && process.env['CI'] === undefined) {
       const jobId = run.jobs['unit']!.id;
       await db.pool.query(sql.unsafe`update jobs set agent_id = 'ui-agent', attempts = 1 where id = ${jobId}`);
       await recordTestReport(db.pool, 'ui-agent', { type: 'tests.report.request', jobId, requestId: 'r', step: { index: 0, name: 'unit tests' }, results, final: true, exitFailure });
+      // The step's log as the agent would have stored it: the failing test's line well below the step's first.
+      const at = new Date().toISOString();
+      const lines = [
+        ...Array.from({ length: 30 }, (_, i) => ({ at, step: 'unit tests', stream: 'stdout', text: `setting up ${i}` })),
+        { at, step: 'unit tests', stream: 'stdout', text: `${exitFailure ? 'not ok' : 'ok'} 2 - wobbles` },
+      ];
+      await db.pool.query(sql.unsafe`insert into job_logs (job_id, seq, lines) values (${jobId}, 0, ${sql.jsonb(lines)})`);
       return run.runId;
     };
     const failedRun = await recorded([tc('renders', 'passed', { durationMs: 5 }), tc('wobbles', 'failed', { message: 'expected <b>1</b>, got 2', output: 'at ui.test.ts:9', durationMs: 80 })], true);
@@ -53,7 +60,11 @@ if (!existsSync(CHROMIUM) && process.env['CI'] === undefined) {
       t.equal(await rows.count(), 2);
       t.equal(await rows.nth(0).getAttribute('data-test'), 'ui › wobbles', 'the failure is first');
       t.equal(await rows.nth(0).locator('.test-message').textContent(), 'expected <b>1</b>, got 2', 'markup in a message stays text');
-      t.match(await rows.nth(0).locator('a', { hasText: 'log of unit tests' }).getAttribute('href'), /\/logs\?job=unit&step=unit%20tests$/);
+      t.match(await rows.nth(0).locator('a', { hasText: 'log of unit tests' }).getAttribute('href'), /\/logs\?job=unit&step=unit%20tests&find=wobbles$/);
+      await Promise.all([page.waitForURL(/\/logs\?/), rows.nth(0).locator('a', { hasText: 'log of unit tests' }).click()]);
+      const line = page.locator('#log .ln.hl');
+      await line.waitFor({ timeout: 30_000 });
+      t.match(await line.textContent(), /not ok 2 - wobbles/, "the log opens at the test's line");
     });
 
     await t.test('history: sparkline of results and durations; quarantine from the page', async (t) => {

@@ -109,11 +109,16 @@ export function startLogs(box: HTMLElement): void {
   // A step's link from the run page (?job=&step=) opens the log at that step's first line.
   const wanted = new URLSearchParams(location.search);
   let stepPending = wanted.has('step') && !location.hash.startsWith('#L');
+  // A failed test's link from the Tests tab adds ?find=<test name>: the step's first line that
+  // names it (else the step's first line).
   const jumpToStep = () => {
     const at = lines.findIndex((l) => l.step === wanted.get('step') && (!wanted.has('job') || l.job === wanted.get('job')));
     if (at >= 0) {
       stepPending = false;
-      goTo(at);
+      const find = wanted.get('find') ?? '';
+      const first = lines[at]!;
+      const hit = find === '' ? -1 : lines.findIndex((l, i) => i >= at && l.step === first.step && l.job === first.job && plainText(l.text).includes(find));
+      goTo(hit >= 0 ? hit : at);
     }
   };
 
