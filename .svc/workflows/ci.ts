@@ -1,10 +1,11 @@
 // svc's own CI, run by svc (issue 41, "svc tests svc"): on pushes to main and pull requests.
 //   hygiene      no dependencies: migration numbers unique, every file test/tiers.ts names exists
-//   typecheck    npm ci, then tsgo over the project and the dashboard's browser code
+//   typecheck    npm ci, npm run build (the package's own exports resolve to dist/), then tsgo over
+//                the project and the dashboard's browser code
 //   build        npm ci, npm run build (dist/, the shipped bins)
 //   unit         the unit tier (scripts/test-tiers.ts --tier unit), results as JUnit XML
 //                (testResults: one test case per test file, docs/test-results.md)
-//   integration  the integration tier: needs a PostgreSQL on 127.0.0.1:5432 (agent label `postgres`)
+//   integration  build, then the integration tier: needs a PostgreSQL on 127.0.0.1:5432 (agent label `postgres`)
 //   system       build, then the system tier (the shipped bins on real sockets and processes)
 // Locally: `svc run push --local` (all of it, many minutes), or one job with its needs:
 // `svc run push --local --job unit` (docs/testing.md "svc tests svc").
@@ -82,6 +83,8 @@ export default workflow('svc', {
       steps: (s) =>
         s
           .step('install', install)
+          // `svc/sdk`, `svc/testing` (the package's own exports, used by tests and fixtures) resolve to dist/.
+          .step('build', (ctx) => run(ctx, ['npm', 'run', 'build']))
           .step('typecheck', (ctx) => run(ctx, ['tsgo', '-p', 'tsconfig.json', '--noEmit']))
           .step('typecheck browser', (ctx) => run(ctx, ['tsgo', '-p', 'kernel/relay/dashboard/ui/browser/tsconfig.json', '--noEmit'])),
     }),
@@ -104,7 +107,7 @@ export default workflow('svc', {
       timeout: 90 * MINUTE,
       retry: { maxAttempts: 2, on: ['agent-lost', 'failed-tests'] },
       testResults: 'results/integration.xml',
-      steps: (s) => s.step('install', install).step('integration tier', tier('integration')),
+      steps: (s) => s.step('install', install).step('build', (ctx) => run(ctx, ['npm', 'run', 'build'])).step('integration tier', tier('integration')),
     }),
     system: job({
       runsOn: ['linux', 'postgres'],
