@@ -12,7 +12,11 @@ export function audited<T>(db: CommonQueryMethods, what: AuditedChange<T>, chang
 }
 
 /** A change in the relay database: the record goes to the relay's outbox, then to the org's orchestrator. */
-export async function auditedAtRelay<T>(db: CommonQueryMethods, what: AuditedChange<T> & { orgId: string | ((result: T) => string) }, change: () => Promise<T>): Promise<T> {
+export async function auditedAtRelay<T>(
+  db: CommonQueryMethods,
+  what: AuditedChange<T> & { orgId: string | ((result: T) => string); person?: (result: T) => string },
+  change: () => Promise<T>,
+): Promise<T> {
   const actor = { kind: 'system' as const, id: 'svc-admin', name: operatorActor().name };
   let result: T;
   try {
@@ -22,6 +26,7 @@ export async function auditedAtRelay<T>(db: CommonQueryMethods, what: AuditedCha
     if (orgId !== '') await recordRelayAudit(db, { orgId, actor, action: what.action, target: valueOf(what.target, undefined, ''), outcome: outcomeOfError(error), detail: errorDetail(error) });
     throw error;
   }
-  await recordRelayAudit(db, { orgId: valueOf(what.orgId, result, ''), actor, action: what.action, target: valueOf(what.target, result, ''), outcome: 'ok', detail: what.detail?.(result) ?? '' });
+  const person = what.person?.(result);
+  await recordRelayAudit(db, { orgId: valueOf(what.orgId, result, ''), actor, action: what.action, target: valueOf(what.target, result, ''), outcome: 'ok', detail: what.detail?.(result) ?? '', ...(person === undefined ? {} : { person }) });
   return result;
 }

@@ -13,6 +13,8 @@ import type { DatabasePool } from '../../services/db/index.ts';
 import type { SvcHttpServer } from '../../services/http/index.ts';
 import { identify, type Caller } from '../dashboard/auth.ts';
 import { createPat, listPats, revokePat } from './store.ts';
+import { recordRelayAudit } from '../audit/record.ts';
+import { actorOf } from '../audit/caller.ts';
 import { expandRoles } from '../people/access.ts';
 import { isRole, type Role } from '../people/roles.ts';
 
@@ -64,6 +66,7 @@ export function registerPatRoutes(scope: SvcHttpServer, options: { db: DatabaseP
       ...(scopes !== undefined ? { scopes } : {}),
     });
     logger.info({ orgId: pat.orgId, user: pat.user, patId: pat.id, expiresAt: pat.expiresAt, by: caller.patId }, 'personal access token created by its user');
+    await recordRelayAudit(db, { orgId: pat.orgId, actor: actorOf(caller), action: 'token.create', target: `token:${pat.id}`, outcome: 'ok', detail: `${pat.name === '' ? 'a token' : pat.name}${pat.expiresAt === null ? '' : `, expires ${pat.expiresAt}`}` });
     void reply.code(201).header('cache-control', 'no-store');
     return { id: pat.id, name: pat.name, orgId: pat.orgId, user: pat.user, token: pat.token, createdAt: pat.createdAt, expiresAt: pat.expiresAt };
   });
@@ -73,6 +76,7 @@ export function registerPatRoutes(scope: SvcHttpServer, options: { db: DatabaseP
     const { id } = request.params as { id: string };
     const result = await revokePat(db, id, { orgId: caller.orgId, user: caller.actor });
     logger.info({ orgId: caller.orgId, user: caller.actor, patId: result.id, alreadyRevoked: result.alreadyRevoked }, 'personal access token revoked by its user');
+    if (!result.alreadyRevoked) await recordRelayAudit(db, { orgId: caller.orgId, actor: actorOf(caller), action: 'token.revoke', target: `token:${result.id}`, outcome: 'ok' });
     return result;
   });
 }

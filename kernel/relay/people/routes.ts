@@ -12,6 +12,8 @@ import type { SvcHttpServer } from '../../services/http/index.ts';
 import { authorize } from '../dashboard/auth.ts';
 import { ORG_ID_PATTERN } from '../orgs.ts';
 import { grant, orgMembers, revoke } from './admin.ts';
+import { recordRelayAudit } from '../audit/record.ts';
+import { actorOf } from '../audit/caller.ts';
 
 async function admin(db: DatabasePool, request: FastifyRequest) {
   const { orgId } = request.params as { orgId: string };
@@ -31,6 +33,7 @@ export function registerPeopleRoutes(app: SvcHttpServer, options: { db: Database
     const { caller, orgId } = await admin(db, request);
     const { person, role } = request.params as { person: string; role: string };
     const result = await grant(db, orgId, person, role, caller.actor);
+    if (result.changed) await recordRelayAudit(db, { orgId, actor: actorOf(caller), action: 'role.grant', target: `person:${result.personId}`, outcome: 'ok', detail: `role ${result.role}`, person: result.personId });
     logger.info({ orgId, personId: result.personId, role: result.role, changed: result.changed, by: caller.actor }, 'role granted');
     return result;
   });
@@ -39,6 +42,7 @@ export function registerPeopleRoutes(app: SvcHttpServer, options: { db: Database
     const { caller, orgId } = await admin(db, request);
     const { person, role } = request.params as { person: string; role: string };
     const result = await revoke(db, orgId, person, role);
+    if (result.changed) await recordRelayAudit(db, { orgId, actor: actorOf(caller), action: 'role.revoke', target: `person:${result.personId}`, outcome: 'ok', detail: `role ${result.role}`, person: result.personId });
     logger.info({ orgId, personId: result.personId, role: result.role, changed: result.changed, by: caller.actor }, 'role grant taken back');
     return result;
   });

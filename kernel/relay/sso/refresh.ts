@@ -17,6 +17,7 @@ import type { SvcHttpServer } from '../../services/http/index.ts';
 import { PAT_PREFIX, hashPat } from '../pats/store.ts';
 import { REFRESH_PREFIX, disablePerson, openTokens, sealTokens, upsertPerson } from '../people/store.ts';
 import type { Sso } from './index.ts';
+import { recordRelayAudit } from '../audit/record.ts';
 
 const RefreshRow = Type.Object({
   id: Type.String(),
@@ -71,6 +72,8 @@ export async function refreshPersonToken(db: DatabasePool, sso: Sso, logger: Log
     const refused = async (reason: string): Promise<RefreshRefused> => {
       await disablePerson(tx, row.person_id);
       await tx.query(sql.unsafe`update relay_pats set revoked_at = now() where id = ${row.id}`);
+      // The audit trail, in this transaction; the person's directory entry goes out disabled.
+      await recordRelayAudit(tx, { orgId: row.org_id, actor: { kind: 'system', id: '', name: 'relay' }, action: 'person.disable', target: `person:${row.person_id}`, outcome: 'ok', detail: `${row.login}: ${reason}`, person: row.person_id });
       if (row.grant_id !== null) await tx.query(sql.unsafe`update relay_provider_grants set revoked_at = now() where id = ${row.grant_id}`);
       logger.warn({ personId: row.person_id, login: row.login, provider: row.provider, reason }, 'refresh refused by the identity provider; person disabled');
       return new RefreshRefused(row.provider, row.login, reason);

@@ -5,6 +5,7 @@ import { Args } from '@oclif/core';
 import { SvcCommand } from '../../../../core/cli/base-command.ts';
 import { grant } from '../../../../kernel/relay/people/admin.ts';
 import { databaseUrlFlag, withRelayDatabase } from '../relay-database.ts';
+import { auditedAtRelay } from '../../audit/shared.ts';
 
 export default class RelayRoleGrant extends SvcCommand {
   static override description = 'Give a person a role in an org: viewer, developer, approver or admin';
@@ -18,7 +19,9 @@ export default class RelayRoleGrant extends SvcCommand {
 
   async run(): Promise<{ personId: string; role: string; changed: boolean }> {
     const { args, flags } = await this.parse(RelayRoleGrant);
-    const result = await withRelayDatabase(flags['database-url'], (pool) => grant(pool, args.org_id, args.person, args.role, 'svc-admin'));
+    const result = await withRelayDatabase(flags['database-url'], (pool) =>
+      auditedAtRelay(pool, { action: 'role.grant', orgId: args.org_id, target: (r) => `person:${r.personId}`, person: (r) => r.personId, detail: (r) => `role ${r.role}${r.changed ? '' : ' (already held)'}` }, () => grant(pool, args.org_id, args.person, args.role, 'svc-admin')),
+    );
     if (!this.jsonEnabled()) this.log(result.changed ? `${args.person} is now ${result.role} in ${args.org_id}` : `${args.person} already had the ${result.role} grant in ${args.org_id}; nothing changed`);
     return result;
   }
