@@ -187,7 +187,13 @@ async function main(version: string): Promise<void> {
     for (const peer of peers) for (const branch of CASES) series.set(`${peer.key}/${branch}`, newSeries());
     const scrapes = new Map<string, string>();
     for (const peer of peers) if (peer.scrape) scrapes.set(peer.key, await peer.scrape());
-    for (let i = 0; i < CHANGES; i += 1) for (const branch of CASES) await announceAll(i, branch, series);
+    const phase = performance.now();
+    const progress = (what: string) => console.log(`${what} (${((performance.now() - phase) / 1000).toFixed(0)} s in)`);
+    for (let i = 0; i < CHANGES; i += 1) {
+      for (const branch of CASES) await announceAll(i, branch, series);
+      if ((i + 1) % 10 === 0 && i + 1 < CHANGES) progress(`sequential series: ${i + 1} of ${CHANGES} changes per case`);
+    }
+    progress('sequential series done');
     const hopHistograms = new Map<string, Array<[string, number]>>();
     for (const peer of peers) if (peer.scrape) hopHistograms.set(peer.key, histogramHops(scrapes.get(peer.key)!, await peer.scrape(), false));
 
@@ -207,6 +213,7 @@ async function main(version: string): Promise<void> {
       }
     }
 
+    progress('no-match webhooks done');
     const noMatchHistograms = new Map<string, Array<[string, number]>>();
     for (const peer of peers) if (peer.scrape) noMatchHistograms.set(peer.key, histogramHops(scrapes.get(peer.key)!, await peer.scrape(), true));
 
@@ -237,6 +244,7 @@ async function main(version: string): Promise<void> {
       const sent = wallMs();
       const greens = await peer.allGreen(changes, 60_000 + BURST * 3_000);
       bursts.set(peer.key, { seconds: (Math.max(...greens) - first) / 1000, sendSeconds: (sent - first) / 1000 });
+      progress(`burst: ${peer.key} done`);
     }
 
     report({ version, series, answers, memory, bursts, hopHistograms, noMatchHistograms, buildbot, svc, dev });
