@@ -127,12 +127,12 @@ const BAD: Record<string, { source: string; code: string; where: RegExp }> = {
   'approval by a role that is not an org role': {
     source: workflowFile('gate', 'push()', "a: job({ runsOn: 'linux', approval: { clauses: [{ teams: ['ops'], roles: ['admin', 'ops'] }] }, steps: [step('s', async () => {})] }),"),
     code: 'SVC_ERR_COMPILE_INVALID_APPROVAL',
-    where: /at jobs\.a\.approval\.clauses\[0\]\.roles: .*"ops" is not a role; the roles are viewer, developer, approver, admin/,
+    where: /at jobs\.a\.options\.approval\.clauses\[0\]\.roles: "ops" is not a role; the roles are viewer, developer, approver, admin/,
   },
   'step-level approval by a role that is not an org role': {
     source: workflowFile('gate', 'push()', "a: job({ runsOn: 'linux', steps: [step('s', async () => {}, { approval: { clauses: [{ roles: ['release-managers'] }] } })] }),"),
     code: 'SVC_ERR_COMPILE_INVALID_APPROVAL',
-    where: /at jobs\.a\.steps\.s\.approval\.clauses\[0\]\.roles: .*"release-managers" is not a role/,
+    where: /at jobs\.a\.steps\S*\.approval\.clauses\[0\]\.roles: "release-managers" is not a role; the roles are viewer, developer, approver, admin/,
   },
   'container option svc never honours': {
     source: workflowFile('box', 'push()', "a: job({ runsOn: 'linux', container: { image: 'node:24', options: ['--memory=1g', '--privileged'] }, steps: [step('s', async () => {})] }),"),
@@ -279,6 +279,14 @@ t.test('breaking version notice: only when minReaderVersion rises to a breaking 
   t.same(gate?.concurrency, { hasGroup: true, cancelInProgress: true });
   t.same(gate?.jobs[0]?.concurrency, { hasGroup: false, cancelInProgress: false, max: 2 });
   t.same(gate?.jobs[0]?.approval, { clauses: [{ users: ['boss'], teams: [], roles: [], count: 1 }], when: 'fork' });
+
+  // Teams and roles (issue 42): team('release', 2) is two approvals from team release.
+  writeFiles(dir, { '.svc/workflows/gate.ts': "import { job, push, role, step, team, workflow } from 'svc/sdk';\nexport default workflow('gate', { on: push(), approval: { clauses: [team('release', 2), role('approver')] }, jobs: { a: job({ runsOn: 'linux', steps: [step('s', async () => {})] }) } });\n" });
+  const teams = (await compileWorkflows({ repoRoot: dir })).lock.workflows.find((w) => w.name === 'gate');
+  t.same(teams?.approval?.clauses, [
+    { users: [], teams: [], roles: ['approver'], count: 1 },
+    { users: [], teams: ['release'], roles: [], count: 2 },
+  ]);
 });
 
 t.test('step-level approval compiles into the lock (the runner pauses before the step); org-wide it needs schema 42', async (t) => {
