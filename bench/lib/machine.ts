@@ -120,7 +120,8 @@ export async function withMachine<T>(busy: boolean, maxSeconds: number, body: ()
   const load = busy ? await startBusyLoad(maxSeconds) : undefined;
   // Ctrl-C, or `kill <pid>` of the bench: the load ends first, then the process ('exit' handlers
   // end the servers a bench started).
-  const stopOnSignal = () => void load?.stop().finally(() => process.exit(130));
+  // (Without --busy there is no load to end, and the process must still exit.)
+  const stopOnSignal = () => void (load?.stop() ?? Promise.resolve()).finally(() => process.exit(130));
   process.once('SIGINT', stopOnSignal);
   process.once('SIGTERM', stopOnSignal);
   try {
