@@ -4,8 +4,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { DatabasePool } from '../../services/db/index.ts';
 import { messageOf } from '../../../core/errors.ts';
-import type { Caller } from '../dashboard/auth.ts';
-import { actorOf } from './caller.ts';
+import { actorOf, type AuditCaller } from './caller.ts';
 import { recordRelayAudit } from './record.ts';
 
 /** The audit action of a refused route: `run.approve`, `run.reject`, `run.rerun`, … */
@@ -30,7 +29,7 @@ function actionOf(access: string, request: FastifyRequest): string {
   }
 }
 
-export async function auditRoleRefusal(db: DatabasePool, caller: Caller, access: string, request: FastifyRequest, error: unknown): Promise<void> {
+export async function auditRoleRefusal(db: DatabasePool, caller: AuditCaller, access: string, request: FastifyRequest, error: unknown): Promise<void> {
   const params = request.params as Record<string, string | undefined>;
   const target = params['runId'] !== undefined ? `run:${params['runId']}` : params['personId'] !== undefined ? `person:${params['personId']}` : '';
   await recordRelayAudit(db, { orgId: caller.orgId, actor: actorOf(caller), action: actionOf(access, request), target, outcome: 'refused', detail: messageOf(error) });
