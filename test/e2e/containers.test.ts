@@ -12,15 +12,14 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { spawn } from 'node:child_process';
+import { connect } from 'node:net';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import t from 'tap';
-import { cpus } from 'node:os';
-import { loadAverage } from '../../bench/lib/machine.ts';
 import { createDatabase, sql } from '../../kernel/services/db/index.ts';
 import { eachDatabase, testLogger } from '../fixtures/db.ts';
-import { buildImage, freePort, podman, poll, readyAfter, runContainer, runOnce, stdoutLines, stillRunning, type Container } from '../fixtures/containers.ts';
+import { buildImage, freePort, podman, poll, readyAfter, runContainer, runOnce, stdoutLines, stillRunning } from '../fixtures/containers.ts';
 import { createGitRemote, gitEnv } from '../fixtures/git-repos.ts';
 import { REPO_ROOT, runProgram } from '../fixtures/programs.ts';
 
@@ -51,7 +50,7 @@ export default workflow('where', {
 
 const mb = (bytes: number) => `${(bytes / 1e6).toFixed(0)} MB`;
 const built = await buildImage(t);
-t.comment(`machine: ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), load average ${loadAverage()}`);
+t.comment(`machine: ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 t.comment(`base ${built.base}: ${built.baseBuilt ? `built in ${built.baseMs} ms` : 'present'}; image ${built.image} built in ${built.buildMs} ms; size ${mb(built.sizeBytes)}`);
 
 let runs = 0;
@@ -131,14 +130,14 @@ await eachDatabase(t, async (t, db) => {
   const daemon = spawn('git', ['daemon', '--reuseaddr', '--export-all', `--base-path=${remote.root}`, '--listen=127.0.0.1', `--port=${gitPort}`, remote.root], { env: gitEnv(), stdio: 'ignore' });
   t.teardown(() => void daemon.kill('SIGTERM'));
   const remoteUrl = `git://127.0.0.1:${gitPort}/server.git`;
+  await poll('git daemon to listen', () => new Promise<true | undefined>((resolve) => {
+    const socket = connect(gitPort, '127.0.0.1', () => (socket.end(), resolve(true))).once('error', () => resolve(undefined));
+  }), 30_000);
 
-  const containers: Container[] = [];
   const startTimes: Record<string, number> = {};
   const start = async (role: string, env: Record<string, string>, extra: string[] = []) => {
     startTimes[role] = Date.now();
-    const c = await runContainer(t, { name: `svc-e2e-${role}-${tag}`, image: built.image, env, command: [`svc-${role}`], extra });
-    containers.push(c);
-    return c;
+    return runContainer(t, { name: `svc-e2e-${role}-${tag}`, image: built.image, env, command: [`svc-${role}`], extra });
   };
   const ready: Record<string, number> = {};
 
