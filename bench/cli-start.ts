@@ -147,6 +147,7 @@ try {
   }
 } finally {
   for (const r of repos) for (const dir of Object.values(r)) rmSync(dir, { recursive: true, force: true });
+  rmSync(join(tmpdir(), `svc-bench-cli-time-${process.pid}`), { force: true });
 }
 
 const f = (ms: number) => `${(ms / 1000).toFixed(3)} s`;
