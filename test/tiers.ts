@@ -113,3 +113,12 @@ export const BOTH_FLAVOURS: readonly string[] = [
   'test/kernel/orchestrator/dispatch/**/*.test.ts',
   'test/kernel/orchestrator/run-control/**/*.test.ts',
 ];
+
+/**
+ * Files under a BOTH_FLAVOURS glob that run on the system flavour alone in `npm test` (both in
+ * test:full): whole-flow scenarios whose SQL the folder's other files already run on both.
+ */
+export const BOTH_FLAVOURS_EXCEPT: readonly string[] = [
+  // relay and orchestrator linked in-process; its approval SQL is run-control/approvals.test.ts's.
+  'test/kernel/orchestrator/run-control/team-approvers.test.ts',
+];
