@@ -16,11 +16,18 @@ const MAX_PENDING = 1_048_576;
 
 export class LogSink {
   readonly #send: (message: LogMessage) => void;
+  readonly #ready: () => Promise<void> | undefined;
   readonly #pending = new Map<string, { step: string; stream: LogStream; text: string }>();
   fallbackLabel = '(setup)';
 
-  constructor(send: (message: LogMessage) => void) {
+  constructor(send: (message: LogMessage) => void, ready: () => Promise<void> | undefined = () => undefined) {
     this.#send = send;
+    this.#ready = ready;
+  }
+
+  /** Undefined when lines may go now; else a promise for when the agent has caught up. */
+  ready(): Promise<void> | undefined {
+    return this.#ready();
   }
 
   /** Label of the code running now. */

@@ -17,14 +17,44 @@ export async function preloadSdk(): Promise<void> {
   await import(sdkEntryUrl());
 }
 
+/**
+ * Messages handed to the transport and not yet written, above which commands' output waits
+ * (LogSink.ready), and below which it flows again. A step can print far faster than the agent
+ * reads: without a bound the runner queued a million lines in memory and the job's result sat
+ * behind them.
+ */
+const BACKLOG_HIGH = 2_000;
+const BACKLOG_LOW = 500;
+/** After the result is handed over: exit once this long passes with nothing written. */
+const EXIT_STALL_MS = 5_000;
+
 export function startRunner(transport: RunnerTransport): (message: unknown) => void {
+  let unwritten = 0;
+  let lastWritten = Date.now();
+  let flowing: PromiseWithResolvers<void> | undefined;
   function send(message: RunnerToAgent, done?: () => void): void {
+    unwritten++;
+    const written = (): void => {
+      unwritten--;
+      lastWritten = Date.now();
+      if (flowing !== undefined && unwritten <= BACKLOG_LOW) {
+        flowing.resolve();
+        flowing = undefined;
+      }
+      done?.();
+    };
     try {
-      transport.send(message, done);
+      transport.send(message, written);
     } catch {
       // The channel is gone: the agent stopped listening; nothing to report to.
-      done?.();
+      written();
     }
+  }
+  /** Undefined while the agent keeps up; otherwise resolves once the backlog is down again. */
+  function ready(): Promise<void> | undefined {
+    if (unwritten < BACKLOG_HIGH) return undefined;
+    flowing ??= Promise.withResolvers<void>();
+    return flowing.promise;
   }
 
   let execution: Execution | undefined;
@@ -34,7 +64,7 @@ export function startRunner(transport: RunnerTransport): (message: unknown) => v
   let cancelledEarly: string | undefined;
   const forced = Promise.withResolvers<void>();
 
-  const sink = new LogSink((message) => send(message));
+  const sink = new LogSink((message) => send(message), ready);
   const output = captureProcessOutput(sink);
 
   function failedResult(reason: string, status: ResultMessage['status'] = 'failed'): ResultMessage {
@@ -50,7 +80,12 @@ export function startRunner(transport: RunnerTransport): (message: unknown) => v
     const tempRoot = execution?.runtime.tempRoot;
     if (tempRoot !== undefined) await rm(tempRoot, { recursive: true, force: true }).catch(() => {});
     channel.close('the job ended');
-    setTimeout(() => process.exit(0), 5_000).unref();
+    // The result goes after every log line still queued (the channel keeps order); the process
+    // ends when it is written, or once the agent has read nothing for EXIT_STALL_MS.
+    lastWritten = Date.now();
+    setInterval(() => {
+      if (Date.now() - lastWritten > EXIT_STALL_MS) process.exit(0);
+    }, 1_000).unref();
     send(result, () => {
       reported = true;
       output.restore();
@@ -140,7 +175,7 @@ export function startRunner(transport: RunnerTransport): (message: unknown) => v
   const escaped = (kind: string) => (error: unknown) => {
     // Thrown by an exit hook of something the job loaded (a failed write on the read-only
     // sandbox, say), after the result went out: nothing is left to report it to, and swallowing
-    // it here would abort the exit and keep the job's sandbox alive until the 5 s fallback.
+    // it here would abort the exit and keep the job's sandbox alive until the stall fallback.
     if (reported) {
       process.stderr.write(`svc step runner: ${kind} while exiting: ${messageOf(error)}\n`);
       process.exit(0);

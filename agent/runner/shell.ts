@@ -23,8 +23,12 @@ export interface RunnerShellBase {
 export const KILL_GRACE_MS = 2_000;
 
 export function createRunnerShell(base: RunnerShellBase, overrides: ShellOptions = {}): Shell {
+  // Async, so a command printing faster than the agent reads is paused (its pipe stops being
+  // read) instead of piling its lines up in the runner's memory.
   const tap = (stream: 'stdout' | 'stderr') =>
-    function* (line: unknown) {
+    async function* (line: unknown) {
+      const backlog = base.sink.ready();
+      if (backlog !== undefined) await backlog;
       base.sink.line(base.activity.label, stream, text(line));
       yield line;
     };
