@@ -152,7 +152,9 @@ t.test('failed tests: an attempt that failed only because of its tests is retrie
   await eachDatabase(t, async (t, db) => {
     const node = await startTestsNode(t, db.url);
     const agent = await TestAgent.online({ url: node.url, agentId: 'tests-1', labels: ['t'] });
-    const failedTests = { retry: { maxAttempts: 2, agentLost: false, failedTests: true, exitCodes: [], backoff: { delaySeconds: 0, factor: 1, maxDelaySeconds: 0 } } };
+    // An hour's back-off, moved in the database below: with none, the worker could release the
+    // attempt (and clear its waiting reason) before the test reads it.
+    const failedTests = { retry: { maxAttempts: 2, agentLost: false, failedTests: true, exitCodes: [], backoff: { delaySeconds: 3600, factor: 1, maxDelaySeconds: 3600 } } };
     const { runId, jobs } = await insertRun(db.pool, { jobs: [{ name: 'unit', runsOn: ['t'], lock: failedTests }] });
     const report = async (jobId: string, requestId: string, status: 'passed' | 'failed', exitFailure: boolean) => {
       agent.sendRaw({
@@ -171,7 +173,7 @@ t.test('failed tests: an attempt that failed only because of its tests is retrie
     t.match(two, { attempt: 2, retry_cause: 'failed-tests', first_attempt_id: first.jobId });
     t.match(two.reason, /^Retry 2 of 2 \(failed tests: step "test" failed: 1 test failed\)/);
 
-    // Delay 0: the run-control worker releases it at once.
+    await db.pool.query(sql.unsafe`UPDATE jobs SET retry_at = now() - interval '1 second' WHERE id = ${two.id}`);
     const second = await agent.waitFor('job.dispatch', (m) => m.jobId === two.id);
     agent.jobStatus(second.jobId, 'running');
     await report(second.jobId, 'r2', 'passed', false);
