@@ -75,7 +75,7 @@ await eachDatabase(t, async (t, db) => {
     // Declared first, it still starts after what it needs.
     const orch = await startOrchestrator(await options(t, db.url, [probe, ...ORCHESTRATOR_SUBSYSTEMS]));
     t.teardown(() => orch.stop());
-    t.same(orch.subsystems, ['admin-auth', 'config', 'cluster', 'identity', 'ingest', 'dispatch', 'scaling', 'checkout-auth', 'caches', 'artifacts', 'events', 'schedules', 'scheduling', 'run-control', 'runs', 'probe', 'forge-status', 'relay-link', 'reconcile', 'billing']);
+    t.same(orch.subsystems, ['admin-auth', 'config', 'cluster', 'identity', 'ingest', 'dispatch', 'scaling', 'checkout-auth', 'caches', 'artifacts', 'test-results', 'events', 'schedules', 'scheduling', 'run-control', 'runs', 'probe', 'forge-status', 'relay-link', 'reconcile', 'audit', 'billing']);
     t.same(seen, ['function', 'function']);
     t.ok(orch.get(dispatchServiceRef).registry, 'the dispatch service of this node');
     t.throws(() => orch.get(createServiceRef<unknown>('nobody')), { code: 'SVC_ERR_WIRING_NOT_STARTED', message: /'nobody'/ });
