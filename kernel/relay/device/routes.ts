@@ -16,6 +16,7 @@ import type { SvcHttpServer } from '../../services/http/index.ts';
 import { TokenBuckets } from '../../webhook/rate-limiter.ts';
 import { ownOrigin } from '../sessions/index.ts';
 import { createDeviceCode, pollDeviceCode, type PollOutcome } from './store.ts';
+import { recordRelayAudit } from '../audit/record.ts';
 
 export const DEVICE_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:device_code';
 /** New code pairs per client address and minute (burst as large). */
@@ -96,6 +97,15 @@ export function registerDeviceApiRoutes(scope: SvcHttpServer, options: DeviceRou
     if (outcome.kind !== 'token') return deviceError(reply, outcome.kind);
     const { pat } = outcome;
     logger.info({ orgId: pat.orgId, user: pat.user, patId: pat.id }, 'device login approved; token minted');
+    await recordRelayAudit(db, {
+      orgId: pat.orgId,
+      actor: outcome.approvedBy,
+      action: 'token.create',
+      target: `token:${pat.id}`,
+      outcome: 'ok',
+      detail: `${pat.name} (device login${pat.expiresAt === null ? '' : `, expires ${pat.expiresAt}`})`,
+      ...(outcome.approvedBy.kind === 'person' ? { person: outcome.approvedBy.id } : {}),
+    });
     return reply
       .header('cache-control', 'no-store')
       .type('application/json; charset=utf-8')

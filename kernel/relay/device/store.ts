@@ -9,6 +9,7 @@ import { RateLimitedError, NotFoundError } from '../../../core/errors.ts';
 import { sql, sqlTyped, type DatabasePool } from '../../services/db/index.ts';
 import { createPat, type CreatedPat } from '../pats/index.ts';
 import { mintPersonToken } from '../people/store.ts';
+import type { RelayActor } from '../../../schemas/wire/relay-people.ts';
 
 /** How long a code pair lives (RFC 8628 `expires_in`). */
 export const DEVICE_CODE_TTL_SECONDS = 600;
@@ -93,7 +94,7 @@ export async function decideUserCode(pool: DatabasePool, userCode: string, decis
 
 /** What a poll of the token endpoint comes to (RFC 8628 3.5). */
 export type PollOutcome =
-  | { kind: 'token'; pat: CreatedPat; refreshToken?: string }
+  | { kind: 'token'; pat: CreatedPat; refreshToken?: string; approvedBy: RelayActor }
   | { kind: 'authorization_pending' | 'access_denied' | 'expired_token' | 'invalid_grant' }
   | { kind: 'slow_down'; interval: number };
 
@@ -104,6 +105,7 @@ const ApproverRow = Type.Object({
   live: Type.Boolean(),
   person_id: Type.Union([Type.String(), Type.Null()]),
   grant_id: Type.Union([Type.String(), Type.Null()]),
+  pat_id: Type.String(),
 });
 
 /**
@@ -133,12 +135,15 @@ export async function pollDeviceCode(pool: DatabasePool, deviceCode: string, per
     with used as (
       update relay_device_codes set status = 'consumed' where device_sha256 = ${key} and status = 'approved' returning approved_by_pat
     )
-    select p.org_id, p.user_name, p.person_id::text as person_id, p.grant_id::text as grant_id,
+    select p.org_id, p.user_name, p.person_id::text as person_id, p.grant_id::text as grant_id, p.id::text as pat_id,
       (p.revoked_at is null and (p.expires_at is null or p.expires_at > now()) and pp.disabled_at is null) as live
     from used join relay_pats p on p.id = used.approved_by_pat left join relay_people pp on pp.id = p.person_id`);
   if (approver === null) return { kind: 'invalid_grant' };
   // The approver's token was revoked since: the approval goes with it.
   if (!approver.live) return { kind: 'access_denied' };
+  // For the audit record of the new token: who approved the pair in the browser.
+  const approvedBy: RelayActor =
+    approver.person_id !== null ? { kind: 'person', id: approver.person_id, name: approver.user_name } : { kind: 'token', id: approver.pat_id, name: approver.user_name };
   if (approver.person_id !== null && personTokenTtlSeconds !== undefined) {
     const minted = await mintPersonToken(pool, {
       orgId: approver.org_id,
@@ -149,7 +154,7 @@ export async function pollDeviceCode(pool: DatabasePool, deviceCode: string, per
       refresh: true,
     });
     const pat: CreatedPat = { id: minted.id, orgId: minted.orgId, user: minted.user, name: DEVICE_PAT_NAME, token: minted.token, createdAt: new Date().toISOString(), expiresAt: minted.expiresAt };
-    return { kind: 'token', pat, ...(minted.refreshToken !== undefined ? { refreshToken: minted.refreshToken } : {}) };
+    return { kind: 'token', pat, approvedBy, ...(minted.refreshToken !== undefined ? { refreshToken: minted.refreshToken } : {}) };
   }
-  return { kind: 'token', pat: await createPat(pool, approver.org_id, approver.user_name, DEVICE_PAT_NAME) };
+  return { kind: 'token', pat: await createPat(pool, approver.org_id, approver.user_name, DEVICE_PAT_NAME), approvedBy };
 }

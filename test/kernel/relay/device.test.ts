@@ -109,6 +109,9 @@ await eachDatabase(t, async (t, db) => {
     t.match(got.body['access_token'], /^svcpat_/);
     const who = await fetch(`${url}/v1/whoami`, { headers: { authorization: `Bearer ${String(got.body['access_token'])}` } });
     t.same(await who.json(), { orgId: 'acme', kind: 'pat', user: 'alice' });
+    const audit = await db.pool.any(sql.unsafe`
+      select actor_kind, actor_id, actor_name, action, outcome from relay_audit_outbox where target = ${`token:${String(got.body['token_id'])}`}`);
+    t.same(audit, [{ actor_kind: 'token', actor_id: alice.id, actor_name: 'alice', action: 'token.create', outcome: 'ok' }], 'one audit record: the token, created by the approving token');
     t.match((await pollToken(url, code.device_code)).body, { error: 'invalid_grant' }, 'the token is handed out once');
     const again = await decide(browser, code.user_code, 'approve');
     t.equal(again.status, 404, 'a used user code cannot be approved again');
