@@ -86,12 +86,24 @@ function chunkText(chunk: unknown, encoding: unknown): string {
 export function captureProcessOutput(sink: LogSink): { stderr: (text: string) => void; restore: () => void } {
   const originalOut = process.stdout.write;
   const originalErr = process.stderr.write;
+  // A write returns false while the agent is behind and 'drain' follows once it caught up, as a
+  // pipe would: code that waits for 'drain' (and streams piped here) stops instead of queueing.
+  const draining = { stdout: false, stderr: false };
   const patch = (stream: 'stdout' | 'stderr'): Write =>
     ((chunk: unknown, encoding?: unknown, callback?: unknown) => {
       sink.write(sink.label(), stream, chunkText(chunk, encoding));
       const cb = typeof encoding === 'function' ? encoding : callback;
       if (typeof cb === 'function') queueMicrotask(() => (cb as () => void)());
-      return true;
+      const backlog = sink.ready();
+      if (backlog === undefined) return true;
+      if (!draining[stream]) {
+        draining[stream] = true;
+        void backlog.then(() => {
+          draining[stream] = false;
+          process[stream].emit('drain');
+        });
+      }
+      return false;
     }) as Write;
   process.stdout.write = patch('stdout');
   process.stderr.write = patch('stderr');
