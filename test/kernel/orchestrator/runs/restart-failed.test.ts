@@ -4,7 +4,7 @@
 // git repository. Five jobs, one fails: the restart runs only that job and its dependent, reuses
 // the three others with their outputs (the dependent reads the parent run's value), and carries
 // the re-run lineage and cooldown.
-import { writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import t from 'tap';
@@ -65,6 +65,8 @@ t.test('restarting a run with one failed job of five runs only that job and its 
   const entry = workflowToLockEntry(mod.default, { sourcePath: '.svc/workflows/ci.ts', exportName: 'default', contentHash: tree.contentHash });
 
   await eachDatabase(t, async (t, db) => {
+    // Each flavour starts with `c` broken again (the system flavour's pass wrote the marker).
+    await rm(marker, { force: true });
     const node = await startSchedulingNode(t, db.url);
     const settings = parseAgentEnv({ SVC_ORCHESTRATOR_URL: node.url, SVC_AGENT_WORK_DIR: join(tmp.dir, `w-${db.kind}`), SVC_AGENT_LABELS: 'linux' });
     const agent = await startAgent({
