@@ -33,7 +33,9 @@ await eachDatabase(t, async (t, db) => {
     const first = await h.pipeline.ingestDelivery(d);
     // As if the record had been left replayable after its runs were committed.
     await db.pool.query(sql.unsafe`update webhook_deliveries set status = 'shed', run_ids = '{}' where delivery_id = ${d.deliveryId}`);
-    const again = await h.newPipeline({ nodeId: 'node-r' }).ingestDelivery({ ...d, replay: true });
+    const replayer = h.newPipeline({ nodeId: 'node-r' });
+    const again = await replayer.ingestDelivery({ ...d, replay: true });
+    await replayer.wakeups.idle();
     t.equal(again.status, 'matched');
     t.same(again.runIds, first.runIds, 'the existing run, not a new one');
     t.equal(await count(db, 'runs', sql.fragment`delivery_id = ${d.deliveryId}`), 1);
@@ -43,6 +45,9 @@ await eachDatabase(t, async (t, db) => {
   });
 
   await t.test('no NOTIFY in the transaction: the wake-ups follow the commit; each stage is timed', async (t) => {
+    // The earlier tests' wake-ups are sent after their commits, asynchronously: one still in
+    // flight when the listener starts would be heard here (seen once under load).
+    await h.pipeline.wakeups.idle();
     const heard: string[] = [];
     const listener = await createListener({ url: db.url, logger: testLogger });
     t.teardown(() => listener.close());
