@@ -3,54 +3,19 @@
 // sign-in page, token form, cookie, /device, Approve with the CSRF token — and the stored token
 // then works for `svc runs list`; the config file stays 0600. The browser opener of plain
 // `svc login` is a stand-in script on PATH that records the address (a browser is outside us).
-import { spawn } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { createPat, listPats } from '../../../kernel/relay/pats/index.ts';
 import { eachDatabase } from '../../fixtures/db.ts';
 import { runCli } from '../../fixtures/cli.ts';
-import { REPO_ROOT, programPath } from '../../fixtures/programs.ts';
+import { REPO_ROOT } from '../../fixtures/programs.ts';
+import { startSvc } from '../../fixtures/svc-process.ts';
 import { newOrg, startTestRelay } from '../../kernel/relay/harness.ts';
 import { TestBrowser, decide } from '../../kernel/relay/browser.ts';
-
-
-interface Running {
-  /** Resolves with the first match of `pattern` in stderr. */
-  waitFor(pattern: RegExp): Promise<RegExpExecArray>;
-  done: Promise<{ code: number | null; stdout: string; stderr: string }>;
-}
-
-function startSvc(args: string[], env: NodeJS.ProcessEnv): Running {
-  const child = spawn(process.execPath, [programPath(join(REPO_ROOT, 'bin/svc.ts')), ...args], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  const waiters: Array<() => void> = [];
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => {
-    stderr += d.toString();
-    for (const w of waiters.splice(0)) w();
-  });
-  const guard = setTimeout(() => child.kill('SIGKILL'), 120_000);
-  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
-    child.on('close', (code) => {
-      clearTimeout(guard);
-      for (const w of waiters.splice(0)) w();
-      resolve({ code, stdout, stderr });
-    }),
-  );
-  const waitFor = async (pattern: RegExp): Promise<RegExpExecArray> => {
-    for (;;) {
-      const match = pattern.exec(stderr);
-      if (match) return match;
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`svc exited before printing ${pattern}: ${stdout}\n${stderr}`);
-      await new Promise<void>((resolve) => waiters.push(resolve));
-    }
-  };
-  return { waitFor, done };
-}
+import { sql } from '../../../kernel/services/db/index.ts';
+import { until } from '../../fixtures/runs.ts';
 
 await eachDatabase(t, async (t, db) => {
   await newOrg(db.pool, 'acme');
@@ -79,8 +44,11 @@ await eachDatabase(t, async (t, db) => {
     const cli = startSvc(['login', '--device', '--platform-url', relay.url], env);
     const [, uri, userCode] = await cli.waitFor(/open (\S+) and enter the code ([A-Z]{4}-[A-Z]{4})/);
     t.equal(uri, `${relay.url}/device`);
-    // Let it poll a few times while nobody has approved yet (authorization_pending).
-    await sleep(2_500);
+    // Two polls answered authorization_pending while nobody has approved yet (seen in the
+    // record's last poll time changing, not assumed from a sleep).
+    const lastPoll = async () => (await db.pool.maybeOneFirst(sql.unsafe`select last_polled_at::text from relay_device_codes where user_code = ${userCode!}`)) as string | null;
+    const polled = await until('a first poll', async () => (await lastPoll()) ?? undefined, 30_000);
+    await until('a second poll', async () => ((await lastPoll()) !== polled ? true : undefined), 30_000);
     // The browser: the page sends the person to sign in first, then back.
     const first = await browser.get(`/device?user_code=${userCode}`);
     t.equal(first.status, 303);

@@ -5,7 +5,6 @@
 // which asks the provider again; after the person is disabled at the provider the next renewal
 // fails with SVC_ERR_CLI_LOGIN_REFRESH_FAILED and the token stops working. `svc pat create --scope`
 // narrows a token of hers to a role.
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,38 +13,10 @@ import { stringify } from 'yaml';
 import { eachDatabase } from '../../fixtures/db.ts';
 import { runCli } from '../../fixtures/cli.ts';
 import { freePort, signInThrough, startTestIdp } from '../../fixtures/oidc-idp.ts';
-import { REPO_ROOT, programPath } from '../../fixtures/programs.ts';
+import { REPO_ROOT } from '../../fixtures/programs.ts';
+import { startSvc } from '../../fixtures/svc-process.ts';
 import { newOrg, startTestRelay } from '../../kernel/relay/harness.ts';
 import { TestBrowser, decide } from '../../kernel/relay/browser.ts';
-
-function startSvc(args: string[], env: NodeJS.ProcessEnv) {
-  const child = spawn(process.execPath, [programPath(join(REPO_ROOT, 'bin/svc.ts')), ...args], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  const waiters: Array<() => void> = [];
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => {
-    stderr += d.toString();
-    for (const w of waiters.splice(0)) w();
-  });
-  const guard = setTimeout(() => child.kill('SIGKILL'), 120_000);
-  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
-    child.on('close', (code) => {
-      clearTimeout(guard);
-      for (const w of waiters.splice(0)) w();
-      resolve({ code, stdout, stderr });
-    }),
-  );
-  const waitFor = async (pattern: RegExp): Promise<RegExpExecArray> => {
-    for (;;) {
-      const match = pattern.exec(stderr);
-      if (match) return match;
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`svc exited before printing ${pattern}: ${stdout}\n${stderr}`);
-      await new Promise<void>((resolve) => waiters.push(resolve));
-    }
-  };
-  return { waitFor, done };
-}
 
 await eachDatabase(t, async (t, db) => {
   await newOrg(db.pool, 'acme');
