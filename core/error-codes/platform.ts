@@ -27,6 +27,7 @@ export const PLATFORM_ERROR_CODES = {
   SVC_ERR_PROTOCOL_JSON: { kind: 'input', message: 'frame is not valid JSON' },
   SVC_ERR_PROTOCOL_NOT_REGISTERED: { kind: 'input', message: 'the first message must be agent.register' },
   // CONFIG
+  SVC_ERR_CONFIG_OTEL: { kind: 'input', message: '{name}={value}: {reason}' },
   SVC_ERR_CONFIG_FILE_UNREADABLE: { kind: 'input', message: 'config file {file} (named by SVC_CONFIG_FILE) {why}' },
   SVC_ERR_CONFIG_INVALID: { kind: 'input', message: 'config {path}: {reason}' },
   SVC_ERR_CONFIG_UNSUPPORTED: { kind: 'input', message: 'config {path}: {reason} (not supported in this version)' },
