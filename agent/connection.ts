@@ -12,6 +12,7 @@ import { OrchestratorToAgentMembers, type AgentRegister, type AgentToOrchestrato
 import { WS_CLOSE_PROTOCOL_ERROR, WS_CLOSE_REFUSED, WS_CLOSE_UNAUTHORIZED } from '../schemas/wire/relay.ts';
 import { compileMessageUnion, formatIssues } from '../schemas/validate.ts';
 import { backoffDelay } from './backoff.ts';
+import { forPeerProtocol } from './peer-protocol.ts';
 
 const checkIncoming = compileMessageUnion(OrchestratorToAgentMembers);
 
@@ -42,6 +43,8 @@ export class AgentConnection {
   readonly #logger: Logger;
   #ws: WebSocket | undefined;
   #registered = false;
+  /** The protocol the orchestrator answered `agent.registered` with: what it accepts from us. */
+  #peerProtocol = 0;
   #stopping = false;
   #attempt = 0;
   #queue: AgentToOrchestrator[] = [];
@@ -73,7 +76,7 @@ export class AgentConnection {
   /** Send now, or queue until the next registration. */
   send(message: AgentToOrchestrator): void {
     if (this.#registered && this.#ws?.readyState === WebSocket.OPEN) {
-      this.#ws.send(JSON.stringify(message));
+      this.#ws.send(JSON.stringify(forPeerProtocol(message, this.#peerProtocol)));
       return;
     }
     if (this.#stopping) return;
@@ -183,12 +186,14 @@ export class AgentConnection {
       if (message.type === 'agent.registered') {
         if (registerTimer !== undefined) clearTimeout(registerTimer);
         this.#registered = true;
+        this.#peerProtocol = message.protocolVersion;
         this.#attempt = 0;
         this.stats.registrations++;
         this.#logger.info({ agentId: message.agentId, labels: message.labels }, 'registered with the orchestrator');
         const queued = this.#queue;
         this.#queue = [];
-        for (const m of queued) ws.send(JSON.stringify(m));
+        // Queued before this registration: shaped for the orchestrator registered now.
+        for (const m of queued) ws.send(JSON.stringify(forPeerProtocol(m, this.#peerProtocol)));
         if (this.#firstRegistration !== undefined) {
           this.#firstRegistration.resolve();
           this.#firstRegistration = undefined;

@@ -95,6 +95,8 @@ type Terminal = {
   skipped?: boolean;
   generated?: Static<typeof RunnerResult>['generated'];
   concurrencyGroups?: ConcurrencyGroups;
+  /** With `failed`: the failing command's exit code, as the step runner reported it. */
+  exitCode?: number;
 };
 
 function safeName(jobId: string): string {
@@ -388,6 +390,8 @@ export class DispatchedJob {
       ...(terminal.skipped === true ? { skipped: true as const } : {}),
       ...(terminal.generated === undefined ? {} : { generated: terminal.generated }),
       ...(terminal.concurrencyGroups === undefined ? {} : { concurrencyGroups: terminal.concurrencyGroups }),
+      // The connection leaves it out for an orchestrator below protocol 5 (peer-protocol.ts).
+      ...(terminal.status === 'failed' && terminal.exitCode !== undefined ? { exitCode: terminal.exitCode } : {}),
     });
   }
 
@@ -542,8 +546,18 @@ export class DispatchedJob {
             ...(previous?.startedAt !== undefined ? { startedAt: previous.startedAt } : message.status === 'running' ? { startedAt: message.at } : {}),
             ...(message.status !== 'running' ? { finishedAt: message.at } : {}),
             ...(reason === undefined ? {} : { reason }),
+            ...(message.exitCode === undefined ? {} : { exitCode: message.exitCode }),
           });
-          this.#env.send({ type: 'step.status', jobId: this.jobId, index: message.index, name: message.name, status: message.status, at: message.at, ...(reason === undefined ? {} : { reason }) });
+          this.#env.send({
+            type: 'step.status',
+            jobId: this.jobId,
+            index: message.index,
+            name: message.name,
+            status: message.status,
+            at: message.at,
+            ...(reason === undefined ? {} : { reason }),
+            ...(message.exitCode === undefined ? {} : { exitCode: message.exitCode }),
+          });
           break;
         }
         case 'runner.log':
@@ -592,7 +606,8 @@ export class DispatchedJob {
       const generated = result.generated === undefined ? {} : { generated: result.generated };
       const groups = result.concurrencyGroups === undefined ? {} : { concurrencyGroups: result.concurrencyGroups };
       if (result.status === 'skipped') return { status: 'completed', reason: reason === undefined ? 'skipped' : `skipped: ${reason}`, outputs: result.outputs, skipped: true };
-      return { status: result.status, ...(reason === undefined ? {} : { reason }), outputs: result.outputs, ...generated, ...groups };
+      const exitCode = result.exitCode === undefined ? {} : { exitCode: result.exitCode };
+      return { status: result.status, ...(reason === undefined ? {} : { reason }), outputs: result.outputs, ...generated, ...groups, ...exitCode };
     }
     if (this.#cancel !== undefined) return { status: 'cancelled', reason: `cancelled: ${this.#cancel.reason}` };
     const how = exit.signal !== null ? `signal ${exit.signal}` : `exit code ${String(exit.code)}`;

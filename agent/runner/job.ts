@@ -19,7 +19,7 @@ import type { LogSink } from './log-capture.ts';
 import { notRunAgainReason, replayEffects } from './resume.ts';
 import { evaluateRules, evaluateWorkflowFilter } from './rules.ts';
 import { createStepContext, ruleContext, type JobRuntime } from './step-context.ts';
-import { beginStepReports, collectStepTests, discardStepReports } from './test-results.ts';
+import { beginStepReports, collectStepTests, commandExitCode, discardStepReports } from './test-results.ts';
 
 export type ResultMessage = Static<typeof RunnerResult>;
 type StepStatus = 'running' | 'completed' | 'failed' | 'skipped' | 'cancelled';
@@ -31,6 +31,8 @@ interface StepRecord {
   startedAt?: string;
   finishedAt?: string;
   reason?: string;
+  /** A failed step's failing command exit code (commandExitCode). */
+  exitCode?: number;
 }
 
 const MAX_REASON = 10_000;
@@ -91,6 +93,8 @@ export class RunnerJob {
   #baseReason: string | undefined;
   readonly #hookFailures: string[] = [];
   #failedStep: string | undefined;
+  /** The exit code of the command that failed #failedStep, when a command's exit failed it. */
+  #failedExitCode: number | undefined;
   #outputs: Record<string, unknown> = {};
   #startedAt = Date.now();
   /** The step (or setup/outputs) activity a non-force cancel aborts; hooks are never in it. */
@@ -248,10 +252,12 @@ export class RunnerJob {
               ? 'failed'
               : 'cancelled';
     const reason = this.#reason();
+    const exitCode = status === 'failed' ? this.#failedExitCode : undefined;
     return {
       type: 'runner.result',
       status,
       ...(reason === undefined ? {} : { reason }),
+      ...(exitCode === undefined ? {} : { exitCode }),
       outputs: this.#outputs,
       steps: this.#stepList(this.#path === 'cancel' ? REASON_CANCELLED : REASON_EARLIER_FAILED),
     };
@@ -276,18 +282,28 @@ export class RunnerJob {
             ...(r.startedAt === undefined ? {} : { startedAt: r.startedAt }),
             ...(r.finishedAt === undefined ? {} : { finishedAt: r.finishedAt }),
             ...(r.reason === undefined ? {} : { reason: clip(r.reason) }),
+            ...(r.exitCode === undefined ? {} : { exitCode: r.exitCode }),
           },
     );
   }
 
-  #report(index: number, status: StepStatus, reason?: string): void {
+  #report(index: number, status: StepStatus, reason?: string, exitCode?: number): void {
     const record = this.#records[index]!;
     const at = new Date().toISOString();
     record.status = status;
     if (status === 'running') record.startedAt = at;
     else record.finishedAt = at;
     if (reason !== undefined) record.reason = reason;
-    this.#channel.send({ type: 'runner.step', index, name: record.name, status, at, ...(reason === undefined ? {} : { reason: clip(reason) }) });
+    if (exitCode !== undefined) record.exitCode = exitCode;
+    this.#channel.send({
+      type: 'runner.step',
+      index,
+      name: record.name,
+      status,
+      at,
+      ...(reason === undefined ? {} : { reason: clip(reason) }),
+      ...(exitCode === undefined ? {} : { exitCode }),
+    });
   }
 
   /** A cancel or job timeout that arrived between activities takes effect here. */
@@ -471,9 +487,11 @@ export class RunnerJob {
             ? `step timed out after ${outcome.ms} ms`
             : (this.#jobTimedOut ?? 'aborted');
       this.#sink.line(step.name, 'stderr', `step failed: ${why}`);
-      this.#report(index, 'failed', why);
+      const exitCode = commandExitCode(outcome);
+      this.#report(index, 'failed', why, exitCode);
       this.#path = 'failure';
       this.#failedStep = step.name;
+      this.#failedExitCode = exitCode;
       this.#baseReason = `step "${step.name}" failed: ${why}`;
       this.#rt.noOutputsReason.set(step.name, 'it failed');
     }

@@ -65,6 +65,20 @@ export function isExitFailure(outcome: StepOutcome): boolean {
   return typeof code === 'number' && code !== 0;
 }
 
+/** The largest exit code the wire carries (schemas/wire/runner.ts CommandExitCode). */
+const MAX_REPORTED_EXIT = 2_147_483_647;
+
+/**
+ * The exit code of the command that failed the step, when `isExitFailure` holds (a `ctx.$`
+ * ShellCommandError with a non-zero code: not a timeout, cancel, signal or thrown error), else
+ * undefined. A job retry policy's `exitCodes` is decided on it (docs/run-states.md "Retries").
+ */
+export function commandExitCode(outcome: StepOutcome): number | undefined {
+  if (!isExitFailure(outcome)) return undefined;
+  const code = (outcome.error as ShellCommandError).exitCode!;
+  return Number.isSafeInteger(code) && code >= 1 && code <= MAX_REPORTED_EXIT ? code : undefined;
+}
+
 /**
  * After a step that ran (not skipped, not cancelled): hands its result files to the agent. Returns
  * undefined when the step declared and reported none. A failure to collect is logged on the step

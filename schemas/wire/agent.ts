@@ -6,7 +6,8 @@
 // carries it as `cacheType`, because `type` is the message discriminator.
 import { Type, type Static } from 'typebox';
 import { AttestationBundle, SigstoreBundle } from '../identity.ts';
-import { ConcurrencyGroups, GeneratedJobs, GeneratorRef, JobRole, WorkflowOutcome } from './runner.ts';
+import { TraceFields } from './relay-base.ts';
+import { CommandExitCode, ConcurrencyGroups, GeneratedJobs, GeneratorRef, JobRole, WorkflowOutcome } from './runner.ts';
 
 const Strict = { additionalProperties: false } as const;
 const Id = Type.String({ minLength: 1, maxLength: 200 });
@@ -174,6 +175,8 @@ export const JobDispatch = Type.Object(
     workflowAuth: Type.Union([SourceAuth, Type.Null()]),
     /** `shared` for trusted refs; `iso/<run>` for untrusted ones (user-cache scope). */
     cacheRefScope: Type.String(),
+    /** The dispatch span's trace context: the agent's job span is its child (docs/tracing.md). */
+    ...TraceFields,
   },
   Strict,
 );
@@ -186,9 +189,27 @@ export const StepResult = Type.Object(
     startedAt: Type.Optional(Time),
     finishedAt: Type.Optional(Time),
     reason: Type.Optional(Type.String()),
+    /** Protocol 5: with `failed`, the failing command's exit code (see JobStatus `exitCode`). */
+    exitCode: Type.Optional(CommandExitCode),
   },
   Strict,
 );
+
+/**
+ * One set-up phase of a job on the agent (`source_restore`, `checkout`, `checkout.fetch`, `deps`,
+ * …) with wall-clock ISO times in milliseconds: the dashboard's timeline. The name is a pattern,
+ * not a list, so a newer agent's phase does not make an older orchestrator refuse the status. A
+ * phase that failed still ends: at the failure.
+ */
+export const JobPhase = Type.Object(
+  { name: Type.String({ pattern: '^[a-z][a-z_]{0,39}(\\.[a-z][a-z_]{0,39})?$' }), startedAt: Time, finishedAt: Time },
+  Strict,
+);
+export type JobPhase = Static<typeof JobPhase>;
+/** At most this many phases on one `job.status`. */
+export const MAX_JOB_PHASES = 50;
+/** The first protocol whose orchestrators accept `phases` on `job.status` (agent/connection.ts drops them for an older one). */
+export const JOB_PHASES_PROTOCOL = 5;
 
 export const JobStatus = Type.Object(
   {
@@ -206,6 +227,14 @@ export const JobStatus = Type.Object(
     generated: Type.Optional(GeneratedJobs),
     /** With `completed` on `svc:filter`: the run's evaluated concurrency group keys (workflow, jobs by name). */
     concurrencyGroups: Type.Optional(ConcurrencyGroups),
+    /** Protocol 5: the set-up phases ended so far (JobPhase), on `running` once set-up ends and on the terminal status. */
+    phases: Type.Optional(Type.Array(JobPhase, { maxItems: MAX_JOB_PHASES })),
+    /**
+     * Protocol 5: with `failed`, the exit code of the `ctx.$` command that failed the job's failed
+     * step (not for a timeout, cancel, signal or thrown error); a job retry policy's `exitCodes`
+     * reads it. An agent sends it only to an orchestrator that registered it at protocol 5 or later.
+     */
+    exitCode: Type.Optional(CommandExitCode),
   },
   Strict,
 );
@@ -225,6 +254,8 @@ export const StepStatus = Type.Object(
     status: StepRunStatus,
     at: Time,
     reason: Type.Optional(Type.String({ maxLength: 10_000 })),
+    /** Protocol 5: with `failed`, the failing command's exit code (see JobStatus `exitCode`). */
+    exitCode: Type.Optional(CommandExitCode),
   },
   Strict,
 );

@@ -6,7 +6,7 @@
 import { Type, type Static } from 'typebox';
 import { RemoteRunBody, RemoteRunResult, RemoteUpload } from '../http/remote-run.ts';
 import { DeliveryRecord } from '../http/admin.ts';
-import { DashboardError, Id, NullableString, NullableTime, Strict } from './relay-base.ts';
+import { DashboardError, Id, NullableString, NullableTime, Strict, TraceFields } from './relay-base.ts';
 import {
   RunArtifactChunkRequest,
   RunArtifactChunkResponse,
@@ -22,20 +22,30 @@ import {
   RunShowResponse,
 } from './relay-runs.ts';
 import { TestsRequest, TestsResponse } from './relay-tests.ts';
+import { RunTimelineRequest, RunTimelineResponse } from './relay-timeline.ts';
+import { LogSearchRequest, LogSearchResponse } from './relay-log-search.ts';
 import { ApproverPrincipals, AuditListRequest, AuditListResponse, AuditRecordRequest, AuditRecordResponse, PeopleSyncRequest, PeopleSyncResponse, RelayActor } from './relay-people.ts';
 
 export { DashboardError } from './relay-base.ts';
 export * from './relay-runs.ts';
 export * from './relay-people.ts';
 export * from './relay-tests.ts';
+export * from './relay-timeline.ts';
+export * from './relay-log-search.ts';
 
 /**
- * One number for both links (relay <-> orchestrator, agent <-> orchestrator). 4: `job.dispatch`
+ * One number for both links (relay <-> orchestrator, agent <-> orchestrator). 5: trace context
+ * (TRACE_PROTOCOL_VERSION). 4: `job.dispatch`
  * may carry `checkout.submodules`/`lfs`, `container.options` and `install`, which a protocol 3
  * agent drops or refuses; the floor stays at 3 so such agents still connect and the dispatcher
- * gives them only the jobs they can run (kernel/orchestrator/dispatch/protocol-gap.ts).
+ * gives them only the jobs they can run (kernel/orchestrator/dispatch/protocol-gap.ts). 5: the
+ * agent reports a failing command's exit code (`exitCode` on `job.status` and `step.status`), and
+ * sends it only to an orchestrator that answered `agent.registered` with 5 or more; a job whose
+ * retry policy lists exit codes goes only to agents of protocol 5.
  */
-export const PROTOCOL_VERSION = 4;
+export const PROTOCOL_VERSION = 5;
+/** The first protocol whose agents report `exitCode` (and whose orchestrators accept it). */
+export const EXIT_CODE_PROTOCOL = 5;
 export const MIN_PROTOCOL_VERSION = 3;
 /** RFC 6455 1002: the spec's WS_CLOSE_PROTOCOL_ERROR. */
 export const WS_CLOSE_PROTOCOL_ERROR = 1002;
@@ -102,6 +112,7 @@ export const WebhookDeliver = Type.Object(
     clientIp: Type.String(),
     /** True when replayed from the durable buffer. */
     replay: Type.Boolean(),
+    ...TraceFields,
   },
   Strict,
 );
@@ -485,11 +496,13 @@ export const OrchestratorToRelayMembers = [
   ExecutionStatus,
   JobStatusForward,
   TestsResponse,
+  RunTimelineResponse,
+  LogSearchResponse,
 ] as const;
 export const OrchestratorToRelay = Type.Union([...OrchestratorToRelayMembers]);
 export type OrchestratorToRelay = Static<typeof OrchestratorToRelay>;
 
 /** Messages the relay sends to an orchestrator. */
-export const RelayToOrchestratorMembers = [RelayWelcome, WebhookDeliver, RunRerunRequest, RunCancelRequest, RunApproveRequest, DashboardPayload, RunShowRequest, RunLogsRequest, RunArtifactsRequest, RunArtifactChunkRequest, OrgSecretsListRequest, OrgSecretSetRequest, OrgNotificationsRequest, RemoteUploadRequest, RemoteRunRequest, DeliveriesListRequest, DeliveryPayloadRequest, FleetRequest, RunDetailRequest, RunAttestationRequest, AuditRecordRequest, AuditListRequest, PeopleSyncRequest, TestsRequest] as const;
+export const RelayToOrchestratorMembers = [RelayWelcome, WebhookDeliver, RunRerunRequest, RunCancelRequest, RunApproveRequest, DashboardPayload, RunShowRequest, RunLogsRequest, RunArtifactsRequest, RunArtifactChunkRequest, OrgSecretsListRequest, OrgSecretSetRequest, OrgNotificationsRequest, RemoteUploadRequest, RemoteRunRequest, DeliveriesListRequest, DeliveryPayloadRequest, FleetRequest, RunDetailRequest, RunAttestationRequest, RunTimelineRequest, AuditRecordRequest, AuditListRequest, PeopleSyncRequest, TestsRequest, LogSearchRequest] as const;
 export const RelayToOrchestrator = Type.Union([...RelayToOrchestratorMembers]);
 export type RelayToOrchestrator = Static<typeof RelayToOrchestrator>;

@@ -215,6 +215,13 @@ export type AgentToRunner = Static<(typeof AgentToRunnerMembers)[number]>;
 
 export const RunnerReady = Type.Object({ type: Type.Literal('runner.ready'), pid: Type.Integer() }, Strict);
 
+/**
+ * The exit code of the command that failed a step (docs/run-states.md "Retries"): sent only when a
+ * `ctx.$` command exited non-zero and that failed the step, never for a timeout, a cancel, a signal
+ * or a thrown error. Above 2^31 - 1 (a Windows status code) it is not reported.
+ */
+export const CommandExitCode = Type.Integer({ minimum: 1, maximum: 2_147_483_647 });
+
 export const RunnerStepStatus = Type.Object(
   {
     type: Type.Literal('runner.step'),
@@ -223,6 +230,8 @@ export const RunnerStepStatus = Type.Object(
     status: StepStatusValue,
     at: Time,
     reason: Type.Optional(Type.String({ maxLength: 10_000 })),
+    /** With `failed`: the failing command's exit code (CommandExitCode). */
+    exitCode: Type.Optional(CommandExitCode),
   },
   Strict,
 );
@@ -390,10 +399,19 @@ export const RunnerResult = Type.Object(
     outputs: Type.Record(Type.String(), Type.Unknown()),
     steps: Type.Array(
       Type.Object(
-        { name: Type.String(), status: StepStatusValue, startedAt: Type.Optional(Time), finishedAt: Type.Optional(Time), reason: Type.Optional(Type.String()) },
+        {
+          name: Type.String(),
+          status: StepStatusValue,
+          startedAt: Type.Optional(Time),
+          finishedAt: Type.Optional(Time),
+          reason: Type.Optional(Type.String()),
+          exitCode: Type.Optional(CommandExitCode),
+        },
         Strict,
       ),
     ),
+    /** With `failed`: the exit code of the command that failed the job's failed step (CommandExitCode). */
+    exitCode: Type.Optional(CommandExitCode),
     /** Role `generate`: what the generator produced. */
     generated: Type.Optional(GeneratedJobs),
     /** Role `filter`, with `completed`: the evaluated concurrency group keys. */

@@ -7,6 +7,7 @@ import type { AgentToOrchestrator } from '../../schemas/wire/agent.ts';
 import { dispatchOf, launchAgent } from './fixtures/agent-harness.ts';
 import { fileServer, gitRepo, makeTree, tarball, tempDir } from './fixtures/trees.ts';
 import { startOrchestratorDouble } from './fixtures/ws-orchestrator.ts';
+import { PROTOCOL_VERSION } from '../../schemas/wire/relay.ts';
 
 const orch = await startOrchestratorDouble({ token: 'agent-token-1' });
 const files = await fileServer();
@@ -34,9 +35,9 @@ const logText = (jobId: string) =>
     .map((l) => l.text)
     .join('\n');
 
-t.test('registration carries labels, platform, protocol 4, sandboxes and no in-flight jobs', async (t) => {
+t.test('registration carries labels, platform, the protocol, sandboxes and no in-flight jobs', async (t) => {
   const reg = await orch.waitFor('agent.register');
-  t.equal(reg.protocolVersion, 4);
+  t.equal(reg.protocolVersion, PROTOCOL_VERSION);
   t.same(reg.labels, ['gpu', 'team-a']);
   t.equal(reg.os, process.platform);
   t.equal(reg.arch, process.arch);

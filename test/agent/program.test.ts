@@ -6,6 +6,7 @@ import { execa } from 'execa';
 import t from 'tap';
 import { tempDir } from './fixtures/trees.ts';
 import { startOrchestratorDouble } from './fixtures/ws-orchestrator.ts';
+import { PROTOCOL_VERSION } from '../../schemas/wire/relay.ts';
 
 const bin = fileURLToPath(new URL('../../bin/svc-agent.ts', import.meta.url));
 const tmp = await tempDir('svc-agent-bin-');
@@ -62,7 +63,7 @@ t.test('ready line once registered, stable agent id, clean SIGTERM', async (t) =
     });
     t.equal(line, `svc-agent ready ${orch.url}`);
     const reg = orch.received.filter((m) => m.type === 'agent.register').at(-1);
-    t.match(reg, { labels: ['linux-big', 'team-a'], protocolVersion: 4 });
+    t.match(reg, { labels: ['linux-big', 'team-a'], protocolVersion: PROTOCOL_VERSION });
     ids.push((reg as { agentId: string }).agentId);
     child.kill('SIGTERM');
     const r = await child;
