@@ -78,11 +78,8 @@ export function unhonouredFeatures(workflow: Pick<LockWorkflow, 'triggers' | 'jo
   found.push(...unresolvablePrincipals('approval', workflow.approval));
   for (const job of workflow.jobs) {
     found.push(...unhonouredContainerOption(job));
-    // Retries on agent loss and failed tests are carried out (docs/run-states.md "Retries"); the
-    // agent does not report a failing command's exit code yet, so that condition would never fire.
-    if (job.retry !== undefined && job.retry.exitCodes.length > 0) {
-      found.push({ path: `jobs.${job.name}.retry.on`, feature: `retry on exit codes ${job.retry.exitCodes.join(', ')}`, reason: "agents do not report the failing command's exit code yet, so the job would never be retried for it; retry on 'agent-lost' or 'failed-tests'" });
-    }
+    // Retries (agent loss, failed tests, exit codes) are carried out (docs/run-states.md
+    // "Retries"); a job retried on exit codes goes only to agents that report them (protocol-gap.ts).
     found.push(...unresolvablePrincipals(`jobs.${job.name}.approval`, job.approval));
     // Step holds are carried out (the runner pauses before the step); only their clauses are checked.
     for (const step of job.steps) found.push(...unresolvablePrincipals(`jobs.${job.name}.steps.${step.name}.approval`, step.approval));

@@ -6,6 +6,9 @@
 // (`install`: jobConfig is strict there). So a job using one of them is never given to an agent
 // below the protocol that carries it: another agent takes it, or a scaler starts one, or the job
 // fails at once naming the agents and the field (the sandbox-gap case's mechanism, queue.ts).
+// `retry.exitCodes` is not a dispatch field but the same kind of gap the other way: an agent
+// below protocol 5 never reports a failing command's exit code, so a job whose retry policy
+// lists exit codes would run there and never be retried for one (docs/run-states.md "Retries").
 import { packageVersion } from '../../../core/package-info.ts';
 import { UnavailableError } from '../../../core/errors.ts';
 import { satisfies } from './labels.ts';
@@ -16,6 +19,12 @@ export const FEATURE_PROTOCOL: Readonly<Record<string, number>> = {
   'checkout.lfs': 4,
   'container.options': 4,
   install: 4,
+  'retry.exitCodes': 5,
+};
+
+/** What an older agent lacks, where the field's name alone does not say it. */
+const FEATURE_NOTE: Readonly<Record<string, string>> = {
+  'retry.exitCodes': "retry.exitCodes needs the agent to report the failing command's exit code, which agents below protocol 5 do not",
 };
 
 /** Agents named in one reason; the rest are counted. */
@@ -34,6 +43,8 @@ export interface WireParts {
   /** The workflow's `registries` and `installEnv` (lock entry, workflow level). */
   registries: unknown;
   install_env: unknown;
+  /** The lock job entry's `retry` policy. */
+  retry: unknown;
 }
 
 /** The protocol-gated `jobConfig` fields this job's dispatch carries (message.ts builds the same). */
@@ -49,6 +60,9 @@ export function wireFeatures(parts: WireParts): string[] {
   if (typeof container === 'object' && container !== null && Array.isArray(container.options) && container.options.length > 0) out.push('container.options');
   const nonEmpty = (v: unknown): boolean => Array.isArray(v) && v.length > 0;
   if (parts.kind !== 'build' && (nonEmpty(parts.registries) || nonEmpty(parts.install_env))) out.push('install');
+  // Retries apply to workflow jobs only (retry.ts), never to builds or scheduling pseudo-jobs.
+  const retry = parts.retry as { exitCodes?: unknown } | null;
+  if (parts.kind === 'job' && typeof retry === 'object' && retry !== null && nonEmpty(retry.exitCodes)) out.push('retry.exitCodes');
   return out;
 }
 
@@ -87,9 +101,10 @@ export function protocolTooOldError(features: readonly string[], matchers: reado
   const named = carrying.slice(0, NAMED_AGENTS).map(line);
   if (carrying.length > NAMED_AGENTS) named.push(`${carrying.length - NAMED_AGENTS} more`);
   const labels = runsOn.length === 0 ? 'any agent' : `the labels ${runsOn.join(', ')}`;
+  const notes = features.flatMap((f) => (FEATURE_NOTE[f] === undefined ? [] : [`${FEATURE_NOTE[f]}. `])).join('');
   return new UnavailableError(
     'SVC_ERR_DISPATCH_AGENT_PROTOCOL_TOO_OLD',
-    `No agent can run this job: it uses ${features.join(', ')} (wire protocol ${floor}), and every online agent with ${labels} is older: ${named.join('; ')}. ` +
+    `No agent can run this job: it uses ${features.join(', ')} (wire protocol ${floor}), and every online agent with ${labels} is older: ${named.join('; ')}. ${notes}` +
       `No configured scaler starts an agent for it. Upgrade ${carrying.length === 1 ? 'it' : 'them'} to svc ${packageVersion()} (this orchestrator's release) or later, which speaks protocol ${floor} (docs/agent.md "Mixed versions").`,
     { details: { features, protocol: floor, agents: carrying.map((a) => ({ id: a.id, protocolVersion: a.protocol_version })) } },
   );

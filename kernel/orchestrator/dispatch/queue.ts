@@ -27,7 +27,7 @@ export interface QueuedJob {
   needs_container: boolean;
   /** `routing` of the job's definition or lock entry (prefer/avoid among matching agents). */
   routing: JobRouting | null;
-  /** Protocol-gated `jobConfig` fields its dispatch carries, and the protocol they need (protocol-gap.ts). */
+  /** Protocol-gated features (`jobConfig` fields its dispatch carries, retry.exitCodes) and the protocol they need (protocol-gap.ts). */
   wire_features: string[];
   min_protocol: number;
   order_at: number;
@@ -100,15 +100,15 @@ export async function queuedJobsPage(
   const rows = await pool.any(sql.unsafe`
     SELECT j.id::text AS id, j.run_id::text AS run_id, j.runs_on, j.reason, j.unroutable_since,
            coalesce(j.queued_at, j.created_at) AS order_at, ${needsContainer} AS needs_container, ${routing} AS routing,
-           j.kind, le.entry->'checkout' AS checkout, le.entry->'container' AS container,
+           j.kind, le.entry->'checkout' AS checkout, le.entry->'container' AS container, le.entry->'retry' AS retry,
            r.lock_entry->'registries' AS registries, r.lock_entry->'installEnv' AS install_env
     FROM jobs j JOIN runs r ON r.id = j.run_id ${entry}
     WHERE j.status = 'queued' AND (j.ready_at IS NULL OR j.ready_at <= now()) AND ${cursor} AND ${only}
     ORDER BY coalesce(j.queued_at, j.created_at), j.id
     LIMIT ${PAGE_SIZE}`);
   type Row = Omit<QueuedJob, 'routing' | 'wire_features' | 'min_protocol'> & WireParts & { routing: unknown };
-  return (rows as unknown as Row[]).map(({ kind, checkout, container, registries, install_env, ...row }) => {
-    const features = wireFeatures({ kind, checkout, container, registries, install_env });
+  return (rows as unknown as Row[]).map(({ kind, checkout, container, registries, install_env, retry, ...row }) => {
+    const features = wireFeatures({ kind, checkout, container, registries, install_env, retry });
     return { ...row, routing: routingOf(row.routing), wire_features: features, min_protocol: protocolFloor(features) };
   });
 }

@@ -17,7 +17,10 @@ import { jobFailedOnlyByTests } from '../test-results/queries.ts';
 /** Why an attempt failed, as far as a retry policy cares. */
 export type RetryCause = 'agent-lost' | 'exit-code' | 'failed-tests';
 
-/** What the failure says: the cause known at the call site, and the failing command's exit code if any. */
+/**
+ * What the failure says: the cause known at the call site, and the exit code of the command that
+ * failed the job's step, as a protocol 5 agent reports it (`job.status` `exitCode`, status.ts).
+ */
 export interface FailureFacts {
   agentLost?: boolean;
   exitCode?: number;
@@ -79,7 +82,8 @@ export async function retryFailedAttempt(tx: CommonQueryMethods, jobId: string, 
   const id = randomUUID();
   const retryAt = (await tx.oneFirst(sql.unsafe`SELECT (now() + ${delay} * interval '1 second')::text AS at`)) as string;
   const why = (job.reason ?? 'failed').slice(0, 500);
-  const reason = `Retry ${next} of ${policy.maxAttempts} (${CAUSE_TEXT[cause]}: ${why}): not before ${new Date(retryAt).toISOString()}`;
+  const causeText = cause === 'exit-code' ? `exit code ${facts.exitCode}` : CAUSE_TEXT[cause];
+  const reason = `Retry ${next} of ${policy.maxAttempts} (${causeText}: ${why}): not before ${new Date(retryAt).toISOString()}`;
   // Gated, ready now: the run-control worker keeps it waiting until `retry_at`, then passes it
   // through the job's other gates (an approval given to attempt 1 covers its retries).
   await tx.query(sql.unsafe`

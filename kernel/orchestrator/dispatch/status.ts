@@ -2,6 +2,7 @@
 // `job.context`. Only the owning agent (`jobs.agent_id`) may report; anything else is refused
 // and changes nothing.
 import type { Static } from 'typebox';
+import type { DatabaseTransactionConnection } from 'slonik';
 import type { JobContext, JobStatus, LogChunk, StepStatus } from '../../../schemas/wire/agent.ts';
 import { sql, type DatabasePool } from '../../services/db/index.ts';
 import { NotAllowedError } from '../../../core/errors.ts';
@@ -53,39 +54,61 @@ export async function applyJobStatus(pool: DatabasePool, agentId: string, messag
     const final = terminal
       ? await applySchedulingReport(tx, { id: message.jobId, runId: job.run_id, orgId: job.org_id, name: job.name, kind: job.kind }, message)
       : { status: message.status as string, reason: message.reason };
+    // The failing command's exit code means something only on a failure (protocol 5 agents).
+    const exitCode = final.status === 'failed' ? (message.exitCode ?? null) : null;
     await tx.query(sql.unsafe`
       UPDATE jobs SET status = ${final.status},
         started_at = coalesce(started_at, ${startedAt}, now()),
         finished_at = ${terminal ? sql.fragment`coalesce(${finishedAt}, now())` : sql.fragment`NULL`},
         reason = ${final.reason ?? null},
         outputs = ${message.outputs === undefined ? sql.fragment`outputs` : sql.jsonb(message.outputs as never)},
+        exit_code = ${exitCode},
         recovery_deadline = NULL, updated_at = now()
       WHERE id = ${message.jobId}`);
     for (const [index, step] of message.steps.entries()) {
+      const stepExit = step.status === 'failed' ? (step.exitCode ?? null) : null;
       await tx.query(sql.unsafe`
-        INSERT INTO job_steps (job_id, index, name, status, reason, started_at, finished_at)
-        VALUES (${message.jobId}, ${index}, ${step.name}, ${step.status}, ${step.reason ?? null}, ${ts(step.startedAt)}, ${ts(step.finishedAt)})
+        INSERT INTO job_steps (job_id, index, name, status, reason, started_at, finished_at, exit_code)
+        VALUES (${message.jobId}, ${index}, ${step.name}, ${step.status}, ${step.reason ?? null}, ${ts(step.startedAt)}, ${ts(step.finishedAt)}, ${stepExit})
         ON CONFLICT (job_id, index) DO UPDATE SET name = excluded.name, status = excluded.status, reason = excluded.reason,
-          started_at = coalesce(excluded.started_at, job_steps.started_at), finished_at = coalesce(excluded.finished_at, job_steps.finished_at)`);
+          started_at = coalesce(excluded.started_at, job_steps.started_at), finished_at = coalesce(excluded.finished_at, job_steps.finished_at),
+          exit_code = coalesce(excluded.exit_code, CASE WHEN excluded.status = 'failed' THEN job_steps.exit_code END)`);
     }
+    await storePhases(tx, message.jobId, message.phases);
     if (!terminal) return { terminal: false, duplicate: false, progression: null };
-    // A failed attempt may be retried (retry.ts): `failed-tests` reads the job's recorded test results.
-    await recordJobComplete(tx, job.run_id, message.jobId, final.status, { reason: final.reason ?? null, agentId }, {});
+    // A failed attempt may be retried (retry.ts): `failed-tests` reads the job's recorded test
+    // results, `exitCodes` the failing command's exit code this report carries.
+    const facts = exitCode === null ? {} : { exitCode };
+    await recordJobComplete(tx, job.run_id, message.jobId, final.status, { reason: final.reason ?? null, agentId }, facts);
     return { terminal: true, duplicate: false, progression: await progressRun(tx, job.run_id) };
   });
+}
+
+/** The agent's set-up phases (protocol 5): each name once per job, the latest report wins. */
+async function storePhases(tx: DatabaseTransactionConnection, jobId: string, phases: Static<typeof JobStatus>['phases']): Promise<void> {
+  if (phases === undefined || phases.length === 0) return;
+  // A phase that ends before it starts (clock steps on the agent) is kept as 0 ms long.
+  await tx.query(sql.unsafe`
+    INSERT INTO job_phases (job_id, name, started_at, finished_at)
+    SELECT ${jobId}, p.name, p.started_at, greatest(p.started_at, p.finished_at)
+    FROM unnest(${sql.array(phases.map((p) => p.name), 'text')}::text[], ${sql.array(phases.map((p) => p.startedAt), 'text')}::timestamptz[],
+                ${sql.array(phases.map((p) => p.finishedAt), 'text')}::timestamptz[]) AS p(name, started_at, finished_at)
+    ON CONFLICT (job_id, name) DO UPDATE SET started_at = excluded.started_at, finished_at = excluded.finished_at`);
 }
 
 export async function applyStepStatus(pool: DatabasePool, agentId: string, message: Static<typeof StepStatus>): Promise<void> {
   if (!UUID.test(message.jobId)) throw notOwner(message.jobId, agentId);
   const at = sql.timestamp(new Date(message.at));
   const terminal = message.status !== 'running';
+  const exitCode = message.status === 'failed' ? (message.exitCode ?? null) : null;
   const row = await pool.maybeOne(sql.unsafe`
-    INSERT INTO job_steps (job_id, index, name, status, reason, started_at, finished_at)
+    INSERT INTO job_steps (job_id, index, name, status, reason, started_at, finished_at, exit_code)
     SELECT ${message.jobId}, ${message.index}, ${message.name}, ${message.status}, ${message.reason ?? null},
-           ${terminal ? null : at}, ${terminal ? at : null}
+           ${terminal ? null : at}, ${terminal ? at : null}, ${exitCode}
     WHERE EXISTS (SELECT 1 FROM jobs WHERE id = ${message.jobId} AND agent_id = ${agentId} AND status IN ('dispatched', 'running'))
     ON CONFLICT (job_id, index) DO UPDATE SET name = excluded.name, status = excluded.status, reason = excluded.reason,
-      started_at = coalesce(job_steps.started_at, excluded.started_at), finished_at = coalesce(excluded.finished_at, job_steps.finished_at)
+      started_at = coalesce(job_steps.started_at, excluded.started_at), finished_at = coalesce(excluded.finished_at, job_steps.finished_at),
+      exit_code = excluded.exit_code
     RETURNING job_id`);
   if (row === null) throw notOwner(message.jobId, agentId);
 }

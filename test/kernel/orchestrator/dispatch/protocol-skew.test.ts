@@ -5,7 +5,7 @@
 // them and the field. Real PostgreSQL, the in-process orchestrator, agents over real WebSockets.
 import t from 'tap';
 import { packageVersion } from '../../../../core/package-info.ts';
-import { wireFeatures } from '../../../../kernel/orchestrator/dispatch/protocol-gap.ts';
+import { protocolFloor, wireFeatures } from '../../../../kernel/orchestrator/dispatch/protocol-gap.ts';
 import { sql } from '../../../../kernel/services/db/index.ts';
 import { PROTOCOL_VERSION } from '../../../../schemas/wire/relay.ts';
 import { eachDatabase } from '../../../fixtures/db.ts';
@@ -16,8 +16,8 @@ import { afterDispatchPass, startNode } from './harness.ts';
 const CODE = 'SVC_ERR_DISPATCH_AGENT_PROTOCOL_TOO_OLD';
 const SUBMODULES = { checkout: { enabled: true, depth: 1, submodules: true } };
 
-t.test('which fields need protocol 4 (what message.ts sends)', async (t) => {
-  const none = { kind: 'job', checkout: undefined, container: undefined, registries: undefined, install_env: undefined };
+t.test('which fields need protocol 4 (what message.ts sends) or 5 (retry on exit codes)', async (t) => {
+  const none = { kind: 'job', checkout: undefined, container: undefined, registries: undefined, install_env: undefined, retry: undefined };
   t.same(wireFeatures(none), []);
   t.same(wireFeatures({ ...none, checkout: { enabled: true, depth: 1, submodules: true, lfs: true } }), ['checkout.submodules', 'checkout.lfs']);
   t.same(wireFeatures({ ...none, checkout: { enabled: true, submodules: false } }), [], 'false is what protocol 3 does anyway');
@@ -27,6 +27,11 @@ t.test('which fields need protocol 4 (what message.ts sends)', async (t) => {
   t.same(wireFeatures({ ...none, registries: [{ url: 'https://npm.example.test/', alwaysAuth: false, tokenSecret: 'npm:TOKEN' }] }), ['install']);
   t.same(wireFeatures({ ...none, install_env: ['npm:TOKEN'] }), ['install']);
   t.same(wireFeatures({ ...none, kind: 'build', install_env: ['npm:TOKEN'] }), [], 'a build job installs nothing with secrets');
+  const retry = (exitCodes: number[]) => ({ maxAttempts: 2, agentLost: false, failedTests: false, exitCodes, backoff: { delaySeconds: 0, factor: 1, maxDelaySeconds: 0 } });
+  t.same(wireFeatures({ ...none, retry: retry([3]) }), ['retry.exitCodes'], 'a retry on exit codes needs an agent that reports them');
+  t.same(protocolFloor(wireFeatures({ ...none, retry: retry([3]) })), 5);
+  t.same(wireFeatures({ ...none, retry: retry([]) }), [], 'agent-lost and failed-tests need nothing of the agent');
+  t.same(wireFeatures({ ...none, kind: 'filter', retry: retry([3]) }), [], 'only workflow jobs are retried');
 });
 
 await eachDatabase(t, async (t, db) => {
