@@ -1,12 +1,13 @@
 // Job retry policies at compile (docs/run-states.md "Retries"): the lock form with its defaults,
-// the lock's minReaderVersion (43 only when a retry is declared), and every bad value refused
-// with SVC_ERR_COMPILE_RETRY naming the field path.
+// the lock's minReaderVersion (43 only when a retry is declared), every condition accepted (exit
+// codes included, now that agents report them), and every bad value refused with
+// SVC_ERR_COMPILE_RETRY naming the field path.
 import t from 'tap';
 import { RETRY_LOCK_VERSION } from '../../../schemas/lock.ts';
 import { workflowToLockEntry } from '../../../workflow/compile/lock-entry.ts';
 import { minReaderVersionFor } from '../../../workflow/lock/lock-file.ts';
 import { backoffSeconds } from '../../../kernel/orchestrator/dispatch/retry.ts';
-import { unhonouredFeatures } from '../../../workflow/runtime-support.ts';
+import { unhonouredFeatures, unhonouredRunFeatures } from '../../../workflow/runtime-support.ts';
 import { job, push, step, workflow } from '../../../sdk/index.ts';
 
 const opts = { sourcePath: '.svc/workflows/ci.ts', exportName: 'default', contentHash: 'a'.repeat(64) };
@@ -21,8 +22,10 @@ t.test('a retry policy in the lock, with default back-off', async (t) => {
   const entry = compileWith({ maxAttempts: 3, on: ['agent-lost', { exitCodes: [137, 1, 137] }, 'failed-tests'] });
   t.same(entry.jobs[0]!.retry, { maxAttempts: 3, agentLost: true, failedTests: true, exitCodes: [1, 137], backoff: { delaySeconds: 10, factor: 2, maxDelaySeconds: 600 } });
   t.equal(minReaderVersionFor([entry]), RETRY_LOCK_VERSION, 'a lock with a retry needs an orchestrator that honours it');
-  t.match(unhonouredFeatures(entry), [{ path: 'jobs.unit.retry.on', feature: 'retry on exit codes 1, 137', reason: /do not report the failing command's exit code/ }], 'exit codes are refused until agents report them');
-  t.same(unhonouredFeatures(compileWith({ maxAttempts: 3, on: ['agent-lost', 'failed-tests'] })), [], 'agent loss and failed tests are carried out');
+  t.same(unhonouredFeatures(entry), [], 'agent loss, failed tests and exit codes are all carried out (agents report the exit code)');
+  t.same(unhonouredRunFeatures(entry), [], 'an orchestrator runs a lock that retries on exit codes');
+  const exitOnly = compileWith({ maxAttempts: 2, on: [{ exitCodes: [3] }, { exitCodes: [75, 3] }], backoff: { delaySeconds: 0 } });
+  t.same(exitOnly.jobs[0]!.retry, { maxAttempts: 2, agentLost: false, failedTests: false, exitCodes: [3, 75], backoff: { delaySeconds: 0, factor: 2, maxDelaySeconds: 600 } }, 'exit codes alone, from several conditions, merged and sorted');
   const plain = workflowToLockEntry(workflow('ci', { on: push(), jobs: { unit: job({ runsOn: 'linux', steps: [step('t', noop)] }) } }), opts);
   t.equal(plain.jobs[0]!.retry, undefined, 'no policy, no field');
   t.equal(minReaderVersionFor([plain]), 38, 'a lock without one stays readable by older orchestrators');
