@@ -4,7 +4,8 @@
 //                the project and the dashboard's browser code
 //   build        npm ci, npm run build (dist/, the shipped bins)
 //   unit         the unit tier (scripts/test-tiers.ts --tier unit), results as JUnit XML
-//                (testResults: one test case per test file, docs/test-results.md)
+//                (the tier step's testResults: one test case per test file, docs/test-results.md; on
+//                the step, not the job, so the install step reports no missing file)
 //   integration  build, then the integration tier: needs a PostgreSQL on 127.0.0.1:5432 (agent label `postgres`)
 //   system       build, then the system tier (the shipped bins on real sockets and processes)
 // Locally: `svc run push --local` (all of it, many minutes), or one job with its needs:
@@ -15,24 +16,30 @@ import { job, pr, push, workflow, type StepContext } from 'svc/sdk';
 
 const MINUTE = 60_000;
 
-/** Runs a program in the checkout with its own node_modules/.bin first; prints the output's tail. */
+/**
+ * Runs a program in the checkout with its own node_modules/.bin first. Its output streams to the
+ * step's log as it comes; a non-zero exit throws ctx.$'s command error, which is what a
+ * `failed-tests` retry and a quarantine waiver read (docs/test-results.md: a step failed by its
+ * tests is one whose command exited non-zero, not one that threw an error of its own).
+ */
 async function run(ctx: StepContext, argv: readonly string[], timeout = 30 * MINUTE): Promise<void> {
   const bin = join(ctx.repoRoot, 'node_modules', '.bin');
-  const result = await ctx.$({ env: { PATH: `${bin}:${process.env['PATH'] ?? ''}`, CI: 'true' }, reject: false, timeout })`${argv}`;
-  const output = `${result.stdout}\n${result.stderr}`.trim().split('\n');
-  for (const line of output.slice(-80)) console.log(line);
-  if (result.exitCode !== 0) throw new Error(`${argv.join(' ')} exited with ${result.exitCode}`);
+  await ctx.$({ env: { PATH: `${bin}:${process.env['PATH'] ?? ''}`, CI: 'true' }, timeout })`${argv}`;
 }
 
 /**
  * `npm ci` without the root's `prepare` (it builds, which is the build job's work), then the
- * install scripts of the dependencies that have one (the `node` binary, esbuild, swc, the
- * embedded PostgreSQL), found by `npm query` so a new such dependency needs no edit here.
+ * install scripts of the installed dependencies that have one (the `node` binary, esbuild, swc,
+ * the embedded PostgreSQL): the lock marks them (`hasInstallScript`), so a new such dependency
+ * needs no edit here, and the optional ones of other platforms are not installed.
  */
 async function install(ctx: StepContext): Promise<void> {
   await run(ctx, ['npm', 'ci', '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts']);
-  const query = await ctx.$`npm query ${':attr(scripts, [preinstall]), :attr(scripts, [install]), :attr(scripts, [postinstall])'}`;
-  const names = [...new Set((JSON.parse(query.stdout) as Array<{ name: string }>).map((p) => p.name))].sort();
+  const lock = JSON.parse(readFileSync(join(ctx.repoRoot, 'package-lock.json'), 'utf8')) as { packages: Record<string, { hasInstallScript?: boolean }> };
+  const installed = Object.entries(lock.packages)
+    .filter(([path, entry]) => entry.hasInstallScript === true && path.startsWith('node_modules/') && existsSync(join(ctx.repoRoot, path, 'package.json')))
+    .map(([path]) => path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length));
+  const names = [...new Set(installed)].sort();
   console.log(`dependencies with install scripts: ${names.join(', ') || 'none'}`);
   if (names.length > 0) await run(ctx, ['npm', 'rebuild', ...names]);
 }
@@ -98,24 +105,21 @@ export default workflow('svc', {
       needs: ['hygiene'],
       timeout: 60 * MINUTE,
       retry: { maxAttempts: 2, on: ['agent-lost', 'failed-tests'] },
-      testResults: 'results/unit.xml',
-      steps: (s) => s.step('install', install).step('unit tier', tier('unit')),
+      steps: (s) => s.step('install', install).step('unit tier', tier('unit'), { testResults: 'results/unit.xml' }),
     }),
     integration: job({
       runsOn: ['linux', 'postgres'],
       needs: ['unit'],
       timeout: 90 * MINUTE,
       retry: { maxAttempts: 2, on: ['agent-lost', 'failed-tests'] },
-      testResults: 'results/integration.xml',
-      steps: (s) => s.step('install', install).step('build', (ctx) => run(ctx, ['npm', 'run', 'build'])).step('integration tier', tier('integration')),
+      steps: (s) => s.step('install', install).step('build', (ctx) => run(ctx, ['npm', 'run', 'build'])).step('integration tier', tier('integration'), { testResults: 'results/integration.xml' }),
     }),
     system: job({
       runsOn: ['linux', 'postgres'],
       needs: ['build', 'unit'],
       timeout: 90 * MINUTE,
       retry: { maxAttempts: 2, on: ['agent-lost', 'failed-tests'] },
-      testResults: 'results/system.xml',
-      steps: (s) => s.step('install', install).step('build', (ctx) => run(ctx, ['npm', 'run', 'build'])).step('system tier', tier('system')),
+      steps: (s) => s.step('install', install).step('build', (ctx) => run(ctx, ['npm', 'run', 'build'])).step('system tier', tier('system'), { testResults: 'results/system.xml' }),
     }),
   },
 });
