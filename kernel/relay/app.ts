@@ -16,6 +16,7 @@ import { createDashboard } from './dashboard/index.ts';
 import { DedupWindow } from './dedup-window.ts';
 import { registerDeviceApiRoutes, registerDevicePage } from './device/index.ts';
 import { registerIngestRoutes } from './ingest-routes.ts';
+import { startTracing } from '../../core/tracing/index.ts';
 import { OrchestratorEndpoint } from './orchestrator-endpoint.ts';
 import { OrchestratorPool, type AckTimer } from './orchestrator-pool.ts';
 import { registerPatRoutes } from './pats/routes.ts';
@@ -95,6 +96,8 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Relay
   const sso = createSso(config.relay.sso, logger);
   const metrics = createMetrics();
   const rm = relayMetrics(metrics);
+  // OTEL_* (docs/tracing.md): off unless an OTLP endpoint is named; bad values stop the start.
+  const tracing = await startTracing(env, 'svc-relay');
   const ackTimeoutMs = options.ackTimeoutMs ?? ACK_TIMEOUT_MS;
   const totalBudgetMs = options.totalBudgetMs ?? TOTAL_BUDGET_MS;
 
@@ -110,6 +113,8 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Relay
     stops.length = 0;
   };
 
+  // Pushed first, so it runs last: spans of deliveries finishing during the stop are exported.
+  stops.push(() => tracing.shutdown());
   try {
     const database = await resolveDatabase({
       url: config.relay.databaseUrl,
@@ -210,6 +215,7 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Relay
       ackTimeoutMs,
       totalBudgetMs,
       shedRetryAfterSeconds: options.shedRetryAfterSeconds ?? 10,
+      tracing,
     });
     dashboard.register(http); // dashboard actions + CLI run routes (kernel/relay/dashboard)
     // Browser sign-in, device login and self-service tokens; forms are parsed in this scope only.

@@ -5,6 +5,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
+import { NO_TRACING, nowMs, type TraceSpan, type Tracing } from '../../core/tracing/index.ts';
 import type { RelaySource, WebhookAck, WebhookDeliver } from '../../schemas/wire/relay.ts';
 import type { SvcHttpServer } from '../services/http/index.ts';
 import { webhookFrontDoor, type DoorRefusal, type InboundWebhook, type LimitHit, type WebhookAnswer, type WebhookGate } from '../webhook/front-door.ts';
@@ -33,6 +34,8 @@ export interface IngestOptions {
   totalBudgetMs: number;
   /** Retry-After for `shed_retry_later` acks that name none. */
   shedRetryAfterSeconds: number;
+  /** Spans of each delivery (docs/tracing.md); default none. */
+  tracing?: Tracing;
 }
 
 // Answers are constants: nothing is allocated for them per delivery.
@@ -97,11 +100,38 @@ export function registerIngestRoutes(app: SvcHttpServer, options: IngestOptions)
     return BUFFERED;
   }
 
+  const tracing = options.tracing ?? NO_TRACING;
+
+  /** The delivery's root span (the trace's first): front door, dedup, forward or buffer as children. */
+  function receiveSpan(webhook: InboundWebhook<RelaySource>, request: FastifyRequest): TraceSpan {
+    const root = tracing.start('webhook receive', {
+      kind: 'server',
+      start: webhook.arrival,
+      attributes: { 'svc.org.id': webhook.orgId, 'svc.delivery.id': webhook.deliveryId, 'svc.routing_key': webhook.routingKey, 'vcs.provider.name': webhook.providerKind, 'http.request.method': request.method, 'http.route': request.routeOptions.url },
+    });
+    // Body read, rate limits and routing happened before `handle`: one span from arrival to here.
+    tracing.record('relay admission', { parent: root.traceparent, start: webhook.arrival, end: nowMs() });
+    return root;
+  }
+
   async function handle(webhook: InboundWebhook<RelaySource>, request: FastifyRequest): Promise<WebhookAnswer> {
+    const root = tracing.enabled ? receiveSpan(webhook, request) : undefined;
+    try {
+      const answer = await handleTraced(webhook, request, root);
+      root?.setAttributes({ 'svc.relay.answer': 'status' in answer ? String((answer.body as { status?: string }).status) : answer.refusal });
+      return answer;
+    } finally {
+      root?.end();
+    }
+  }
+
+  async function handleTraced(webhook: InboundWebhook<RelaySource>, request: FastifyRequest, root: TraceSpan | undefined): Promise<WebhookAnswer> {
     const { orgId, routingKey, deliveryId, body } = webhook;
+    const dedupStart = root === undefined ? 0 : nowMs();
     const keys = [`body\0${orgId}\0${routingKey}\0${createHash('sha256').update(body).digest('base64')}`];
     if (webhook.deliveryIdFromProvider) keys.push(`id\0${orgId}\0${routingKey}\0${deliveryId}`);
     const claim = await dedup.claim(keys);
+    if (root !== undefined) tracing.record('relay dedup', { parent: root.traceparent, start: dedupStart, end: nowMs(), attributes: { 'svc.dedup.result': claim.kind } });
     if (claim.kind === 'duplicate') {
       count('relay_duplicate');
       request.log.info({ orgId, routingKey, deliveryId }, 'duplicate webhook inside the dedup window; not relayed');
@@ -127,8 +157,17 @@ export function registerIngestRoutes(app: SvcHttpServer, options: IngestOptions)
         replay: false,
       };
       metrics.forwardSeconds.observe((Date.now() - webhook.arrival) / 1000);
+      // The orchestrator's ingest span is a child of this one (the message's traceparent).
+      const forward = root === undefined ? undefined : tracing.start('relay forward', { kind: 'producer', parent: root.traceparent });
+      if (forward?.traceparent !== undefined) message.traceparent = forward.traceparent;
       const ack = await pool.deliver(orgId, message, options.ackTimeoutMs, webhook.arrival + options.totalBudgetMs);
-      answer = ack === undefined ? await toBuffer(webhook, request, headers, receivedAt) : answerAck(webhook, ack);
+      forward?.setAttributes({ 'svc.ack.result': ack?.result ?? 'none' });
+      forward?.end();
+      if (ack === undefined && root !== undefined) {
+        const bufferStart = nowMs();
+        answer = await toBuffer(webhook, request, headers, receivedAt);
+        tracing.record('relay buffer', { parent: root.traceparent, start: bufferStart, end: nowMs() });
+      } else answer = ack === undefined ? await toBuffer(webhook, request, headers, receivedAt) : answerAck(webhook, ack);
       return answer;
     } finally {
       // Only a 200 (accepted, duplicate, buffered) makes the keys seen: a refused delivery may come back corrected.

@@ -224,7 +224,7 @@ export class OrchestratorEndpoint {
     }
     if (socket.readyState !== socket.OPEN) return;
     this.#options.negativeCache.forgetOrg(orgId);
-    const connection = new OrchestratorConnection(socket, orgId, hello.orchestratorId, hello.version ?? null);
+    const connection = new OrchestratorConnection(socket, orgId, hello.orchestratorId, hello.version ?? null, hello.protocolVersion);
     state.connection = connection;
     this.#options.pool.add(connection);
     connection.send({ type: 'relay.welcome', protocolVersion: PROTOCOL_VERSION, orgId, buffered: this.#options.buffer.count(orgId) });

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
-import type { RelayToOrchestrator, WebhookAck, WebhookDeliver } from '../../schemas/wire/relay.ts';
+import { PROTOCOL_VERSION, TRACE_PROTOCOL_VERSION, type RelayToOrchestrator, type WebhookAck, type WebhookDeliver } from '../../schemas/wire/relay.ts';
 import type { RelayMetrics } from './relay-metrics.ts';
 
 export type AttemptResult = { kind: 'ack'; ack: WebhookAck } | { kind: 'timeout' } | { kind: 'closed' };
@@ -21,6 +21,12 @@ export const realAckTimer: AckTimer = (ms, fire) => {
   return () => clearTimeout(timer);
 };
 
+/** An orchestrator older than the trace context refuses the field (its schema is strict). */
+function withoutTrace(message: WebhookDeliver): WebhookDeliver {
+  const { traceparent: _traceparent, tracestate: _tracestate, ...rest } = message;
+  return rest;
+}
+
 /** One orchestrator socket past hello. */
 export class OrchestratorConnection {
   readonly connId = randomUUID();
@@ -36,11 +42,15 @@ export class OrchestratorConnection {
   /** The last frame or heartbeat answer from the orchestrator. */
   lastSeenAt = new Date();
 
-  constructor(socket: WebSocket, orgId: string, orchestratorId: string, version: string | null = null) {
+  /** The protocol version of the orchestrator's hello: below TRACE_PROTOCOL_VERSION it refuses a trace context. */
+  readonly protocolVersion: number;
+
+  constructor(socket: WebSocket, orgId: string, orchestratorId: string, version: string | null = null, protocolVersion: number = PROTOCOL_VERSION) {
     this.#socket = socket;
     this.orgId = orgId;
     this.orchestratorId = orchestratorId;
     this.version = version;
+    this.protocolVersion = protocolVersion;
   }
 
   touch(): void {
@@ -79,7 +89,8 @@ export class OrchestratorConnection {
       let cancel: () => void = () => undefined;
       this.#pending.set(ref, finish);
       cancel = timer(timeoutMs, () => finish({ kind: 'timeout' }), this.orchestratorId);
-      this.#socket.send(JSON.stringify(message), (error) => {
+      const sent = message.traceparent !== undefined && this.protocolVersion < TRACE_PROTOCOL_VERSION ? withoutTrace(message) : message;
+      this.#socket.send(JSON.stringify(sent), (error) => {
         if (error) finish({ kind: 'closed' });
       });
     });

@@ -22,3 +22,12 @@ export const DashboardError = Type.Object(
   Strict,
 );
 export type DashboardError = Static<typeof DashboardError>;
+
+/**
+ * W3C trace context of the span a message continues (docs/tracing.md): on `webhook.deliver` and
+ * `job.dispatch`, only when tracing is on and the peer speaks TRACE_PROTOCOL_VERSION.
+ */
+export const TraceFields = {
+  traceparent: Type.Optional(Type.String({ pattern: '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' })),
+  tracestate: Type.Optional(Type.String({ maxLength: 512 })),
+};

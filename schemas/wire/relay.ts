@@ -34,8 +34,7 @@ export * from './relay-timeline.ts';
 export * from './relay-log-search.ts';
 
 /**
- * One number for both links (relay <-> orchestrator, agent <-> orchestrator). 5: trace context
- * (TRACE_PROTOCOL_VERSION). 4: `job.dispatch`
+ * One number for both links (relay <-> orchestrator, agent <-> orchestrator). 4: `job.dispatch`
  * may carry `checkout.submodules`/`lfs`, `container.options` and `install`, which a protocol 3
  * agent drops or refuses; the floor stays at 3 so such agents still connect and the dispatcher
  * gives them only the jobs they can run (kernel/orchestrator/dispatch/protocol-gap.ts). 5: the
@@ -46,6 +45,8 @@ export * from './relay-log-search.ts';
 export const PROTOCOL_VERSION = 5;
 /** The first protocol whose agents report `exitCode` (and whose orchestrators accept it). */
 export const EXIT_CODE_PROTOCOL = 5;
+/** The first protocol whose peers accept `traceparent`/`tracestate` on `webhook.deliver` and `job.dispatch` (docs/tracing.md). */
+export const TRACE_PROTOCOL_VERSION = 5;
 export const MIN_PROTOCOL_VERSION = 3;
 /** RFC 6455 1002: the spec's WS_CLOSE_PROTOCOL_ERROR. */
 export const WS_CLOSE_PROTOCOL_ERROR = 1002;
