@@ -121,4 +121,6 @@ export const BOTH_FLAVOURS: readonly string[] = [
 export const BOTH_FLAVOURS_EXCEPT: readonly string[] = [
   // relay and orchestrator linked in-process; its approval SQL is run-control/approvals.test.ts's.
   'test/kernel/orchestrator/run-control/team-approvers.test.ts',
+  // a real agent and step runners: its SQL (exit codes, retries, the protocol gap) is dispatch's other files'.
+  'test/kernel/orchestrator/dispatch/retry-exit-codes.test.ts',
 ];
