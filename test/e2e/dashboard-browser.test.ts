@@ -11,7 +11,8 @@
 // bounded number of line elements (main-thread long tasks are printed, never asserted); a line
 // that looks like markup stays text; the agents page lists the agent; a run's page shows its job
 // outputs, its attestation verified (and the bundle downloads) and, after two re-runs, the whole
-// chain with itself marked; the WCAG contrast of every text on each main page, light and dark
+// chain with itself marked; Re-run failed jobs, refused to a viewer-scoped token, restarts a
+// failed run's failed job and its dependent only, the others reused (lineage shown); the WCAG contrast of every text on each main page, light and dark
 // (lowest ratio printed per page, each text asserted). Screenshots of the main pages go to
 // docs/images/ with SVC_DASHBOARD_SCREENSHOTS=1.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -43,6 +44,7 @@ if (!existsSync(CHROMIUM) && process.env['CI'] === undefined) {
 type DevEvent = Record<string, unknown> & { event: string };
 
 async function browserTests(): Promise<void> {
+  const TERMINAL = ['completed', 'failed', 'cancelled'];
   t.ok(existsSync(CHROMIUM), `${CHROMIUM} is installed (CI installs Debian's chromium package)`);
   const { chromium } = await import('playwright-core');
   const root = await mkdtemp(join(tmpdir(), 'svc-e2e-dashboard-'));
@@ -270,6 +272,52 @@ async function browserTests(): Promise<void> {
     t.equal(await page.locator('ol.lineage [aria-current=page]').count(), 1);
     t.equal(await page.locator('ol.lineage a').count(), 2, 'the other two are links');
     await shot('run', true);
+  });
+
+  await t.test('Re-run failed jobs: a viewer is refused; a developer restarts only the failed job and its dependent', async (t) => {
+    const first = await runOf('restart');
+    await waitEvent(`run ${first} to fail`, (e) => e.event === 'run' && e['runId'] === first && TERMINAL.includes(String(e['status'])), 300_000);
+    const jobOf = (name: string) => page.locator('section.job', { has: page.locator('h3', { hasText: new RegExp(`^${name} `) }) });
+    await page.goto(`${runs}/${first}`);
+    t.equal(await page.locator('#run-detail').getAttribute('data-status'), 'failed', 'the first run failed');
+    t.match(await jobOf('flaky').locator('h3').textContent(), /failed/, 'in its flaky job');
+    t.match(await jobOf('after').locator('h3').textContent(), /skipped/, 'and skipped what needs it');
+    const prepared = /value\s*(prepared-\w+)/.exec((await jobOf('prepare').locator('dl.outputs').textContent()) ?? '')?.[1];
+    t.ok(prepared, `prepare output ${prepared}`);
+
+    // A token narrowed to viewer (docs/roles.md) signs in a second browser: the button's post is refused.
+    const minted = await fetch(`${relayUrl}/v1/pats`, { method: 'POST', headers: { authorization: `Bearer ${pat}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'wall screen', scopes: ['viewer'] }) });
+    t.equal(minted.status, 201, 'a viewer token was minted');
+    const viewerToken = ((await minted.json()) as { token: string }).token;
+    const viewerContext = await browser.newContext();
+    const viewer = await viewerContext.newPage();
+    await viewer.goto(`${relayUrl}/signin?next=${encodeURIComponent(`/ui/orgs/dev/runs/${first}`)}`);
+    await viewer.fill('#token', viewerToken);
+    await Promise.all([viewer.waitForURL((u) => u.pathname.endsWith(first)), viewer.click('button[type=submit]')]);
+    await viewer.click('form[data-action=rerun-failed] button');
+    await viewer.locator('#flash.error').waitFor({ timeout: 30_000 });
+    t.match(await viewer.locator('#flash').textContent(), /developer role.*SVC_ERR_RELAY_ROLE_REQUIRED/, 'the viewer is refused, and told which role it needs');
+    t.ok(viewer.url().endsWith(first), 'and stays on the failed run');
+    await viewerContext.close();
+
+    await Promise.all([page.waitForURL((u) => /\/runs\/[0-9a-f-]{36}$/.test(u.pathname) && !u.pathname.endsWith(first)), page.click('form[data-action=rerun-failed] button')]);
+    const second = new URL(page.url()).pathname.split('/').pop()!;
+    await waitEvent(`run ${second} to finish`, (e) => e.event === 'run' && e['runId'] === second && TERMINAL.includes(String(e['status'])), 300_000);
+    await page.locator('#run-detail[data-terminal=yes]').waitFor({ timeout: 60_000 });
+    t.equal(await page.locator('#run-detail').getAttribute('data-status'), 'completed', 'the restart completed');
+    t.same(await page.locator('ol.lineage > li').evaluateAll((items) => items.map((i) => i.getAttribute('data-run'))), [first, second], 'its lineage: the failed run, then this one (the viewer made none)');
+    t.match(await page.locator('ol.lineage > li.current').textContent(), /re-run by developer/, 'a re-run by the developer');
+    const agentId = String(ready['agentId']);
+    for (const name of ['flaky', 'after']) {
+      const job = jobOf(name);
+      t.match(await job.locator('h3').textContent(), /completed/, `${name} ran again and completed`);
+      t.match(await job.locator('p.sub').first().textContent(), new RegExp(`agent ${agentId}`), `${name} ran on the agent`);
+    }
+    for (const name of ['prepare', 'other']) {
+      const job = jobOf(name);
+      t.match(await job.locator('p.sub').first().textContent(), new RegExp(`agent —.*Reused from run ${first}, where it completed`, 's'), `${name} was reused, not run`);
+    }
+    t.match(await jobOf('after').locator('dl.outputs').textContent(), new RegExp(`saw\\s*${prepared}`), "after read the reused prepare's outputs");
   });
 
   await t.test('a push appears in the runs list without a reload', async (t) => {

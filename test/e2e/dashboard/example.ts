@@ -2,7 +2,8 @@
 // push to main — `flood` prints FLOOD_LINES coloured lines (and one that looks like markup), `held`
 // waits for the developer's approval, `slow` ticks once a second for two minutes (to watch live
 // and to cancel), `package` builds a file, has the orchestrator attest it (ctx.attestProvenance)
-// and hands its version on as job outputs (the run page's outputs, attestations and lineage).
+// and hands its version on as job outputs (the run page's outputs, attestations and lineage), and
+// `restart` fails one job of four on its first run only (restart from failed jobs).
 import { volume } from '../../fixtures/volume.ts';
 import { cp, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -11,6 +12,7 @@ import { REPO_ROOT } from '../../fixtures/programs.ts';
 /** The flood's length: 100,000 lines in `npm run test:full`, 10,000 in `npm test` (the same paths: paging, scroll to the end). */
 export const FLOOD_LINES = volume(10_000, 100_000);
 export const PACKAGE_VERSION = '1.4.2';
+export const RESTART_CACHE_KEY = 'restart-failed-once-v1';
 export const MARKUP_LINE = '<img src=x onerror="document.title=\'pwned\'"> not markup';
 
 export async function dashboardExample(dir: string): Promise<string> {
@@ -89,6 +91,44 @@ export default workflow('package', {
           return { bundle: result.bundlePaths[0] ?? '' };
         }),
       outputs: (ctx) => ({ version: ${JSON.stringify(PACKAGE_VERSION)}, bundle: String(ctx.outputsOf('pack')['bundle']) }),
+    }),
+  },
+});
+`,
+  );
+  // `flaky` fails while the repository's cache lacks RESTART_CACHE_KEY and saves it as it fails, so
+  // the run fails once and its restart passes, on the same commit, with nothing outside svc.
+  // `prepare` outputs a value new on every execution: `after` handing on the same value proves
+  // `prepare` was reused, not run again.
+  await writeFile(
+    join(workflows, 'restart.ts'),
+    `import { mkdir, writeFile } from 'node:fs/promises';
+import { job, push, workflow } from 'svc/sdk';
+export default workflow('restart', {
+  on: push({ branches: ['main'] }),
+  jobs: {
+    prepare: job({
+      runsOn: ['local'],
+      steps: (s) => s.step('make', () => ({ value: 'prepared-' + Math.random().toString(36).slice(2) })),
+      outputs: (ctx) => ({ value: String(ctx.outputsOf('make')['value']) }),
+    }),
+    other: job({ runsOn: ['local'], steps: (s) => s.step('other', () => { console.log('other ran'); }) }),
+    flaky: job({
+      runsOn: ['local'],
+      steps: (s) =>
+        s.step('check', async (ctx) => {
+          if ((await ctx.cache.restore(${JSON.stringify(RESTART_CACHE_KEY)}, { paths: ['marker'] })).hit) return;
+          await mkdir('marker', { recursive: true });
+          await writeFile('marker/failed-once', 'yes');
+          await ctx.cache.save(${JSON.stringify(RESTART_CACHE_KEY)}, ['marker']);
+          throw new Error('flaky fails on its first run');
+        }),
+    }),
+    after: job({
+      runsOn: ['local'],
+      needs: ['prepare', 'flaky'],
+      steps: (s) => s.step('hand on', (ctx) => ({ saw: String(ctx.jobOutputs('prepare')?.['value']) })),
+      outputs: (ctx) => ({ saw: String(ctx.outputsOf('hand on')['saw']) }),
     }),
   },
 });
