@@ -24,6 +24,7 @@ import { registerOpenApi } from './openapi/document.ts';
 import { openConfigHolder } from './config/holder.ts';
 import { healSealedStores } from './sealed-stores.ts';
 import { registerSpecMetrics } from './spec-metrics.ts';
+import { startTracing } from '../../core/tracing/index.ts';
 
 import { ORCHESTRATOR_MIGRATIONS_DIR, ORCHESTRATOR_MIGRATIONS_TABLE } from './database.ts';
 
@@ -104,6 +105,8 @@ export async function startOrchestrator(options: StartOrchestratorOptions): Prom
   const logger = options.logger ?? createLogger({ level: config.server.logLevel, name: 'svc-orchestrator', ring: PROCESS_LOG_RING });
   const metrics = createMetrics();
   registerSpecMetrics(metrics);
+  // OTEL_* (docs/tracing.md): off unless an OTLP endpoint is named; bad values stop the start.
+  const tracing = await startTracing(env, 'svc-orchestrator');
   const dataDir = resolve(cwd, config.dataDir);
   const nodeId = config.instance.id ?? `orch-${hostname()}`;
 
@@ -118,6 +121,8 @@ export async function startOrchestrator(options: StartOrchestratorOptions): Prom
     }
     stops.length = 0;
   };
+  // Pushed first, so it runs last: spans of work finishing during the stop are exported.
+  stops.push(() => tracing.shutdown());
 
   try {
     const masterKeys = await masterKeysFor(config, dataDir, logger);
@@ -175,6 +180,7 @@ export async function startOrchestrator(options: StartOrchestratorOptions): Prom
       nodeId,
       publicUrl: () => publicUrl,
       nodeUrl: () => nodeUrl,
+      tracing,
     };
 
     // A storage that serves its own pre-signed URLs (filesystem) mounts them here.

@@ -2,6 +2,7 @@
 // WebSocket handlers and background loops on it; what they need from each other comes through
 // the typed deps (service-refs.ts), and what must happen at stop through `deps.onStop`.
 import type { Logger } from 'pino';
+import type { Tracing } from '../../core/tracing/index.ts';
 import type { SvcConfig } from '../../schemas/config.ts';
 import type { PluginHost } from '../../core/plugins/index.ts';
 import type { Subsystem as WiredSubsystem } from '../../core/wiring/index.ts';
@@ -33,6 +34,8 @@ export interface OrchestratorContext {
   publicUrl(): string;
   /** This node's own address (its listener, not a load balancer's): where other nodes and svc-admin reach it. */
   nodeUrl(): string;
+  /** Spans of deliveries and runs (OTEL_*, docs/tracing.md); absent or NO_TRACING when off. */
+  readonly tracing?: Tracing;
 }
 
 /**

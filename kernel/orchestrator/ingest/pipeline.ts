@@ -45,6 +45,7 @@ import { verifyDeliverySignature } from './steps/verify-signature.ts';
 import { IngestStages } from './stage-metrics.ts';
 import { QueueDepthGuard } from './steps/queue-depth.ts';
 import { crossSourceMetrics } from '../spec-metrics.ts';
+import { nowMs, type TraceSpan, type Tracing } from '../../../core/tracing/index.ts';
 
 export interface IngestDeps {
   pool: DatabasePool;
@@ -70,6 +71,8 @@ export interface IngestDeps {
   retryPolicy?: () => RetryPolicy;
   /** Sends the runs' wake-ups after their commits; default one on `pool`. */
   wakeups?: WakeupSender;
+  /** Spans of each delivery and its steps (docs/tracing.md); default none. */
+  tracing?: Tracing;
 }
 
 /** Delivery ids seen finished on this node (the in-memory half of dedup). */
@@ -144,6 +147,7 @@ export class IngestPipeline implements PipelineServices {
     let child: Logger | undefined;
     const loggerOf = (): Logger => (child ??= parent.child({ orgId: delivery.orgId, deliveryId: delivery.deliveryId, routingKey: delivery.routingKey }));
     const steps = new StepLog(loggerOf, parent.isLevelEnabled('debug'));
+    const span = this.#traceSpan(delivery, steps);
     // Step 1: admission.
     const release = this.admission.admit();
     if (release === null) {
@@ -168,13 +172,33 @@ export class IngestPipeline implements PipelineServices {
     try {
       const outcome = delivery.providerKind === 'generic' ? await processGeneric(this, state) : await this.#process(state);
       this.countOutcome(outcome.status);
+      span?.setAttributes({ 'svc.delivery.status': outcome.status, 'svc.runs.count': outcome.runIds.length });
       return outcome;
     } catch (error) {
+      span?.fail(messageOf(error));
       loggerOf().error({ err: error }, 'ingest failed');
       return { result: 'shed_retry_later', retryAfterSeconds: this.admission.retryAfterSeconds, message: `ingest failed: ${messageOf(error)}`, status: 'shed', runIds: [], deliveryId: delivery.deliveryId };
     } finally {
       release();
+      steps.traceRest('commit');
+      span?.end();
     }
+  }
+
+  /** The delivery's ingest span, a child of the relay's forward span when the relay sent one. */
+  #traceSpan(delivery: IncomingDelivery, steps: StepLog): TraceSpan | undefined {
+    const tracing = this.deps.tracing;
+    if (tracing === undefined || !tracing.enabled) return undefined;
+    const start = nowMs();
+    const span = tracing.start('orchestrator ingest', {
+      kind: 'consumer',
+      parent: delivery.traceparent,
+      tracestate: delivery.tracestate,
+      start,
+      attributes: { 'svc.org.id': delivery.orgId, 'svc.delivery.id': delivery.deliveryId, 'svc.routing_key': delivery.routingKey, 'vcs.provider.name': delivery.providerKind, 'svc.delivery.replay': delivery.replay },
+    });
+    if (span.traceparent !== undefined) steps.trace(tracing, span.traceparent, start);
+    return span;
   }
 
   /** A refusal before processing: recorded (upgradable by a later good delivery) and answered. */

@@ -71,6 +71,7 @@ export const ingestSubsystem: Subsystem = {
       // Read per delivery: `ctx.config` is the holder's current snapshot, so a reload applies it.
       queueMaxDepth: () => ctx.config.queue.maxDepth,
       retryPolicy: () => ctx.config.ingestRetry,
+      ...(ctx.tracing === undefined ? {} : { tracing: ctx.tracing }),
     });
     // Cached sources and registrations are dropped when another process (svc-admin, another
     // node) changes them; a listener that lost its connection drops everything.

@@ -2,6 +2,7 @@
 // independent mode, straight from HTTP), the pipeline's answer, and the per-delivery state the
 // steps fill in order.
 import type { Logger } from 'pino';
+import { nowMs, type Tracing } from '../../../core/tracing/index.ts';
 import type { NormalizedEvent } from '../../../schemas/event.ts';
 import type { Lock } from '../../../schemas/lock.ts';
 import type { AckResult } from '../../../schemas/wire/relay.ts';
@@ -35,6 +36,9 @@ export interface IncomingDelivery {
   sourceId?: string;
   /** Provider delivery id, or a UUID the relay generated. */
   deliveryId: string;
+  /** The relay's forward span (webhook.deliver's traceparent): the ingest span's parent. */
+  traceparent?: string;
+  tracestate?: string;
   /** Lower-cased names. */
   headers: Readonly<Record<string, string>>;
   /** The exact bytes the sender signed. */
@@ -61,11 +65,20 @@ export interface StepEntry {
   detail?: string;
 }
 
+/** Where a traced delivery's step spans go: each step spans from the previous step's end to its own `add`. */
+interface StepTrace {
+  tracing: Tracing;
+  /** The ingest span's traceparent. */
+  parent: string;
+  last: number;
+}
+
 /** Steps in the spec's order; each appends its outcome here and logs it at debug. */
 export class StepLog {
   readonly entries: StepEntry[] = [];
   readonly #logger: () => Logger;
   readonly #debug: boolean;
+  #trace: StepTrace | undefined;
 
   /** `logger` is called only when debug is on (a per-delivery child logger is not free). */
   constructor(logger: Logger | (() => Logger), debug?: boolean) {
@@ -78,6 +91,29 @@ export class StepLog {
     const entry: StepEntry = detail === undefined ? { step, outcome } : { step, outcome, detail: detail.slice(0, 2000).replaceAll('\0', '\uFFFD') };
     this.entries.push(entry);
     if (this.#debug) this.#logger().debug(entry, 'ingest step');
+    if (this.#trace !== undefined) this.#span(step, { 'svc.ingest.step': step, 'svc.ingest.outcome': outcome });
+  }
+
+  /** Each step from here on is a span under `parent` (docs/tracing.md, "Spans"). */
+  trace(tracing: Tracing, parent: string, start: number): void {
+    this.#trace = { tracing, parent, last: start };
+  }
+
+  /** The time since the last step (the runs' and record's write after the last `add`) as a span. */
+  traceRest(name: string): void {
+    if (this.#trace !== undefined) this.#span(name, { 'svc.ingest.step': name });
+  }
+
+  /** A run's span id, reserved under the ingest span: stored with the run (`runs.trace_context`). */
+  reserveRunSpan(): string | undefined {
+    return this.#trace?.tracing.reserve(this.#trace.parent);
+  }
+
+  #span(step: string, attributes: Record<string, string>): void {
+    const trace = this.#trace!;
+    const now = nowMs();
+    trace.tracing.record(`ingest ${step}`, { parent: trace.parent, start: trace.last, end: now, attributes });
+    trace.last = now;
   }
 }
 

@@ -77,6 +77,8 @@ export const relayLinkSubsystem: Subsystem = {
           receivedAt: new Date(message.receivedAt),
           clientIp: message.clientIp,
           replay: message.replay,
+          ...(message.traceparent === undefined ? {} : { traceparent: message.traceparent }),
+          ...(message.tracestate === undefined ? {} : { tracestate: message.tracestate }),
         };
         const outcome = await pipeline.ingestDelivery(delivery);
         return { result: outcome.result, ...(outcome.retryAfterSeconds !== undefined ? { retryAfterSeconds: outcome.retryAfterSeconds } : {}), ...(outcome.message !== undefined ? { message: outcome.message } : {}) };
