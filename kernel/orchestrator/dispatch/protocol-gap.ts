@@ -24,7 +24,7 @@ export const FEATURE_PROTOCOL: Readonly<Record<string, number>> = {
 
 /** What an older agent lacks, where the field's name alone does not say it. */
 const FEATURE_NOTE: Readonly<Record<string, string>> = {
-  'retry.exitCodes': "a retry on exit codes needs the agent to report the failing command's exit code, which agents below protocol 5 do not",
+  'retry.exitCodes': "A retry on exit codes needs the agent to report the failing command's exit code, which agents below protocol 5 do not",
 };
 
 /** Agents named in one reason; the rest are counted. */

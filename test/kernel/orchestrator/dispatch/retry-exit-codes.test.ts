@@ -150,7 +150,7 @@ t.test('agents of protocol 4 do not report exit codes: such a job goes to a prot
     });
     t.match(failed.reason, /^SVC_ERR_DISPATCH_AGENT_PROTOCOL_TOO_OLD: No agent can run this job: it uses retry\.exitCodes \(wire protocol 5\)/);
     t.match(failed.reason, 'agent old-4 speaks protocol 4, which does not carry retry.exitCodes', 'the agent, by name');
-    t.match(failed.reason, "a retry on exit codes needs the agent to report the failing command's exit code, which agents below protocol 5 do not", 'and why it matters');
+    t.match(failed.reason, "A retry on exit codes needs the agent to report the failing command's exit code, which agents below protocol 5 do not", 'and why it matters');
     t.equal(failed.agent_id, null, 'never dispatched');
 
     // Without exit codes in its policy a job still runs on the protocol 4 agent.
