@@ -143,8 +143,12 @@ export interface SourceProviderExtensionPoint extends PluginInstance {
    * schemas/event.ts owns the shape and the kernel validates the result against it.
    */
   normalize(delivery: RawDelivery, payload: unknown): unknown;
-  /** Raw lock-file bytes at `sha`, or null when the repository has none there. */
-  fetchLockFile(request: { source: ProviderSource; repository: RepositoryRef; sha: string }): Promise<Uint8Array | null>;
+  /**
+   * Raw lock-file bytes at `sha`, or null when the repository has none there. `ref` is the ref
+   * the event says was pushed to `sha` (`refs/heads/main`), when there is one: a hint a provider
+   * may use to fetch less (it is payload text: check it before use, and never trust it over `sha`).
+   */
+  fetchLockFile(request: { source: ProviderSource; repository: RepositoryRef; sha: string; ref?: string | null }): Promise<Uint8Array | null>;
   /**
    * Optional: a file's bytes at `sha`, or null when no regular file is at `path` there (content
    * requirements, a trigger's `requires`). `path` is repository-relative (`docs/a.md`); providers

@@ -403,7 +403,9 @@ export class IngestPipeline implements PipelineServices {
     if (trust.lockSha !== null) {
       let read;
       try {
-        read = await this.locks.fetch(provider, providerSource, repository, trust.lockSha);
+        // The pushed ref, when the lock is read at the pushed commit: a provider may fetch only it.
+        const pushedRef = event.type === 'push' && event.sha === trust.lockSha ? event.ref : null;
+        read = await this.locks.fetch(provider, providerSource, repository, trust.lockSha, pushedRef);
       } catch (error) {
         // A commit the forge does not have, or a lock over the size limit, stays so: recorded
         // failed and answered accepted. Anything else (unreachable, 5xx, rate limit) can pass.

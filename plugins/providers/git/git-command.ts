@@ -35,7 +35,8 @@ const PROTOCOLS: ReadonlyArray<readonly [string, string]> = [
   ['protocol.file.allow', 'always'],
 ];
 
-function environment(options: GitRunOptions): NodeJS.ProcessEnv {
+/** The environment every git process of the provider runs with (one-shot or long-lived). */
+export function gitEnvironment(options: Pick<GitRunOptions, 'gitDir' | 'config'>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) if (!DROPPED.test(key)) env[key] = value;
   const config = [...PROTOCOLS, ['core.hooksPath', '/dev/null'] as const, ...(options.config ?? [])];
@@ -60,7 +61,7 @@ export async function runGit(args: readonly string[], options: GitRunOptions & {
 export async function runGit(args: readonly string[], options: GitRunOptions): Promise<GitResult<string | Uint8Array>> {
   const result = await execa(options.gitBinary, [...args], {
     cwd: options.gitDir,
-    env: environment(options),
+    env: gitEnvironment(options),
     extendEnv: false,
     stdin: 'ignore',
     reject: false,

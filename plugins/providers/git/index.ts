@@ -11,7 +11,7 @@ import { GitProviderConfig, GitSourceSettings, gitSourceOf } from './settings.ts
 
 export { GitMirrors, LOCK_FILE_PATH } from './mirror.ts';
 export { runGit, firstLine, type GitRunOptions, type GitResult } from './git-command.ts';
-export { GitProviderConfig, GitSourceSettings, gitSourceOf, remoteUrlProblem, checkSha, type GitSource } from './settings.ts';
+export { GitProviderConfig, GitSourceSettings, gitSourceOf, remoteUrlProblem, checkSha, fetchableRef, type GitSource } from './settings.ts';
 
 export const GIT_PROVIDER_KIND = 'git';
 /** A source id (the orchestrator's are UUIDs). */
@@ -34,9 +34,10 @@ export const gitProvider = definePlugin({
       routingKey: (headers: ProviderDeliveryHeaders) => `${GIT_PROVIDER_KIND}:${headers.targetId ?? ''}`,
       signatureInput: hubSignatureInput,
       normalize: (delivery: RawDelivery, payload: unknown) => normalizeGithubPayload(GIT_PROVIDER_KIND, delivery.headers.eventType, payload),
-      fetchLockFile: async ({ source, sha }) => mirrors.readLockFile(gitSourceOf(source), sha),
+      fetchLockFile: async ({ source, sha, ref }) => mirrors.readLockFile(gitSourceOf(source), sha, ref),
       readFile: async ({ source, sha, path }) => mirrors.readFile(gitSourceOf(source), sha, path),
       changedFiles: async ({ source, base, head }) => mirrors.changedFiles(gitSourceOf(source), base, head),
+      close: () => mirrors.close(),
       checkoutCredentials: async ({ source }) => {
         const git = gitSourceOf(source);
         // Credentials only for http(s): a token is never handed out alongside an ssh or file remote.

@@ -1,14 +1,18 @@
 // One bare mirror per source under the cache directory; every read first makes sure the commit
-// is present (fetching branches and tags, then the sha itself), and all work on one mirror is
-// serialized so concurrent deliveries never run two fetches into the same repository.
+// is present (fetching the pushed ref when the event named one, else branches and tags, then the
+// sha itself), and all work on one mirror is serialized so concurrent deliveries never run two
+// fetches into the same repository. Objects are read through one long-lived `git cat-file` per
+// mirror (cat-file.ts), so a lock read of a new commit spawns one git process, the fetch.
 import { createHash } from 'node:crypto';
 import { mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { NotFoundError, SvcError, UnavailableError, type ErrorCode } from '../../../core/errors.ts';
 import { checkRepositoryPath, MAX_READ_FILE_BYTES } from '../github/repository-path.ts';
+import { CatFilePool } from './cat-file.ts';
 import { firstLine, runGit } from './git-command.ts';
-import { checkSha, ZERO_SHA, type GitProviderConfig, type GitSource } from './settings.ts';
+import { findTreeEntry, firstParent } from './objects.ts';
+import { checkSha, fetchableRef, ZERO_SHA, type GitProviderConfig, type GitSource } from './settings.ts';
 
 export const LOCK_FILE_PATH = '.svc/svc.lock.json';
 /** git's empty tree (SHA-1). */
@@ -25,10 +29,28 @@ export class GitMirrors {
    * removed by hand is made and configured again by the next read.
    */
   readonly #prepared = new Set<string>();
+  readonly #objects: CatFilePool;
 
   constructor(options: { config: GitProviderConfig; logger: Logger }) {
     this.#config = options.config;
     this.#logger = options.logger;
+    this.#objects = new CatFilePool({
+      gitBinary: options.config.gitBinary,
+      maxProcesses: options.config.catFileProcesses,
+      idleMs: options.config.catFileIdleMs,
+      timeoutMs: options.config.readTimeoutMs,
+      logger: options.logger,
+    });
+  }
+
+  /** Stops the mirrors' cat-file processes (the plugin's close). */
+  close(): Promise<void> {
+    return this.#objects.close();
+  }
+
+  /** Process ids of the open cat-file processes. */
+  catFilePids(): number[] {
+    return this.#objects.pids();
   }
 
   /** Mirror directory of a source: a new remote URL gets a new mirror, so objects never mix. */
@@ -70,6 +92,8 @@ export class GitMirrors {
     if (exists && this.#prepared.has(dir)) return;
     this.#prepared.delete(dir);
     if (!exists) {
+      // A cat-file still open on a mirror removed by hand would read the old directory.
+      this.#objects.forget(dir);
       await mkdir(dir, { recursive: true });
       const init = await git.text(['init', '--bare', '--quiet']);
       if (init.exitCode !== 0) throw new SvcError('SVC_ERR_GIT_MIRROR', `could not create the git mirror for source ${source.id}: ${firstLine(init.stderr)}`);
@@ -81,19 +105,38 @@ export class GitMirrors {
     this.#prepared.add(dir);
   }
 
-  async #hasCommit(dir: string, source: GitSource, sha: string): Promise<boolean> {
-    const r = await this.#git(dir, source, this.#config.readTimeoutMs).text(['cat-file', '-e', `${sha}^{commit}`]);
-    return r.exitCode === 0;
+  /** The commit `sha` names (an annotated tag peels to it), or null when the mirror lacks it. */
+  async #commit(dir: string, sha: string): Promise<string | null> {
+    const answer = await this.#objects.info(dir, `${sha}^{commit}`);
+    return answer.found ? answer.oid : null;
   }
 
-  /** Make `shas` present in the mirror: fetch branches and tags, then each missing sha by id. */
-  async #ensureCommits(dir: string, source: GitSource, shas: readonly string[]): Promise<void> {
+  async #missing(dir: string, shas: readonly string[]): Promise<string[]> {
+    const missing: string[] = [];
+    for (const sha of shas) if ((await this.#commit(dir, sha)) === null) missing.push(sha);
+    return missing;
+  }
+
+  /**
+   * Make `shas` present in the mirror: the pushed ref alone when the event named one (a force-push
+   * or a ref moved since falls through), else branches and tags, then each missing sha by id.
+   */
+  async #ensureCommits(dir: string, source: GitSource, shas: readonly string[], refHint?: string | null): Promise<void> {
     await this.#ensureMirror(dir, source);
-    let missing: string[] = [];
-    for (const sha of shas) if (!(await this.#hasCommit(dir, source, sha))) missing.push(sha);
+    let missing = await this.#missing(dir, shas);
     if (missing.length === 0) return;
     const fetchGit = this.#git(dir, source, this.#config.fetchTimeoutMs);
     const started = Date.now();
+    const ref = fetchableRef(refHint);
+    if (ref !== null) {
+      const one = await fetchGit.text(['fetch', '--quiet', '--no-tags', 'origin', `+${ref}:${ref}`]);
+      if (one.exitCode === 0) missing = await this.#missing(dir, missing);
+      else this.#logger.debug({ source: source.id, ref, stderr: firstLine(one.stderr) }, 'fetch of the pushed ref failed; fetching every branch and tag');
+      this.#logger.debug({ source: source.id, ref, ms: Date.now() - started, missing: missing.length }, 'git mirror fetched the pushed ref');
+      if (missing.length === 0) return;
+    } else if (refHint !== undefined && refHint !== null) {
+      this.#logger.debug({ source: source.id }, 'the pushed ref is not a plain branch or tag name; fetching every branch and tag');
+    }
     const all = await fetchGit.text(['fetch', '--quiet', '--prune', '--no-tags', 'origin', '+refs/heads/*:refs/heads/*', '+refs/tags/*:refs/tags/*']);
     if (all.exitCode !== 0) {
       throw new UnavailableError(
@@ -102,23 +145,24 @@ export class GitMirrors {
       );
     }
     this.#logger.debug({ source: source.id, ms: Date.now() - started }, 'git mirror fetched');
-    const stillMissing: string[] = [];
-    for (const sha of missing) if (!(await this.#hasCommit(dir, source, sha))) stillMissing.push(sha);
-    missing = stillMissing;
+    missing = await this.#missing(dir, missing);
     for (const sha of missing) {
       // A commit no branch or tag reaches (a deleted branch, a pull request head): servers that
       // allow it serve it by id; the sha is validated hex, so it cannot be read as an option.
       const one = await fetchGit.text(['fetch', '--quiet', '--no-tags', 'origin', sha]);
       if (one.exitCode !== 0) this.#logger.debug({ source: source.id, sha, stderr: firstLine(one.stderr) }, 'fetch by sha refused');
-      if (!(await this.#hasCommit(dir, source, sha))) {
+      if ((await this.#commit(dir, sha)) === null) {
         throw new NotFoundError('SVC_ERR_GIT_UNKNOWN_SHA', `commit ${sha} is not in the remote of source ${source.id} (fetched all branches and tags, then by id)`);
       }
     }
   }
 
-  /** The lock file's bytes at `sha`, or null when that commit has none. */
-  async readLockFile(source: GitSource, shaInput: string): Promise<Uint8Array | null> {
-    return this.#readBlob(source, shaInput, LOCK_FILE_PATH, this.#config.maxLockFileBytes, 'SVC_ERR_GIT_LOCK_TOO_LARGE');
+  /**
+   * The lock file's bytes at `sha`, or null when that commit has none. `ref`, the ref the event
+   * says was pushed to `sha`, is a hint: only it is fetched when the commit is new.
+   */
+  async readLockFile(source: GitSource, shaInput: string, ref?: string | null): Promise<Uint8Array | null> {
+    return this.#readBlob(source, shaInput, LOCK_FILE_PATH, this.#config.maxLockFileBytes, 'SVC_ERR_GIT_LOCK_TOO_LARGE', ref);
   }
 
   /** A file's bytes at `sha` (content requirements); null when no regular file is at `path`. */
@@ -128,33 +172,45 @@ export class GitMirrors {
   }
 
   /**
-   * `path` at `sha` through `ls-tree` (its paths match literally, after `--`) then `cat-file` on
-   * the blob id: a directory, symlink or submodule there is "no file", and the size is checked
-   * before the bytes are read.
+   * `path` at `sha`, walked through the trees segment by segment (names compared as bytes): a
+   * directory, symlink or submodule there is "no file", and the size is checked before the bytes
+   * are read.
    */
-  async #readBlob(source: GitSource, shaInput: string, path: string, maxBytes: number, tooLargeCode: ErrorCode): Promise<Uint8Array | null> {
+  async #readBlob(source: GitSource, shaInput: string, path: string, maxBytes: number, tooLargeCode: ErrorCode, ref?: string | null): Promise<Uint8Array | null> {
     const sha = checkSha(shaInput, 'sha');
     const dir = this.mirrorDir(source);
     return this.#exclusive(dir, async () => {
-      await this.#ensureCommits(dir, source, [sha]);
-      const git = this.#git(dir, source, this.#config.readTimeoutMs);
-      // `-l` adds each blob's size, so the limit is checked without a `cat-file -s` process.
-      const listing = await git.text(['ls-tree', '-l', '-z', '--full-tree', sha, '--', path]);
-      if (listing.exitCode !== 0) throw new SvcError('SVC_ERR_GIT_READ', `git ls-tree at ${sha} failed: ${firstLine(listing.stderr)}`);
-      const entry = listing.stdout.split('\0').find((e) => e.endsWith(`\t${path}`));
-      if (!entry) return null;
-      const [mode = '', type = '', object = '', size = ''] = entry.slice(0, entry.indexOf('\t')).split(/ +/);
-      if (type !== 'blob' || (mode !== '100644' && mode !== '100755') || !/^[0-9a-f]{40}$/.test(object)) {
-        this.#logger.warn({ source: source.id, sha, mode, type }, `${path} is not a regular file`);
+      await this.#ensureCommits(dir, source, [sha], ref);
+      const entry = await this.#entryAt(dir, sha, path);
+      if (entry === null) return null;
+      if (entry.mode !== '100644' && entry.mode !== '100755') {
+        this.#logger.warn({ source: source.id, sha, mode: entry.mode }, `${path} is not a regular file`);
         return null;
       }
-      const bytes = Number(size);
-      if (size === '' || !Number.isSafeInteger(bytes)) throw new SvcError('SVC_ERR_GIT_READ', `git ls-tree -l at ${sha} gave no size for ${path}`);
-      if (bytes > maxBytes) throw new SvcError(tooLargeCode, `${path} at ${sha} is ${bytes} bytes, over the ${maxBytes}-byte limit`);
-      const blob = await git.bytes(['cat-file', 'blob', object], maxBytes + 1024);
-      if (blob.exitCode !== 0) throw new SvcError('SVC_ERR_GIT_READ', `git cat-file blob ${object} failed: ${firstLine(blob.stderr)}`);
-      return new Uint8Array(blob.stdout);
+      const info = await this.#objects.info(dir, entry.oid);
+      if (!info.found || info.type !== 'blob') throw new SvcError('SVC_ERR_GIT_READ', `${path} at ${sha} names blob ${entry.oid}, which the mirror of source ${source.id} ${info.found ? `holds as a ${info.type}` : 'lacks'}`);
+      if (info.size > maxBytes) throw new SvcError(tooLargeCode, `${path} at ${sha} is ${info.size} bytes, over the ${maxBytes}-byte limit`);
+      const blob = await this.#objects.contents(dir, entry.oid);
+      if (!blob.found || blob.data === undefined) throw new SvcError('SVC_ERR_GIT_READ', `blob ${entry.oid} (${path} at ${sha}) could not be read from the mirror of source ${source.id}`);
+      return new Uint8Array(blob.data);
     });
+  }
+
+  /** The tree entry at `path` in commit `sha`, or null when a segment is missing or not a directory. */
+  async #entryAt(dir: string, sha: string, path: string): Promise<{ mode: string; oid: string } | null> {
+    const root = await this.#objects.info(dir, `${sha}^{tree}`);
+    if (!root.found) throw new SvcError('SVC_ERR_GIT_READ', `commit ${sha} has no readable tree in the mirror`);
+    let tree = root.oid;
+    const segments = path.split('/');
+    for (const [i, segment] of segments.entries()) {
+      const object = await this.#objects.contents(dir, tree);
+      if (!object.found || object.type !== 'tree' || object.data === undefined) throw new SvcError('SVC_ERR_GIT_READ', `tree ${tree} (at ${sha}) is not in the mirror`);
+      const entry = findTreeEntry(object.data, tree, segment);
+      if (entry === null || i === segments.length - 1) return entry;
+      if (entry.mode !== '40000') return null;
+      tree = entry.oid;
+    }
+    return null;
   }
 
   /**
@@ -171,9 +227,9 @@ export class GitMirrors {
       const git = this.#git(dir, source, this.#config.readTimeoutMs);
       let from = base;
       if (base === ZERO_SHA) {
-        const parents = await git.text(['rev-list', '--parents', '--max-count=1', head]);
-        if (parents.exitCode !== 0) throw new SvcError('SVC_ERR_GIT_READ', `git rev-list ${head} failed: ${firstLine(parents.stderr)}`);
-        from = parents.stdout.trim().split(' ')[1] ?? EMPTY_TREE;
+        const commit = await this.#objects.contents(dir, `${head}^{commit}`);
+        if (!commit.found || commit.data === undefined) throw new SvcError('SVC_ERR_GIT_READ', `commit ${head} could not be read from the mirror of source ${source.id}`);
+        from = firstParent(commit.data, commit.oid) ?? EMPTY_TREE;
       }
       const diff = await git.text(['diff', '--name-only', '-z', '--no-renames', '--no-relative', '--no-ext-diff', from, head, '--']);
       if (diff.exitCode !== 0) throw new SvcError('SVC_ERR_GIT_READ', `git diff ${from} ${head} failed: ${firstLine(diff.stderr)}`);

@@ -16,6 +16,10 @@ export const GitProviderConfig = Type.Object(
     readTimeoutMs: Type.Integer({ minimum: 100, maximum: 10 * 60_000, default: 30_000 }),
     /** Largest lock file read from a repository. */
     maxLockFileBytes: Type.Integer({ minimum: 1, default: 32 * 1024 * 1024 }),
+    /** Most long-lived `git cat-file` processes open at once (one per mirror in use). */
+    catFileProcesses: Type.Integer({ minimum: 1, maximum: 1024, default: 16 }),
+    /** A mirror's cat-file process unused this long is closed. */
+    catFileIdleMs: Type.Integer({ minimum: 100, maximum: 24 * 3600_000, default: 300_000 }),
     /** The git program. */
     gitBinary: Type.String({ minLength: 1, maxLength: 4096, default: 'git' }),
   },
@@ -100,5 +104,20 @@ export function checkSha(value: unknown, what: string): string {
   if (typeof value !== 'string' || !SHA.test(value)) {
     throw new InputError('SVC_ERR_GIT_SHA', `${what} must be a 40-character lower-case hex commit sha`);
   }
+  return value;
+}
+
+/**
+ * The pushed ref when git itself would accept it as a branch or tag name (`git check-ref-format`'s
+ * rules under `refs/heads/` or `refs/tags/`), else null. It becomes one fetch refspec
+ * (`+<ref>:<ref>`) as an argument of its own: these rules leave no leading `-` or `+`, no `:`, no
+ * glob and no `^`, so it can only ever name that one ref.
+ */
+export function fetchableRef(value: unknown): string | null {
+  if (typeof value !== 'string' || value.length > 1024) return null;
+  if (!/^refs\/(heads|tags)\/./.test(value)) return null;
+  // eslint-disable-next-line no-control-regex
+  if (/[\x00-\x20\x7f~^:?*[\\]|\.\.|@\{|\/\/|\/$|\.$/.test(value)) return null;
+  if (value.split('/').some((part) => part.startsWith('.') || part.endsWith('.lock'))) return null;
   return value;
 }

@@ -60,7 +60,8 @@ export class LockCache {
     this.#cache = new LRUCache({ max: options.max, ttl: options.ttlMs });
   }
 
-  fetch(provider: SourceProviderExtensionPoint, source: ProviderSource, repository: RepositoryRef, sha: string): Promise<LockRead> {
+  /** `ref`: the ref the event pushed to `sha`, passed on as the provider's hint (not part of the key). */
+  fetch(provider: SourceProviderExtensionPoint, source: ProviderSource, repository: RepositoryRef, sha: string, ref?: string | null): Promise<LockRead> {
     const key = `${source.id}\0${repository.id}\0${sha}`;
     const hit = this.#cache.get(key);
     if (hit) {
@@ -68,7 +69,7 @@ export class LockCache {
       return hit;
     }
     this.misses += 1;
-    const read = provider.fetchLockFile({ source, repository, sha }).then((bytes) => (bytes === null ? ({ kind: 'none' } as const) : readLockText(bytes)));
+    const read = provider.fetchLockFile({ source, repository, sha, ...(ref ? { ref } : {}) }).then((bytes) => (bytes === null ? ({ kind: 'none' } as const) : readLockText(bytes)));
     this.#cache.set(key, read);
     read.catch(() => {
       if (this.#cache.get(key) === read) this.#cache.delete(key);
