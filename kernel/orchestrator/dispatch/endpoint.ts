@@ -19,6 +19,8 @@ import { reattachJobs } from './recovery.ts';
 import type { AgentSession } from './registry.ts';
 import type { AgentMessage, DispatchService } from './service.ts';
 import { appendLogChunk, applyJobStatus, applyStepStatus, storeJobContext } from './status.ts';
+import { traceJobReport } from './trace-spans.ts';
+import { nowMs } from '../../../core/tracing/index.ts';
 import { checkAgentToken } from './tokens.ts';
 import { PeerLiveness, watchPeer } from '../../services/ws-liveness.ts';
 import { trackSocket } from '../../services/ws-metrics.ts';
@@ -213,7 +215,14 @@ class AgentConnection {
     const pool = this.#ctx.db;
     switch (message.type) {
       case 'job.status': {
+        const tracing = this.#ctx.tracing;
+        const receivedAt = tracing?.enabled === true ? nowMs() : 0;
         const outcome = await applyJobStatus(pool, session.agentId, message);
+        if (tracing?.enabled === true && outcome.terminal) {
+          await traceJobReport(tracing, pool, message.jobId, receivedAt, (outcome.progression?.runFinished ?? null) !== null).catch((error: unknown) =>
+            this.#ctx.logger.warn({ err: error, jobId: message.jobId }, 'could not record the spans of a job report'),
+          );
+        }
         if (outcome.terminal || outcome.duplicate) {
           session.activeJobs.delete(message.jobId);
           this.#service.dispatcher.wake();

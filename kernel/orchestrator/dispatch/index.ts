@@ -65,6 +65,7 @@ export function createDispatchSubsystem(tuning: DispatchTuning = {}): Subsystem 
         ...(cluster === undefined ? {} : { clusterSettings: () => cluster.settings.current() }),
         storage: () => storageOf(ctx),
         masterKeys: ctx.masterKeys,
+        ...(ctx.tracing === undefined ? {} : { tracing: ctx.tracing }),
       });
       // A handler registered with handle() later replaces this one.
       const identity = deps.getOptional(identityServiceRef);

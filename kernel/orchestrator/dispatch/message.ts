@@ -50,6 +50,9 @@ export const DispatchRow = Type.Object({
   remote_overlay_epk: Type.Union([Type.String(), Type.Null()]),
   remote_secrets_box: Type.Union([Type.String(), Type.Null()]),
   remote_contexts: Json,
+  /** The run span's traceparent (docs/tracing.md) and when the job was queued (epoch ms): its queue-wait span. */
+  trace_context: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  queued_ms: Type.Optional(Type.Union([Type.Number(), Type.Null()])),
 });
 export type DispatchRow = Static<typeof DispatchRow>;
 
@@ -58,7 +61,8 @@ const DISPATCH_COLUMNS = sql.fragment`
     j.id::text AS job_id, j.run_id::text AS run_id, j.org_id, j.name, j.kind, j.matrix, j.needs, j.attempts,
     r.workflow, r.sha, r.ref, r.repository, r.workflow_repository, r.provider, r.source_id::text AS source_id,
     r.content_hash, r.lockfile_hash, r.lock_entry, r.event, r.changed_files, r.trust_tier, r.source_origin, r.is_fork,
-    j.generated_by, j.definition, r.remote_overlay_key, r.remote_overlay_epk, r.remote_secrets_box, r.remote_contexts`;
+    j.generated_by, j.definition, r.remote_overlay_key, r.remote_overlay_epk, r.remote_secrets_box, r.remote_contexts,
+    r.trace_context, extract(epoch from j.queued_at)::float8 * 1000 AS queued_ms`;
 
 export async function loadDispatchRow(pool: DatabasePool, jobId: string): Promise<DispatchRow | null> {
   return pool.maybeOne(sqlTyped(DispatchRow)`SELECT ${DISPATCH_COLUMNS} FROM jobs j JOIN runs r ON r.id = j.run_id WHERE j.id = ${jobId}`);

@@ -6,6 +6,9 @@ import type { Logger } from 'pino';
 import type { JobDispatch } from '../../../schemas/wire/agent.ts';
 import { PLAN_EACH_EXECUTION, sql, type DatabasePool } from '../../services/db/index.ts';
 import { messageOf } from '../../../core/errors.ts';
+import { nowMs, type Tracing } from '../../../core/tracing/index.ts';
+import { TRACE_PROTOCOL_VERSION } from '../../../schemas/wire/relay.ts';
+import { traceDispatch } from './trace-spans.ts';
 import { SecretOpenError } from '../secrets/store.ts';
 import { requiredMatchers, satisfies } from './labels.ts';
 import { claimDispatchRow, type DispatchRow } from './message.ts';
@@ -52,6 +55,8 @@ export interface DispatcherOptions {
   onDispatched?(jobId: string, agentId: string): void;
   /** A pass over the queue completed (one with no idle agent too: it had nobody to give a job). */
   onPass?(): void;
+  /** Queue-wait and dispatch spans of traced runs (docs/tracing.md). */
+  tracing?: Tracing;
 }
 
 /** Spec ("Dispatch and run errors"): a job no coordinator can open fails with this, then why. */
@@ -215,12 +220,13 @@ export class Dispatcher {
   async #claim(jobId: string, runId: string, session: AgentSession): Promise<boolean> {
     // One statement, job lock only: a claim never waits on a run lock while holding a job. It
     // returns the dispatch row, so the message is built without reading the job again.
+    const claimedAt = this.#o.tracing?.enabled === true ? nowMs() : 0;
     const row = await claimDispatchRow(this.#o.pool, jobId, session.agentId);
     if (row === null) return false;
     session.activeJobs.add(jobId);
     session.dispatchedCount += 1;
     session.lastDispatchAt = Date.now();
-    const sending = this.#send(row, runId, session).finally(() => this.#inflight.delete(sending));
+    const sending = this.#send(row, runId, session, claimedAt).finally(() => this.#inflight.delete(sending));
     this.#inflight.add(sending);
     return true;
   }
@@ -237,7 +243,7 @@ export class Dispatcher {
       WHERE id = ${runId} AND status = 'queued' AND concurrency_state IS DISTINCT FROM 'waiting'`);
   }
 
-  async #send(row: DispatchRow, runId: string, session: AgentSession): Promise<void> {
+  async #send(row: DispatchRow, runId: string, session: AgentSession, claimedAt: number): Promise<void> {
     const jobId = row.job_id;
     let stage = 'build';
     try {
@@ -248,7 +254,11 @@ export class Dispatcher {
       if (run.status === 'rejected') throw run.reason;
       const message = built.value;
       stage = 'send';
+      const tracing = this.#o.tracing;
+      // The agent's job span joins the run's trace; an agent older than protocol 5 refuses the field.
+      if (tracing?.enabled === true && row.trace_context && session.protocolVersion >= TRACE_PROTOCOL_VERSION) message.traceparent = row.trace_context;
       await session.send(message);
+      if (tracing?.enabled === true) traceDispatch(tracing, row, claimedAt, nowMs(), session.agentId);
       this.#o.onDispatched?.(jobId, session.agentId);
     } catch (error) {
       this.#o.logger.warn({ err: messageOf(error), jobId, agentId: session.agentId, stage }, 'dispatch failed; putting the job back');

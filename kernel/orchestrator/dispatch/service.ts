@@ -3,6 +3,7 @@
 // (`oidc.token.request` by identity, cache and event requests by theirs).
 import type { Logger } from 'pino';
 import type { Static } from 'typebox';
+import type { Tracing } from '../../../core/tracing/index.ts';
 import { AgentToOrchestratorMembers, type JobDispatch, type OrchestratorToAgent } from '../../../schemas/wire/agent.ts';
 import type { StorageExtensionPoint } from '../../../core/extension-points/storage.ts';
 import type { CommonQueryMethods } from 'slonik';
@@ -53,6 +54,8 @@ export interface DispatchTuning {
 
 export interface DispatchServiceOptions extends DispatchTuning {
   pool: DatabasePool;
+  /** Spans of traced runs (docs/tracing.md). */
+  tracing?: Tracing;
   databaseUrl: string;
   logger: Logger;
   metrics: SvcMetrics;
@@ -125,6 +128,7 @@ export class DispatchService {
       build: (row, session) => this.#build(row, session),
       onDispatched: () => this.#dispatchedCounter.inc(),
       onPass: () => this.#dispatchPasses.inc(),
+      ...(options.tracing === undefined ? {} : { tracing: options.tracing }),
     });
   }
 

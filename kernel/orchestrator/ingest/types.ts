@@ -104,9 +104,10 @@ export class StepLog {
     if (this.#trace !== undefined) this.#span(name, { 'svc.ingest.step': name });
   }
 
-  /** A run's span id, reserved under the ingest span: stored with the run (`runs.trace_context`). */
-  reserveRunSpan(): string | undefined {
-    return this.#trace?.tracing.reserve(this.#trace.parent);
+  /** A run's span, reserved under the ingest span: stored with the run (`runs.trace_context`, `trace_parent`). */
+  reserveRunSpan(): { context: string; parent: string } | undefined {
+    const context = this.#trace?.tracing.reserve(this.#trace.parent);
+    return context === undefined ? undefined : { context, parent: this.#trace!.parent };
   }
 
   #span(step: string, attributes: Record<string, string>): void {

@@ -55,8 +55,8 @@ export interface RunPlan {
   triggeringEventId?: string;
   /** Restart from failed jobs: lock jobs copied from the parent run instead of created (runs/api/restart-failed.ts). */
   reuse?: ReadonlySet<string>;
-  /** The run span's reserved traceparent (docs/tracing.md); absent when not tracing. */
-  traceContext?: string | undefined;
+  /** The run span's reserved traceparent and its parent's (docs/tracing.md); absent when not tracing. */
+  trace?: { context: string; parent: string } | undefined;
 }
 
 export interface CreatedRun {
@@ -112,14 +112,14 @@ export function runInsert(plan: RunPlan, runId: string, shape: RunShape) {
     insert into runs (id, org_id, delivery_id, source_id, provider, repository, workflow_repository, workflow, workflow_sha, workflow_ref,
       sha, ref, event_name, subject_kind, actor, trust_tier, is_fork, head_ref, head_repository, status, content_hash, lockfile_hash,
       lock_entry, event, changed_files, deadline_at, workflow_source_id, workflow_clone_url, workflow_modified, chain_depth, triggering_event_id,
-      concurrency_group, concurrency_state, concurrency_max, concurrency_cancel, trace_context)
+      concurrency_group, concurrency_state, concurrency_max, concurrency_cancel, trace_context, trace_parent)
     values (${runId}, ${plan.orgId}, ${plan.deliveryKey}, ${plan.sourceId}, ${plan.provider}, ${plan.repository}, ${plan.workflowRepository},
       ${plan.workflow.name}, ${plan.workflowSha}, ${plan.workflowRef}, ${plan.sha}, ${plan.ref}, ${plan.eventName}, ${plan.subjectKind},
       ${plan.actor}, ${plan.trustTier}, ${plan.isFork}, ${plan.headRef}, ${plan.headRepository}, ${shape.status}, ${plan.workflow.contentHash},
       ${plan.lockfileHash}, ${sql.jsonb(plan.workflow as never)}, ${sql.jsonb(plan.event as never)},
       ${plan.changedFiles === null ? null : sql.jsonb(plan.changedFiles)}, ${deadline}, ${plan.workflowSourceId}, ${plan.workflowCloneUrl},
       ${plan.workflowModified}, ${plan.chainDepth ?? 0}, ${plan.triggeringEventId ?? null},
-      ${shape.group}, ${conc === undefined ? null : 'waiting'}, ${conc === undefined ? null : (conc.max ?? 1)}, ${conc?.cancelInProgress ?? false}, ${plan.traceContext ?? null})`;
+      ${shape.group}, ${conc === undefined ? null : 'waiting'}, ${conc === undefined ? null : (conc.max ?? 1)}, ${conc?.cancelInProgress ?? false}, ${plan.trace?.context ?? null}, ${plan.trace?.parent ?? null})`;
 }
 
 /** One row of `jobs` a new run gets (the build job aside): what `jobRowsOf` plans. */

@@ -65,7 +65,7 @@ export function planFor(state: DeliveryState, target: RunTarget, buildKey: strin
     changedFiles: state.changedFiles ?? null,
     workflowModified: state.workflowModified,
     buildKey,
-    traceContext: state.steps.reserveRunSpan(),
+    trace: state.steps.reserveRunSpan(),
   };
 }
 
