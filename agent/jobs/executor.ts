@@ -31,6 +31,8 @@ import type { CacheLease, TreeCache } from './tree-cache.ts';
 import type { RepoStores, StoreLease } from './repo-store.ts';
 import { NO_TELEMETRY, type AgentTelemetry, type CheckoutPhase } from '../telemetry.ts';
 import { QuietNotice } from './quiet-notice.ts';
+import { JobTrace } from './job-trace.ts';
+import type { Tracing } from '../../core/tracing/index.ts';
 import { jobStartEnv, runnerSpawnRequest } from './job-env.ts';
 import { chooseSandbox, containerImage, containerOptions, type SandboxChoice } from './sandbox-choice.ts';
 
@@ -72,6 +74,8 @@ export interface JobEnvironment {
   warm?: { sandbox: string; runners: WarmRunners };
   /** The agent's job metrics (agent/metrics.ts when SVC_AGENT_METRICS_PORT is set). */
   telemetry?: AgentTelemetry;
+  /** Spans of jobs dispatched with a trace context (docs/tracing.md). */
+  tracing?: Tracing;
   /** Variables every job gets from the agent's (or, locally, the user's) environment: SVC_AGENT_PASS_ENV. */
   passedEnv?: Readonly<Record<string, string>>;
   /** Quiet time before a "still running" line (default 60 s; tests shorten it). */
@@ -125,6 +129,7 @@ export class DispatchedJob {
   readonly #stepWaiters = new Map<number, Set<(decision: StepDecision) => void>>();
   readonly #quiet: QuietNotice;
   readonly #progress: ProgressTracker;
+  readonly #trace: JobTrace | undefined;
   readonly done: Promise<void>;
 
   constructor(dispatch: JobDispatch, env: JobEnvironment) {
@@ -152,6 +157,7 @@ export class DispatchedJob {
     });
     this.#quiet = new QuietNotice({ ...(env.quietNoticeMs === undefined ? {} : { everyMs: env.quietNoticeMs }), notice: (text) => this.#system(text) });
     if (short > 0) this.#system(`${short} secret value(s) shorter than ${MIN_MASKED_LENGTH} characters are not masked in this log`);
+    this.#trace = JobTrace.start(env.tracing, dispatch, this.#timings);
     this.done = this.#run();
   }
 
@@ -393,6 +399,13 @@ export class DispatchedJob {
       // The connection leaves it out for an orchestrator below protocol 5 (peer-protocol.ts).
       ...(terminal.status === 'failed' && terminal.exitCode !== undefined ? { exitCode: terminal.exitCode } : {}),
     });
+    this.#trace?.end(terminal.status, reason);
+  }
+
+  #traceStep(index: number, name: string, status: string, traceparent: string | undefined, reason: string | undefined): void {
+    if (this.#trace === undefined) return;
+    if (status === 'running') this.#trace.stepStarted(index, traceparent);
+    else this.#trace.stepEnded(index, name, status, reason === undefined ? undefined : this.#secrets.mask(reason));
   }
 
   /** Build steps as job steps: `step.status` as they go, in the final `job.status` too. */
@@ -406,6 +419,7 @@ export class DispatchedJob {
         this.#quiet.step();
         const now = at();
         this.#steps.set(name, { name, status: 'running', startedAt: now });
+        this.#trace?.stepStarted(index.get(name)!, this.#trace.reserveStep());
         this.#env.send({ type: 'step.status', jobId: this.jobId, index: index.get(name)!, name, status: 'running', at: now });
       },
       finish: (name, status, reason) => {
@@ -413,6 +427,7 @@ export class DispatchedJob {
         const masked = reason === undefined ? undefined : this.#secrets.mask(reason).slice(0, 10_000);
         const startedAt = this.#steps.get(name)?.startedAt ?? now;
         this.#steps.set(name, { name, status, startedAt, finishedAt: now, ...(masked === undefined ? {} : { reason: masked }) });
+        this.#trace?.stepEnded(index.get(name) ?? index.size, name, status, masked);
         this.#env.send({ type: 'step.status', jobId: this.jobId, index: index.get(name) ?? index.size, name, status, at: now, ...(masked === undefined ? {} : { reason: masked }) });
         this.#currentStep = SETUP_STEP;
       },
@@ -498,6 +513,7 @@ export class DispatchedJob {
         ...(config.generator === undefined ? {} : { generator: config.generator }),
         ...(config.approvalSteps === undefined || config.approvalSteps.length === 0 ? {} : { approvalSteps: config.approvalSteps }),
         hookTimeoutMs: DEFAULT_HOOK_TIMEOUT_MS,
+        ...(this.#trace?.traceparent === undefined ? {} : { traceparent: this.#trace.traceparent }),
         ...(config.timeoutMs === undefined ? {} : { jobTimeoutMs: config.timeoutMs }),
         ...this.#progress.begin(workspace.dir),
       } satisfies AgentToRunner);
@@ -526,6 +542,7 @@ export class DispatchedJob {
           start();
           break;
         case 'runner.step': {
+          this.#traceStep(message.index, message.name, message.status, message.traceparent, message.reason);
           if (message.status === 'running') {
             this.#progress.running(message.index, message.name);
             if (this.#currentStep === SETUP_STEP && this.#steps.size === 0) {
@@ -540,24 +557,15 @@ export class DispatchedJob {
           }
           const previous = this.#steps.get(message.name);
           const reason = message.reason === undefined ? undefined : this.#secrets.mask(message.reason);
+          const ending = { ...(reason === undefined ? {} : { reason }), ...(message.exitCode === undefined ? {} : { exitCode: message.exitCode }) };
           this.#steps.set(message.name, {
             name: message.name,
             status: message.status,
             ...(previous?.startedAt !== undefined ? { startedAt: previous.startedAt } : message.status === 'running' ? { startedAt: message.at } : {}),
             ...(message.status !== 'running' ? { finishedAt: message.at } : {}),
-            ...(reason === undefined ? {} : { reason }),
-            ...(message.exitCode === undefined ? {} : { exitCode: message.exitCode }),
+            ...ending,
           });
-          this.#env.send({
-            type: 'step.status',
-            jobId: this.jobId,
-            index: message.index,
-            name: message.name,
-            status: message.status,
-            at: message.at,
-            ...(reason === undefined ? {} : { reason }),
-            ...(message.exitCode === undefined ? {} : { exitCode: message.exitCode }),
-          });
+          this.#env.send({ type: 'step.status', jobId: this.jobId, index: message.index, name: message.name, status: message.status, at: message.at, ...ending });
           break;
         }
         case 'runner.log':
