@@ -61,6 +61,7 @@ t.test('a rule returning a non-boolean fails the step with its name', async (t) 
   clean(t, run);
   t.equal(run.result?.status, 'failed');
   t.equal(run.result?.reason, 'step "a" failed: step rule "broken" returned string, expected a boolean');
+  t.equal(run.result?.exitCode, undefined, 'a thrown error carries no exit code');
   t.same(run.result?.steps.map((s) => [s.status, s.reason]), [
     ['failed', 'step rule "broken" returned string, expected a boolean'],
     ['skipped', 'an earlier step failed'],
@@ -93,6 +94,8 @@ t.test('a step timeout fails the step and kills its command', async (t) => {
   clean(t, run);
   t.equal(run.result?.status, 'failed');
   t.equal(run.result?.reason, 'step "slow" failed: step timed out after 300 ms');
+  t.equal(run.result?.exitCode, undefined, 'a timeout carries no exit code (its command was killed)');
+  t.equal(run.result?.steps[0]?.exitCode, undefined);
   t.ok(run.elapsedMs < 300_000, `hang guard: finished without waiting for the hour-long sleep (${run.elapsedMs} ms)`);
 });
 
@@ -101,6 +104,7 @@ t.test('jobTimeoutMs fails the running step and skips the rest', async (t) => {
   clean(t, run);
   t.equal(run.result?.status, 'failed');
   t.equal(run.result?.reason, 'step "waits" failed: job timed out after 400 ms');
+  t.equal(run.result?.exitCode, undefined, 'nor does the job timeout');
   t.match(run.result?.steps, [{ name: 'waits', status: 'failed' }, { name: 'after', status: 'skipped' }]);
   t.ok(run.elapsedMs < 300_000, `hang guard: did not wait for the hour-long sleep (${run.elapsedMs} ms)`);
 });

@@ -64,7 +64,9 @@ t.test('a failing test command: the job fails', async (t) => {
   const { result, reported } = await run(t, true, false);
   t.equal(result.result?.status, 'failed');
   t.equal(reported.find((r) => r.args.name === 'write')!.args.exitFailure, true, 'the failure came from a command exit');
+  t.equal(result.result?.exitCode, 3, "the job's result carries the failing command's exit code (a retry on exitCodes reads it)");
   t.equal(result.result?.steps[0]?.status, 'failed');
+  t.equal(result.result?.steps[0]?.exitCode, 3, 'so does the failed step');
   t.equal(result.result?.steps[1]?.status, 'skipped');
   t.match(result.lines('write').join('\n'), /1 failed/);
 });
@@ -73,6 +75,8 @@ t.test('every failing test quarantined: the step passes with the reason, the job
   const { result } = await run(t, true, true);
   t.equal(result.result?.status, 'completed', result.stderr);
   t.match(result.result?.steps[0], { status: 'completed', reason: /failed only in quarantined tests: 1 failing test is quarantined/ });
+  t.equal(result.result?.exitCode, undefined, 'a waived failure reports no exit code');
+  t.equal(result.result?.steps[0]?.exitCode, undefined);
   t.equal(result.result?.steps[1]?.status, 'completed', 'the next step runs');
   t.match(result.lines('after').join('\n'), /SVC_TEST_RESULTS set/);
 });
