@@ -24,6 +24,7 @@ import { InFlightStore } from './jobs/in-flight.ts';
 import { RepoStores } from './jobs/repo-store.ts';
 import type { AgentMetricsServer } from './metrics.ts';
 import { NO_TELEMETRY } from './telemetry.ts';
+import type { Tracing } from '../core/tracing/index.ts';
 
 /** Orchestrator request timeout (spec Limits: the agent's request timeout is 15 seconds). */
 export const REQUEST_TIMEOUT_MS = 15_000;
@@ -70,6 +71,8 @@ export interface AgentOptions {
   baseReconnectDelayMs?: number;
   /** Test hook: quiet time before a step's "still running" line (default 60 s). */
   quietNoticeMs?: number;
+  /** Spans of traced jobs (core/tracing startTracing on OTEL_*, docs/tracing.md); the agent shuts it down when it stops. */
+  tracing?: Tracing;
 }
 
 export interface AgentEnd {
@@ -230,6 +233,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       ...(warm === undefined ? {} : { warm: { sandbox: settings.sandbox, runners: warm } }),
       sdkVersion: AGENT_SDK_VERSION,
       telemetry,
+      ...(options.tracing === undefined ? {} : { tracing: options.tracing }),
       passedEnv: settings.passedEnv,
       ...(options.quietNoticeMs === undefined ? {} : { quietNoticeMs: options.quietNoticeMs }),
       ...(resumed && inFlight.progressOf(dispatch.jobId) !== undefined ? { resume: inFlight.progressOf(dispatch.jobId)! } : {}),
@@ -311,6 +315,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     await closing;
     await connection.stop();
     await metrics?.close();
+    await options.tracing?.shutdown().catch((error: unknown) => logger.warn({ err: messageOf(error) }, 'exporting the last spans failed'));
   };
 
   void connection.ended.then((end) => {

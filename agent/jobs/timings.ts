@@ -5,11 +5,19 @@ export class SetupTimings {
   readonly #start = performance.now();
   #last = this.#start;
   readonly #phases: Record<string, number> = {};
+  /** Each closed phase with its bounds in epoch ms (a traced job's phase spans, docs/tracing.md). */
+  onPhase: ((name: string, start: number, end: number) => void) | undefined;
+
+  /** When the job started, epoch ms. */
+  get startedAt(): number {
+    return performance.timeOrigin + this.#start;
+  }
 
   /** Close the phase that ran since the previous mark (or the start) under `name`. */
   mark(name: string): void {
     const now = performance.now();
     this.#phases[name] = Math.round(((this.#phases[name] ?? 0) + now - this.#last) * 10) / 10;
+    this.onPhase?.(name, performance.timeOrigin + this.#last, performance.timeOrigin + now);
     this.#last = now;
   }
 

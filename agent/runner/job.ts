@@ -3,6 +3,7 @@
 // workflow-level hooks when runner.start asks for them. The path (success, failure, cancel) is
 // fixed by the steps; hooks observe it and cannot change it, but a hook that fails makes the
 // final status `failed` with a compound reason.
+import { randomBytes } from 'node:crypto';
 import type { Static, TObject } from 'typebox';
 import { InputError, messageOf } from '../../core/errors.ts';
 import type { Outcome } from '../../sdk/context.ts';
@@ -287,9 +288,27 @@ export class RunnerJob {
     );
   }
 
+  /**
+   * A traced job (runner.start traceparent): the step about to run gets a span id of its own under
+   * the job's span, as TRACEPARENT/TRACESTATE in its environment and this process's (its commands
+   * and its own OpenTelemetry code join the trace); the agent records the span under that id.
+   * Between steps (hooks) they name the job's span. Undefined when not traced.
+   */
+  #traceStep(running: boolean): string | undefined {
+    const job = this.#start.traceparent;
+    if (job === undefined) return undefined;
+    const value = running ? `${job.slice(0, 36)}${randomBytes(8).toString('hex')}-01` : job;
+    for (const env of [this.#rt.env, process.env]) {
+      env['TRACEPARENT'] = value;
+      if (this.#start.tracestate !== undefined) env['TRACESTATE'] = this.#start.tracestate;
+    }
+    return running ? value : undefined;
+  }
+
   #report(index: number, status: StepStatus, reason?: string, exitCode?: number): void {
     const record = this.#records[index]!;
     const at = new Date().toISOString();
+    const traceparent = this.#traceStep(status === 'running');
     record.status = status;
     if (status === 'running') record.startedAt = at;
     else record.finishedAt = at;
@@ -303,6 +322,7 @@ export class RunnerJob {
       at,
       ...(reason === undefined ? {} : { reason: clip(reason) }),
       ...(exitCode === undefined ? {} : { exitCode }),
+      ...(traceparent === undefined ? {} : { traceparent }),
     });
   }
 

@@ -8,6 +8,7 @@ import { createPluginHost } from '../../core/plugins/index.ts';
 import type { SandboxExtensionPoint } from '../../core/extension-points/sandbox.ts';
 import { oneLineError } from '../../core/lifecycle.ts';
 import { createLogger } from '../../core/logging.ts';
+import { startTracing } from '../../core/tracing/index.ts';
 import { agentPlugins } from '../../plugins/sandboxes/index.ts';
 
 export interface AgentProgramIo {
@@ -44,7 +45,9 @@ export async function main(_argv: string[] = [], io: AgentProgramIo = {}): Promi
     await host.signInAll({ builtIns: selection.builtIns });
     const sandboxes = new Map<string, SandboxExtensionPoint>(host.list().filter((p) => p.kind === 'sandbox').map((p) => [p.id, host!.get('sandbox', p.id)]));
     const agentId = await resolveAgentId(settings);
-    const starting = startAgent({ settings, agentId, logger, sandboxes, ...(io.runnerPath ? { runnerPath: io.runnerPath } : {}) });
+    // OTEL_* (docs/tracing.md): off unless an OTLP endpoint is named; the SDK loads only then.
+    const tracing = await startTracing(io.env ?? process.env, 'svc-agent');
+    const starting = startAgent({ settings, agentId, logger, sandboxes, tracing, ...(io.runnerPath ? { runnerPath: io.runnerPath } : {}) });
     // The orchestrator may be down for a long time; a signal meanwhile ends the wait.
     const first = await Promise.race([starting, signalled.then(() => null)]);
     if (first === null) {

@@ -10,6 +10,7 @@
 // logs go to one file instead of three terminals. Step runners still run as child processes
 // inside the agent's sandbox, as in production.
 import { createServer } from 'node:net';
+import { startTracing } from '../../core/tracing/index.ts';
 import { platform } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -246,7 +247,8 @@ export async function startDevStack(options: StackOptions): Promise<DevStack> {
       stops.push(() => host.close());
       const sandboxes = new Map<string, SandboxExtensionPoint>(host.list().filter((p) => p.kind === 'sandbox').map((p) => [p.id, host.get('sandbox', p.id)]));
       const agentId = await resolveAgentId(settings);
-      const agent = await startAgent({ settings, agentId, logger: agentLogger, sandboxes });
+      // The shell's OTEL_* reach the agent as they reach the relay and orchestrator (docs/tracing.md).
+      const agent = await startAgent({ settings, agentId, logger: agentLogger, sandboxes, tracing: await startTracing(options.baseEnv, 'svc-agent') });
       return { agent, host };
     });
     void host;

@@ -190,6 +190,12 @@ export const RunnerStart = Type.Object(
      * when it has a `check` (docs/agent.md "When an agent restarts mid-job").
      */
     resume: Type.Optional(JobProgress),
+    /**
+     * The agent's job span (docs/tracing.md): each step runs with TRACEPARENT (and TRACESTATE) of a
+     * step span under it, named back in `runner.step`. Absent: not traced.
+     */
+    traceparent: Type.Optional(Type.String({ pattern: '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' })),
+    tracestate: Type.Optional(Type.String({ maxLength: 512 })),
   },
   Strict,
 );
@@ -232,6 +238,8 @@ export const RunnerStepStatus = Type.Object(
     reason: Type.Optional(Type.String({ maxLength: 10_000 })),
     /** With `failed`: the failing command's exit code (CommandExitCode). */
     exitCode: Type.Optional(CommandExitCode),
+    /** With `running` in a traced job: the step span's traceparent, as the step's TRACEPARENT. */
+    traceparent: Type.Optional(Type.String({ pattern: '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' })),
   },
   Strict,
 );
