@@ -89,6 +89,9 @@ export const ORCHESTRATOR_ERROR_CODES = {
   SVC_ERR_TESTS_QUARANTINE_INVALID: { kind: 'input', message: 'the quarantine change is not valid: {reason}' },
   SVC_ERR_TESTS_QUARANTINE_EXISTS: { kind: 'conflict', message: 'test {name} (suite {suite}) is already quarantined in {scope}' },
   SVC_ERR_TESTS_QUARANTINE_NOT_FOUND: { kind: 'not_found', message: 'test {name} (suite {suite}) is not quarantined in {scope}' },
+  // LOG_SEARCH (svc logs search, the dashboard's log search: docs/log-search.md)
+  SVC_ERR_LOG_SEARCH_INVALID: { kind: 'input', message: 'log search: {reason}' },
+  SVC_ERR_LOG_SEARCH_TOO_BROAD: { kind: 'input', message: 'the search read for {seconds} s without finishing; narrow it with a longer text, a repository, workflow, job or time range' },
   // REMOTE_RUN (svc run remote on the orchestrator; the sealed boxes of core/remote-run-box.ts)
   SVC_ERR_REMOTE_RUN_BOX_INVALID: { kind: 'input', message: 'the box does not open (altered, truncated, or sealed for another key)' },
   SVC_ERR_REMOTE_RUN_CONTEXT_DENIED: {

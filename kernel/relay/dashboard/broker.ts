@@ -45,6 +45,7 @@ const RESPONSE_OF: Record<BrokerRequest['type'], BrokerResponse['type']> = {
   'run.detail.request': 'run.detail.response',
   'run.attestation.request': 'run.attestation.response',
   'tests.request': 'tests.response',
+  'logs.search.request': 'logs.search.response',
   'audit.record.request': 'audit.record.response',
   'audit.list.request': 'audit.list.response',
   'people.sync.request': 'people.sync.response',

@@ -36,6 +36,7 @@ import type { OrchestratorPool } from '../orchestrator-pool.ts';
 import { registerRunListRoute } from './run-list.ts';
 import { registerOrgRoutes } from './org-routes.ts';
 import { registerTestRoutes } from './test-routes.ts';
+import { registerLogSearchRoutes } from './log-search-routes.ts';
 import { RelayedError, failed, send, unwrap } from './relayed.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -244,6 +245,7 @@ export function registerDashboardRoutes(app: SvcHttpServer, options: DashboardRo
   registerRunListRoute(app, db);
   registerOrgRoutes(app, { db, broker, logger, pool: options.pool });
   registerTestRoutes(app, { db, broker });
+  registerLogSearchRoutes(app, { db, broker });
 
   app.get('/v1/whoami', async (request, reply) => {
     const caller = await identify(db, request);

@@ -49,6 +49,7 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'GET /v1/orgs/:orgId/report': 'runs.view',
   'GET /v1/orgs/:orgId/notifications': 'runs.view',
   'GET /v1/orgs/:orgId/tests': 'runs.view',
+  'GET /v1/orgs/:orgId/logs/search': 'runs.view',
   'GET /v1/orgs/:orgId/runs/:runId/tests': 'runs.view',
   'POST /v1/orgs/:orgId/tests/quarantine': 'tests.quarantine',
   'POST /orgs/:orgId/runs/:runId/rerun': 'runs.rerun',
@@ -76,6 +77,7 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'GET /ui/orgs/:orgId/agents': 'runs.view',
   'GET /ui/orgs/:orgId/runs/:runId/tests': 'runs.view',
   'GET /ui/orgs/:orgId/tests': 'runs.view',
+  'GET /ui/orgs/:orgId/logs/search': 'runs.view',
   'GET /ui/orgs/:orgId/tests/history': 'runs.view',
   'POST /ui/orgs/:orgId/tests/quarantine': 'tests.quarantine',
   'GET /ui/orgs/:orgId/audit': 'org.audit',
@@ -138,6 +140,7 @@ export const RELAYED_ACTION: Record<BrokerRequest['type'], Action> = {
   'fleet.request': 'runs.view',
   // Reads need a viewer; the quarantine routes that relay changes need tests.quarantine.
   'tests.request': 'runs.view',
+  'logs.search.request': 'runs.view',
   'audit.list.request': 'org.audit',
   // Sent by the relay itself (its audit outbox, the people directory), never for a caller's route.
   'audit.record.request': 'org.audit',

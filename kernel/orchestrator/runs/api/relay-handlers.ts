@@ -34,6 +34,7 @@ import { rerunRun, type RerunDeps } from './rerun.ts';
 import { findRun, loadRunView } from './show.ts';
 import { answerOrgRequest, isOrgRequest } from './org-requests.ts';
 import { answerTestsRequest } from '../../test-results/relayed.ts';
+import { answerLogSearchRequest } from '../../log-search/relayed.ts';
 import { createRemoteRuns, createUpload, type RemoteRunDeps } from './remote.ts';
 
 /** A response must fit the relay's 4 MiB frame limit with room to spare. */
@@ -277,6 +278,12 @@ export function relayRequestHandler(ctx: OrchestratorContext, ingest: IngestPart
     }
     if (message.type === 'tests.request') {
       void answerTestsRequest(orgDeps, message).then((response) => {
+        if (!send(response)) deps.logger.info({ type: response.type, requestId: response.requestId }, 'relay link down before the answer could be sent; the relay has timed the request out');
+      });
+      return true;
+    }
+    if (message.type === 'logs.search.request') {
+      void answerLogSearchRequest(orgDeps, message).then((response) => {
         if (!send(response)) deps.logger.info({ type: response.type, requestId: response.requestId }, 'relay link down before the answer could be sent; the relay has timed the request out');
       });
       return true;
