@@ -2,7 +2,7 @@
 import t from 'tap';
 import { createAgentToken, revokeAgentToken } from '../../../../kernel/orchestrator/dispatch/tokens.ts';
 import { sql } from '../../../../kernel/services/db/index.ts';
-import { WS_CLOSE_PROTOCOL_ERROR, WS_CLOSE_REFUSED, WS_CLOSE_UNAUTHORIZED } from '../../../../schemas/wire/relay.ts';
+import { PROTOCOL_VERSION, WS_CLOSE_PROTOCOL_ERROR, WS_CLOSE_REFUSED, WS_CLOSE_UNAUTHORIZED } from '../../../../schemas/wire/relay.ts';
 import { eachDatabase } from '../../../fixtures/db.ts';
 import { insertRun, until } from '../../../fixtures/runs.ts';
 import { TestAgent } from '../../../fixtures/test-agent.ts';
@@ -17,7 +17,7 @@ t.test('token mode', async (t) => {
     const agent = await TestAgent.online({ url: node.url, agentId: 'a1', token: good.token, labels: ['gpu'] });
     const registered = await agent.waitFor('agent.registered');
     t.same(registered.labels, ['svc:os:linux', 'svc:arch:x64', 'svc:role:static', 'svc:sandbox:bare-metal', 'gpu'], 'effective labels returned');
-    t.equal(registered.protocolVersion, 4);
+    t.equal(registered.protocolVersion, PROTOCOL_VERSION, "the orchestrator's protocol");
     const row = (await db.pool.one(sql.unsafe`SELECT token_hash, connected, labels FROM agents WHERE id = 'a1'`)) as { token_hash: string; connected: boolean; labels: string[] };
     t.ok(row.connected);
     t.match(row.token_hash, /^[0-9a-f]{64}$/, 'token hash stored on first registration');
