@@ -44,6 +44,7 @@ const RESPONSE_OF: Record<BrokerRequest['type'], BrokerResponse['type']> = {
   'fleet.request': 'fleet.response',
   'run.detail.request': 'run.detail.response',
   'run.attestation.request': 'run.attestation.response',
+  'run.timeline.request': 'run.timeline.response',
   'tests.request': 'tests.response',
   'logs.search.request': 'logs.search.response',
   'audit.record.request': 'audit.record.response',

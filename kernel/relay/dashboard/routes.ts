@@ -7,6 +7,7 @@
 //   GET  /orgs/:orgId/runs/:runId/payload        → 200 { payload }
 //   GET  /v1/orgs/:orgId/runs/:runId             → 200 { run }            (svc runs show)
 //   GET  /v1/orgs/:orgId/runs/:runId/logs?after= → 200 RunLogsPage        (svc runs logs)
+//   GET  /v1/orgs/:orgId/runs/:runId/timeline  → 200 { timeline }       (RunTimeline: the run page's timeline)
 //   GET  /v1/orgs/:orgId/runs/:runId/artifacts → 200 { artifacts }      (svc runs artifacts)
 //   GET  /v1/orgs/:orgId/runs/:runId/artifacts/:name?offset= → 200 RunArtifactChunk (svc runs download;
 //                                                  base64 chunks of ≤ 2 MiB, the CLI checks the digest)
@@ -182,6 +183,17 @@ export function registerDashboardRoutes(app: SvcHttpServer, options: DashboardRo
       const response = unwrap(await broker.request(orgId, { type: 'run.logs.request', orgId, runId, ...(after === undefined || after === '' ? {} : { after }) }));
       if (response.page === undefined) throw new RelayedError({ code: 'SVC_ERR_RELAY_BAD_ANSWER', message: 'the orchestrator answered without a page', status: 502 });
       return send(reply, 200, response.page);
+    } catch (error) {
+      return failed(reply, error);
+    }
+  });
+
+  app.get('/v1/orgs/:orgId/runs/:runId/timeline', async (request, reply) => {
+    try {
+      const { orgId, runId } = await checked(db, request);
+      const response = unwrap(await broker.request(orgId, { type: 'run.timeline.request', orgId, runId }));
+      if (response.timeline === undefined) throw new RelayedError({ code: 'SVC_ERR_RELAY_BAD_ANSWER', message: 'the orchestrator answered without the timeline', status: 502 });
+      return send(reply, 200, { timeline: response.timeline });
     } catch (error) {
       return failed(reply, error);
     }

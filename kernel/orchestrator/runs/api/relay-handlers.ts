@@ -2,7 +2,7 @@
 // `run.cancel.request`, `run.approve.request`, `dashboard.payload`, `run.show.request`,
 // `run.logs.request`, `run.artifacts.request`, `run.artifact.chunk.request`, and the dashboard's
 // event log: `deliveries.list.request`, `delivery.payload.request`, its agents page: `fleet.request`,
-// its run page: `run.detail.request`, `run.attestation.request`), each
+// its run page: `run.detail.request`, `run.attestation.request`, `run.timeline.request`), each
 // answered with exactly one response carrying the same `requestId`. Errors travel as
 // `{ code, message, status }` (status = the HTTP status the relay answers with); internal errors
 // are logged here and answered without their details.
@@ -27,6 +27,7 @@ import { listRunArtifacts, readArtifactChunk } from '../../artifacts/api.ts';
 import { readFleet } from './fleet.ts';
 import { readRunAttestationBundle, type AttestationTrust } from './attestations.ts';
 import { loadRunDetail } from './detail.ts';
+import { loadRunTimeline } from './timeline.ts';
 import { readLogPage } from './logs.ts';
 import { readDeliveryPayload, readRunPayload } from './payload.ts';
 import { listDeliveryRecords } from '../../ingest/record/queries.ts';
@@ -58,7 +59,8 @@ type DashboardRequest = Extract<
       | 'delivery.payload.request'
       | 'fleet.request'
       | 'run.detail.request'
-      | 'run.attestation.request';
+      | 'run.attestation.request'
+      | 'run.timeline.request';
   }
 >;
 type DashboardResponse = Extract<
@@ -79,7 +81,8 @@ type DashboardResponse = Extract<
       | 'delivery.payload.response'
       | 'fleet.response'
       | 'run.detail.response'
-      | 'run.attestation.response';
+      | 'run.attestation.response'
+      | 'run.timeline.response';
   }
 >;
 
@@ -120,6 +123,7 @@ const RESPONSE_TYPE = {
   'fleet.request': 'fleet.response',
   'run.detail.request': 'run.detail.response',
   'run.attestation.request': 'run.attestation.response',
+  'run.timeline.request': 'run.timeline.response',
 } as const;
 
 export function isDashboardRequest(message: RelayToOrchestrator): message is DashboardRequest {
@@ -177,6 +181,8 @@ export async function answerDashboardRequest(deps: RunsApiDeps, request: Dashboa
         return { type: 'run.detail.response', ...base, detail: await loadRunDetail(deps.pool, deps.attestationTrust ?? NO_TRUST, orgId, request.runId) };
       case 'run.attestation.request':
         return { type: 'run.attestation.response', ...base, attestation: await readRunAttestationBundle(deps.pool, orgId, request.runId, request.attestationId) };
+      case 'run.timeline.request':
+        return { type: 'run.timeline.response', ...base, timeline: await loadRunTimeline(deps.pool, orgId, request.runId) };
       case 'dashboard.payload':
         return { type: 'dashboard.payload.response', ...base, payload: (await readRunPayload(deps.pool, deps.storage(), orgId, request.runId)).payload };
       case 'run.rerun.request':
