@@ -43,13 +43,15 @@ try {
     const hooks = (await import(new URL('../../bin/vendor-hooks.js', import.meta.url).href)) as { useVendorBundles(binUrl: string): boolean };
     hooks.useVendorBundles(new URL('../../bin/svc-agent.js', import.meta.url).href);
   }
-  const { startRunner, preloadSdk } = await import('./runner.ts');
+  const { startRunner, preloadSdk, warmTypeStripper } = await import('./runner.ts');
   // The SDK every workflow imports: loaded now, while the agent is still preparing the tree.
   await preloadSdk();
   if (warm) {
     flushCompileCache();
     process.exit(0);
   }
+  // And the type stripper the workflow's import needs (runner.ts says why).
+  warmTypeStripper();
   deliver = startRunner(transport!);
   transport!.send({ type: 'runner.ready', pid: process.pid });
   for (const message of early.splice(0)) deliver(message);

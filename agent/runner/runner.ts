@@ -1,6 +1,7 @@
 // The runner proper, loaded by main.ts once it has said runner.ready. Installs the output
 // capture and the process handlers, and returns the function inbound IPC messages go to.
 import { rm } from 'node:fs/promises';
+import { stripTypeScriptTypes } from 'node:module';
 import { sdkEntryUrl } from '../../workflow/sdk-resolution.ts';
 import { messageOf } from '../../core/errors.ts';
 import type { RunnerStart, RunnerToAgent } from '../../schemas/wire/runner.ts';
@@ -15,6 +16,48 @@ import type { RunnerTransport } from './transport.ts';
 /** Load the SDK entry workflow files import as `svc/sdk` (the same instance they will get). */
 export async function preloadSdk(): Promise<void> {
   await import(sdkEntryUrl());
+}
+
+/**
+ * TypeScript of the kinds workflow files hold. Stripping it in the spare compiles the parts of
+ * the stripper (WebAssembly, compiled lazily function by function) a real file needs: a one-line
+ * sample left the first job's import at about 100–200 ms, this one at about 30–70 ms (load 25).
+ * Only erasable syntax: the stripper refuses the rest.
+ */
+export const TYPESCRIPT_SAMPLE = `
+import type { Job } from 'svc/sdk';
+import { job, step, type Step } from 'svc/sdk';
+export interface Options<T extends object = {}> { readonly name?: string; items: Array<T | null>; [key: string]: unknown }
+export type Outcome = { ok: true; value: number } | ({ ok: false } & Record<string, never>);
+declare const marker: unique symbol;
+export abstract class Base<T> { private readonly count: number = 1; items: T[] = []; abstract run(): Promise<void>; get first(): T | undefined { return this.items[0] as T; } static of<V>(v: V): V[] { return [v] satisfies V[]; } }
+export function check<T>(this: void, value: T, ...rest: readonly number[]): asserts value is NonNullable<T> { if (!value) throw new Error(\`missing \${String(value!)} \${rest.length}\`); }
+export const wait = async <T,>(x: Promise<T>): Promise<T> => (await x) as unknown as T;
+let later!: number;
+const table = { a: 1, b: 2 } as const;
+for (const [key, n] of Object.entries(table) as Array<[string, number]>) later = n + key.length;
+export default job({ runsOn: 'linux', steps: (s: Step) => s.step('build', async (ctx: { $: (s: TemplateStringsArray) => Promise<{ stdout: string }> }) => { const { stdout } = await ctx.$\`npm ci\`; return { out: stdout }; }) });
+`;
+
+/**
+ * Load Node's type stripper (amaro, a WebAssembly module) before the job arrives. Node loads it on
+ * the first `.ts` import whose compile-cache entry misses, and every job's workflow file misses:
+ * the cache is keyed by path and each job's tree is in a new directory. That load was most of
+ * the agent's `firstStep` phase (runner handed the job → first step running, 231–262 ms at p50
+ * under load); in a spare runner it now happens while the runner waits for its job.
+ */
+export function warmTypeStripper(): void {
+  // Its "experimental feature" warning (emitted once per process) would land in the first job's
+  // log as stderr; the same stripper runs for the workflow import either way.
+  const emitWarning = process.emitWarning;
+  process.emitWarning = () => undefined;
+  try {
+    stripTypeScriptTypes(TYPESCRIPT_SAMPLE);
+  } catch {
+    // No stripper in this Node (types are then stripped by whatever loads .ts files): nothing to warm.
+  } finally {
+    process.emitWarning = emitWarning;
+  }
 }
 
 /**
