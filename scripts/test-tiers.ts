@@ -7,8 +7,8 @@
 //   node scripts/test-tiers.ts --tier unit      one tier (repeatable: --tier unit --tier system)
 //   node scripts/test-tiers.ts --serial         one tier after another (by default the system tier
 //                                               runs beside unit and integration)
-//   node scripts/test-tiers.ts --junit FILE     also write the results as JUnit XML (one <testsuite> per tier,
-//                                               one <testcase> per test file, failed files as <failure>)
+//   node scripts/test-tiers.ts --junit FILE     also write the results as JUnit XML (a <testsuite> per tier and
+//                                               per file, a <testcase> per top-level subtest: test-runner/junit.ts)
 //   node scripts/test-tiers.ts --tally FILE     count what the run costs (children, servers, databases);
 //                                               SVC_TEST_TALLY=FILE npm test does the same
 //
@@ -22,6 +22,7 @@ import { startTestEmbeddedServer } from '../test/fixtures/db.ts';
 import { tallySummary } from '../test/fixtures/tally.ts';
 import { FULL_ONLY, SYSTEM, UNIT } from '../test/tiers.ts';
 import { reportCoverage } from './test-runner/coverage.ts';
+import { junitOf, type JunitFile } from './test-runner/junit.ts';
 import { runFiles } from './test-runner/run-files.ts';
 
 type TierName = 'unit' | 'integration' | 'system' | 'full';
@@ -74,11 +75,8 @@ function partition(): Tier[] {
   ];
 }
 
-interface FileTime {
-  file: string;
+interface FileTime extends JunitFile {
   tier: TierName;
-  seconds: number;
-  failed: boolean;
 }
 
 /** One tier: its files through the runner, the test processes covered when the tier is. */
@@ -97,29 +95,9 @@ async function runTier(tier: Tier, env: NodeJS.ProcessEnv, coverageDir: string, 
   for (const r of results) for (const [key, n] of Object.entries(r.counts)) counts[key] = (counts[key] ?? 0) + n;
   return {
     code: results.every((r) => r.ok) ? 0 : 1,
-    times: results.map((r) => ({ file: r.file, tier: tier.name, seconds: r.seconds, failed: !r.ok })),
+    times: results.map((r) => ({ file: r.file, tier: tier.name, seconds: r.seconds, failed: !r.ok, subtests: r.subtests, ...(r.reason === undefined ? {} : { reason: r.reason }) })),
     counts,
   };
-}
-
-const xml = (text: string): string => text.replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`);
-
-/** The run as JUnit XML (a CI reads the file's verdicts; a file's own test names are in its TAP output). */
-function junitOf(times: readonly FileTime[]): string {
-  const lines = ['<?xml version="1.0" encoding="UTF-8"?>', '<testsuites name="svc">'];
-  for (const tier of TIER_ORDER) {
-    const files = times.filter((f) => f.tier === tier);
-    if (files.length === 0) continue;
-    const seconds = files.reduce((n, f) => n + f.seconds, 0);
-    lines.push(`  <testsuite name="${tier}" tests="${files.length}" failures="${files.filter((f) => f.failed).length}" time="${seconds.toFixed(3)}">`);
-    for (const f of files) {
-      const head = `    <testcase classname="${tier}" name="${xml(f.file)}" file="${xml(f.file)}" time="${f.seconds.toFixed(3)}"`;
-      lines.push(f.failed ? `${head}><failure message="${xml(`${f.file} failed`)}">see the ${xml(f.file)} lines of the run's output</failure></testcase>` : `${head}/>`);
-    }
-    lines.push('  </testsuite>');
-  }
-  lines.push('</testsuites>', '');
-  return lines.join('\n');
 }
 
 async function main(): Promise<number> {
@@ -196,7 +174,7 @@ async function main(): Promise<number> {
     rmSync(coverageDir, { recursive: true, force: true });
   }
 
-  if (values.junit !== undefined) writeFileSync(path.resolve(values.junit), junitOf(times));
+  if (values.junit !== undefined) writeFileSync(path.resolve(values.junit), junitOf(times, TIER_ORDER));
   process.stdout.write('\n# wall time per tier\n');
   for (const r of results) {
     const counts = Object.entries(r.counts).map(([k, n]) => `${k} ${n}`).join(', ');

@@ -4,7 +4,7 @@
 //                the project and the dashboard's browser code
 //   build        npm ci, npm run build (dist/, the shipped bins)
 //   unit         the unit tier (scripts/test-tiers.ts --tier unit), results as JUnit XML
-//                (the tier step's testResults: one test case per test file, docs/test-results.md; on
+//                (the tier step's testResults: a test case per top-level subtest, docs/test-results.md; on
 //                the step, not the job, so the install step reports no missing file)
 //   integration  build, then the integration tier: needs a PostgreSQL on 127.0.0.1:5432 (agent label `postgres`)
 //   system       build, then the system tier (the shipped bins on real sockets and processes)

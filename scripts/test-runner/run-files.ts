@@ -6,6 +6,7 @@
 // second of CPU before its first assertion; our files need none of that. tap stays the test
 // library: each file is a tap script that prints TAP and exits non-zero when an assertion fails.
 import { spawn } from 'node:child_process';
+import { topLevelSubtests, type Subtest } from './junit.ts';
 
 export interface FileResult {
   file: string;
@@ -17,6 +18,8 @@ export interface FileResult {
   reason?: string;
   /** A failed file's whole output (stdout and stderr as they came): what a reader of the log needs. */
   output?: string;
+  /** The file's top-level subtests with their verdicts and times (the JUnit report's test cases). */
+  subtests: Subtest[];
 }
 
 export interface RunOptions {
@@ -90,7 +93,7 @@ function runOne(options: RunOptions, file: string): Promise<FileResult> {
       if (reason === undefined && code === 0 && counts['total'] === undefined) reason = 'exited without tap\'s closing count (the file ended early)';
       const ok = code === 0 && reason === undefined;
       const seconds = (performance.now() - started) / 1000;
-      resolve({ file, seconds, ok, counts, ...(reason === undefined ? {} : { reason }), ...(ok ? {} : { output }) });
+      resolve({ file, seconds, ok, counts, subtests: topLevelSubtests(output), ...(reason === undefined ? {} : { reason }), ...(ok ? {} : { output }) });
     });
   });
 }

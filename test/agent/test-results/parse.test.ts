@@ -106,6 +106,15 @@ test: group
   ]);
 });
 
+t.test('JUnit XML: character references are decoded once (surefire writes &#10;), &amp; first is not a reference', async (t) => {
+  const xml = `<testsuite name="refs &#x2014; &#60;x&#62;"><testcase name="a &lt;b&gt; &amp;#60; &quot;c&apos;"><failure message="line one&#10;line two">out &#38;amp; &#x41;</failure></testcase></testsuite>`;
+  const [c] = parse(xml);
+  t.equal(c!.suite, 'refs \u2014 <x>');
+  t.equal(c!.name, 'a <b> &#60; "c\'', 'an escaped ampersand stays text');
+  t.equal(c!.message, 'line one\nline two');
+  t.equal(c!.output, 'out &amp; A');
+});
+
 t.test('TAP: subtests become suites, a subtest point is not a test, skip and diagnostics', async (t) => {
   const cases = parse(TAP);
   t.same(cases.map((c) => [c.suite, c.name, c.status]), [
