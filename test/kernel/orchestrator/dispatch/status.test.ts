@@ -129,3 +129,38 @@ t.test('cancel', async (t) => {
     await agent.close();
   });
 });
+
+t.test('exit codes (protocol 5): stored with a failure, on the job and its failed step; ignored otherwise; out of range refused', async (t) => {
+  await eachDatabase(t, async (t, db) => {
+    const node = await startNode(t, db.url);
+    const agent = await TestAgent.online({ url: node.url, agentId: 'w1', labels: ['linux'] });
+    const { jobs } = await insertRun(db.pool, { jobs: [{ name: 'fails', runsOn: ['linux'] }, { name: 'passes', runsOn: ['linux'] }] });
+    const codes = async (jobId: string) =>
+      (await db.pool.one(sql.unsafe`
+        SELECT j.exit_code AS job, (SELECT s.exit_code FROM job_steps s WHERE s.job_id = j.id AND s.index = 0) AS step FROM jobs j WHERE j.id = ${jobId}`)) as { job: number | null; step: number | null };
+    const at = () => new Date().toISOString();
+
+    const fails = jobs['fails']!.id;
+    await agent.waitFor('job.dispatch', (m) => m.jobId === fails);
+    agent.jobStatus(fails, 'running');
+    agent.sendRaw({ type: 'step.status', jobId: fails, index: 0, name: 'test', status: 'failed', at: at(), reason: 'exit 3', exitCode: 3 });
+    await until('step failed', async () => ((await codes(fails)).step === 3 ? true : undefined));
+    // The final report's step entry without a code (an agent that lost it) keeps the recorded one.
+    agent.jobStatus(fails, 'failed', { reason: 'step "test" failed: exit 3', exitCode: 3, steps: [{ name: 'test', status: 'failed', reason: 'exit 3' }] });
+    await waitStatus(db.pool, fails, 'failed');
+    t.same(await codes(fails), { job: 3, step: 3 }, 'the job and its failed step keep the exit code');
+
+    const passes = jobs['passes']!.id;
+    await agent.waitFor('job.dispatch', (m) => m.jobId === passes);
+    agent.jobStatus(passes, 'running');
+    agent.sendRaw({ type: 'step.status', jobId: passes, index: 0, name: 'test', status: 'completed', at: at(), exitCode: 4 });
+    agent.jobStatus(passes, 'completed', { exitCode: 4, steps: [{ name: 'test', status: 'completed', exitCode: 4 }] });
+    await waitStatus(db.pool, passes, 'completed');
+    t.same(await codes(passes), { job: null, step: null }, 'an exit code means something only with a failure');
+
+    agent.sendRaw({ type: 'step.status', jobId: passes, index: 1, name: 'x', status: 'failed', at: at(), exitCode: 0 });
+    const refused = await agent.waitFor('protocol.error');
+    t.match(refused.error, { code: 'SVC_ERR_PROTOCOL_INVALID', message: /exitCode/ }, 'exit code 0 is no failure: the frame is refused, naming the field');
+    await agent.close();
+  });
+});
