@@ -18,6 +18,7 @@ export const COMMANDS = await loadCommands(import.meta.url, {
   'hook:post-receive': './commands/hook/post-receive',
   'init': './commands/init',
   'login': './commands/login',
+  'logs:search': './commands/logs/search',
   'logout': './commands/logout',
   'notifications': './commands/notifications',
   'orchestrators': './commands/orchestrators',

@@ -15,6 +15,7 @@ import { EndpointList, Notifications, OrchestratorList, SecretList, SecretSetRes
 import { RemoteRunResult, RemoteUpload, type RemoteRunBody } from '../schemas/http/remote-run.ts';
 import { compileSchema, formatIssues } from '../schemas/validate.ts';
 import { TestsAnswer } from '../schemas/wire/relay-tests.ts';
+import { LogSearchAnswer } from '../schemas/wire/relay-log-search.ts';
 import type { QuarantineChangeBody } from '../schemas/http/tests.ts';
 import {
   AuthenticationError,
@@ -65,6 +66,7 @@ const checkNotifications = compileSchema(Notifications);
 const checkRemoteUpload = compileSchema(RemoteUpload);
 const checkRemoteResult = compileSchema(RemoteRunResult);
 const checkTests = compileSchema(TestsAnswer);
+const checkLogSearch = compileSchema(LogSearchAnswer);
 const checkWhoami = compileSchema(Type.Object({ orgId: Type.String(), kind: Type.String(), user: Type.Optional(Type.String()) }));
 
 export const ORG_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
@@ -333,6 +335,11 @@ export class PlatformClient {
   /** The runs of one fixture from an uploaded overlay (`svc run remote`). */
   async createRemoteRuns(body: RemoteRunBody): Promise<RemoteRunResult> {
     return this.#checked(checkRemoteResult, await this.#post(`/v1/orgs/${encodeURIComponent(this.org)}/remote-runs`, body), 'remote-run answer');
+  }
+
+  /** Lines of the org's run logs containing a text (`svc logs search`, docs/log-search.md); `query` is the route's query string. */
+  async searchLogs(query: string): Promise<LogSearchAnswer> {
+    return this.#checked(checkLogSearch, await this.#get(this.#orgPath(`logs/search?${query}`)), 'log search answer');
   }
 
   /** A test-results view (`svc tests …`, docs/test-results.md); `query` is the route's query string. */

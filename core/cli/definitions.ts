@@ -8,6 +8,7 @@ export const SVC_CLI: CliDefinition = {
   topics: {
     fixture: 'Test fixtures in .svc/tests/*.ts (the events `svc run remote` runs): list them, show one',
     hook: 'Git hooks: a pre-commit hook that keeps the lock compiled, and the post-receive hook a git server uses to send pushes',
+    logs: "Search the stored logs of the org's runs through the Platform",
     org: 'Which org the Platform commands act on',
     pat: 'Your own personal access tokens on the Platform: create (the value is shown once), list and revoke',
     run: "Run workflows: `svc run <event> --local` on this machine, `svc run remote` on the orchestrator's agents with your uncommitted changes",

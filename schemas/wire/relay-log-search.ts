@@ -9,7 +9,15 @@ const Time = Type.String({ format: 'date-time' });
 export const LOG_SEARCH_TEXT_MAX = 200;
 export const LOG_SEARCH_LIMIT_MAX = 500;
 export const LOG_SEARCH_CONTEXT_MAX = 10;
-export const LogSearchRunStatus = Type.Union(['held', 'queued', 'running', 'completed', 'failed', 'cancelled', 'skipped'].map((s) => Type.Literal(s)));
+export const LogSearchRunStatus = Type.Union([
+  Type.Literal('held'),
+  Type.Literal('queued'),
+  Type.Literal('running'),
+  Type.Literal('completed'),
+  Type.Literal('failed'),
+  Type.Literal('cancelled'),
+  Type.Literal('skipped'),
+]);
 
 export const LogSearchQuery = Type.Object(
   {
