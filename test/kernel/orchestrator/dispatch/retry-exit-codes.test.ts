@@ -1,5 +1,5 @@
 // Retry on exit codes (docs/run-states.md "Retries", `on: [{ exitCodes: [...] }]`) end to end:
-// the REAL agent (startAgent, process sandbox, real step runner processes) reports the exit code
+// `svc-agent` as a real process (process sandbox, the real step runner) reports the exit code
 // of the `ctx.$` command that failed a step, the REAL orchestrator (dispatch, scheduling, run
 // control; real PostgreSQL) stores it and retries the job when the policy lists it. A workflow
 // file compiled with workflowToLockEntry, checked out from a real git repository. Then an agent of
@@ -9,16 +9,13 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import t from 'tap';
-import { pino } from 'pino';
-import { DEFAULT_RUNNER_PATH, startAgent } from '../../../../agent/agent.ts';
-import { parseAgentEnv } from '../../../../agent/env.ts';
 import { workflowToLockEntry } from '../../../../workflow/compile/lock-entry.ts';
 import { registerSdkResolution } from '../../../../workflow/sdk-resolution.ts';
 import { sql, type DatabasePool } from '../../../../kernel/services/db/index.ts';
-import { createProcessSandbox } from '../../../../plugins/sandboxes/process/index.ts';
 import type { NormalizedEvent } from '../../../../schemas/event.ts';
 import { gitRepo, makeTree, tempDir } from '../../../agent/fixtures/trees.ts';
 import { eachDatabase } from '../../../fixtures/db.ts';
+import { MIN_PROGRAM_TIMEOUT_MS, REPO_ROOT, startProgram } from '../../../fixtures/programs.ts';
 import { insertRun, jobRow, until } from '../../../fixtures/runs.ts';
 import { TestAgent } from '../../../fixtures/test-agent.ts';
 import { createTestRun, runOf, startSchedulingNode } from '../scheduling/harness.ts';
@@ -74,13 +71,19 @@ t.test('a step exiting with a listed code is retried and passes; one exiting wit
     // Each flavour starts with `flaky` failing once again.
     await rm(marker, { force: true });
     const node = await startSchedulingNode(t, db.url);
-    const settings = parseAgentEnv({ SVC_ORCHESTRATOR_URL: node.url, SVC_AGENT_WORK_DIR: join(tmp.dir, `w-${db.kind}`), SVC_AGENT_LABELS: 'linux' });
-    const agent = await startAgent({
-      settings,
-      agentId: `exit-${db.kind}`,
-      logger: pino({ level: process.env['SVC_TEST_LOG'] ?? 'silent' }),
-      sandboxes: new Map([['process', createProcessSandbox({ bwrap: 'never', network: true })]]),
-      runnerPath: DEFAULT_RUNNER_PATH,
+    const agent = await startProgram(join(REPO_ROOT, 'bin/svc-agent.ts'), 'svc-agent', {
+      env: {
+        PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+        SVC_ORCHESTRATOR_URL: node.url,
+        SVC_AGENT_ID: `exit-${db.kind}`,
+        SVC_AGENT_LABELS: 'linux',
+        SVC_AGENT_WORK_DIR: join(tmp.dir, `w-${db.kind}`),
+        SVC_AGENT_SANDBOX: 'process',
+        // The marker is outside the workspace, where bwrap would make it read-only.
+        SVC_AGENT_BWRAP: 'never',
+        SVC_AGENT_LOG_LEVEL: 'warn',
+      },
+      readyTimeoutMs: MIN_PROGRAM_TIMEOUT_MS,
     });
     t.teardown(() => agent.stop());
     const event = {
