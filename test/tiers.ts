@@ -107,13 +107,14 @@ export const FULL_ONLY: readonly string[] = ['test/e2e/**/*.test.ts', 'test/faul
 
 /**
  * SQL-heavy files that run on both PostgreSQL flavours in `npm test` too: the database services and
- * migrations, and the ingest, dispatch and run-control queries.
+ * migrations, and the ingest, dispatch, run-control and log-search queries.
  */
 export const BOTH_FLAVOURS: readonly string[] = [
   'test/kernel/services/db/**/*.test.ts',
   'test/kernel/orchestrator/ingest/**/*.test.ts',
   'test/kernel/orchestrator/dispatch/**/*.test.ts',
   'test/kernel/orchestrator/run-control/**/*.test.ts',
+  'test/kernel/orchestrator/log-search/**/*.test.ts',
 ];
 
 /**
