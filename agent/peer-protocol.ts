@@ -3,11 +3,15 @@
 // carrying a field it does not know, and a refused `job.status` would lose the job's result. So a
 // field newer than the orchestrator's protocol (its `agent.registered` `protocolVersion`) is left
 // out of what goes on the wire; the agent keeps running as it would for a current orchestrator.
-import type { AgentToOrchestrator } from '../schemas/wire/agent.ts';
+import { JOB_PHASES_PROTOCOL, type AgentToOrchestrator } from '../schemas/wire/agent.ts';
 import { EXIT_CODE_PROTOCOL } from '../schemas/wire/relay.ts';
 
 /** `message` as an orchestrator speaking `protocol` accepts it (the same object when nothing goes). */
 export function forPeerProtocol(message: AgentToOrchestrator, protocol: number): AgentToOrchestrator {
+  if (message.type === 'job.status' && message.phases !== undefined && protocol < JOB_PHASES_PROTOCOL) {
+    const { phases: _dropped, ...older } = message;
+    return forPeerProtocol(older, protocol);
+  }
   if (protocol >= EXIT_CODE_PROTOCOL) return message;
   if (message.type === 'step.status' && message.exitCode !== undefined) {
     const { exitCode: _dropped, ...older } = message;

@@ -24,6 +24,7 @@ import { installSecretValues } from './private-install.ts';
 import { runBuildJob, type BuildSteps } from '../build-job/job.ts';
 import { apiError, handleRunnerApi, type OrchestratorRequest, type StepDecision } from './runner-api.ts';
 import { SetupTimings } from './timings.ts';
+import { PhaseLog } from './phases.ts';
 import { ProgressTracker } from './progress.ts';
 import type { AdoptedRunner, WarmRunners } from './warm-runner.ts';
 import { moveTreeInto, restoreDepsCached, restoreSourceCached } from './cached-restore.ts';
@@ -123,6 +124,8 @@ export class DispatchedJob {
   #currentStep = SETUP_STEP;
   readonly #steps = new Map<string, JobStepResult>();
   readonly #timings = new SetupTimings();
+  /** Set-up phases in wall-clock time for the orchestrator's timeline (`job.status` phases). */
+  readonly #phases = new PhaseLog();
   readonly #telemetry: AgentTelemetry;
   /** Step-hold decisions pushed by the orchestrator, by step index, and who waits for them. */
   readonly #stepDecisions = new Map<number, StepDecision>();
@@ -282,7 +285,8 @@ export class DispatchedJob {
       } else {
         if (this.dispatch.sourceTarUrl !== null) {
           const source = { url: this.dispatch.sourceTarUrl, digest: this.dispatch.sourceTarDigest, jobRoot, srcDir, log, signal };
-          const restore = (into: string) => (caches === undefined ? restoreSource({ ...source, srcDir: into }).then(() => undefined) : restoreSourceCached({ ...source, srcDir: into, cache: caches.source }));
+          const restore = (into: string) =>
+            this.#phases.time('source_restore', () => (caches === undefined ? restoreSource({ ...source, srcDir: into }).then(() => undefined) : restoreSourceCached({ ...source, srcDir: into, cache: caches.source })));
           if (config.checkout?.enabled === true || config.overlay !== undefined) {
             // The project the steps work on comes from git; the workflow tree the lock was
             // hashed over comes from the cache and replaces the checkout's `.svc/`. The tree is
@@ -311,7 +315,7 @@ export class DispatchedJob {
           repoLease = await this.#checkout(choice, { dir: srcDir, auth: this.dispatch.sourceAuth, sha: config.sha, depth: config.checkout?.depth, home, path, passedEnv: this.#env.passedEnv, signal, log });
         }
         // `svc run remote`: the developer's uncommitted changes on top of the commit.
-        if (config.overlay !== undefined) await applyOverlay({ overlay: config.overlay, jobRoot, srcDir, log, signal });
+        if (config.overlay !== undefined) await this.#phases.time('overlay', () => applyOverlay({ overlay: config.overlay!, jobRoot, srcDir, log, signal }));
         this.#timings.mark('source');
         this.#throwIfCancelled();
         const location = await locateWorkflow(srcDir, config.workflow);
@@ -341,8 +345,10 @@ export class DispatchedJob {
           installEnv: { ...this.#env.passedEnv, PATH: path, HOME: home, npm_config_cache: join(jobRoot, 'npm-cache'), LANG: 'C.UTF-8' },
           install: config.install,
         };
-        if (caches === undefined) await restoreDeps(deps);
-        else depsLease = (await restoreDepsCached({ ...deps, cache: caches.deps })).lease;
+        await this.#phases.time('deps', async () => {
+          if (caches === undefined) await restoreDeps(deps);
+          else depsLease = (await restoreDepsCached({ ...deps, cache: caches.deps })).lease;
+        });
         this.#timings.mark('deps');
         this.#throwIfCancelled();
         workspace ??= await choice.sandbox.prepareWorkspace({ jobId: this.jobId, sourceDir: srcDir });
@@ -396,6 +402,8 @@ export class DispatchedJob {
       ...(terminal.skipped === true ? { skipped: true as const } : {}),
       ...(terminal.generated === undefined ? {} : { generated: terminal.generated }),
       ...(terminal.concurrencyGroups === undefined ? {} : { concurrencyGroups: terminal.concurrencyGroups }),
+      // Left out for an orchestrator below protocol 5, as exitCode (peer-protocol.ts).
+      ...this.#phases.wire(),
       // The connection leaves it out for an orchestrator below protocol 5 (peer-protocol.ts).
       ...(terminal.status === 'failed' && terminal.exitCode !== undefined ? { exitCode: terminal.exitCode } : {}),
     });
@@ -439,8 +447,13 @@ export class DispatchedJob {
    * paths), else a fetch of its own. A firecracker guest gets a copy of the workspace, where the
    * store the `.git` borrows from does not exist; other depths need history the store does not keep.
    */
-  async #checkout(choice: SandboxChoice, base: CheckoutOptions): Promise<StoreLease | undefined> {
+  #checkout(choice: SandboxChoice, base: CheckoutOptions): Promise<StoreLease | undefined> {
+    return this.#phases.time('checkout', () => this.#checkoutTree(choice, base));
+  }
+
+  async #checkoutTree(choice: SandboxChoice, base: CheckoutOptions): Promise<StoreLease | undefined> {
     const options = { ...base, ...checkoutFlags(this.dispatch.jobConfig.checkout) };
+    const part = this.#phases.parts('checkout');
     const repos = this.#env.repos;
     let last = performance.now();
     const observe = (phase: CheckoutPhase) => {
@@ -458,6 +471,7 @@ export class DispatchedJob {
       phase: (name) => {
         this.#timings.mark(name);
         observe(CHECKOUT_PHASES[name]!);
+        part(CHECKOUT_PHASES[name]!);
       },
     });
   }
@@ -551,6 +565,8 @@ export class DispatchedJob {
               this.#logger.debug({ timings }, 'job set-up timings');
               this.#telemetry.firstStep(timings['total']! / 1000, (timings['runnerReady'] ?? 0) / 1000);
               this.#env.warm?.runners.replenish();
+              // Set-up is over: the timeline shows its phases while the steps run.
+              this.#env.send({ type: 'job.status', jobId: this.jobId, status: 'running', steps: [], ...this.#phases.wire() });
             }
             this.#currentStep = message.name;
             this.#quiet.step();
