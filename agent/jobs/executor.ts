@@ -281,6 +281,7 @@ export class DispatchedJob {
           request: this.#env.request,
           send: this.#env.send,
         });
+        this.#timings.mark('build');
         terminal = { status: 'completed', outputs };
       } else {
         if (this.dispatch.sourceTarUrl !== null) {

@@ -21,6 +21,7 @@ const PHASE_SPANS: Readonly<Record<string, string>> = {
   spawn: 'runner spawn',
   runnerReady: 'runner load',
   firstStep: 'runner start',
+  build: 'build job',
 };
 
 /** `cicd.pipeline.task.run.result` for a job's or step's status. */

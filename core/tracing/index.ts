@@ -75,9 +75,23 @@ export const NO_TRACING: Tracing = {
   shutdown: async () => undefined,
 };
 
-/** Epoch milliseconds with sub-millisecond precision (the monotonic clock from the time origin). */
+let anchorWall = Date.now();
+let anchorMono = performance.now();
+
+/**
+ * Epoch milliseconds with sub-millisecond precision. Spans of one trace come from several
+ * processes and from PostgreSQL timestamps, which all read the wall clock; `performance.timeOrigin
+ * + performance.now()` drifts from it (tens of ms within a minute, measured here). So this is the
+ * monotonic clock anchored to the wall clock, re-anchored whenever they part by more than 1.5 ms.
+ */
 export function nowMs(): number {
-  return performance.timeOrigin + performance.now();
+  const mono = performance.now();
+  const value = anchorWall + (mono - anchorMono);
+  const wall = Date.now();
+  if (Math.abs(wall - value) <= 1.5) return value;
+  anchorWall = wall;
+  anchorMono = mono;
+  return wall;
 }
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;

@@ -17,7 +17,7 @@ import {
   type IdGenerator,
   type Sampler,
 } from '@opentelemetry/sdk-trace';
-import { parseTraceparent, type RecordOptions, type SpanOptions, type TraceAttributes, type TraceSpan, type Tracing, type TracingSettings } from './index.ts';
+import { nowMs, parseTraceparent, type RecordOptions, type SpanOptions, type TraceAttributes, type TraceSpan, type Tracing, type TracingSettings } from './index.ts';
 import { packageVersion } from '../package-info.ts';
 
 const KINDS = { internal: SpanKind.INTERNAL, server: SpanKind.SERVER, client: SpanKind.CLIENT, producer: SpanKind.PRODUCER, consumer: SpanKind.CONSUMER } as const;
@@ -99,7 +99,8 @@ class LiveSpan implements TraceSpan {
   }
 
   end(time?: number): void {
-    this.#span.end(time);
+    // Always an explicit time: the SDK's own clock for a span with a given start is Date.now(), in whole ms.
+    this.#span.end(time ?? nowMs());
   }
 }
 
@@ -117,7 +118,7 @@ export function createOtelTracing(settings: TracingSettings): Tracing {
   const startSpan = (name: string, options: SpanOptions): Span =>
     tracer.startSpan(
       name,
-      { kind: KINDS[options.kind ?? 'internal'], attributes: attributesOf(options.attributes), ...(options.start === undefined ? {} : { startTime: options.start }) },
+      { kind: KINDS[options.kind ?? 'internal'], attributes: attributesOf(options.attributes), startTime: options.start ?? nowMs() },
       parentContext(options.parent, options.tracestate),
     );
 
