@@ -15,6 +15,12 @@ export function formatDuration(ms: number | null | undefined, missing = '—'): 
   return `${Math.floor(minutes / 60)}h ${String(minutes % 60).padStart(2, '0')}m`;
 }
 
+/** Whole milliseconds with thousands grouped: "812 ms", "12,045 ms" (the run page's timeline, where a phase's exact length matters). */
+export function formatMillis(ms: number | null | undefined, missing = '—'): string {
+  if (ms === null || ms === undefined || !Number.isFinite(ms) || ms < 0) return missing;
+  return `${Math.round(ms).toLocaleString('en-US')} ms`;
+}
+
 /** Milliseconds between two ISO times (`end` null = still running, measured to `now`). */
 export function millisBetween(start: string | null, end: string | null, now = Date.now()): number | null {
   if (start === null) return null;

@@ -1,12 +1,13 @@
 // The dashboard's server-rendered pages: every value escaped by the `html` template, links by
 // encodeURIComponent. The browser script (browser/dashboard.ts) enhances them: live rows, live
 // logs, fetch-submitted actions. Without it the pages still read and the forms still post.
-import type { RunArtifact, RunDetail, RunJobOutputs, RunJobView, RunView } from '../../../../schemas/wire/relay.ts';
+import type { RunArtifact, RunDetail, RunJobOutputs, RunJobView, RunTimeline, RunView } from '../../../../schemas/wire/relay.ts';
 import type { RunSummary } from '../../../../schemas/http/run-index.ts';
 import { RUN_STATUSES } from '../../../../schemas/http/run-index.ts';
 import { html, raw, type Html } from '../../sessions/index.ts';
 import { between, csrfField, duration, statusBadge, TERMINAL_STATUSES, type Frame } from './frame.ts';
 import { attestationsSection, lineageSection, outputsList } from './run-detail.ts';
+import { needsGraph, timelineSection } from './timeline.ts';
 
 const enc = encodeURIComponent;
 
@@ -17,6 +18,11 @@ export function runsBase(orgId: string): string {
 function branchOf(ref: string | null): string {
   if (ref === null) return '—';
   return ref.replace(/^refs\/(heads|tags)\//, '');
+}
+
+/** Created until its first job was dispatched (the run's start); while none was: to now, or to its end. */
+export function queueMillis(run: RunSummary, now = Date.now()): number | null {
+  return between(run.createdAt, run.startedAt ?? run.finishedAt, now);
 }
 
 export function runRow(orgId: string, run: RunSummary, now = Date.now()): Html {
@@ -31,6 +37,7 @@ export function runRow(orgId: string, run: RunSummary, now = Date.now()): Html {
 <td>${statusBadge(run.status)}<div class="sub">${jobs}</div></td>
 <td>${run.actor ?? '—'}</td>
 <td>${duration(between(run.startedAt ?? run.createdAt, run.finishedAt, now))}</td>
+<td class="queued">${duration(queueMillis(run, now))}</td>
 </tr>`;
 }
 
@@ -53,7 +60,7 @@ export function runsPage(frame: Frame, runs: RunSummary[], filter: RunsFilter): 
 <p class="live note" id="live-state" aria-live="polite" data-stream="${runsBase(frame.orgId)}/events?${query.toString()}">Updates live.</p>
 <div class="table-wrap"><table class="runs">
 <caption class="sr">Runs of ${frame.orgId}, newest first</caption>
-<thead><tr><th scope="col">Workflow</th><th scope="col">Repository</th><th scope="col">Branch</th><th scope="col">Event</th><th scope="col">Status</th><th scope="col">Actor</th><th scope="col">Duration</th></tr></thead>
+<thead><tr><th scope="col">Workflow</th><th scope="col">Repository</th><th scope="col">Branch</th><th scope="col">Event</th><th scope="col">Status</th><th scope="col">Actor</th><th scope="col">Duration</th><th scope="col">Queued</th></tr></thead>
 <tbody id="runs-body">${runs.map((r) => runRow(frame.orgId, r))}</tbody>
 </table></div>
 ${runs.length === 0 ? html`<p class="note" id="runs-empty">No runs yet.</p>` : html``}`;
@@ -112,7 +119,7 @@ function actionForm(frame: Frame, run: RunView, action: 'approve' | 'reject' | '
 }
 
 /** Run detail; `detail` (outputs, lineage, attestations) is undefined when the orchestrator could not give it. */
-export function runPage(frame: Frame, run: RunView, artifacts: RunArtifact[] | undefined, detail: RunDetail | undefined, notice: string | undefined): Html {
+export function runPage(frame: Frame, run: RunView, artifacts: RunArtifact[] | undefined, detail: RunDetail | undefined, notice: string | undefined, timeline?: RunTimeline): Html {
   const base = runsBase(frame.orgId);
   const logsHref = `${base}/${enc(run.runId)}/logs`;
   const terminal = TERMINAL_STATUSES.has(run.status);
@@ -149,7 +156,8 @@ ${run.deliveryId !== null ? html`<dt>Delivery</dt><dd class="mono">${run.deliver
 <p class="note">A re-run is refused for 5 seconds after the previous one (the server's cooldown).</p>
 ${lineageSection(frame.orgId, run, detail)}
 <h2>Jobs</h2>
-${jobGraph(run.jobs)}
+${needsGraph(run.jobs)}
+${timelineSection(timeline)}
 ${detail === undefined ? html`<p class="note">Job outputs could not be read.</p>` : html``}
 ${run.jobs.map((j) => jobSection(j, logsHref, outputsOf.get(j.jobId)))}
 <h2>Artifacts</h2>

@@ -110,11 +110,16 @@ export function registerUiRoutes(app: SvcHttpServer, options: UiOptions): void {
       const runId = runIdOf(request);
       // Artifacts and the detail (outputs, lineage, attestations) are extras: the page shows the
       // run without them (an older orchestrator does not answer run.detail).
-      const [shown, artifacts, detail] = await Promise.all([
+      const [shown, artifacts, detail, timeline] = await Promise.all([
         broker.request(orgId, { type: 'run.show.request', orgId, runId }),
         broker.request(orgId, { type: 'run.artifacts.request', orgId, runId }).catch(() => undefined),
         broker.request(orgId, { type: 'run.detail.request', orgId, runId }).catch((error: unknown) => {
           logger.warn({ err: error, runId }, 'run detail (outputs, lineage, attestations) not read');
+          return undefined;
+        }),
+        // The timeline too (an orchestrator before it does not answer run.timeline).
+        broker.request(orgId, { type: 'run.timeline.request', orgId, runId }).catch((error: unknown) => {
+          logger.warn({ err: error, runId }, 'run timeline not read');
           return undefined;
         }),
       ]);
@@ -122,7 +127,7 @@ export function registerUiRoutes(app: SvcHttpServer, options: UiOptions): void {
       const run = unwrapAnswer(shown).run;
       if (run === undefined) throw new UiRelayedError({ code: 'SVC_ERR_RELAY_BAD_ANSWER', message: 'the orchestrator answered without the run', status: 502 });
       const notice = (request.query as Record<string, unknown>)['notice'];
-      return sendUiPage(reply, 200, `Run ${run.workflow}`, frame, runPage(frame, run, artifacts?.error === undefined ? artifacts?.artifacts : undefined, detail?.error === undefined ? detail?.detail : undefined, typeof notice === 'string' ? notice.slice(0, 300) : undefined));
+      return sendUiPage(reply, 200, `Run ${run.workflow}`, frame, runPage(frame, run, artifacts?.error === undefined ? artifacts?.artifacts : undefined, detail?.error === undefined ? detail?.detail : undefined, typeof notice === 'string' ? notice.slice(0, 300) : undefined, timeline?.error === undefined ? timeline?.timeline : undefined));
     } catch (error) {
       return uiFailed(reply, request, logger, error);
     }
