@@ -9,6 +9,7 @@ import { InputError } from './errors.ts';
 export const LOG_SEARCH_TEXT_MIN_RUN = 3;
 export const LOG_SEARCH_DEFAULT_LIMIT = 50;
 export const LOG_SEARCH_DEFAULT_CONTEXT = 2;
+const RUN_STATUSES: readonly string[] = ['held', 'queued', 'running', 'completed', 'failed', 'cancelled', 'skipped'];
 const WORD_RUN = /[\p{L}\p{N}]{3}/u;
 const CONTROL = /[\u0000-\u0008\u000a-\u001f\u007f]/;
 
@@ -75,6 +76,7 @@ export function toLogSearchQuery(input: LogSearchInput, now = Date.now()): LogSe
   const since = input.since === undefined ? undefined : parseSearchTime(input.since, 'since', now);
   const until = input.until === undefined ? undefined : parseSearchTime(input.until, 'until', now);
   checkSearchRange(since, until);
+  if (input.status !== undefined && !RUN_STATUSES.includes(input.status)) throw invalid(`status "${String(input.status).slice(0, 40)}" is not a run status: one of ${RUN_STATUSES.join(', ')}`);
   const limit = input.limit ?? LOG_SEARCH_DEFAULT_LIMIT;
   const context = input.context ?? LOG_SEARCH_DEFAULT_CONTEXT;
   if (!Number.isInteger(limit) || limit < 1 || limit > LOG_SEARCH_LIMIT_MAX) throw invalid(`limit ${limit} is out of range: 1 to ${LOG_SEARCH_LIMIT_MAX}`);

@@ -85,6 +85,7 @@ const route = fc.oneof(
     arbitrary: fc.oneof(
       read(at('/api/v1/admin/runs', queryString({ limit: int(0, 600), org: orgId })), true),
       read(segment(fc.uuid()).map((s) => `/api/v1/admin/runs/${s}`), true),
+      read(at('/api/v1/admin/logs/search', queryString({ org: orgId, q: fc.oneof(fc.constantFrom('', 'ab', 'error', 'x'.repeat(300)), hostileString), since: fc.constantFrom('7d', '2026-01-01', 'yesterday'), status: fc.constantFrom('failed', 'x'), limit: int(0, 600), context: int(0, 12) })), true),
       read(at('/api/v1/admin/events/dlq', queryString({ org: orgId, name: filter.name, limit: int(0, 1_001) }))),
       read(at('/api/v1/admin/deliveries', queryString({ org: orgId, source: fc.uuid(), status: fc.constantFrom('matched', 'shed', 'x'), since: fc.constantFrom('30m', '1h', '7d', '2026-01-01T00:00:00Z', '-1h', '99999999d'), until: fc.constantFrom('1h', '2030-01-01'), repository: fc.constantFrom('o/r', ''), limit: int(0, 1_001), archived: fc.constantFrom('true', 'false', '1') }))),
       read(fc.tuple(segment(orgId), segment(fc.uuid())).map(([o, d]) => `/api/v1/admin/deliveries/${o}/${d}`)),

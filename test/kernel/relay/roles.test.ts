@@ -29,6 +29,7 @@ const EXPECTED: Record<string, Role | 'public' | 'self'> = {
   'GET /v1/orgs/:orgId/report': 'viewer',
   'GET /v1/orgs/:orgId/notifications': 'viewer',
   'GET /v1/orgs/:orgId/tests': 'viewer',
+  'GET /v1/orgs/:orgId/logs/search': 'viewer',
   'GET /v1/orgs/:orgId/runs/:runId/tests': 'viewer',
   'POST /v1/orgs/:orgId/tests/quarantine': 'developer',
   'POST /orgs/:orgId/runs/:runId/rerun': 'developer',
@@ -52,6 +53,7 @@ const EXPECTED: Record<string, Role | 'public' | 'self'> = {
   'GET /ui/orgs/:orgId/runs/:runId/attestations/:attestationId': 'viewer',
   'GET /ui/orgs/:orgId/runs/:runId/tests': 'viewer',
   'GET /ui/orgs/:orgId/tests': 'viewer',
+  'GET /ui/orgs/:orgId/logs/search': 'viewer',
   'GET /ui/orgs/:orgId/tests/history': 'viewer',
   'POST /ui/orgs/:orgId/tests/quarantine': 'developer',
   'GET /ui/orgs/:orgId/events': 'viewer',
@@ -98,7 +100,7 @@ const PARAMS: Record<string, string> = {
 };
 
 /** Queries some routes need before they look at anything else. */
-const QUERY: Record<string, string> = { '/v1/orgs/:orgId/tests': '?view=failed' };
+const QUERY: Record<string, string> = { '/v1/orgs/:orgId/tests': '?view=failed', '/v1/orgs/:orgId/logs/search': '?q=error', '/ui/orgs/:orgId/logs/search': '?q=error' };
 
 function concrete(pattern: string): string {
   return pattern.replace(/:([A-Za-z]+)/g, (_m, name: string) => encodeURIComponent(PARAMS[name] ?? name)) + (QUERY[pattern] ?? '');

@@ -16,7 +16,7 @@ export interface Frame {
   /** The session's CSRF token for forms; undefined for a bearer caller (no forms needed). */
   csrf: string | undefined;
   /** Which navigation entry is current. */
-  current: 'runs' | 'events' | 'agents' | 'tests' | 'audit' | 'none';
+  current: 'runs' | 'events' | 'agents' | 'tests' | 'audit' | 'logs' | 'none';
 }
 
 export function csrfField(frame: Frame): Html {
@@ -41,7 +41,8 @@ export function sendUiPage(reply: FastifyReply, status: number, title: string, f
 <a class="skip" href="#content">Skip to content</a>
 <header class="top">
 <nav aria-label="Main"><strong class="brand">svc</strong> <span class="org">${frame.orgId}</span>
-${nav('runs', `${base}/runs`, 'Runs')} ${nav('events', `${base}/events`, 'Event log')} ${nav('agents', `${base}/agents`, 'Agents')} ${nav('tests', `${base}/tests`, 'Tests')} ${nav('audit', `${base}/audit`, 'Audit')}</nav>
+${nav('runs', `${base}/runs`, 'Runs')} ${nav('events', `${base}/events`, 'Event log')} ${nav('agents', `${base}/agents`, 'Agents')} ${nav('tests', `${base}/tests`, 'Tests')} ${nav('audit', `${base}/audit`, 'Audit')} ${nav('logs', `${base}/logs/search`, 'Log search')}</nav>
+<form method="get" action="${base}/logs/search" class="log-search-box" role="search"><input type="search" name="q" placeholder="Search logs" aria-label="Search logs" minlength="3" maxlength="200" required></form>
 <div class="who"><span>${frame.user}</span>${
     frame.csrf === undefined ? html`` : html` <form method="post" action="/signout"><input type="hidden" name="csrf" value="${frame.csrf}"><button type="submit" class="link">Sign out</button></form>`
   }</div>

@@ -27,6 +27,7 @@ import { registerFleetPage } from './fleet.ts';
 import { registerAuditPage } from './audit.ts';
 import { registerAttestationDownload } from './attestations.ts';
 import { registerTestPages } from './tests.ts';
+import { registerLogSearchPage } from './log-search.ts';
 
 export type { UiOptions } from './common.ts';
 
@@ -173,4 +174,5 @@ export function registerUiRoutes(app: SvcHttpServer, options: UiOptions): void {
   registerAuditPage(app, options);
   registerAttestationDownload(app, options);
   registerTestPages(app, options);
+  registerLogSearchPage(app, options);
 }
