@@ -4,7 +4,8 @@
 // at the new sha through GitMirrors, as the orchestrator's ingest does (with the pushed ref).
 // With --before DIR (an extracted tree of an earlier commit, node_modules linked in), the
 // GitMirrors of that tree reads the same commit in the same round, in alternating order, each
-// through its own mirror: a side-by-side comparison under the same load. Figures only.
+// through its own mirror: a side-by-side comparison under the same load. `fetch` is this tree
+// with borrowLocalObjects off (the path of a remote on another machine). Figures only.
 //   node bench/git-lock-read.ts [--pushes N] [--branches B] [--before DIR] [--busy]
 // An earlier tree: mkdir /tmp/svc-before && git archive <rev> | tar -x -C /tmp/svc-before &&
 //   ln -s "$PWD/node_modules" /tmp/svc-before/node_modules
@@ -38,11 +39,11 @@ interface Reader {
 const teardowns: Array<() => unknown> = [];
 const logger = pino({ level: 'silent' });
 
-async function reader(name: string, Mirrors: typeof GitMirrors): Promise<Reader> {
+async function reader(name: string, Mirrors: typeof GitMirrors, borrowLocalObjects = true): Promise<Reader> {
   const cacheDir = await mkdtemp(join(tmpdir(), `svc-bench-lock-read-${name}-`));
   teardowns.push(() => rm(cacheDir, { recursive: true, force: true }));
   // Both versions get every key; an older GitMirrors ignores the ones it does not know.
-  const config = { cacheDir, fetchTimeoutMs: 120_000, readTimeoutMs: 30_000, maxLockFileBytes: 32 * 1024 * 1024, gitBinary: 'git', catFileProcesses: 16, catFileIdleMs: 300_000 };
+  const config = { cacheDir, fetchTimeoutMs: 120_000, readTimeoutMs: 30_000, maxLockFileBytes: 32 * 1024 * 1024, gitBinary: 'git', catFileProcesses: 16, catFileIdleMs: 300_000, borrowLocalObjects };
   const mirrors = new Mirrors({ config, logger }) as GitMirrors & { close?: () => Promise<void> };
   return {
     name,
@@ -52,7 +53,9 @@ async function reader(name: string, Mirrors: typeof GitMirrors): Promise<Reader>
 }
 
 async function main(): Promise<void> {
-  const readers = [await reader('after', GitMirrors)];
+  // after: the local remote's objects read in place; fetch: the same code fetching the pushed ref
+  // (as for a remote on another machine).
+  const readers = [await reader('fetch', GitMirrors, false), await reader('after', GitMirrors)];
   if (values.before !== undefined) {
     const url = pathToFileURL(join(resolve(values.before), 'plugins/providers/git/mirror.ts')).href;
     const before = (await import(url)) as { GitMirrors: typeof GitMirrors };
@@ -89,7 +92,10 @@ async function main(): Promise<void> {
     p50.set(name, percentile(sorted, 50));
     process.stdout.write(`  ${name.padEnd(6)} p50 ${percentile(sorted, 50).toFixed(1)}  p90 ${percentile(sorted, 90).toFixed(1)}  max ${sorted.at(-1)!.toFixed(1)}\n`);
   }
-  if (p50.has('before')) process.stdout.write(`  after is ${(p50.get('before')! / p50.get('after')!).toFixed(2)}x faster at p50\n`);
+  if (p50.has('before')) {
+    process.stdout.write(`  fetch (the pushed ref, one git process) is ${(p50.get('before')! / p50.get('fetch')!).toFixed(2)}x faster than before at p50\n`);
+    process.stdout.write(`  after (a local remote read in place) is ${(p50.get('before')! / p50.get('after')!).toFixed(2)}x faster than before at p50\n`);
+  }
 }
 
 try {

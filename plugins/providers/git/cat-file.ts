@@ -51,8 +51,9 @@ class CatFileProcess {
   readonly exitedPromise: Promise<void>;
   idleTimer: NodeJS.Timeout | undefined;
 
-  constructor(gitBinary: string, gitDir: string) {
-    this.#child = spawn(gitBinary, ['cat-file', '--batch-command'], { cwd: gitDir, env: gitEnvironment({ gitDir }), stdio: ['pipe', 'pipe', 'pipe'] });
+  constructor(gitBinary: string, gitDir: string, alternates: string | undefined) {
+    const env = gitEnvironment({ gitDir, ...(alternates === undefined ? {} : { alternates }) });
+    this.#child = spawn(gitBinary, ['cat-file', '--batch-command'], { cwd: gitDir, env, stdio: ['pipe', 'pipe', 'pipe'] });
     this.exitedPromise = new Promise((resolve) => {
       this.#child.once('close', (code, signal) => {
         this.#fail(`exited (${signal ?? `code ${code}`})`);
@@ -189,6 +190,8 @@ export class CatFilePool {
   /** Map order is use order: the first entry is the least recently used. */
   readonly #processes = new Map<string, CatFileProcess>();
   readonly #closing = new Set<CatFileProcess>();
+  /** Object directories a repository's process also reads (a local remote's), by repository. */
+  readonly #alternates = new Map<string, string>();
   #closed = false;
 
   constructor(options: CatFilePoolOptions) {
@@ -208,6 +211,17 @@ export class CatFilePool {
   /** Type, size and bytes of one object. */
   contents(gitDir: string, name: string): Promise<ObjectAnswer> {
     return this.#ask(gitDir, 'contents', name);
+  }
+
+  /**
+   * Let `gitDir`'s process also read objects from `objectsDir` (undefined: none). A change closes
+   * the running process; the next request starts one with the new setting.
+   */
+  borrow(gitDir: string, objectsDir: string | undefined): void {
+    if (this.#alternates.get(gitDir) === objectsDir) return;
+    if (objectsDir === undefined) this.#alternates.delete(gitDir);
+    else this.#alternates.set(gitDir, objectsDir);
+    this.forget(gitDir);
   }
 
   /** Close the process of `gitDir` (its mirror was made again). */
@@ -283,7 +297,7 @@ export class CatFilePool {
         this.#processes.delete(oldest);
         this.#retire(lru);
       }
-      proc = new CatFileProcess(this.#options.gitBinary, gitDir);
+      proc = new CatFileProcess(this.#options.gitBinary, gitDir, this.#alternates.get(gitDir));
       void proc.exitedPromise.then(() => {
         if (this.#processes.get(gitDir) === proc) this.#processes.delete(gitDir);
       });

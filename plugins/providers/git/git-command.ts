@@ -12,6 +12,8 @@ export interface GitRunOptions {
   config?: ReadonlyArray<readonly [string, string]>;
   /** Raw stdout bytes instead of text. */
   binary?: boolean;
+  /** An object directory git may also read from (GIT_ALTERNATE_OBJECT_DIRECTORIES): a local remote's. */
+  alternates?: string;
   maxBuffer?: number;
 }
 
@@ -36,7 +38,7 @@ const PROTOCOLS: ReadonlyArray<readonly [string, string]> = [
 ];
 
 /** The environment every git process of the provider runs with (one-shot or long-lived). */
-export function gitEnvironment(options: Pick<GitRunOptions, 'gitDir' | 'config'>): NodeJS.ProcessEnv {
+export function gitEnvironment(options: Pick<GitRunOptions, 'gitDir' | 'config' | 'alternates'>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) if (!DROPPED.test(key)) env[key] = value;
   const config = [...PROTOCOLS, ['core.hooksPath', '/dev/null'] as const, ...(options.config ?? [])];
@@ -46,6 +48,7 @@ export function gitEnvironment(options: Pick<GitRunOptions, 'gitDir' | 'config'>
     env[`GIT_CONFIG_VALUE_${i}`] = value;
   });
   env['GIT_DIR'] = options.gitDir;
+  if (options.alternates !== undefined) env['GIT_ALTERNATE_OBJECT_DIRECTORIES'] = options.alternates;
   env['GIT_TERMINAL_PROMPT'] = '0';
   env['GIT_ASKPASS'] = 'true';
   env['SSH_ASKPASS'] = 'true';

@@ -2,10 +2,12 @@
 // is present (fetching the pushed ref when the event named one, else branches and tags, then the
 // sha itself), and all work on one mirror is serialized so concurrent deliveries never run two
 // fetches into the same repository. Objects are read through one long-lived `git cat-file` per
-// mirror (cat-file.ts), so a lock read of a new commit spawns one git process, the fetch.
+// mirror (cat-file.ts), so a lock read of a new commit spawns one git process, the fetch; a
+// remote on this machine is read in place (#localObjects), with no fetch at all.
 import { createHash } from 'node:crypto';
 import { mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { NotFoundError, SvcError, UnavailableError, type ErrorCode } from '../../../core/errors.ts';
 import { checkRepositoryPath, MAX_READ_FILE_BYTES } from '../github/repository-path.ts';
@@ -30,6 +32,8 @@ export class GitMirrors {
    */
   readonly #prepared = new Set<string>();
   readonly #objects: CatFilePool;
+  /** A local remote's object directory the mirror's readers also read, by mirror (found at preparation). */
+  readonly #borrowed = new Map<string, string | undefined>();
 
   constructor(options: { config: GitProviderConfig; logger: Logger }) {
     this.#config = options.config;
@@ -72,13 +76,14 @@ export class GitMirrors {
     }
   }
 
-  #git(dir: string, source: GitSource, timeoutMs: number) {
+  #git(dir: string, source: GitSource, timeoutMs: number, options: { borrow?: boolean } = {}) {
     const config: Array<readonly [string, string]> = [];
     if (source.token !== undefined && /^https?:\/\//.test(source.remoteUrl)) {
       const basic = Buffer.from(`${source.username ?? 'git'}:${source.token}`).toString('base64');
       config.push(['http.extraHeader', `Authorization: Basic ${basic}`]);
     }
-    const base = { gitBinary: this.#config.gitBinary, gitDir: dir, timeoutMs, config };
+    const alternates = options.borrow === true ? this.#borrowed.get(dir) : undefined;
+    const base = { gitBinary: this.#config.gitBinary, gitDir: dir, timeoutMs, config, ...(alternates === undefined ? {} : { alternates }) };
     return {
       text: (args: readonly string[]) => runGit(args, { ...base, binary: false }),
       bytes: (args: readonly string[], maxBuffer?: number) => runGit(args, { ...base, binary: true, ...(maxBuffer ? { maxBuffer } : {}) }),
@@ -102,7 +107,38 @@ export class GitMirrors {
     // setting takes effect without touching the cache by hand.
     const set = await git.text(['config', 'remote.origin.url', source.remoteUrl]);
     if (set.exitCode !== 0) throw new SvcError('SVC_ERR_GIT_MIRROR', `could not configure the git mirror for source ${source.id}: ${firstLine(set.stderr)}`);
+    const borrowed = await this.#localObjects(source);
+    this.#borrowed.set(dir, borrowed);
+    this.#objects.borrow(dir, borrowed);
     this.#prepared.add(dir);
+  }
+
+  /**
+   * The object directory of a remote on this machine (a bare repository, or a work tree's
+   * `.git`), which the mirror's readers read in place: a pushed commit is there as soon as the
+   * push ends, so its lock is read without a fetch (the fetch was most of a webhook's answer).
+   * Nothing is copied: such a remote is where agents check out from as well. Only through the
+   * readers' environment (GIT_ALTERNATE_OBJECT_DIRECTORIES), never the mirror's own files, so a
+   * fetch still copies what it fetches. Off with `borrowLocalObjects: false`.
+   */
+  async #localObjects(source: GitSource): Promise<string | undefined> {
+    if (!this.#config.borrowLocalObjects) return undefined;
+    let root: string;
+    try {
+      if (source.remoteUrl.startsWith('file://')) root = fileURLToPath(source.remoteUrl);
+      else if (source.remoteUrl.startsWith('/')) root = source.remoteUrl;
+      else return undefined;
+    } catch {
+      return undefined;
+    }
+    for (const gitDir of [root, join(root, '.git')]) {
+      const objects = join(gitDir, 'objects');
+      // The variable is a ':'-separated list and a leading '"' quotes: such a path is not borrowed.
+      if (objects.includes(':') || objects.startsWith('"')) return undefined;
+      const [head, dir] = await Promise.all([stat(join(gitDir, 'HEAD')).catch(() => null), stat(objects).catch(() => null)]);
+      if (head?.isFile() === true && dir?.isDirectory() === true) return objects;
+    }
+    return undefined;
   }
 
   /** The commit `sha` names (an annotated tag peels to it), or null when the mirror lacks it. */
@@ -224,7 +260,7 @@ export class GitMirrors {
     const dir = this.mirrorDir(source);
     return this.#exclusive(dir, async () => {
       await this.#ensureCommits(dir, source, base === ZERO_SHA ? [head] : [base, head]);
-      const git = this.#git(dir, source, this.#config.readTimeoutMs);
+      const git = this.#git(dir, source, this.#config.readTimeoutMs, { borrow: true });
       let from = base;
       if (base === ZERO_SHA) {
         const commit = await this.#objects.contents(dir, `${head}^{commit}`);

@@ -20,6 +20,11 @@ export const GitProviderConfig = Type.Object(
     catFileProcesses: Type.Integer({ minimum: 1, maximum: 1024, default: 16 }),
     /** A mirror's cat-file process unused this long is closed. */
     catFileIdleMs: Type.Integer({ minimum: 100, maximum: 24 * 3600_000, default: 300_000 }),
+    /**
+     * A remote on this machine (an absolute path or file:///): read its objects in place instead
+     * of fetching them first (the mirror still fetches what it cannot find there).
+     */
+    borrowLocalObjects: Type.Boolean({ default: true }),
     /** The git program. */
     gitBinary: Type.String({ minLength: 1, maxLength: 4096, default: 'git' }),
   },

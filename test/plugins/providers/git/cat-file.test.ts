@@ -15,11 +15,12 @@ import { createGitRemote, git, type GitRemote, type Teardown } from '../../../fi
 const LOCK_PATH = '.svc/svc.lock.json';
 const logger = pino({ level: 'silent' });
 
-async function setup(t: Teardown, config: { catFileProcesses?: number; catFileIdleMs?: number } = {}) {
+// The fetch path (a remote on another machine) unless a test turns borrowing on.
+async function setup(t: Teardown, config: { catFileProcesses?: number; catFileIdleMs?: number; borrowLocalObjects?: boolean } = {}) {
   const cacheDir = await mkdtemp(join(tmpdir(), 'svc-git-catfile-'));
   t.teardown(() => rm(cacheDir, { recursive: true, force: true }));
   const mirrors = new GitMirrors({
-    config: { cacheDir, fetchTimeoutMs: 60_000, readTimeoutMs: 30_000, maxLockFileBytes: 1024 * 1024, gitBinary: 'git', catFileProcesses: 16, catFileIdleMs: 300_000, ...config },
+    config: { cacheDir, fetchTimeoutMs: 60_000, readTimeoutMs: 30_000, maxLockFileBytes: 1024 * 1024, gitBinary: 'git', catFileProcesses: 16, catFileIdleMs: 300_000, borrowLocalObjects: false, ...config },
     logger,
   });
   t.teardown(() => mirrors.close());
@@ -267,4 +268,35 @@ t.test('the pool answers concurrent requests on one process in order; a name tha
     await t.rejects(pool.info(gitDir, bad), /not an object id/, JSON.stringify(bad));
   }
   t.same(await pool.info(gitDir, `${blobs[0]}`), { found: true, oid: blobs[0], type: 'blob', size: 0 }, 'the process still answers');
+});
+
+t.test('a local remote is read in place: no fetch; loose objects and packs, a work tree remote, force-pushes, diffs', async (t) => {
+  const { mirrors, remote, source, text, cacheDir } = await setup(t, { borrowLocalObjects: true });
+  const first = await remote.commit({ [LOCK_PATH]: 'one', 'a.txt': 'a' }, 'one');
+  await remote.push();
+  t.equal(await text(source(), first, 'refs/heads/main'), 'one');
+  const second = await remote.commit({ [LOCK_PATH]: 'two', 'b.txt': 'b' }, 'two');
+  await remote.push();
+  const [pid] = mirrors.catFilePids();
+  t.equal(await text(source(), second, 'refs/heads/main'), 'two', 'a loose object pushed after the reader started');
+  // A push kept as a pack at the remote: the running reader finds the new pack.
+  await git(remote.root, ['--git-dir', remote.bare, 'config', 'receive.unpackLimit', '1']);
+  const packed = await remote.commit({ [LOCK_PATH]: 'packed' }, 'packed');
+  await remote.push();
+  t.ok((await readdir(join(remote.bare, 'objects', 'pack'))).some((f) => f.endsWith('.pack')), 'the remote holds a pack');
+  t.equal(await text(source(), packed, 'refs/heads/main'), 'packed', 'an object in a pack pushed after the reader started');
+  t.same(mirrors.catFilePids(), [pid], 'the same reader throughout');
+  t.same(await mirrors.changedFiles(source(), first, second), ['.svc/svc.lock.json', 'b.txt'], 'diffs read the remote in place too');
+  // Force-push: the replaced commit stays readable while the remote keeps it.
+  await remote.git(['reset', '--quiet', '--hard', first]);
+  const rewritten = await remote.commit({ [LOCK_PATH]: 'rewritten' }, 'rewritten');
+  await remote.push('+HEAD:refs/heads/main');
+  t.equal(await text(source(), rewritten, 'refs/heads/main'), 'rewritten');
+  t.equal(await text(source(), second), 'two');
+  t.same(await mirrorRefs(cacheDir), [], 'nothing was fetched: the mirror has no refs');
+  // A sha the remote does not have: the fetch path, then the usual error.
+  const local = await remote.commit({ b: '2' }, 'never pushed');
+  await t.rejects(text(source(), 'e'.repeat(40)), { code: 'SVC_ERR_GIT_UNKNOWN_SHA' });
+  // A work tree (non-bare) remote: its .git/objects. The clone has the unpushed commit.
+  t.equal(await text(source({ ...remote, url: remote.work }, 'work-tree-source'), local), 'rewritten', 'the work tree commit read in place (its lock is unchanged)');
 });

@@ -206,7 +206,8 @@ t.test('a lock read of a new commit spawns one git process, the fetch; a mirror 
   t.teardown(() => rm(bin, { recursive: true, force: true }));
   const log = join(bin, 'calls.log');
   await writeFile(join(bin, 'git'), `#!/bin/sh\nfor a in "$@"; do case "$a" in -*) ;; *) echo "$a" >> '${log}'; break;; esac; done\nexec git "$@"\n`, { mode: 0o755 });
-  const { provider, remote, source, cacheDir } = await setup(t, { gitBinary: join(bin, 'git') });
+  // borrowLocalObjects off: the path of a remote on another machine (a fetch per new commit).
+  const { provider, remote, source, cacheDir } = await setup(t, { gitBinary: join(bin, 'git'), borrowLocalObjects: false });
   const calls = async () => {
     const text = await readFile(log, 'utf8').catch(() => '');
     await writeFile(log, '');
@@ -227,6 +228,19 @@ t.test('a lock read of a new commit spawns one git process, the fetch; a mirror 
   await rm(cacheDir, { recursive: true, force: true });
   t.equal(await read(await push(3)), `${LOCK}3`, 'read after the mirror was removed');
   t.same(await calls(), ['init', 'config', 'cat-file', 'fetch'], 'the removed mirror is made and configured again, with a cat-file of its own');
+  // The default for a remote on this machine: its objects read in place, no git process at all.
+  const local = await setup(t, { gitBinary: join(bin, 'git') });
+  const localRead = async (sha: string) => Buffer.from((await local.provider.fetchLockFile({ source: local.source(), repository, sha }))!).toString();
+  const commit = async (i: number) => {
+    const sha = await local.remote.commit({ '.svc/svc.lock.json': `${LOCK}${i}` }, `c${i}`);
+    await local.remote.push();
+    return sha;
+  };
+  await calls();
+  t.equal(await localRead(await commit(6)), `${LOCK}6`);
+  t.same(await calls(), ['init', 'config', 'cat-file'], 'a local remote: the mirror is made, its reader started, nothing fetched');
+  t.equal(await localRead(await commit(7)), `${LOCK}7`);
+  t.same(await calls(), [], 'a new commit of a local remote: no git process');
 });
 
 t.test('an unreachable remote is an unavailable error', async (t) => {
