@@ -390,6 +390,8 @@ export class DispatchedJob {
     this.#logs.close();
     this.#status = terminal.status;
     const reason = terminal.reason === undefined ? undefined : this.#secrets.mask(terminal.reason).slice(0, 10_000);
+    // The job span ends before its report goes: the orchestrator's job report span starts on receipt.
+    this.#trace?.end(terminal.status, reason);
     this.#env.send({
       type: 'job.status',
       jobId: this.jobId,
@@ -408,7 +410,6 @@ export class DispatchedJob {
       // The connection leaves it out for an orchestrator below protocol 5 (peer-protocol.ts).
       ...(terminal.status === 'failed' && terminal.exitCode !== undefined ? { exitCode: terminal.exitCode } : {}),
     });
-    this.#trace?.end(terminal.status, reason);
   }
 
   #traceStep(index: number, name: string, status: string, traceparent: string | undefined, reason: string | undefined): void {

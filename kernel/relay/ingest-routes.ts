@@ -103,21 +103,23 @@ export function registerIngestRoutes(app: SvcHttpServer, options: IngestOptions)
   const tracing = options.tracing ?? NO_TRACING;
 
   /** The delivery's root span (the trace's first): front door, dedup, forward or buffer as children. */
-  function receiveSpan(webhook: InboundWebhook<RelaySource>, request: FastifyRequest): TraceSpan {
+  function receiveSpan(webhook: InboundWebhook<RelaySource>, request: FastifyRequest): { root: TraceSpan; admitted: number } {
     const root = tracing.start('webhook receive', {
       kind: 'server',
       start: webhook.arrival,
       attributes: { 'svc.org.id': webhook.orgId, 'svc.delivery.id': webhook.deliveryId, 'svc.routing_key': webhook.routingKey, 'vcs.provider.name': webhook.providerKind, 'http.request.method': request.method, 'http.route': request.routeOptions.url },
     });
     // Body read, rate limits and routing happened before `handle`: one span from arrival to here.
-    tracing.record('relay admission', { parent: root.traceparent, start: webhook.arrival, end: nowMs() });
-    return root;
+    const admitted = nowMs();
+    tracing.record('relay admission', { parent: root.traceparent, start: webhook.arrival, end: admitted });
+    return { root, admitted };
   }
 
   async function handle(webhook: InboundWebhook<RelaySource>, request: FastifyRequest): Promise<WebhookAnswer> {
-    const root = tracing.enabled ? receiveSpan(webhook, request) : undefined;
+    const traced = tracing.enabled ? receiveSpan(webhook, request) : undefined;
+    const root = traced?.root;
     try {
-      const answer = await handleTraced(webhook, request, root);
+      const answer = await handleTraced(webhook, request, root, traced?.admitted ?? 0);
       root?.setAttributes({ 'svc.relay.answer': 'status' in answer ? String((answer.body as { status?: string }).status) : answer.refusal });
       return answer;
     } finally {
@@ -125,13 +127,15 @@ export function registerIngestRoutes(app: SvcHttpServer, options: IngestOptions)
     }
   }
 
-  async function handleTraced(webhook: InboundWebhook<RelaySource>, request: FastifyRequest, root: TraceSpan | undefined): Promise<WebhookAnswer> {
+  /** `since`: where the previous span ended (each span starts where the last ended: the SDK's own time is inside one). */
+  async function handleTraced(webhook: InboundWebhook<RelaySource>, request: FastifyRequest, root: TraceSpan | undefined, since: number): Promise<WebhookAnswer> {
     const { orgId, routingKey, deliveryId, body } = webhook;
-    const dedupStart = root === undefined ? 0 : nowMs();
+    const dedupStart = since;
     const keys = [`body\0${orgId}\0${routingKey}\0${createHash('sha256').update(body).digest('base64')}`];
     if (webhook.deliveryIdFromProvider) keys.push(`id\0${orgId}\0${routingKey}\0${deliveryId}`);
     const claim = await dedup.claim(keys);
-    if (root !== undefined) tracing.record('relay dedup', { parent: root.traceparent, start: dedupStart, end: nowMs(), attributes: { 'svc.dedup.result': claim.kind } });
+    const deduped = root === undefined ? 0 : nowMs();
+    if (root !== undefined) tracing.record('relay dedup', { parent: root.traceparent, start: dedupStart, end: deduped, attributes: { 'svc.dedup.result': claim.kind } });
     if (claim.kind === 'duplicate') {
       count('relay_duplicate');
       request.log.info({ orgId, routingKey, deliveryId }, 'duplicate webhook inside the dedup window; not relayed');
@@ -158,7 +162,7 @@ export function registerIngestRoutes(app: SvcHttpServer, options: IngestOptions)
       };
       metrics.forwardSeconds.observe((Date.now() - webhook.arrival) / 1000);
       // The orchestrator's ingest span is a child of this one (the message's traceparent).
-      const forward = root === undefined ? undefined : tracing.start('relay forward', { kind: 'producer', parent: root.traceparent });
+      const forward = root === undefined ? undefined : tracing.start('relay forward', { kind: 'producer', parent: root.traceparent, start: deduped });
       if (forward?.traceparent !== undefined) message.traceparent = forward.traceparent;
       const ack = await pool.deliver(orgId, message, options.ackTimeoutMs, webhook.arrival + options.totalBudgetMs);
       forward?.setAttributes({ 'svc.ack.result': ack?.result ?? 'none' });
