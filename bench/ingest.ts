@@ -7,7 +7,11 @@
 // exactly 25 and 50 ms) gives the share answered within each bound; the sender's round trip and
 // the records' queued_at − received_at (which stops at the transaction's start) are printed
 // beside it. Bounded, loopback only, stops by itself:
-//   node bench/ingest.ts [--requests N] [--concurrency C] [--rate R] [--steady-seconds S] [--busy] [--profile DIR] [--sample-db] [--keep-data]
+//   node bench/ingest.ts [--requests N] [--concurrency C] [--rate R] [--steady-seconds S] [--busy] [--profile DIR] [--sample-db] [--keep-data] [--tracing]
+// --tracing: the whole bench twice in one run, tracing off then on (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+// at a local OTLP/HTTP receiver in this process that decodes every export), each on fresh
+// databases, and both throughputs and latencies side by side with their ratio (target: tracing
+// on within 10 % of off).
 // --busy: a background CPU load (stress-ng --cpu 1 --cpu-load 50) during the whole measurement.
 // --sample-db: during the steady phase, what the database's backends wait for (lib/db-sampler.ts).
 // The steady phase also prints each hop at p50/p99 (relay receive → send, send → ack, and in the
@@ -30,6 +34,7 @@ import { createDatabase, migrate, sql } from '../kernel/services/db/index.ts';
 import { buildLock } from '../workflow/lock/lock-file.ts';
 import { job, trig, workflow } from '../test/fixtures/locks.ts';
 import { sampleDatabase } from './lib/db-sampler.ts';
+import { startOtlpReceiver } from '../test/fixtures/otlp-receiver.ts';
 import { warmSender } from './lib/sender-process.ts';
 import { bucketQuantile, commandCpuSeconds, cpuSeconds as cpuOf, machineCpuSeconds, machineShare, diskCounters, diskLine, distBin, fileCreateProbe, keepOrRemove, percentile, rssMiB as rssOf, scrapeBuckets, withMachine } from './lib/machine.ts';
 
@@ -45,6 +50,7 @@ const { values } = parseArgs({
     'sample-db': { type: 'boolean', default: false },
     // Leave the data directory (its path is printed): see keepOrRemove in lib/machine.ts.
     'keep-data': { type: 'boolean', default: false },
+    tracing: { type: 'boolean', default: false },
   },
 });
 const REQUESTS = Math.min(100_000, Number(values.requests));
@@ -57,7 +63,9 @@ const WARM_SECONDS = 2;
 const logger = pino({ level: 'silent' });
 const serverUrl = process.env['SVC_TEST_DATABASE_URL'] || 'postgres://postgres@127.0.0.1:5432/postgres';
 const suffix = `${process.pid}_${randomBytes(3).toString('hex')}`;
-const dbNames = [`svc_bench_relay_${suffix}`, `svc_bench_orch_${suffix}`];
+/** Every database made (dropped at the end); each pass of the bench gets its own two. */
+const allDbNames: string[] = [];
+let dbNames: string[] = [];
 const children: ChildProcess[] = [];
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'svc-bench-ingest-'));
 const PROFILE_DIR = values.profile === undefined ? undefined : path.resolve(values.profile);
@@ -102,8 +110,17 @@ const cpuSeconds = (child: ChildProcess) => cpuOf(child.pid);
 const rssMiB = (child: ChildProcess) => rssOf(child.pid);
 const pct = percentile;
 
-async function main(): Promise<void> {
+/** What a pass gives the side-by-side comparison (--tracing). */
+interface PassFigures {
+  throughput: number;
+  p50: number;
+  p99: number;
+}
+
+async function main(pass: string, otel: NodeJS.ProcessEnv): Promise<PassFigures> {
   console.log(fileCreateProbe(dataDir));
+  dbNames = [`svc_bench_relay_${suffix}${pass}`, `svc_bench_orch_${suffix}${pass}`];
+  allDbNames.push(...dbNames);
   for (const name of dbNames) await admin(`CREATE DATABASE ${name}`);
   const relayPool = await createDatabase({ url: urlFor(dbNames[0]!), logger });
   await migrateRelay(relayPool, logger);
@@ -123,12 +140,12 @@ async function main(): Promise<void> {
       ${sql.jsonb(entry.triggers[0] as never)}, ${sql.jsonb(entry as never)})`);
 
   // A warm source cache (the pointer the build would write), so jobs queue at once.
-  const pointerDir = path.join(dataDir, 'orch', 'storage', 'source', 'v2', 'bench');
+  const pointerDir = path.join(dataDir, `orch${pass}`, 'storage', 'source', 'v2', 'bench');
   mkdirSync(pointerDir, { recursive: true });
   writeFileSync(path.join(pointerDir, `${entry.contentHash}.hash`), 'digest');
 
   // Port 0: the relay prints the address it bound (a random pick could meet a port in use).
-  const relay = await start(distBin('svc-relay'), 'svc-relay', { ...process.env, SVC_RELAY_DATABASE_URL: urlFor(dbNames[0]!), SVC_RELAY_PORT: '0', SVC_RELAY_HOST: '127.0.0.1', SVC_SERVER_LOG_LEVEL: 'warn', SVC_DATA_DIR: path.join(dataDir, 'relay'), SVC_RELAY_RATE_LIMIT_PER_ORG_RPM: '100000000', SVC_RELAY_RATE_LIMIT_PER_IP_RPM: '100000000' });
+  const relay = await start(distBin('svc-relay'), 'svc-relay', { ...process.env, SVC_RELAY_DATABASE_URL: urlFor(dbNames[0]!), SVC_RELAY_PORT: '0', SVC_RELAY_HOST: '127.0.0.1', SVC_SERVER_LOG_LEVEL: 'warn', ...otel, SVC_DATA_DIR: path.join(dataDir, `relay${pass}`), SVC_RELAY_RATE_LIMIT_PER_ORG_RPM: '100000000', SVC_RELAY_RATE_LIMIT_PER_IP_RPM: '100000000' });
   const relayUrl = relay.url;
   const orch = await start(distBin('svc-orchestrator'), 'svc-orchestrator', {
     ...process.env,
@@ -137,7 +154,8 @@ async function main(): Promise<void> {
     SVC_SERVER_PORT: '0',
     SVC_SERVER_HOST: '127.0.0.1',
     SVC_SERVER_LOG_LEVEL: 'warn',
-    SVC_DATA_DIR: path.join(dataDir, 'orch'),
+    ...otel,
+    SVC_DATA_DIR: path.join(dataDir, `orch${pass}`),
     SVC_PLATFORM_URL: relayUrl,
     SVC_PLATFORM_TOKEN: token,
     SVC_INSTANCE_ID: 'bench-orch',
@@ -281,6 +299,28 @@ async function main(): Promise<void> {
   console.log(`  event-loop delay since start (p50/p99): relay ${lag(hopsAfter[0]!, 'p50')}/${lag(hopsAfter[0]!, 'p99')} ms, orchestrator ${lag(hopsAfter[1]!, 'p50')}/${lag(hopsAfter[1]!, 'p99')} ms`);
   console.log(`RSS: relay ${rssMiB(relay.child).toFixed(0)} MiB, orchestrator ${rssMiB(orch.child).toFixed(0)} MiB, bench process ${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB`);
   await orchPool.end();
+  // The next pass measures its own servers only (SIGTERM: the servers export their last spans).
+  for (const child of [relay.child, orch.child]) child.kill('SIGTERM');
+  await Promise.all([relay.child, orch.child].map((child) => (child.exitCode === null ? new Promise((r) => child.once('exit', r)) : undefined)));
+  return { throughput: REQUESTS / seconds, p50: pct(roundTrips, 50), p99: pct(roundTrips, 99) };
+}
+
+/** --tracing: both passes, then the comparison (docs/benchmarks.md "Ingest with tracing"). */
+async function compareTracing(): Promise<void> {
+  console.log('== pass 1: tracing off ==');
+  const off = await main('_off', { OTEL_SDK_DISABLED: 'true' });
+  const receiver = await startOtlpReceiver(undefined, { keep: false });
+  try {
+    console.log(`== pass 2: tracing on, exporting to ${receiver.url} ==`);
+    const on = await main('_on', { OTEL_SDK_DISABLED: 'false', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: '' });
+    const ratio = on.throughput / off.throughput;
+    console.log('tracing off vs on (same machine, one run):');
+    console.log(`  no-match throughput: off ${off.throughput.toFixed(0)}/s, on ${on.throughput.toFixed(0)}/s, on/off ${ratio.toFixed(3)} (target >= 0.90: ${ratio >= 0.9 ? 'OK' : 'MISS'})`);
+    console.log(`  steady ${RATE}/s round trip: p50 off ${off.p50.toFixed(2)} ms, on ${on.p50.toFixed(2)} ms; p99 off ${off.p99.toFixed(2)} ms, on ${on.p99.toFixed(2)} ms`);
+    console.log(`  the receiver decoded ${receiver.requests} OTLP export requests, ${(receiver.bytes / 1048576).toFixed(1)} MiB`);
+  } finally {
+    await receiver.close();
+  }
 }
 
 // Killed or interrupted: the servers and the sender go with the bench.
@@ -289,10 +329,10 @@ process.once('exit', () => {
 });
 try {
   // Bounded: the busy load ends by itself after this long even if the bench is killed.
-  await withMachine(values.busy, 300, main);
+  await withMachine(values.busy, values.tracing ? 600 : 300, () => (values.tracing ? compareTracing() : main('', {}).then(() => undefined)));
 } finally {
   for (const child of children) child.kill('SIGTERM');
   await new Promise((r) => setTimeout(r, 1500));
-  for (const name of dbNames) await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
+  for (const name of allDbNames) await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
   keepOrRemove(dataDir, values['keep-data']);
 }
