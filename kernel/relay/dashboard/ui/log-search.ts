@@ -19,6 +19,8 @@ const FIELDS = ['q', 'repository', 'branch', 'workflow', 'job', 'status', 'since
 const STATUSES = ['', 'completed', 'failed', 'cancelled', 'running', 'queued', 'held', 'skipped'];
 /** The log viewer's `find` is matched within the step; the line's own text (cut) lands on it. */
 const FIND_MAX = 200;
+/** Colour and cursor escapes (SGR and other CSI sequences): the page shows, and the viewer finds, the plain text. */
+const plain = (text: string): string => text.replace(/\u001b\[[0-9;?]*[ -/]*[@-~]/g, '');
 
 export const logSearchPath = (orgId: string): string => `/ui/orgs/${enc(orgId)}/logs/search`;
 
@@ -47,11 +49,11 @@ ${field('since', 'Since', '7d or 2026-12-01')} ${field('until', 'Until', '2026-1
 
 function hitRow(frame: Frame, hit: LogSearchHit): Html {
   const step = hit.step === '' ? '' : `&step=${enc(hit.step)}`;
-  const href = `${runsBase(frame.orgId)}/${enc(hit.runId)}/logs?job=${enc(hit.job)}${step}&find=${enc(hit.text.slice(0, FIND_MAX))}`;
+  const href = `${runsBase(frame.orgId)}/${enc(hit.runId)}/logs?job=${enc(hit.job)}${step}&find=${enc(plain(hit.text).slice(0, FIND_MAX))}`;
   const branch = hit.ref === null ? '' : hit.ref.replace(/^refs\/heads\//, '');
   return html`<li class="log-hit" data-run="${hit.runId}" data-job="${hit.jobId}">
 <div>${statusBadge(hit.runStatus)} <a href="${runsBase(frame.orgId)}/${enc(hit.runId)}">${hit.workflow}</a> <span class="mono">${hit.runId.slice(0, 8)}</span> · ${hit.repository}${branch === '' ? html`` : html` · ${branch}`} · ${hit.job}${hit.step === '' ? html`` : html` › ${hit.step}`} · <span class="note">${hit.runCreatedAt}</span> · <a class="log-hit-link" href="${href}">open in log</a></div>
-<pre class="log">${hit.before.map((l) => html`<span class="ctx">${l}</span>\n`)}<mark>${hit.text}</mark>${hit.after.map((l) => html`\n<span class="ctx">${l}</span>`)}</pre></li>`;
+<pre class="log">${hit.before.map((l) => html`<span class="ctx">${plain(l)}</span>\n`)}<mark>${plain(hit.text)}</mark>${hit.after.map((l) => html`\n<span class="ctx">${plain(l)}</span>`)}</pre></li>`;
 }
 
 export function logSearchPage(frame: Frame, form: Form, answer: LogSearchAnswer | undefined, problem: string | undefined): Html {
