@@ -8,11 +8,11 @@
 //
 // The svc dev agent has the labels `local` and `linux`, so the `integration` and `system` jobs
 // (labels `linux`, `postgres`) wait for an agent that never comes: each run is cancelled once its
-// unit job has ended. Every push installs the dependencies afresh (about 6 minutes a push on 2 cores).
+// unit job has ended. The one agent runs a job at a time and every job installs the dependencies
+// afresh: a push takes 10 to 25 minutes on 2 cores (typecheck and build go before unit).
 //
 // Run: node scripts/dashboard-test-shots.ts [--runs N] [--out DIR]   (N pushes, default 2: the history's bars)
-import { spawn, type ChildProcess } from 'node:child_process';
-import { execFile } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
