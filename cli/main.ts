@@ -1,5 +1,6 @@
 import { SVC_CLI } from '../core/cli/definitions.ts';
 import { runCli } from '../core/cli/run-oclif.ts';
+import { fastCommand, runFast } from './fast-path.ts';
 
 const HELP = new Set(['--help', '-h']);
 
@@ -16,5 +17,7 @@ export function svcArgv(argv: readonly string[]): string[] {
 }
 
 export async function main(argv: string[]): Promise<number> {
+  const fast = fastCommand(argv);
+  if (fast !== undefined) return runFast(fast);
   return runCli(SVC_CLI, svcArgv(argv));
 }
