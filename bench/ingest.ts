@@ -118,7 +118,8 @@ interface PassFigures {
 }
 
 async function main(pass: string, otel: NodeJS.ProcessEnv): Promise<PassFigures> {
-  console.log(fileCreateProbe(dataDir));
+  // Once per run: the probe's files stay in the data directory.
+  if (allDbNames.length === 0) console.log(fileCreateProbe(dataDir));
   dbNames = [`svc_bench_relay_${suffix}${pass}`, `svc_bench_orch_${suffix}${pass}`];
   allDbNames.push(...dbNames);
   for (const name of dbNames) await admin(`CREATE DATABASE ${name}`);

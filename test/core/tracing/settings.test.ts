@@ -1,0 +1,65 @@
+// OTEL_* as core/tracing reads them (docs/tracing.md "Turning it on"): off by default and with
+// OTEL_SDK_DISABLED / OTEL_TRACES_EXPORTER=none; the endpoint rules of the OTLP exporter spec; bad
+// values refused with SVC_ERR_CONFIG_OTEL naming the variable; traceparent parsing; the no-op
+// tracing costs nothing and records nothing.
+import t from 'tap';
+import { NO_TRACING, nowMs, parseTraceparent, startTracing, tracingSettings } from '../../../core/tracing/index.ts';
+
+t.test('off unless an endpoint or the otlp exporter is named', async (t) => {
+  t.equal(tracingSettings({}, 'svc-relay'), null);
+  t.equal(tracingSettings({ OTEL_SERVICE_NAME: 'x' }, 'svc-relay'), null, 'a service name alone does not turn it on');
+  t.equal(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'true' }, 'svc-relay'), null);
+  t.equal(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_TRACES_EXPORTER: 'none' }, 'svc-relay'), null);
+  t.equal(await startTracing({}, 'svc-relay'), NO_TRACING, 'off: the no-op, nothing loaded');
+});
+
+t.test('endpoints, names, sampler and batch settings', async (t) => {
+  t.match(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318/' }, 'svc-relay'), { url: 'http://c:4318/v1/traces', serviceName: 'svc-relay', sampler: { name: 'parentbased_always_on', ratio: 1 } });
+  t.match(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://d:9/x' }, 's'), { url: 'http://d:9/x' }, 'the signal URL is used as is');
+  t.match(tracingSettings({ OTEL_TRACES_EXPORTER: 'otlp' }, 's'), { url: 'http://localhost:4318/v1/traces' });
+  const s = tracingSettings(
+    {
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318',
+      OTEL_SERVICE_NAME: 'relay-eu',
+      OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=prod,team=ci%20ops',
+      OTEL_EXPORTER_OTLP_HEADERS: 'api-key=a%3Db',
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.25',
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+    },
+    'svc-relay',
+  );
+  t.match(s, { serviceName: 'relay-eu', resourceAttributes: { 'deployment.environment': 'prod', team: 'ci ops' }, headers: { 'api-key': 'a=b' }, sampler: { name: 'parentbased_traceidratio', ratio: 0.25 }, batch: { scheduledDelayMillis: 100 } });
+});
+
+t.test('bad values are refused naming the variable', async (t) => {
+  const on = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' };
+  const bad: Array<[Record<string, string>, string]> = [
+    [{ ...on, OTEL_TRACES_SAMPLER: 'sometimes' }, 'OTEL_TRACES_SAMPLER'],
+    [{ ...on, OTEL_TRACES_SAMPLER_ARG: '2' }, 'OTEL_TRACES_SAMPLER_ARG'],
+    [{ ...on, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, 'OTEL_EXPORTER_OTLP_PROTOCOL'],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'not a url' }, 'OTEL_EXPORTER_OTLP_ENDPOINT'],
+    [{ ...on, OTEL_TRACES_EXPORTER: 'zipkin' }, 'OTEL_TRACES_EXPORTER'],
+    [{ ...on, OTEL_BSP_SCHEDULE_DELAY: '-1' }, 'OTEL_BSP_SCHEDULE_DELAY'],
+    [{ ...on, OTEL_RESOURCE_ATTRIBUTES: 'novalue' }, 'OTEL_RESOURCE_ATTRIBUTES'],
+  ];
+  for (const [env, name] of bad) t.throws(() => tracingSettings(env, 's'), { code: 'SVC_ERR_CONFIG_OTEL', message: new RegExp(`^${name}=`) }, name);
+});
+
+t.test('traceparent', async (t) => {
+  t.same(parseTraceparent('00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'), { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7', sampled: true });
+  t.match(parseTraceparent('00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00'), { sampled: false });
+  for (const bad of [undefined, '', '01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', '00-00000000000000000000000000000000-00f067aa0ba902b7-01', '00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01', '00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01']) {
+    t.equal(parseTraceparent(bad), null, String(bad));
+  }
+});
+
+t.test('the no-op and the clock', async (t) => {
+  const span = NO_TRACING.start('x', { parent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' });
+  t.equal(span.traceparent, undefined);
+  t.equal(NO_TRACING.reserve('00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'), undefined);
+  span.end();
+  const a = nowMs();
+  t.ok(Math.abs(a - Date.now()) <= 2, 'the trace clock keeps to the wall clock');
+  t.ok(nowMs() >= a - 1.5, 'and does not go back by more than its re-anchoring bound');
+});
