@@ -1,5 +1,6 @@
 // Log search (docs/log-search.md): the lines of an org's stored job logs that contain a text,
-// ignoring case, newest run first, with the lines around each. Lines live in `job_logs` chunks
+// ignoring case and colour escapes (svc_log_plain, migration 0911), newest run first, with the
+// lines around each. Lines live in `job_logs` chunks
 // (masked by the agent before they were sent, so a masked secret is never findable); the
 // trigram index over each chunk's text (migration 0910) narrows the chunks to read, and only
 // those chunks are opened to pick the matching lines. Every read names the org.
@@ -80,7 +81,7 @@ async function byIndex(tx: CommonQueryMethods, orgId: string, q: LogSearchQuery,
     FROM cand JOIN job_logs l ON l.job_id = cand.job_id AND l.seq = cand.seq
     JOIN jobs j ON j.id = l.job_id JOIN runs r ON r.id = j.run_id
     CROSS JOIN LATERAL jsonb_array_elements(l.lines) WITH ORDINALITY AS e(line, ord)
-    WHERE e.line->>'text' ILIKE ${pattern}
+    WHERE svc_log_plain(e.line->>'text') ILIKE ${pattern}
     ${LINE_ORDER} LIMIT ${q.limit + 1}`);
   return rows.length > 0 && rows[0]!.candidates > INDEX_CANDIDATES_MAX ? null : rows;
 }
@@ -106,7 +107,7 @@ async function byWalk(tx: CommonQueryMethods, orgId: string, q: LogSearchQuery, 
       SELECT ${LINE_COLUMNS}
       FROM runs r JOIN jobs j ON j.run_id = r.id JOIN job_logs l ON l.job_id = j.id
       CROSS JOIN LATERAL jsonb_array_elements(l.lines) WITH ORDINALITY AS e(line, ord)
-      WHERE r.id = ANY(${sql.array(window.map((w) => w.id), 'uuid')}) AND ${filters(orgId, q)} AND e.line->>'text' ILIKE ${pattern}
+      WHERE r.id = ANY(${sql.array(window.map((w) => w.id), 'uuid')}) AND ${filters(orgId, q)} AND svc_log_plain(e.line->>'text') ILIKE ${pattern}
       ${LINE_ORDER} LIMIT ${q.limit + 1 - rows.length}`)));
     if (window.length < size) break;
   }

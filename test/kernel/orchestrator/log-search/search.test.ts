@@ -1,5 +1,6 @@
 // Log search on the database (docs/log-search.md), on both PostgreSQL flavours (pg_trgm must be
-// there, in the template databases too): lines found as substrings ignoring case, with context
+// there, in the template databases too): lines found as substrings ignoring case and colour
+// escapes, with context
 // across chunk boundaries and their step; every filter; another org's lines never; newest run
 // first with `more`; the newest-first walk for a text in more chunks than the index path reads;
 // a deleted run leaves nothing findable; a secret masked by the agent's real log pipeline and
@@ -57,6 +58,14 @@ await eachDatabase(t, async (t, db) => {
     t.same(mid.hits.map((h) => [h.text, h.before, h.after]), [['Error: connect ECONNREFUSED 10.0.0.7:5432', [], []]], 'mid-word substring, no context asked');
     const literal = await searchLogs(pool, ORG, q('100%_done'));
     t.same(literal.hits.map((h) => h.text), ['progress 100%_done'], '% and _ are literal characters, not wildcards');
+  });
+
+  await t.test('colour escapes are not part of the searched text', async (t) => {
+    const coloured = await run({ minutesAgo: 4, repository: 'acme/colour' });
+    await chunk(coloured.jobId, 0, [line('\u001b[32mline\u001b[0m 9999 \u001b[1;31mred bold\u001b[0m')]);
+    const answer = await searchLogs(pool, ORG, q('line 9999 red', { repository: 'acme/colour' }));
+    t.same(answer.hits.map((h) => h.text), ['\u001b[32mline\u001b[0m 9999 \u001b[1;31mred bold\u001b[0m'], 'found as shown; the stored text is returned');
+    t.equal((await searchLogs(pool, ORG, q('[32mline', { repository: 'acme/colour' }))).hits.length, 0, 'the escape itself is not searched');
   });
 
   await t.test('filters: repository, branch, workflow, job, status, time range', async (t) => {
