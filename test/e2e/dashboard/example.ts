@@ -3,7 +3,8 @@
 // waits for the developer's approval, `slow` ticks once a second for two minutes (to watch live
 // and to cancel), `package` builds a file, has the orchestrator attest it (ctx.attestProvenance)
 // and hands its version on as job outputs (the run page's outputs, attestations and lineage), and
-// `restart` fails one job of four on its first run only (restart from failed jobs).
+// `restart` fails one job of four on its first run only (restart from failed jobs), and
+// `diamond` runs a → b, a → c, b and c → d (the run page's needs graph and timeline).
 import { volume } from '../../fixtures/volume.ts';
 import { cp, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -130,6 +131,21 @@ export default workflow('restart', {
       steps: (s) => s.step('hand on', (ctx) => ({ saw: String(ctx.jobOutputs('prepare')?.['value']) })),
       outputs: (ctx) => ({ saw: String(ctx.outputsOf('hand on')['saw']) }),
     }),
+  },
+});
+`,
+  );
+  await writeFile(
+    join(workflows, 'diamond.ts'),
+    `import { job, push, workflow } from 'svc/sdk';
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export default workflow('diamond', {
+  on: push({ branches: ['main'] }),
+  jobs: {
+    a: job({ runsOn: ['local'], steps: (s) => s.step('build', async () => { await pause(300); console.log('built'); }).step('pack', () => { console.log('packed'); }) }),
+    b: job({ runsOn: ['local'], needs: ['a'], steps: (s) => s.step('unit tests', async () => { await pause(200); console.log('unit ok'); }) }),
+    c: job({ runsOn: ['local'], needs: ['a'], steps: (s) => s.step('lint', () => { console.log('lint ok'); }) }),
+    d: job({ runsOn: ['local'], needs: ['b', 'c'], steps: (s) => s.step('publish', () => { console.log('published'); }) }),
   },
 });
 `,
