@@ -1,7 +1,9 @@
 // `ctx.$`: runs a program through execa's template form, never through a shell. Static text is
 // split on spaces into arguments and each interpolated value is exactly one argument (arrays one
 // per item), so a value such as `; rm -rf /` is passed literally.
-import { execa, ExecaError } from 'execa';
+// execa (a 270 kB bundle) loads at the first command: every workflow file imports the SDK, and
+// `svc compile`/`svc preview` run none.
+import type { ExecaError as ExecaFailure } from 'execa';
 import { InputError, SvcError } from '../core/errors.ts';
 import type { Shell, ShellOptions, ShellResult, ShellValue } from './context.ts';
 
@@ -50,6 +52,7 @@ export function createShell(base: ShellBase, overrides: ShellOptions = {}): Shel
       }
     }
     const reject = overrides.reject ?? true;
+    const { execa, ExecaError } = await import('execa');
     const bound = execa({
       cwd: overrides.cwd ?? base.cwd,
       env: definedEnv({ ...base.env(), ...overrides.env }),
@@ -63,7 +66,7 @@ export function createShell(base: ShellBase, overrides: ShellOptions = {}): Shel
     const out = { stdout: text(result.stdout), stderr: text(result.stderr), exitCode: result.exitCode };
     if (result.failed) {
       if (reject) {
-        const reason = (result as unknown) instanceof ExecaError ? (result as unknown as ExecaError).shortMessage : `command failed: ${result.command}`;
+        const reason = (result as unknown) instanceof ExecaError ? (result as unknown as ExecaFailure).shortMessage : `command failed: ${result.command}`;
         throw new ShellCommandError(reason, out, result);
       }
       return { ...out, exitCode: out.exitCode ?? -1 };
