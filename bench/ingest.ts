@@ -113,6 +113,9 @@ const pct = percentile;
 /** What a pass gives the side-by-side comparison (--tracing). */
 interface PassFigures {
   throughput: number;
+  /** CPU per no-match webhook (ms): what tracing adds, whatever else the machine runs. */
+  relayCpuMs: number;
+  orchCpuMs: number;
   p50: number;
   p99: number;
 }
@@ -303,7 +306,7 @@ async function main(pass: string, otel: NodeJS.ProcessEnv): Promise<PassFigures>
   // The next pass measures its own servers only (SIGTERM: the servers export their last spans).
   for (const child of [relay.child, orch.child]) child.kill('SIGTERM');
   await Promise.all([relay.child, orch.child].map((child) => (child.exitCode === null ? new Promise((r) => child.once('exit', r)) : undefined)));
-  return { throughput: REQUESTS / seconds, p50: pct(roundTrips, 50), p99: pct(roundTrips, 99) };
+  return { throughput: REQUESTS / seconds, relayCpuMs: (1000 * (cpu1[0]! - cpu0[0]!)) / REQUESTS, orchCpuMs: (1000 * (cpu1[1]! - cpu0[1]!)) / REQUESTS, p50: pct(roundTrips, 50), p99: pct(roundTrips, 99) };
 }
 
 /** --tracing: both passes, then the comparison (docs/benchmarks.md "Ingest with tracing"). */
@@ -317,6 +320,7 @@ async function compareTracing(): Promise<void> {
     const ratio = on.throughput / off.throughput;
     console.log('tracing off vs on (same machine, one run):');
     console.log(`  no-match throughput: off ${off.throughput.toFixed(0)}/s, on ${on.throughput.toFixed(0)}/s, on/off ${ratio.toFixed(3)} (target >= 0.90: ${ratio >= 0.9 ? 'OK' : 'MISS'})`);
+    console.log(`  CPU per no-match webhook: relay off ${off.relayCpuMs.toFixed(3)} ms, on ${on.relayCpuMs.toFixed(3)} ms (x${(on.relayCpuMs / off.relayCpuMs).toFixed(2)}); orchestrator off ${off.orchCpuMs.toFixed(3)} ms, on ${on.orchCpuMs.toFixed(3)} ms (x${(on.orchCpuMs / off.orchCpuMs).toFixed(2)})`);
     console.log(`  steady ${RATE}/s round trip: p50 off ${off.p50.toFixed(2)} ms, on ${on.p50.toFixed(2)} ms; p99 off ${off.p99.toFixed(2)} ms, on ${on.p99.toFixed(2)} ms`);
     console.log(`  the receiver decoded ${receiver.requests} OTLP export requests, ${(receiver.bytes / 1048576).toFixed(1)} MiB`);
   } finally {
