@@ -21,6 +21,7 @@ const EXPECTED: Record<string, Role | 'public' | 'self'> = {
   'GET /v1/orgs/:orgId/runs': 'viewer',
   'GET /v1/orgs/:orgId/runs/:runId': 'viewer',
   'GET /v1/orgs/:orgId/runs/:runId/logs': 'viewer',
+  'GET /v1/orgs/:orgId/runs/:runId/timeline': 'viewer',
   'GET /v1/orgs/:orgId/runs/:runId/artifacts': 'viewer',
   'GET /v1/orgs/:orgId/runs/:runId/artifacts/:name': 'viewer',
   'GET /orgs/:orgId/runs/:runId/payload': 'viewer',
