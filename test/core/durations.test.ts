@@ -1,6 +1,6 @@
 import t from 'tap';
 import fc from 'fast-check';
-import { formatDuration, millisBetween } from '../../core/durations.ts';
+import { formatDuration, formatMillis, millisBetween } from '../../core/durations.ts';
 
 t.test('each range reads in the unit a person expects', async (t) => {
   const cases: Array<[number, string]> = [
@@ -51,4 +51,10 @@ t.test('millisBetween measures a running span to now and refuses bad times', asy
   t.equal(millisBetween(null, null), null);
   t.equal(millisBetween('not a time', null), null);
   t.equal(millisBetween('2026-01-01T00:00:01.000Z', '2026-01-01T00:00:00.000Z'), 0, 'clock skew never gives a negative duration');
+});
+
+t.test('formatMillis: whole milliseconds, thousands grouped (the run page timeline)', async (t) => {
+  const cases: Array<[number, string]> = [[0, '0 ms'], [0.4, '0 ms'], [812, '812 ms'], [812.6, '813 ms'], [1234, '1,234 ms'], [12_045, '12,045 ms'], [3_600_000, '3,600,000 ms']];
+  for (const [ms, text] of cases) t.equal(formatMillis(ms), text, `${ms} ms`);
+  for (const v of [null, undefined, Number.NaN, -1]) t.equal(formatMillis(v), '—');
 });
