@@ -109,17 +109,30 @@ export function startLogs(box: HTMLElement): void {
   // A step's link from the run page (?job=&step=) opens the log at that step's first line.
   const wanted = new URLSearchParams(location.search);
   let stepPending = wanted.has('step') && !location.hash.startsWith('#L');
-  // A failed test's link from the Tests tab adds ?find=<test name>: the step's first line that
-  // names it (else the step's first line).
-  const jumpToStep = () => {
-    const at = lines.findIndex((l) => l.step === wanted.get('step') && (!wanted.has('job') || l.job === wanted.get('job')));
-    if (at >= 0) {
-      stepPending = false;
-      const find = wanted.get('find') ?? '';
-      const first = lines[at]!;
-      const hit = find === '' ? -1 : lines.findIndex((l, i) => i >= at && l.step === first.step && l.job === first.job && plainText(l.text).includes(find));
-      goTo(hit >= 0 ? hit : at);
+  // A failed test's link from the Tests tab adds ?find=<test name>, a log search's link the
+  // line's text: the step's first line holding it (else the step's first line). In a long log
+  // that line may come in a later batch: the step is shown meanwhile, and each batch is looked
+  // through once, until the line is found or the stream ends.
+  let stepAt = -1;
+  let scanned = 0;
+  const jumpToStep = (ended: boolean) => {
+    if (stepAt < 0) stepAt = lines.findIndex((l) => l.step === wanted.get('step') && (!wanted.has('job') || l.job === wanted.get('job')));
+    if (stepAt < 0) return;
+    const find = wanted.get('find') ?? '';
+    const first = lines[stepAt]!;
+    for (let i = Math.max(scanned, stepAt); find !== '' && i < lines.length; i++) {
+      const l = lines[i]!;
+      if (l.step === first.step && l.job === first.job && plainText(l.text).includes(find)) {
+        stepPending = false;
+        goTo(i);
+        return;
+      }
     }
+    scanned = lines.length;
+    if (find === '' || ended) {
+      stepPending = false;
+      goTo(stepAt);
+    } else if (highlighted < 0) goTo(stepAt);
   };
 
   box.addEventListener('scroll', schedule, { passive: true });
@@ -159,7 +172,11 @@ export function startLogs(box: HTMLElement): void {
   let opened = 0;
   // A reconnect starts the stream over from the first line: start the view over too.
   source.onopen = () => {
-    if (opened++ > 0) lines.length = 0;
+    if (opened++ > 0) {
+      lines.length = 0;
+      stepAt = -1;
+      scanned = 0;
+    }
   };
   source.addEventListener('lines', (e) => {
     const batch = JSON.parse((e as MessageEvent<string>).data) as Array<[string, string, string, string]>;
@@ -167,7 +184,7 @@ export function startLogs(box: HTMLElement): void {
     state.textContent = `${lines.length} lines, streaming…`;
     if (pendingHash === -1 && location.hash.startsWith('#L')) pendingHash = fromHash();
     else if (pendingHash >= 0 && pendingHash < lines.length && highlighted !== pendingHash) goTo(pendingHash);
-    if (stepPending) jumpToStep();
+    if (stepPending) jumpToStep(false);
     if (follow.checked) {
       if (lineHeight === 0) measure();
       spacer.style.height = `${lines.length * lineHeight}px`;
@@ -190,6 +207,7 @@ export function startLogs(box: HTMLElement): void {
     box.dataset['done'] = 'yes';
     state.textContent = `${lines.length} lines; the run is ${status}.`;
     if (pendingHash >= 0) goTo(pendingHash);
+    if (stepPending) jumpToStep(true);
     schedule();
   });
   source.addEventListener('problem', (e) => {
