@@ -5,7 +5,7 @@ import { InputError } from '../../core/errors.ts';
 import { githubEventDetails, type MatchOptions } from '../../workflow/matching/index.ts';
 import { normalizeGithubPayload } from '../../plugins/providers/shared/github-payload.ts';
 import type { NormalizedEvent } from '../../schemas/event.ts';
-import { USAGE_ERROR_CODE } from '../../core/cli/base-command.ts';
+import { USAGE_ERROR_CODE } from '../../core/cli/error-text.ts';
 import type { LocalGitState } from './local-git-state.ts';
 
 /** The accepted forms, for help and usage errors. */
