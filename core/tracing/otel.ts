@@ -17,7 +17,7 @@ import {
   type IdGenerator,
   type Sampler,
 } from '@opentelemetry/sdk-trace';
-import { nowMs, parseTraceparent, type RecordOptions, type SpanOptions, type TraceAttributes, type TraceSpan, type Tracing, type TracingSettings } from './index.ts';
+import { nowMs, parseTraceparent, type RecordOptions, type SpanOptions, type TraceAttributes, type TraceSpan, type Tracing, type TracingSettings } from './api.ts';
 import { packageVersion } from '../package-info.ts';
 
 const KINDS = { internal: SpanKind.INTERNAL, server: SpanKind.SERVER, client: SpanKind.CLIENT, producer: SpanKind.PRODUCER, consumer: SpanKind.CONSUMER } as const;

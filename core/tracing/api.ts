@@ -1,0 +1,199 @@
+// The tracing interface, its no-op, the trace clock, traceparent parsing and the OTEL_* settings
+// (core/tracing/index.ts starts it; otel.ts implements it on the SDK). Nothing here loads the SDK.
+//
+// OpenTelemetry traces of a delivery and its run (docs/tracing.md), as an interface the relay,
+// orchestrator and agent call whether or not tracing is on. Off (the default: no OTLP endpoint or
+// exporter named, or OTEL_SDK_DISABLED=true) every call goes nowhere and the SDK is never loaded;
+// on, core/tracing/otel.ts records spans with the official SDK and exports them over OTLP.
+//
+// Spans cross process boundaries as W3C `traceparent` strings (the wire messages' optional
+// `traceparent` field, the run's stored context, a step's TRACEPARENT), so callers hold strings,
+// never SDK objects.
+import { InputError } from '../errors.ts';
+
+/** Attribute values as OTLP carries them. */
+export type TraceAttributes = Record<string, string | number | boolean | undefined>;
+
+export interface SpanOptions {
+  /** The parent's `traceparent`; absent or malformed: the span starts a new trace. */
+  parent?: string | undefined;
+  /** W3C `tracestate` that travels with `parent`. */
+  tracestate?: string | undefined;
+  attributes?: TraceAttributes;
+  /** Epoch milliseconds (fractions allowed); default now. */
+  start?: number;
+  kind?: 'internal' | 'server' | 'client' | 'producer' | 'consumer';
+}
+
+export interface TraceSpan {
+  /** This span's `traceparent` (children and the next hop use it); undefined when not recording. */
+  readonly traceparent: string | undefined;
+  readonly tracestate: string | undefined;
+  setAttributes(attributes: TraceAttributes): void;
+  /** Marks the span failed (status ERROR with this message). */
+  fail(message: string): void;
+  /** Ends the span at `time` (epoch ms) or now. A second call does nothing. */
+  end(time?: number): void;
+}
+
+export interface RecordOptions extends SpanOptions {
+  /** The `traceparent` `reserve` gave for this span: the span gets exactly that id. */
+  reserved?: string | undefined;
+  start: number;
+  end: number;
+  error?: string | undefined;
+}
+
+export interface Tracing {
+  readonly enabled: boolean;
+  /** A live span: ended later by its holder. */
+  start(name: string, options?: SpanOptions): TraceSpan;
+  /** A finished span with known times (a run, a step, a queue wait), recorded at once. */
+  record(name: string, options: RecordOptions): void;
+  /**
+   * The `traceparent` of a span under `parent` that is recorded later (`record` with `reserved`),
+   * so its children (a step's own process) can start before it ends. Undefined when not tracing
+   * or the parent is not sampled.
+   */
+  reserve(parent: string | undefined): string | undefined;
+  /** Exports what is buffered (tests, benchmarks). */
+  flush(): Promise<void>;
+  shutdown(): Promise<void>;
+}
+
+const NO_SPAN: TraceSpan = {
+  traceparent: undefined,
+  tracestate: undefined,
+  setAttributes: () => undefined,
+  fail: () => undefined,
+  end: () => undefined,
+};
+
+export const NO_TRACING: Tracing = {
+  enabled: false,
+  start: () => NO_SPAN,
+  record: () => undefined,
+  reserve: () => undefined,
+  flush: async () => undefined,
+  shutdown: async () => undefined,
+};
+
+let anchorWall = Date.now();
+let anchorMono = performance.now();
+
+/**
+ * Epoch milliseconds with sub-millisecond precision. Spans of one trace come from several
+ * processes and from PostgreSQL timestamps, which all read the wall clock; `performance.timeOrigin
+ * + performance.now()` drifts from it (tens of ms within a minute, measured here). So this is the
+ * monotonic clock anchored to the wall clock, re-anchored whenever they part by more than 1.5 ms.
+ */
+export function nowMs(): number {
+  const mono = performance.now();
+  const value = anchorWall + (mono - anchorMono);
+  const wall = Date.now();
+  if (Math.abs(wall - value) <= 1.5) return value;
+  anchorWall = wall;
+  anchorMono = mono;
+  return wall;
+}
+
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+
+export interface ParsedTraceparent {
+  traceId: string;
+  spanId: string;
+  sampled: boolean;
+}
+
+/** A W3C traceparent (version 00), or null when malformed or all-zero ids. */
+export function parseTraceparent(value: string | undefined): ParsedTraceparent | null {
+  const match = value === undefined ? null : TRACEPARENT.exec(value.trim());
+  if (match === null) return null;
+  const [, traceId, spanId, flags] = match as unknown as [string, string, string, string];
+  if (/^0+$/.test(traceId) || /^0+$/.test(spanId)) return null;
+  return { traceId, spanId, sampled: (Number.parseInt(flags, 16) & 1) === 1 };
+}
+
+/** What the OTEL_* environment says about traces, checked before anything is loaded. */
+export interface TracingSettings {
+  serviceName: string;
+  /** The OTLP/HTTP traces URL (…/v1/traces). */
+  url: string;
+  headers: Record<string, string>;
+  resourceAttributes: Record<string, string>;
+  sampler: { name: string; ratio: number };
+  batch: { scheduledDelayMillis?: number; maxQueueSize?: number; maxExportBatchSize?: number; exportTimeoutMillis?: number };
+}
+
+const SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'];
+
+function badSetting(name: string, value: string, reason: string): InputError {
+  return new InputError('SVC_ERR_CONFIG_OTEL', `${name}=${value}: ${reason}`, { details: { name } });
+}
+
+/** `k=v,k2=v2` with percent-encoded values (OTEL_RESOURCE_ATTRIBUTES, OTEL_EXPORTER_OTLP_HEADERS). */
+function keyValues(name: string, value: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const part of (value ?? '').split(',')) {
+    if (part.trim() === '') continue;
+    const at = part.indexOf('=');
+    if (at <= 0) throw badSetting(name, value ?? '', `"${part}" is not key=value`);
+    out[decodeURIComponent(part.slice(0, at).trim())] = decodeURIComponent(part.slice(at + 1).trim());
+  }
+  return out;
+}
+
+function positiveInt(env: NodeJS.ProcessEnv, name: string): number | undefined {
+  const value = env[name];
+  if (value === undefined || value === '') return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw badSetting(name, value, 'must be a positive integer');
+  return n;
+}
+
+/**
+ * Null when tracing is off: OTEL_SDK_DISABLED=true, OTEL_TRACES_EXPORTER=none, or neither an
+ * OTLP endpoint nor OTEL_TRACES_EXPORTER=otlp is set (off by default, unlike the SDK's own
+ * default, so a server never sends to localhost:4318 unasked). Bad values are refused at start.
+ */
+export function tracingSettings(env: NodeJS.ProcessEnv, defaultServiceName: string): TracingSettings | null {
+  if ((env['OTEL_SDK_DISABLED'] ?? '').trim().toLowerCase() === 'true') return null;
+  const exporter = (env['OTEL_TRACES_EXPORTER'] ?? '').trim().toLowerCase();
+  if (exporter === 'none') return null;
+  if (exporter !== '' && exporter !== 'otlp') throw badSetting('OTEL_TRACES_EXPORTER', exporter, 'svc exports traces over OTLP only: use otlp or none');
+  const tracesEndpoint = env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT']?.trim();
+  const endpoint = env['OTEL_EXPORTER_OTLP_ENDPOINT']?.trim();
+  if (exporter === '' && !tracesEndpoint && !endpoint) return null;
+  const protocol = (env['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'] ?? env['OTEL_EXPORTER_OTLP_PROTOCOL'] ?? 'http/protobuf').trim();
+  if (protocol !== 'http/protobuf') throw badSetting('OTEL_EXPORTER_OTLP_PROTOCOL', protocol, 'svc sends OTLP over HTTP with protobuf bodies: use http/protobuf');
+  // The signal-specific URL is used as is; the general one gets the signal's path (OTLP spec).
+  const url = tracesEndpoint || `${(endpoint || 'http://localhost:4318').replace(/\/+$/, '')}/v1/traces`;
+  try {
+    new URL(url);
+  } catch {
+    throw badSetting(tracesEndpoint ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT', tracesEndpoint || endpoint || '', 'not a URL (e.g. http://collector:4318)');
+  }
+  const samplerName = (env['OTEL_TRACES_SAMPLER'] ?? 'parentbased_always_on').trim().toLowerCase();
+  if (!SAMPLERS.includes(samplerName)) throw badSetting('OTEL_TRACES_SAMPLER', samplerName, `use one of ${SAMPLERS.join(', ')}`);
+  const arg = env['OTEL_TRACES_SAMPLER_ARG'];
+  const ratio = arg === undefined || arg === '' ? 1 : Number(arg);
+  if (!(ratio >= 0 && ratio <= 1)) throw badSetting('OTEL_TRACES_SAMPLER_ARG', arg ?? '', 'must be a number from 0 to 1');
+  const resourceAttributes = keyValues('OTEL_RESOURCE_ATTRIBUTES', env['OTEL_RESOURCE_ATTRIBUTES']);
+  const batch: TracingSettings['batch'] = {};
+  const delay = positiveInt(env, 'OTEL_BSP_SCHEDULE_DELAY');
+  if (delay !== undefined) batch.scheduledDelayMillis = delay;
+  const queue = positiveInt(env, 'OTEL_BSP_MAX_QUEUE_SIZE');
+  if (queue !== undefined) batch.maxQueueSize = queue;
+  const size = positiveInt(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE');
+  if (size !== undefined) batch.maxExportBatchSize = size;
+  const timeout = positiveInt(env, 'OTEL_BSP_EXPORT_TIMEOUT');
+  if (timeout !== undefined) batch.exportTimeoutMillis = timeout;
+  return {
+    serviceName: env['OTEL_SERVICE_NAME']?.trim() || resourceAttributes['service.name'] || defaultServiceName,
+    url,
+    headers: { ...keyValues('OTEL_EXPORTER_OTLP_HEADERS', env['OTEL_EXPORTER_OTLP_HEADERS']), ...keyValues('OTEL_EXPORTER_OTLP_TRACES_HEADERS', env['OTEL_EXPORTER_OTLP_TRACES_HEADERS']) },
+    resourceAttributes,
+    sampler: { name: samplerName, ratio },
+    batch,
+  };
+}
