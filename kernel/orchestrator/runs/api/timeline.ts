@@ -31,6 +31,8 @@ const PartRow = Type.Object({
   status: Nullable(Type.String()),
   started_at: Time,
   finished_at: Time,
+  /** A phase's part (`checkout.fetch`): after the phase that starts with it. */
+  part: Type.Boolean(),
 });
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
@@ -57,12 +59,16 @@ function jobRows(job: Static<typeof JobRow>, now: number): RunTimelineRow[] {
   return rows;
 }
 
-/** The timeline of a run of `orgId` (NotFoundError for another org's run, as `run.show`). */
+/**
+ * The timeline of a run of `orgId` (NotFoundError for another org's run, as `run.show`): jobs in
+ * the order they started (else were dispatched, queued, created); a job's rows by start, a phase
+ * before its parts (`checkout` before `checkout.fetch`), then by end.
+ */
 export async function loadRunTimeline(pool: DatabasePool, orgId: string, runId: string, now = Date.now()): Promise<RunTimeline> {
   const run = await findRun(pool, orgId, runId);
   const jobs = await pool.any(sqlTyped(JobRow)`
     select id::text as id, name, display_name, status, needs, created_at, queued_at, dispatched_at, started_at, finished_at
-    from jobs where run_id = ${run.id} order by created_at, id`);
+    from jobs where run_id = ${run.id} order by coalesce(started_at, dispatched_at, queued_at, created_at), created_at, id`);
   const ids = sql.array(
     jobs.map((j) => j.id),
     'uuid',
@@ -71,10 +77,11 @@ export async function loadRunTimeline(pool: DatabasePool, orgId: string, runId: 
     jobs.length === 0
       ? []
       : await pool.any(sqlTyped(PartRow)`
-    select job_id::text as job_id, 'phase' as kind, name, null::text as status, started_at, finished_at from job_phases where job_id = any(${ids})
+    select job_id::text as job_id, 'phase' as kind, name, null::text as status, started_at, finished_at, position('.' in name) > 0 as part
+    from job_phases where job_id = any(${ids})
     union all
-    select job_id::text, 'step', name, status, started_at, finished_at from job_steps where job_id = any(${ids})
-    order by 1, 5 nulls last, 3`);
+    select job_id::text, 'step', name, status, started_at, finished_at, false from job_steps where job_id = any(${ids})
+    order by 1, 5 nulls last, 7, 6 nulls last, 3`);
   const partsOf = new Map<string, RunTimelineRow[]>();
   for (const p of parts) {
     if (p.started_at === null) continue;

@@ -60,19 +60,21 @@ await eachDatabase(t, async (t, db) => {
     t.match(timeline, { runId, queueMs: 1234, startedAt: iso(1234), finishedAt: null });
     const b = timeline.jobs.find((j) => j.displayName === 'build');
     const c = timeline.jobs.find((j) => j.displayName === 'test');
+    const order = timeline.jobs.map((j) => j.displayName);
+    t.ok(order.indexOf('build') < order.indexOf('test'), `jobs in the order they started, else were queued (${order.join(', ')})`);
     t.match(b, { displayName: 'build', status: 'completed', queuedAt: iso(0), dispatchedAt: iso(1234), startedAt: iso(1300), finishedAt: iso(4000) });
     t.same(
       b!.rows.map((r) => [r.kind, r.name, r.startedAt, r.finishedAt, r.durationMs]),
       [
         ['queued', 'queued', iso(0), iso(1234), 1234],
         ['dispatched', 'dispatched', iso(1234), iso(1300), 66],
-        ['phase', 'checkout', iso(1310), iso(2122), 812],
         ['phase', 'source_restore', iso(1310), iso(1322), 12],
+        ['phase', 'checkout', iso(1310), iso(2122), 812],
         ['phase', 'checkout.fetch', iso(1311), iso(2123), 812],
         ['phase', 'deps', iso(2123), iso(2190), 67],
         ['step', 'compile', iso(2200), iso(4012), 1812],
       ],
-      'queued, dispatched, the set-up phases (the last report wins, once each) and the step, in time order',
+      'queued, dispatched, the set-up phases (the last report wins, once each) and the step, by start, then end',
     );
     t.equal(b!.rows.find((r) => r.kind === 'step')!.status, 'completed');
     t.match(c, { displayName: 'test', status: 'queued', needs: ['build'], dispatchedAt: null });
