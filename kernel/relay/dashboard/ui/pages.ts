@@ -36,7 +36,7 @@ export function runRow(orgId: string, run: RunSummary, now = Date.now()): Html {
 <td>${run.eventName ?? '—'}</td>
 <td>${statusBadge(run.status)}<div class="sub">${jobs}</div></td>
 <td>${run.actor ?? '—'}</td>
-<td>${duration(between(run.startedAt ?? run.createdAt, run.finishedAt, now))}</td>
+<td>${duration(run.startedAt === null ? null : between(run.startedAt, run.finishedAt, now))}</td>
 <td class="queued">${duration(queueMillis(run, now))}</td>
 </tr>`;
 }
