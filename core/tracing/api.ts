@@ -23,6 +23,11 @@ export interface SpanOptions {
   /** Epoch milliseconds (fractions allowed); default now. */
   start?: number;
   kind?: 'internal' | 'server' | 'client' | 'producer' | 'consumer';
+  /**
+   * A span that may start a trace (the relay's receive, an ingest without a relayed context).
+   * Without it a span whose `parent` is absent is not recorded: the parent was not sampled.
+   */
+  root?: boolean;
 }
 
 export interface TraceSpan {
@@ -61,7 +66,7 @@ export interface Tracing {
   shutdown(): Promise<void>;
 }
 
-const NO_SPAN: TraceSpan = {
+export const NO_SPAN: TraceSpan = {
   traceparent: undefined,
   tracestate: undefined,
   setAttributes: () => undefined,

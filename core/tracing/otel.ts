@@ -17,7 +17,7 @@ import {
   type IdGenerator,
   type Sampler,
 } from '@opentelemetry/sdk-trace';
-import { nowMs, parseTraceparent, type RecordOptions, type SpanOptions, type TraceAttributes, type TraceSpan, type Tracing, type TracingSettings } from './api.ts';
+import { NO_SPAN, nowMs, parseTraceparent, type RecordOptions, type SpanOptions, type TraceAttributes, type TraceSpan, type Tracing, type TracingSettings } from './api.ts';
 import { packageVersion } from '../package-info.ts';
 
 const KINDS = { internal: SpanKind.INTERNAL, server: SpanKind.SERVER, client: SpanKind.CLIENT, producer: SpanKind.PRODUCER, consumer: SpanKind.CONSUMER } as const;
@@ -124,10 +124,12 @@ export function createOtelTracing(settings: TracingSettings): Tracing {
 
   return {
     enabled: true,
-    start: (name, options = {}) => new LiveSpan(startSpan(name, options)),
+    start: (name, options = {}) => (options.root !== true && parseTraceparent(options.parent) === null ? NO_SPAN : new LiveSpan(startSpan(name, options))),
     record(name, options: RecordOptions) {
       const reserved = parseTraceparent(options.reserved);
       const parent = parseTraceparent(options.parent);
+      // An unsampled (or absent) parent: its children are not recorded either.
+      if (parent === null) return;
       // A reserved span keeps the id its children already carry; it must sit in the same trace.
       if (reserved !== null && parent !== null && reserved.traceId === parent.traceId) ids.next = reserved.spanId;
       const span = startSpan(name, options);

@@ -106,6 +106,7 @@ export function registerIngestRoutes(app: SvcHttpServer, options: IngestOptions)
   function receiveSpan(webhook: InboundWebhook<RelaySource>, request: FastifyRequest): { root: TraceSpan; admitted: number } {
     const root = tracing.start('webhook receive', {
       kind: 'server',
+      root: true,
       start: webhook.arrival,
       attributes: { 'svc.org.id': webhook.orgId, 'svc.delivery.id': webhook.deliveryId, 'svc.routing_key': webhook.routingKey, 'vcs.provider.name': webhook.providerKind, 'http.request.method': request.method, 'http.route': request.routeOptions.url },
     });

@@ -194,6 +194,8 @@ export class IngestPipeline implements PipelineServices {
       kind: 'consumer',
       parent: delivery.traceparent,
       tracestate: delivery.tracestate,
+      // A delivery without the relay's context (independent mode, an older relay) starts its own trace.
+      root: delivery.traceparent === undefined,
       start,
       attributes: { 'svc.org.id': delivery.orgId, 'svc.delivery.id': delivery.deliveryId, 'svc.routing_key': delivery.routingKey, 'vcs.provider.name': delivery.providerKind, 'svc.delivery.replay': delivery.replay },
     });
