@@ -291,7 +291,7 @@ async function browserTests(): Promise<void> {
     await page.locator('#run-detail[data-terminal=yes]').waitFor({ timeout: 60_000 });
     // The graph: one node per job, one edge per need, drawn left to right by depth.
     const nodes = page.locator('#needs-graph a.dag-node');
-    t.same(await nodes.evaluateAll((els) => els.map((e) => [e.getAttribute('data-job'), e.getAttribute('data-status')])), [['a', 'completed'], ['b', 'completed'], ['c', 'completed'], ['d', 'completed']], 'four nodes, each completed');
+    t.same((await nodes.evaluateAll((els) => els.map((e) => [e.getAttribute('data-job'), e.getAttribute('data-status')]))).sort(), [['a', 'completed'], ['b', 'completed'], ['c', 'completed'], ['d', 'completed']], 'four nodes, each completed');
     const edges = await page.locator('#needs-graph path.dag-edge').evaluateAll((els) => els.map((e) => `${e.getAttribute('data-from')}→${e.getAttribute('data-to')}`).sort());
     t.same(edges, ['a→b', 'a→c', 'b→d', 'c→d'], 'an edge per need');
     const x = Object.fromEntries(await page.locator('#needs-graph a.dag-node rect').evaluateAll((els) => els.map((e) => [e.parentElement!.getAttribute('data-job'), Math.round(e.getBoundingClientRect().x)])));
@@ -301,7 +301,10 @@ async function browserTests(): Promise<void> {
     t.equal(answer.status(), 200, 'the timeline API answers');
     const timeline = (await answer.json()).timeline as { queueMs: number; jobs: Array<{ displayName: string; rows: Array<{ kind: string; name: string; durationMs: number }> }> };
     const tables = page.locator('#timeline table.timeline');
-    t.same(await tables.evaluateAll((els) => els.map((e) => e.getAttribute('data-job-name'))), ['a', 'b', 'c', 'd'], 'a timeline per job');
+    // Jobs in the order they started, as the API gives them.
+    const names = await tables.evaluateAll((els) => els.map((e) => e.getAttribute('data-job-name')));
+    t.same([...names].sort(), ['a', 'b', 'c', 'd'], 'a timeline per job');
+    t.same(names, timeline.jobs.map((j) => j.displayName), 'in the order of the answer');
     const shown = await tables.evaluateAll((els) =>
       els.map((table) => [...table.querySelectorAll('tbody tr')].map((tr) => [tr.getAttribute('data-kind'), tr.getAttribute('data-name'), tr.querySelector('th')!.textContent!.trim(), tr.querySelector('.tl-ms')!.textContent!.trim(), tr.querySelector('svg title')?.textContent ?? ''])),
     );
@@ -311,7 +314,7 @@ async function browserTests(): Promise<void> {
       timeline.jobs.map((j) => j.rows.map((r) => [r.kind, r.name, ms(r.durationMs)])),
       'each row as the API gives it, its duration in ms',
     );
-    const d = shown[3]!;
+    const d = shown[names.indexOf('d')]!;
     const kinds = new Set(d.map(([kind]) => kind));
     t.ok(['waiting', 'queued', 'dispatched', 'phase', 'step'].every((k) => kinds.has(k)), `d waited, queued, was dispatched, set up and ran (${[...kinds].join(', ')})`);
     t.match(d.find(([kind]) => kind === 'waiting')?.[2], /^waiting for b, c$/, 'd waited for b and c');
@@ -319,7 +322,7 @@ async function browserTests(): Promise<void> {
     t.ok(labels.includes('source restore') && labels.includes('dependencies'), `the agent's set-up phases (${labels.join('; ')})`);
     t.ok(labels.some((l) => /^step publish/.test(l)), 'the step');
     t.ok(shown.flat().every(([, , , label, title]) => /^\d{1,3}(,\d{3})* ms/.test(label!) && / ms/.test(title!)), 'every duration and bar tooltip in ms');
-    const build = timeline.jobs[0]!.rows.find((r) => r.kind === 'step' && r.name === 'build')!;
+    const build = timeline.jobs.find((j) => j.displayName === 'a')!.rows.find((r) => r.kind === 'step' && r.name === 'build')!;
     t.ok(build.durationMs >= 300, `a's build step lasted its 300 ms pause (${build.durationMs} ms)`);
     t.match(await page.locator('#timeline-summary').textContent(), new RegExp(`Queued ${ms(timeline.queueMs)}`), 'the run’s queue time in ms');
     await page.evaluate("document.getElementById('needs-graph').scrollIntoView()");

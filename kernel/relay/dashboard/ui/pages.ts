@@ -66,35 +66,6 @@ export function runsPage(frame: Frame, runs: RunSummary[], filter: RunsFilter): 
 ${runs.length === 0 ? html`<p class="note" id="runs-empty">No runs yet.</p>` : html``}`;
 }
 
-/** Jobs placed in columns by depth of their needs: a CSS grid reads as the graph. */
-function jobGraph(jobs: RunJobView[]): Html {
-  const byName = new Map<string, RunJobView[]>();
-  for (const j of jobs) byName.set(j.name, [...(byName.get(j.name) ?? []), j]);
-  const depth = new Map<string, number>();
-  const depthOf = (name: string, seen: Set<string>): number => {
-    const known = depth.get(name);
-    if (known !== undefined) return known;
-    if (seen.has(name)) return 0;
-    seen.add(name);
-    const needs = byName.get(name)?.[0]?.needs ?? [];
-    const d = needs.length === 0 ? 0 : 1 + Math.max(...needs.map((n) => depthOf(n, seen)));
-    depth.set(name, d);
-    return d;
-  };
-  const columns: RunJobView[][] = [];
-  for (const j of jobs) {
-    const d = depthOf(j.name, new Set());
-    (columns[d] ??= []).push(j);
-  }
-  return html`<ol class="graph" aria-label="Jobs by stage">${columns.map(
-    (col, i) => html`<li class="stage"><span class="sr">Stage ${i + 1}</span><ul>${(col ?? []).map(
-      (j) => html`<li class="node"><a href="#job-${j.jobId}">${j.displayName}</a> ${statusBadge(j.status)}${
-        j.needs.length > 0 ? html`<div class="sub">needs ${j.needs.join(', ')}</div>` : html``
-      }</li>`,
-    )}</ul></li>`,
-  )}</ol>`;
-}
-
 function jobSection(job: RunJobView, logsHref: string, outputs: RunJobOutputs | undefined): Html {
   return html`<section class="job" id="job-${job.jobId}" aria-labelledby="jh-${job.jobId}">
 <h3 id="jh-${job.jobId}">${job.displayName} ${statusBadge(job.status)}</h3>
