@@ -49,7 +49,11 @@ export async function buildBaseImage(options: { rebuild?: boolean; workRoot?: st
     const root = join(work, 'root');
     const mirror = options.mirror ?? process.env['SVC_DEBIAN_MIRROR'] ?? 'http://deb.debian.org/debian';
     let began = Date.now();
-    const strap = await execa('debootstrap', ['--variant=minbase', '--include=git,ca-certificates', DEBIAN_SUITE, root, mirror], { reject: false, all: true });
+    // debootstrap and the chroot it calls live in the sbin directories, which a job's PATH (svc
+    // tests svc runs this inside an agent's job) need not name.
+    const path = [process.env['PATH'] ?? '/usr/bin:/bin', '/usr/local/sbin', '/usr/sbin', '/sbin'].join(':');
+    const strap = await execa('debootstrap', ['--variant=minbase', '--include=git,ca-certificates', DEBIAN_SUITE, root, mirror], { reject: false, all: true, env: { PATH: path } });
+    if (strap.exitCode === undefined) throw new Error(`cannot start debootstrap (${strap.shortMessage}): apt-get install debootstrap`);
     if (strap.exitCode !== 0) throw new Error(`debootstrap failed (exit ${strap.exitCode}):\n${strap.all.split('\n').slice(-20).join('\n')}`);
     const debootstrapMs = Date.now() - began;
     // What an image needs none of: downloaded packages, package lists, documentation.
