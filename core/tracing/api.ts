@@ -37,6 +37,8 @@ export interface TraceSpan {
   setAttributes(attributes: TraceAttributes): void;
   /** Marks the span failed (status ERROR with this message). */
   fail(message: string): void;
+  /** A point in the span's life (epoch ms), with attributes: a short step that is not worth a span. */
+  event(name: string, time: number, attributes?: TraceAttributes): void;
   /** Ends the span at `time` (epoch ms) or now. A second call does nothing. */
   end(time?: number): void;
 }
@@ -51,6 +53,11 @@ export interface RecordOptions extends SpanOptions {
 
 export interface Tracing {
   readonly enabled: boolean;
+  /**
+   * `recordStep` makes a step shorter than this (ms) an event of its parent instead of a span
+   * (SVC_TRACE_SPAN_MIN_MS); 0: every step a span.
+   */
+  readonly spanMinMs: number;
   /** A live span: ended later by its holder. */
   start(name: string, options?: SpanOptions): TraceSpan;
   /** A finished span with known times (a run, a step, a queue wait), recorded at once. */
@@ -71,17 +78,39 @@ export const NO_SPAN: TraceSpan = {
   tracestate: undefined,
   setAttributes: () => undefined,
   fail: () => undefined,
+  event: () => undefined,
   end: () => undefined,
 };
 
 export const NO_TRACING: Tracing = {
   enabled: false,
+  spanMinMs: 0,
   start: () => NO_SPAN,
   record: () => undefined,
   reserve: () => undefined,
   flush: async () => undefined,
   shutdown: async () => undefined,
 };
+
+/**
+ * One step of a longer piece of work (an ingest step, the relay's dedup) under `parent`: a span
+ * when it took `tracing.spanMinMs` or more, otherwise an event on `parent` at the step's start
+ * with its duration (`svc.duration_ms`), so every step's time stays in the trace. A step's span
+ * costs several times its event (span ids, an object of its own, its own OTLP record), and most
+ * steps of a delivery take microseconds (docs/tracing.md, "Steps as spans or events").
+ * `attributes` is taken over (an event's gets `svc.duration_ms` added).
+ */
+export function recordStep(tracing: Tracing, parent: TraceSpan, name: string, start: number, end: number, attributes?: TraceAttributes): void {
+  if (parent.traceparent === undefined) return;
+  const duration = end - start;
+  if (duration >= tracing.spanMinMs) tracing.record(name, { parent: parent.traceparent, tracestate: parent.tracestate, start, end, ...(attributes === undefined ? {} : { attributes }) });
+  else {
+    // The caller's attributes are a literal made for this step: extended in place, not copied.
+    const eventAttributes: TraceAttributes = attributes ?? {};
+    eventAttributes['svc.duration_ms'] = Math.round(duration * 1000) / 1000;
+    parent.event(name, start, eventAttributes);
+  }
+}
 
 let anchorWall = Date.now();
 let anchorMono = performance.now();
@@ -128,6 +157,8 @@ export interface TracingSettings {
   resourceAttributes: Record<string, string>;
   sampler: { name: string; ratio: number };
   batch: { scheduledDelayMillis?: number; maxQueueSize?: number; maxExportBatchSize?: number; exportTimeoutMillis?: number };
+  /** SVC_TRACE_SPAN_MIN_MS: a step shorter than this is an event, not a span (`recordStep`). */
+  spanMinMs: number;
 }
 
 const SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'];
@@ -193,7 +224,11 @@ export function tracingSettings(env: NodeJS.ProcessEnv, defaultServiceName: stri
   if (size !== undefined) batch.maxExportBatchSize = size;
   const timeout = positiveInt(env, 'OTEL_BSP_EXPORT_TIMEOUT');
   if (timeout !== undefined) batch.exportTimeoutMillis = timeout;
+  const minRaw = env['SVC_TRACE_SPAN_MIN_MS']?.trim();
+  const spanMinMs = minRaw === undefined || minRaw === '' ? 1 : Number(minRaw);
+  if (!(spanMinMs >= 0 && spanMinMs <= 60_000)) throw badSetting('SVC_TRACE_SPAN_MIN_MS', minRaw ?? '', 'must be a number of milliseconds from 0 (every step a span) to 60000');
   return {
+    spanMinMs,
     serviceName: env['OTEL_SERVICE_NAME']?.trim() || resourceAttributes['service.name'] || defaultServiceName,
     url,
     headers: { ...keyValues('OTEL_EXPORTER_OTLP_HEADERS', env['OTEL_EXPORTER_OTLP_HEADERS']), ...keyValues('OTEL_EXPORTER_OTLP_TRACES_HEADERS', env['OTEL_EXPORTER_OTLP_TRACES_HEADERS']) },

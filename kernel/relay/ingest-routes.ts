@@ -5,7 +5,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { NO_TRACING, nowMs, type TraceSpan, type Tracing } from '../../core/tracing/index.ts';
+import { NO_TRACING, nowMs, recordStep, type TraceSpan, type Tracing } from '../../core/tracing/index.ts';
 import type { RelaySource, WebhookAck, WebhookDeliver } from '../../schemas/wire/relay.ts';
 import type { SvcHttpServer } from '../services/http/index.ts';
 import { webhookFrontDoor, type DoorRefusal, type InboundWebhook, type LimitHit, type WebhookAnswer, type WebhookGate } from '../webhook/front-door.ts';
@@ -112,7 +112,7 @@ export function registerIngestRoutes(app: SvcHttpServer, options: IngestOptions)
     });
     // Body read, rate limits and routing happened before `handle`: one span from arrival to here.
     const admitted = nowMs();
-    tracing.record('relay admission', { parent: root.traceparent, start: webhook.arrival, end: admitted });
+    recordStep(tracing, root, 'relay admission', webhook.arrival, admitted);
     return { root, admitted };
   }
 
@@ -136,7 +136,7 @@ export function registerIngestRoutes(app: SvcHttpServer, options: IngestOptions)
     if (webhook.deliveryIdFromProvider) keys.push(`id\0${orgId}\0${routingKey}\0${deliveryId}`);
     const claim = await dedup.claim(keys);
     const deduped = root === undefined ? 0 : nowMs();
-    if (root !== undefined) tracing.record('relay dedup', { parent: root.traceparent, start: dedupStart, end: deduped, attributes: { 'svc.dedup.result': claim.kind } });
+    if (root !== undefined) recordStep(tracing, root, 'relay dedup', dedupStart, deduped, { 'svc.dedup.result': claim.kind });
     if (claim.kind === 'duplicate') {
       count('relay_duplicate');
       request.log.info({ orgId, routingKey, deliveryId }, 'duplicate webhook inside the dedup window; not relayed');
@@ -171,7 +171,7 @@ export function registerIngestRoutes(app: SvcHttpServer, options: IngestOptions)
       if (ack === undefined && root !== undefined) {
         const bufferStart = nowMs();
         answer = await toBuffer(webhook, request, headers, receivedAt);
-        tracing.record('relay buffer', { parent: root.traceparent, start: bufferStart, end: nowMs() });
+        recordStep(tracing, root, 'relay buffer', bufferStart, nowMs());
       } else answer = ack === undefined ? await toBuffer(webhook, request, headers, receivedAt) : answerAck(webhook, ack);
       return answer;
     } finally {

@@ -199,7 +199,7 @@ export class IngestPipeline implements PipelineServices {
       start,
       attributes: { 'svc.org.id': delivery.orgId, 'svc.delivery.id': delivery.deliveryId, 'svc.routing_key': delivery.routingKey, 'vcs.provider.name': delivery.providerKind, 'svc.delivery.replay': delivery.replay },
     });
-    if (span.traceparent !== undefined) steps.trace(tracing, span.traceparent, start);
+    if (span.traceparent !== undefined) steps.trace(tracing, span, start);
     return span;
   }
 

@@ -2,7 +2,7 @@
 // independent mode, straight from HTTP), the pipeline's answer, and the per-delivery state the
 // steps fill in order.
 import type { Logger } from 'pino';
-import { nowMs, type Tracing } from '../../../core/tracing/index.ts';
+import { nowMs, recordStep, type TraceSpan, type Tracing } from '../../../core/tracing/index.ts';
 import type { NormalizedEvent } from '../../../schemas/event.ts';
 import type { Lock } from '../../../schemas/lock.ts';
 import type { AckResult } from '../../../schemas/wire/relay.ts';
@@ -65,11 +65,11 @@ export interface StepEntry {
   detail?: string;
 }
 
-/** Where a traced delivery's step spans go: each step spans from the previous step's end to its own `add`. */
+/** Where a traced delivery's steps go: each step lasts from the previous step's end to its own `add`. */
 interface StepTrace {
   tracing: Tracing;
-  /** The ingest span's traceparent. */
-  parent: string;
+  /** The ingest span. */
+  parent: TraceSpan;
   last: number;
 }
 
@@ -94,8 +94,8 @@ export class StepLog {
     if (this.#trace !== undefined) this.#span(step, { 'svc.ingest.step': step, 'svc.ingest.outcome': outcome });
   }
 
-  /** Each step from here on is a span under `parent` (docs/tracing.md, "Spans"). */
-  trace(tracing: Tracing, parent: string, start: number): void {
+  /** Each step from here on is a span or an event of `parent` (`recordStep`; docs/tracing.md, "Spans"). */
+  trace(tracing: Tracing, parent: TraceSpan, start: number): void {
     this.#trace = { tracing, parent, last: start };
   }
 
@@ -106,14 +106,15 @@ export class StepLog {
 
   /** A run's span, reserved under the ingest span: stored with the run (`runs.trace_context`, `trace_parent`). */
   reserveRunSpan(): { context: string; parent: string } | undefined {
-    const context = this.#trace?.tracing.reserve(this.#trace.parent);
-    return context === undefined ? undefined : { context, parent: this.#trace!.parent };
+    const parent = this.#trace?.parent.traceparent;
+    const context = this.#trace?.tracing.reserve(parent);
+    return context === undefined || parent === undefined ? undefined : { context, parent };
   }
 
   #span(step: string, attributes: Record<string, string>): void {
     const trace = this.#trace!;
     const now = nowMs();
-    trace.tracing.record(`ingest ${step}`, { parent: trace.parent, start: trace.last, end: now, attributes });
+    recordStep(trace.tracing, trace.parent, `ingest ${step}`, trace.last, now, attributes);
     trace.last = now;
   }
 }

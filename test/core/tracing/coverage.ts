@@ -1,5 +1,5 @@
 // The coverage rule of docs/tracing.md ("Coverage"): a span with children has a gap where none of
-// its children (clipped to it) runs and no message hop is in flight; a gap longer than `maxMs` is
+// its children (clipped to it) runs, no short step recorded as its event lasts and no message hop is in flight; a gap longer than `maxMs` is
 // time the trace does not account for. Leaf spans are what they measure and have none.
 export interface SpanTimes {
   spanId: string;
@@ -9,6 +9,8 @@ export interface SpanTimes {
   start: number;
   end: number;
   attributes?: Record<string, string | number | boolean>;
+  /** Events; one with `svc.duration_ms` is a short step (core/tracing `recordStep`) and covers its stretch. */
+  events?: ReadonlyArray<{ name: string; time: number; attributes: Record<string, string | number | boolean> }>;
 }
 
 /** A message on a WebSocket between two processes: from its send (one span) to its handling (the other side's span). */
@@ -61,6 +63,12 @@ export function coverageGaps(spans: readonly SpanTimes[], maxMs: number, hops: r
   const children = new Map<string, Array<{ start: number; end: number }>>();
   for (const s of spans) if (s.parentSpanId !== undefined) children.set(s.parentSpanId, [...(children.get(s.parentSpanId) ?? []), s]);
   for (const h of hops) children.set(h.parentSpanId, [...(children.get(h.parentSpanId) ?? []), h]);
+  for (const s of spans) {
+    for (const e of s.events ?? []) {
+      const ms = e.attributes['svc.duration_ms'];
+      if (typeof ms === 'number') children.set(s.spanId, [...(children.get(s.spanId) ?? []), { start: e.time, end: e.time + ms }]);
+    }
+  }
   const gaps: Gap[] = [];
   for (const parent of spans) {
     const kids = children.get(parent.spanId);
