@@ -7,11 +7,11 @@
 // exactly 25 and 50 ms) gives the share answered within each bound; the sender's round trip and
 // the records' queued_at − received_at (which stops at the transaction's start) are printed
 // beside it. Bounded, loopback only, stops by itself:
-//   node bench/ingest.ts [--requests N] [--concurrency C] [--rate R] [--steady-seconds S] [--busy] [--profile DIR] [--sample-db] [--keep-data] [--tracing]
-// --tracing: the whole bench twice in one run, tracing off then on (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+//   node bench/ingest.ts [--requests N] [--concurrency C] [--rate R] [--steady-seconds S] [--busy] [--profile DIR] [--sample-db] [--keep-data] [--tracing [--rounds N]]
+// --tracing: the whole bench twice in one run, tracing off and on (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
 // at a local OTLP/HTTP receiver in this process that decodes every export), each on fresh
 // databases, and both throughputs and latencies side by side with their ratio (target: tracing
-// on within 10 % of off).
+// on within 10 % of off); --rounds N repeats the pair N times, alternating which pass goes first.
 // --busy: a background CPU load (stress-ng --cpu 1 --cpu-load 50) during the whole measurement.
 // --sample-db: during the steady phase, what the database's backends wait for (lib/db-sampler.ts).
 // The steady phase also prints each hop at p50/p99 (relay receive → send, send → ack, and in the
@@ -51,6 +51,10 @@ const { values } = parseArgs({
     // Leave the data directory (its path is printed): see keepOrRemove in lib/machine.ts.
     'keep-data': { type: 'boolean', default: false },
     tracing: { type: 'boolean', default: false },
+    // --tracing: pairs of passes, off and on in the order off-on, on-off, off-on, … (each pair
+    // cancels what a pass's position costs it: the second pass creates files after the first's,
+    // its PostgreSQL holds more dropped databases); the ratios' median is the figure.
+    rounds: { type: 'string', default: '1' },
   },
 });
 const REQUESTS = Math.min(100_000, Number(values.requests));
@@ -309,19 +313,40 @@ async function main(pass: string, otel: NodeJS.ProcessEnv): Promise<PassFigures>
   return { throughput: REQUESTS / seconds, relayCpuMs: (1000 * (cpu1[0]! - cpu0[0]!)) / REQUESTS, orchCpuMs: (1000 * (cpu1[1]! - cpu0[1]!)) / REQUESTS, p50: pct(roundTrips, 50), p99: pct(roundTrips, 99) };
 }
 
-/** --tracing: both passes, then the comparison (docs/benchmarks.md "Ingest with tracing"). */
+/** --tracing: off and on passes in pairs, then the comparison (docs/benchmarks.md "Ingest with tracing"). */
 async function compareTracing(): Promise<void> {
-  console.log('== pass 1: tracing off ==');
-  const off = await main('_off', { OTEL_SDK_DISABLED: 'true' });
+  const rounds = Math.max(1, Math.min(10, Math.floor(Number(values.rounds)) || 1));
   const receiver = await startOtlpReceiver(undefined, { keep: false });
+  const pairs: Array<{ off: PassFigures; on: PassFigures }> = [];
   try {
-    console.log(`== pass 2: tracing on, exporting to ${receiver.url} ==`);
-    const on = await main('_on', { OTEL_SDK_DISABLED: 'false', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: '' });
-    const ratio = on.throughput / off.throughput;
-    console.log('tracing off vs on (same machine, one run):');
-    console.log(`  no-match throughput: off ${off.throughput.toFixed(0)}/s, on ${on.throughput.toFixed(0)}/s, on/off ${ratio.toFixed(3)} (target >= 0.90: ${ratio >= 0.9 ? 'OK' : 'MISS'})`);
-    console.log(`  CPU per no-match webhook: relay off ${off.relayCpuMs.toFixed(3)} ms, on ${on.relayCpuMs.toFixed(3)} ms (x${(on.relayCpuMs / off.relayCpuMs).toFixed(2)}); orchestrator off ${off.orchCpuMs.toFixed(3)} ms, on ${on.orchCpuMs.toFixed(3)} ms (x${(on.orchCpuMs / off.orchCpuMs).toFixed(2)})`);
-    console.log(`  steady ${RATE}/s round trip: p50 off ${off.p50.toFixed(2)} ms, on ${on.p50.toFixed(2)} ms; p99 off ${off.p99.toFixed(2)} ms, on ${on.p99.toFixed(2)} ms`);
+    const offPass = async (round: number) => {
+      console.log(`== round ${round + 1}: tracing off ==`);
+      return main(`_off${round}`, { OTEL_SDK_DISABLED: 'true' });
+    };
+    const onPass = async (round: number) => {
+      console.log(`== round ${round + 1}: tracing on, exporting to ${receiver.url} ==`);
+      return main(`_on${round}`, { OTEL_SDK_DISABLED: 'false', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: '' });
+    };
+    for (let round = 0; round < rounds; round++) {
+      if (round % 2 === 0) {
+        const off = await offPass(round);
+        pairs.push({ off, on: await onPass(round) });
+      } else {
+        const on = await onPass(round);
+        pairs.push({ on, off: await offPass(round) });
+      }
+    }
+    const sampler = process.env['OTEL_TRACES_SAMPLER'] ? `${process.env['OTEL_TRACES_SAMPLER']}${process.env['OTEL_TRACES_SAMPLER_ARG'] ? ` ${process.env['OTEL_TRACES_SAMPLER_ARG']}` : ''}` : 'parentbased_always_on (every delivery traced)';
+    console.log(`tracing off vs on (same machine; ${rounds} round${rounds === 1 ? '' : 's'}, off first in odd rounds, on first in even ones; sampler ${sampler}; SVC_TRACE_SPAN_MIN_MS ${process.env['SVC_TRACE_SPAN_MIN_MS'] || '1 (default)'}):`);
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+    pairs.forEach(({ off, on }, i) => {
+      console.log(`  round ${i + 1}: no-match throughput off ${off.throughput.toFixed(0)}/s, on ${on.throughput.toFixed(0)}/s, on/off ${(on.throughput / off.throughput).toFixed(3)}; CPU per webhook relay x${(on.relayCpuMs / off.relayCpuMs).toFixed(2)}, orchestrator x${(on.orchCpuMs / off.orchCpuMs).toFixed(2)}`);
+    });
+    const ratio = median(pairs.map(({ off, on }) => on.throughput / off.throughput));
+    const m = (pick: (p: PassFigures) => number, which: 'off' | 'on') => median(pairs.map((pair) => pick(pair[which])));
+    console.log(`  no-match throughput (median): off ${m((p) => p.throughput, 'off').toFixed(0)}/s, on ${m((p) => p.throughput, 'on').toFixed(0)}/s, on/off ${ratio.toFixed(3)} (target >= 0.90: ${ratio >= 0.9 ? 'OK' : 'MISS'})`);
+    console.log(`  CPU per no-match webhook (median): relay off ${m((p) => p.relayCpuMs, 'off').toFixed(3)} ms, on ${m((p) => p.relayCpuMs, 'on').toFixed(3)} ms; orchestrator off ${m((p) => p.orchCpuMs, 'off').toFixed(3)} ms, on ${m((p) => p.orchCpuMs, 'on').toFixed(3)} ms`);
+    console.log(`  steady ${RATE}/s round trip (median): p50 off ${m((p) => p.p50, 'off').toFixed(2)} ms, on ${m((p) => p.p50, 'on').toFixed(2)} ms; p99 off ${m((p) => p.p99, 'off').toFixed(2)} ms, on ${m((p) => p.p99, 'on').toFixed(2)} ms`);
     console.log(`  the receiver decoded ${receiver.requests} OTLP export requests, ${(receiver.bytes / 1048576).toFixed(1)} MiB`);
   } finally {
     await receiver.close();
@@ -334,7 +359,7 @@ process.once('exit', () => {
 });
 try {
   // Bounded: the busy load ends by itself after this long even if the bench is killed.
-  await withMachine(values.busy, values.tracing ? 600 : 300, () => (values.tracing ? compareTracing() : main('', {}).then(() => undefined)));
+  await withMachine(values.busy, values.tracing ? 600 * Math.max(1, Math.min(10, Number(values.rounds) || 1)) : 300, () => (values.tracing ? compareTracing() : main('', {}).then(() => undefined)));
 } finally {
   for (const child of children) child.kill('SIGTERM');
   await new Promise((r) => setTimeout(r, 1500));

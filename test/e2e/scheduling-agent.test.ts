@@ -4,20 +4,16 @@
 // jobs run, job outputs reach dependents, a generator adds two jobs that run, the workflow hooks
 // run once at the end with the outcome; filter false → the run is skipped.
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import t from 'tap';
 import { pino } from 'pino';
 import { DEFAULT_RUNNER_PATH, startAgent } from '../../agent/agent.ts';
 import { parseAgentEnv } from '../../agent/env.ts';
-import { workflowToLockEntry } from '../../workflow/compile/lock-entry.ts';
-import { registerSdkResolution } from '../../workflow/sdk-resolution.ts';
 import { sql, type DatabasePool } from '../../kernel/services/db/index.ts';
 import { createProcessSandbox } from '../../plugins/sandboxes/process/index.ts';
-import type { NormalizedEvent } from '../../schemas/event.ts';
-import { gitRepo, makeTree, tempDir } from '../agent/fixtures/trees.ts';
+import { tempDir } from '../agent/fixtures/trees.ts';
 import { eachDatabase } from '../fixtures/db.ts';
 import { until } from '../fixtures/runs.ts';
-import { byName, createTestRun, jobsOf, runOf, startSchedulingNode } from '../kernel/orchestrator/scheduling/harness.ts';
+import { byName, compiledWorkflowRepo, createTestRun, jobsOf, runOf, startSchedulingNode } from '../kernel/orchestrator/scheduling/harness.ts';
 
 t.setTimeout(1_200_000);
 
@@ -59,11 +55,7 @@ async function logText(pool: DatabasePool, runId: string, name: string): Promise
 t.test('a real workflow through the real agent: filter, outputs, generated jobs, workflow hooks', async (t) => {
   const tmp = await tempDir('svc-sched-e2e-');
   t.teardown(tmp.cleanup);
-  const tree = await makeTree(join(tmp.dir, 'repo'), { '.svc/workflows/ci.ts': WORKFLOW });
-  const sha = await gitRepo(tree.dir);
-  registerSdkResolution();
-  const mod = (await import(pathToFileURL(join(tree.dir, '.svc/workflows/ci.ts')).href)) as { default: unknown };
-  const entry = workflowToLockEntry(mod.default, { sourcePath: '.svc/workflows/ci.ts', exportName: 'default', contentHash: tree.contentHash });
+  const { sha, entry, event } = await compiledWorkflowRepo(join(tmp.dir, 'repo'), WORKFLOW);
   t.equal(entry.hasFilter, true);
   t.match(entry.jobs.find((j) => j.name === 'gen'), { dynamic: true, generatorRef: 'jobs.gen.generate' });
 
@@ -78,12 +70,6 @@ t.test('a real workflow through the real agent: filter, outputs, generated jobs,
       runnerPath: DEFAULT_RUNNER_PATH,
     });
     t.teardown(() => agent.stop());
-    const event = {
-      provider: 'github',
-      eventName: 'push',
-      repository: { fullName: 'acme/widgets', owner: 'acme', name: 'widgets', id: '1', cloneUrl: `file://${tree.dir}`, defaultBranch: 'main' },
-      ref: 'refs/heads/main',
-    } as unknown as NormalizedEvent;
     const finished = (runId: string) =>
       until(`run ${runId} finished`, async () => {
         const run = await runOf(db.pool, runId);

@@ -7,18 +7,14 @@
 // once naming it when it is the only agent carrying the job's labels.
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import t from 'tap';
-import { workflowToLockEntry } from '../../../../workflow/compile/lock-entry.ts';
-import { registerSdkResolution } from '../../../../workflow/sdk-resolution.ts';
 import { sql, type DatabasePool } from '../../../../kernel/services/db/index.ts';
-import type { NormalizedEvent } from '../../../../schemas/event.ts';
-import { gitRepo, makeTree, tempDir } from '../../../agent/fixtures/trees.ts';
+import { tempDir } from '../../../agent/fixtures/trees.ts';
 import { eachDatabase } from '../../../fixtures/db.ts';
 import { MIN_PROGRAM_TIMEOUT_MS, REPO_ROOT, startProgram } from '../../../fixtures/programs.ts';
 import { insertRun, jobRow, until } from '../../../fixtures/runs.ts';
 import { TestAgent } from '../../../fixtures/test-agent.ts';
-import { createTestRun, runOf, startSchedulingNode } from '../scheduling/harness.ts';
+import { compiledWorkflowRepo, createTestRun, jobLogText, runOf, startSchedulingNode } from '../scheduling/harness.ts';
 import { afterDispatchPass } from './harness.ts';
 
 t.setTimeout(600_000);
@@ -51,20 +47,11 @@ async function attempts(pool: DatabasePool, runId: string, name: string): Promis
     FROM jobs WHERE run_id = ${runId} AND name = ${name} ORDER BY attempt`)) as readonly Attempt[])];
 }
 
-async function logText(pool: DatabasePool, jobId: string): Promise<string> {
-  const rows = (await pool.any(sql.unsafe`SELECT lines FROM job_logs WHERE job_id = ${jobId} ORDER BY seq`)) as readonly { lines: Array<{ text: string }> }[];
-  return rows.flatMap((r) => r.lines.map((l) => l.text)).join('\n');
-}
-
 t.test('a step exiting with a listed code is retried and passes; one exiting with another code is not retried', async (t) => {
   const tmp = await tempDir('svc-retry-exit-');
   t.teardown(tmp.cleanup);
   const marker = join(tmp.dir, 'flaky-ran-once');
-  const tree = await makeTree(join(tmp.dir, 'repo'), { '.svc/workflows/ci.ts': workflowText(marker) });
-  const sha = await gitRepo(tree.dir);
-  registerSdkResolution();
-  const mod = (await import(pathToFileURL(join(tree.dir, '.svc/workflows/ci.ts')).href)) as { default: unknown };
-  const entry = workflowToLockEntry(mod.default, { sourcePath: '.svc/workflows/ci.ts', exportName: 'default', contentHash: tree.contentHash });
+  const { sha, entry, event } = await compiledWorkflowRepo(join(tmp.dir, 'repo'), workflowText(marker));
   t.same(entry.jobs.map((j) => j.retry?.exitCodes), [[3, 75], [3, 75]], 'the lock carries the exit codes');
 
   await eachDatabase(t, async (t, db) => {
@@ -86,12 +73,6 @@ t.test('a step exiting with a listed code is retried and passes; one exiting wit
       readyTimeoutMs: MIN_PROGRAM_TIMEOUT_MS,
     });
     t.teardown(() => agent.stop());
-    const event = {
-      provider: 'github',
-      eventName: 'push',
-      repository: { fullName: 'acme/widgets', owner: 'acme', name: 'widgets', id: '1', cloneUrl: `file://${tree.dir}`, defaultBranch: 'main' },
-      ref: 'refs/heads/main',
-    } as unknown as NormalizedEvent;
     const run = await createTestRun(db.pool, entry, { sha, event });
 
     const [one, two] = await until('flaky attempt 2 created', async () => {
@@ -117,8 +98,8 @@ t.test('a step exiting with a listed code is retried and passes; one exiting wit
     const broken = await attempts(db.pool, run.runId, 'broken');
     t.equal(broken.length, 1, 'exit code 5 is not in the list: no retry');
     t.match(broken[0], { status: 'failed', exit_code: 5, retried_as: null });
-    t.match(await logText(db.pool, broken[0]!.id), 'about to exit 5', 'the failed job keeps its log');
-    t.ok((await logText(db.pool, one!.id)).length > 0, 'the retried attempt keeps its log');
+    t.match(await jobLogText(db.pool, broken[0]!.id), 'about to exit 5', 'the failed job keeps its log');
+    t.ok((await jobLogText(db.pool, one!.id)).length > 0, 'the retried attempt keeps its log');
     const completions = (await db.pool.anyFirst(sql.unsafe`
       SELECT job_id::text FROM run_events WHERE run_id = ${run.runId} AND kind = 'job_complete' ORDER BY job_id`)) as readonly string[];
     t.same(completions, [flaky[1]!.id, broken[0]!.id].sort(), 'job_complete for the last attempt of each job only');

@@ -6,22 +6,18 @@
 // the re-run lineage and cooldown.
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import t from 'tap';
 import { pino } from 'pino';
 import { DEFAULT_RUNNER_PATH, startAgent } from '../../../../agent/agent.ts';
 import { parseAgentEnv } from '../../../../agent/env.ts';
-import { workflowToLockEntry } from '../../../../workflow/compile/lock-entry.ts';
-import { registerSdkResolution } from '../../../../workflow/sdk-resolution.ts';
 import { sql, type DatabasePool } from '../../../../kernel/services/db/index.ts';
 import { notifyJobsQueued } from '../../../../kernel/orchestrator/dispatch/notify.ts';
 import { rerunRun, type RerunDeps } from '../../../../kernel/orchestrator/runs/api/rerun.ts';
 import { createProcessSandbox } from '../../../../plugins/sandboxes/process/index.ts';
-import type { NormalizedEvent } from '../../../../schemas/event.ts';
-import { gitRepo, makeTree, tempDir } from '../../../agent/fixtures/trees.ts';
+import { tempDir } from '../../../agent/fixtures/trees.ts';
 import { eachDatabase } from '../../../fixtures/db.ts';
 import { until } from '../../../fixtures/runs.ts';
-import { createTestRun, runOf, startSchedulingNode } from '../scheduling/harness.ts';
+import { compiledWorkflowRepo, createTestRun, jobLogText, runOf, startSchedulingNode } from '../scheduling/harness.ts';
 
 t.setTimeout(600_000);
 
@@ -49,20 +45,11 @@ async function jobs(pool: DatabasePool, runId: string): Promise<Record<string, R
   return Object.fromEntries(rows.map((r) => [r.name, r]));
 }
 
-async function logText(pool: DatabasePool, jobId: string): Promise<string> {
-  const rows = (await pool.any(sql.unsafe`SELECT lines FROM job_logs WHERE job_id = ${jobId} ORDER BY seq`)) as readonly { lines: Array<{ text: string }> }[];
-  return rows.flatMap((r) => r.lines.map((l) => l.text)).join('\n');
-}
-
 t.test('restarting a run with one failed job of five runs only that job and its dependent', async (t) => {
   const tmp = await tempDir('svc-restart-failed-');
   t.teardown(tmp.cleanup);
   const marker = join(tmp.dir, 'c-fixed');
-  const tree = await makeTree(join(tmp.dir, 'repo'), { '.svc/workflows/ci.ts': workflowText(marker) });
-  const sha = await gitRepo(tree.dir);
-  registerSdkResolution();
-  const mod = (await import(pathToFileURL(join(tree.dir, '.svc/workflows/ci.ts')).href)) as { default: unknown };
-  const entry = workflowToLockEntry(mod.default, { sourcePath: '.svc/workflows/ci.ts', exportName: 'default', contentHash: tree.contentHash });
+  const { sha, entry, event } = await compiledWorkflowRepo(join(tmp.dir, 'repo'), workflowText(marker));
 
   await eachDatabase(t, async (t, db) => {
     // Each flavour starts with `c` broken again (the system flavour's pass wrote the marker).
@@ -77,12 +64,6 @@ t.test('restarting a run with one failed job of five runs only that job and its 
       runnerPath: DEFAULT_RUNNER_PATH,
     });
     t.teardown(() => agent.stop());
-    const event = {
-      provider: 'github',
-      eventName: 'push',
-      repository: { fullName: 'acme/widgets', owner: 'acme', name: 'widgets', id: '1', cloneUrl: `file://${tree.dir}`, defaultBranch: 'main' },
-      ref: 'refs/heads/main',
-    } as unknown as NormalizedEvent;
     const finished = (runId: string) =>
       until(`run ${runId} finished`, async () => {
         const run = await runOf(db.pool, runId);
@@ -125,7 +106,7 @@ t.test('restarting a run with one failed job of five runs only that job and its 
       t.equal(after[name]!.agent_id, `restart-${db.kind}`, `${name} ran on the agent`);
     }
     t.same(after['a']!.outputs, { value: aValue }, 'the reused job keeps its outputs');
-    t.match(await logText(db.pool, after['d']!.id), `d saw ${aValue}`, 'the dependent read the parent run\'s outputs of a');
+    t.match(await jobLogText(db.pool, after['d']!.id), `d saw ${aValue}`, 'the dependent read the parent run\'s outputs of a');
     const lineage = (await db.pool.one(sql.unsafe`
       SELECT parent_run_id::text AS parent, original_run_id::text AS original, triggered_by, rerun_mode, event_name, sha FROM runs WHERE id = ${restarted.newRunId}`)) as Record<string, unknown>;
     t.same(lineage, { parent: first.runId, original: first.runId, triggered_by: 'alice', rerun_mode: 'failed', event_name: 'push', sha });

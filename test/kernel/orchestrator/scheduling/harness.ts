@@ -3,6 +3,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { startOrchestrator } from '../../../../kernel/orchestrator/app.ts';
 import { createRunControlSubsystem } from '../../../../kernel/orchestrator/run-control/subsystem.ts';
 import { createDispatchSubsystem, type DispatchService } from '../../../../kernel/orchestrator/dispatch/index.ts';
@@ -14,6 +15,9 @@ import { sql, type DatabasePool } from '../../../../kernel/services/db/index.ts'
 import type { NormalizedEvent } from '../../../../schemas/event.ts';
 import type { LockJob, LockWorkflow } from '../../../../schemas/lock.ts';
 import type { JobDispatch } from '../../../../schemas/wire/agent.ts';
+import { workflowToLockEntry } from '../../../../workflow/compile/lock-entry.ts';
+import { registerSdkResolution } from '../../../../workflow/sdk-resolution.ts';
+import { gitRepo, makeTree, type Tree } from '../../../agent/fixtures/trees.ts';
 import { testLogger, type Test } from '../../../fixtures/db.ts';
 import { FAST } from '../dispatch/harness.ts';
 import { TestAgent } from '../../../fixtures/test-agent.ts';
@@ -174,4 +178,30 @@ export async function scriptedAgent(
     answer(40);
   });
   return agent;
+}
+
+/**
+ * A real workflow file in a real git repository, compiled the way `svc compile` does
+ * (workflowToLockEntry): the lock entry a test creates runs from, and the push event whose
+ * checkout reads that repository.
+ */
+export async function compiledWorkflowRepo(dir: string, workflowSource: string): Promise<{ tree: Tree; sha: string; entry: LockWorkflow; event: NormalizedEvent }> {
+  const tree = await makeTree(dir, { '.svc/workflows/ci.ts': workflowSource });
+  const sha = await gitRepo(tree.dir);
+  registerSdkResolution();
+  const mod = (await import(pathToFileURL(join(tree.dir, '.svc/workflows/ci.ts')).href)) as { default: unknown };
+  const entry = workflowToLockEntry(mod.default, { sourcePath: '.svc/workflows/ci.ts', exportName: 'default', contentHash: tree.contentHash });
+  const event = {
+    provider: 'github',
+    eventName: 'push',
+    repository: { fullName: 'acme/widgets', owner: 'acme', name: 'widgets', id: '1', cloneUrl: `file://${tree.dir}`, defaultBranch: 'main' },
+    ref: 'refs/heads/main',
+  } as unknown as NormalizedEvent;
+  return { tree, sha, entry, event };
+}
+
+/** A job's stored log lines (job_logs), joined by newlines. */
+export async function jobLogText(pool: DatabasePool, jobId: string): Promise<string> {
+  const rows = (await pool.any(sql.unsafe`SELECT lines FROM job_logs WHERE job_id = ${jobId} ORDER BY seq`)) as readonly { lines: Array<{ text: string }> }[];
+  return rows.flatMap((r) => r.lines.map((l) => l.text)).join('\n');
 }
