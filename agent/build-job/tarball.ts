@@ -57,7 +57,10 @@ export async function listTree(cwd: string, roots: readonly string[]): Promise<s
 /** Writes `entries` (relative to `cwd`, in the given order, no recursion) as a gzip tarball. */
 export async function writeTarball(cwd: string, entries: readonly string[], file: string): Promise<TarballResult> {
   const sorted = [...entries].sort(byteOrder);
-  await tar.c({ gzip: true, file, cwd, portable: true, mtime: FIXED_MTIME, noDirRecurse: true, follow: false, strict: true }, sorted);
+  // Level 1: a cache is written on every job that changed it and read back on the same network, so
+  // packing time counts more than bytes. On bench/big-cache.ts's 1 GiB tree level 6 (zlib's
+  // default) made packing twice the plain copy (docs/benchmarks.md "Big caches").
+  await tar.c({ gzip: { level: 1 }, file, cwd, portable: true, mtime: FIXED_MTIME, noDirRecurse: true, follow: false, strict: true }, sorted);
   const hash = createHash('sha256');
   for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
   return { file, sha256: hash.digest('hex'), bytes: (await stat(file)).size, entries: sorted.length };
