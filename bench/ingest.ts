@@ -338,7 +338,11 @@ async function compareTracing(): Promise<void> {
     }
     const sampler = process.env['OTEL_TRACES_SAMPLER'] ? `${process.env['OTEL_TRACES_SAMPLER']}${process.env['OTEL_TRACES_SAMPLER_ARG'] ? ` ${process.env['OTEL_TRACES_SAMPLER_ARG']}` : ''}` : 'parentbased_always_on (every delivery traced)';
     console.log(`tracing off vs on (same machine; ${rounds} round${rounds === 1 ? '' : 's'}, off first in odd rounds, on first in even ones; sampler ${sampler}; SVC_TRACE_SPAN_MIN_MS ${process.env['SVC_TRACE_SPAN_MIN_MS'] || '1 (default)'}):`);
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+    const median = (xs: number[]) => {
+      const sorted = [...xs].sort((a, b) => a - b);
+      const mid = sorted.length / 2;
+      return Number.isInteger(mid) ? (sorted[mid - 1]! + sorted[mid]!) / 2 : sorted[Math.floor(mid)]!;
+    };
     pairs.forEach(({ off, on }, i) => {
       console.log(`  round ${i + 1}: no-match throughput off ${off.throughput.toFixed(0)}/s, on ${on.throughput.toFixed(0)}/s, on/off ${(on.throughput / off.throughput).toFixed(3)}; CPU per webhook relay x${(on.relayCpuMs / off.relayCpuMs).toFixed(2)}, orchestrator x${(on.orchCpuMs / off.orchCpuMs).toFixed(2)}`);
     });
