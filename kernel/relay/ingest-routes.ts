@@ -119,24 +119,33 @@ export function registerIngestRoutes(app: SvcHttpServer, options: IngestOptions)
   async function handle(webhook: InboundWebhook<RelaySource>, request: FastifyRequest): Promise<WebhookAnswer> {
     const traced = tracing.enabled ? receiveSpan(webhook, request) : undefined;
     const root = traced?.root;
+    // Where the last step of the delivery ended: the answer is a step of its own from there.
+    const marks = { last: traced?.admitted ?? 0 };
     try {
-      const answer = await handleTraced(webhook, request, root, traced?.admitted ?? 0);
+      const answer = await handleTraced(webhook, request, root, marks);
       root?.setAttributes({ 'svc.relay.answer': 'status' in answer ? String((answer.body as { status?: string }).status) : answer.refusal });
       return answer;
     } finally {
-      root?.end();
+      if (root !== undefined) {
+        const end = nowMs();
+        recordStep(tracing, root, 'relay answer', marks.last, end);
+        root.end(end);
+      }
     }
   }
 
-  /** `since`: where the previous span ended (each span starts where the last ended: the SDK's own time is inside one). */
-  async function handleTraced(webhook: InboundWebhook<RelaySource>, request: FastifyRequest, root: TraceSpan | undefined, since: number): Promise<WebhookAnswer> {
+  /** `marks.last`: where the previous step ended (each step starts where the last ended: the SDK's own time is inside one); kept up to date here. */
+  async function handleTraced(webhook: InboundWebhook<RelaySource>, request: FastifyRequest, root: TraceSpan | undefined, marks: { last: number }): Promise<WebhookAnswer> {
     const { orgId, routingKey, deliveryId, body } = webhook;
-    const dedupStart = since;
+    const dedupStart = marks.last;
     const keys = [`body\0${orgId}\0${routingKey}\0${createHash('sha256').update(body).digest('base64')}`];
     if (webhook.deliveryIdFromProvider) keys.push(`id\0${orgId}\0${routingKey}\0${deliveryId}`);
     const claim = await dedup.claim(keys);
     const deduped = root === undefined ? 0 : nowMs();
-    if (root !== undefined) recordStep(tracing, root, 'relay dedup', dedupStart, deduped, { 'svc.dedup.result': claim.kind });
+    if (root !== undefined) {
+      recordStep(tracing, root, 'relay dedup', dedupStart, deduped, { 'svc.dedup.result': claim.kind });
+      marks.last = deduped;
+    }
     if (claim.kind === 'duplicate') {
       count('relay_duplicate');
       request.log.info({ orgId, routingKey, deliveryId }, 'duplicate webhook inside the dedup window; not relayed');
@@ -167,11 +176,15 @@ export function registerIngestRoutes(app: SvcHttpServer, options: IngestOptions)
       if (forward?.traceparent !== undefined) message.traceparent = forward.traceparent;
       const ack = await pool.deliver(orgId, message, options.ackTimeoutMs, webhook.arrival + options.totalBudgetMs);
       forward?.setAttributes({ 'svc.ack.result': ack?.result ?? 'none' });
-      forward?.end();
+      if (forward !== undefined) {
+        marks.last = nowMs();
+        forward.end(marks.last);
+      }
       if (ack === undefined && root !== undefined) {
-        const bufferStart = nowMs();
+        const bufferStart = marks.last;
         answer = await toBuffer(webhook, request, headers, receivedAt);
-        recordStep(tracing, root, 'relay buffer', bufferStart, nowMs());
+        marks.last = nowMs();
+        recordStep(tracing, root, 'relay buffer', bufferStart, marks.last);
       } else answer = ack === undefined ? await toBuffer(webhook, request, headers, receivedAt) : answerAck(webhook, ack);
       return answer;
     } finally {

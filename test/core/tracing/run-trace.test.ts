@@ -166,6 +166,7 @@ t.test('a push through the relay to a finished run is one trace covering the who
     };
     step('relay dedup', receive);
     step('relay admission', receive);
+    step('relay answer', receive);
     const ingest = one('orchestrator ingest', 'svc-orchestrator');
     t.equal(ingest.parentSpanId, forward.spanId, 'the orchestrator continues the relay forward span (webhook.deliver traceparent)');
     for (const name of ['admission', 'verify-signature', 'dedup', 'resolve-provider', 'normalize', 'repository', 'trust', 'lock-fetch', 'registrations', 'changed-files', 'match', 'requires', 'caches', 'dispatch', 'delivery-record', 'commit']) {
