@@ -95,7 +95,6 @@ export const SYSTEM: readonly string[] = [
   'test/e2e/step-approvals.test.ts', // run control
   'test/e2e/events-cluster.test.ts', // events and schedules
   'test/e2e/provenance.test.ts', // identity and provenance: live
-  'test/e2e/provenance-deferred.test.ts', // identity and provenance: no key ready, fulfilled later
   'test/e2e/artifacts-s3.test.ts', // artifacts on S3
   'test/e2e/dev.test.ts', // developer loop (svc dev, the embedded PostgreSQL)
   'test/e2e/containers.test.ts', // the image built with podman; relay, orchestrator and agent as containers, a push to a green run

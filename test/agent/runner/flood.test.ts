@@ -5,12 +5,16 @@
 // 0) before reporting a result", bench/big-log.ts at 100,000 lines).
 import t from 'tap';
 import { runRunner } from '../../fixtures/run-runner.ts';
+import { volume } from '../../fixtures/volume.ts';
 
-const LINES = 100_000;
+// 30,000 lines in `npm test` (15 times the runner's bound of about 2,000 unread messages),
+// 100,000 in test:full; the reader stalls 50 times for 120 ms either way (6 s in all).
+const LINES = volume(30_000, 100_000);
+const STALL_EVERY = LINES / 50;
 const STALL = new Int32Array(new SharedArrayBuffer(4));
 
 for (const [jobName, how] of [['flood', 'a command (ctx.$)'], ['flood-write', 'process.stdout.write with drain']] as const) {
-  t.test(`100,000 lines from ${how} to a slow reader: all of them, in order, then the result`, async (t) => {
+  t.test(`${LINES.toLocaleString('en')} lines from ${how} to a slow reader: all of them, in order, then the result`, async (t) => {
     let logs = 0;
     const run = await runRunner({
       file: 'flood.ts',
@@ -21,10 +25,10 @@ for (const [jobName, how] of [['flood', 'a command (ctx.$)'], ['flood-write', 'p
       onMessage: (message) => {
         if (message.type !== 'runner.log' || message.step !== 'print') return;
         logs++;
-        // The reader falls behind: 120 ms of blocked event loop every 2,000 lines (6 s in all),
+        // The reader falls behind: 120 ms of blocked event loop 50 times (6 s in all),
         // longer than the runner's old fixed 5 s between the job's end and its exit. Blocked by
         // Atomics.wait, not a spin: the same stalled agent without burning a core the suite shares.
-        if (logs % 2_000 === 0) Atomics.wait(STALL, 0, 0, 120);
+        if (logs % STALL_EVERY === 0) Atomics.wait(STALL, 0, 0, 120);
       },
     });
     t.equal(run.exitCode, 0, 'the runner exits 0');
