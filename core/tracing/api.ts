@@ -139,8 +139,22 @@ export interface ParsedTraceparent {
   sampled: boolean;
 }
 
-/** A W3C traceparent (version 00), or null when malformed or all-zero ids. */
+let lastTraceparent: string | undefined;
+let lastParsed: ParsedTraceparent | null = null;
+
+/**
+ * A W3C traceparent (version 00), or null when malformed or all-zero ids. The last answer is kept:
+ * a delivery's steps and children parse their parent's header one after another. The result is
+ * shared: read it, do not change it.
+ */
 export function parseTraceparent(value: string | undefined): ParsedTraceparent | null {
+  if (value !== undefined && value === lastTraceparent) return lastParsed;
+  lastTraceparent = value;
+  lastParsed = parseTraceparentOnce(value);
+  return lastParsed;
+}
+
+function parseTraceparentOnce(value: string | undefined): ParsedTraceparent | null {
   const match = value === undefined ? null : TRACEPARENT.exec(value.trim());
   if (match === null) return null;
   const [, traceId, spanId, flags] = match as unknown as [string, string, string, string];
