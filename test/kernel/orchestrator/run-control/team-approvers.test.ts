@@ -165,7 +165,10 @@ await eachDatabase(t, async (t, db) => {
     const patId = (JSON.parse(created.stdout) as { id: string }).id;
     const tokenRecord = await until('token.create at the orchestrator', async () => (await listAudit(db.pool, { action: 'token.create', org: ORG }))[0], 15_000, 100);
     t.match(tokenRecord, { target: `token:${patId}`, outcome: 'ok', via: 'relay', actor: { kind: 'system', id: 'svc-admin' } });
-    t.equal(Number(await stack.relayDb.oneFirst(sql.unsafe`select count(*) from relay_audit_outbox`)), 0, 'the outbox is drained');
+    // The relay deletes the row when the orchestrator's ack comes back, after the record commits.
+    const outboxLeft = async () => Number(await stack.relayDb.oneFirst(sql.unsafe`select count(*) from relay_audit_outbox`));
+    await until('the relay drops the acked outbox row', async () => ((await outboxLeft()) === 0 ? true : undefined), 15_000, 50);
+    t.equal(await outboxLeft(), 0, 'the outbox is drained');
 
     // The admin API: scope audit.read; filters as svc-admin audit list.
     const reader = await createAdminToken(db.pool, { name: 'auditor', scopes: ['audit.read'], unrestricted: false, createdBy: 'test' });
