@@ -54,7 +54,7 @@ export interface RecordOptions extends SpanOptions {
 export interface Tracing {
   readonly enabled: boolean;
   /**
-   * `recordStep` makes a step shorter than this (ms) an event of its parent instead of a span
+   * `TraceSteps` makes a step shorter than this (ms) an event of its parent instead of a span
    * (SVC_TRACE_SPAN_MIN_MS); 0: every step a span.
    */
   readonly spanMinMs: number;
@@ -92,24 +92,89 @@ export const NO_TRACING: Tracing = {
   shutdown: async () => undefined,
 };
 
+/** What a run of short steps gathered before it becomes one event (`TraceSteps`). */
+interface ShortRun {
+  start: number;
+  end: number;
+  count: number;
+  /** The first step's name and attributes: a run of one step is an event named as its span would be. */
+  name: string;
+  attributes: TraceAttributes | undefined;
+  /** `<step> <ms> ms (<attribute values>)`, one per step, joined by ", ". */
+  text: string;
+}
+
 /**
- * One step of a longer piece of work (an ingest step, the relay's dedup) under `parent`: a span
- * when it took `tracing.spanMinMs` or more, otherwise an event on `parent` at the step's start
- * with its duration (`svc.duration_ms`), so every step's time stays in the trace. A step's span
- * costs several times its event (span ids, an object of its own, its own OTLP record), and most
- * steps of a delivery take microseconds (docs/tracing.md, "Steps as spans or events").
- * `attributes` is taken over (an event's gets `svc.duration_ms` added).
+ * The steps of one longer piece of work under `parent` (a delivery's ingest steps, the relay's
+ * admission, dedup and answer), each named `<label> <step>`. A step that took
+ * `tracing.spanMinMs` or more is a span under `parent`. A shorter one costs less than its own
+ * span would (ids, an object, an OTLP record: docs/tracing.md, "Steps as spans or events"), so
+ * short steps are events of `parent`, and short steps back to back (each starting where the last
+ * ended) are ONE event, `<label> steps`, at the first one's start, with their total as
+ * `svc.duration_ms` and each step's name, duration and attribute values in `svc.steps`. A run of
+ * one short step is an event named as its span would be, with its attributes. Every step appears
+ * exactly once and no time is hidden. Call `flush` before ending `parent`.
  */
-export function recordStep(tracing: Tracing, parent: TraceSpan, name: string, start: number, end: number, attributes?: TraceAttributes): void {
-  if (parent.traceparent === undefined) return;
-  const duration = end - start;
-  if (duration >= tracing.spanMinMs) tracing.record(name, { parent: parent.traceparent, tracestate: parent.tracestate, start, end, ...(attributes === undefined ? {} : { attributes }) });
-  else {
-    // The caller's attributes are a literal made for this step: extended in place, not copied.
-    const eventAttributes: TraceAttributes = attributes ?? {};
-    eventAttributes['svc.duration_ms'] = Math.round(duration * 1000) / 1000;
-    parent.event(name, start, eventAttributes);
+export class TraceSteps {
+  readonly #tracing: Tracing;
+  readonly #parent: TraceSpan;
+  readonly #label: string;
+  readonly #stepKey: string | undefined;
+  #run: ShortRun | undefined;
+
+  /** `stepKey`: the attribute a step's span carries its step name in (`svc.ingest.step`); events have it in their name. */
+  constructor(tracing: Tracing, parent: TraceSpan, label: string, stepKey?: string) {
+    this.#tracing = tracing;
+    this.#parent = parent;
+    this.#label = label;
+    this.#stepKey = stepKey;
   }
+
+  /** `attributes` is taken over (a lone step's event gets `svc.duration_ms` added). */
+  step(name: string, start: number, end: number, attributes?: TraceAttributes): void {
+    const parent = this.#parent;
+    if (parent.traceparent === undefined) return;
+    const duration = end - start;
+    const run = this.#run;
+    if (duration >= this.#tracing.spanMinMs) {
+      if (run !== undefined) this.flush();
+      const spanAttributes: TraceAttributes = attributes ?? {};
+      if (this.#stepKey !== undefined) spanAttributes[this.#stepKey] = name;
+      this.#tracing.record(`${this.#label} ${name}`, { parent: parent.traceparent, tracestate: parent.tracestate, start, end, attributes: spanAttributes });
+      return;
+    }
+    if (run !== undefined && run.end !== start) this.flush();
+    const entry = `${name} ${duration.toFixed(3)} ms${attributes === undefined ? '' : valuesOf(attributes)}`;
+    if (this.#run === undefined) this.#run = { start, end, count: 1, name, attributes, text: entry };
+    else {
+      this.#run.end = end;
+      this.#run.count += 1;
+      this.#run.text += `, ${entry}`;
+    }
+  }
+
+  /** The pending short steps as their event. */
+  flush(): void {
+    const run = this.#run;
+    if (run === undefined) return;
+    this.#run = undefined;
+    const duration = Math.round((run.end - run.start) * 1000) / 1000;
+    if (run.count === 1) {
+      const attributes: TraceAttributes = run.attributes ?? {};
+      attributes['svc.duration_ms'] = duration;
+      this.#parent.event(`${this.#label} ${run.name}`, run.start, attributes);
+    } else this.#parent.event(`${this.#label} steps`, run.start, { 'svc.duration_ms': duration, 'svc.steps': run.text });
+  }
+}
+
+/** ` (v1, v2)`: a step's attribute values in its `svc.steps` entry. */
+function valuesOf(attributes: TraceAttributes): string {
+  let out = '';
+  for (const key in attributes) {
+    const value = attributes[key];
+    if (value !== undefined) out += out === '' ? String(value) : `, ${String(value)}`;
+  }
+  return out === '' ? '' : ` (${out})`;
 }
 
 let anchorWall = Date.now();
@@ -171,7 +236,7 @@ export interface TracingSettings {
   resourceAttributes: Record<string, string>;
   sampler: { name: string; ratio: number };
   batch: { scheduledDelayMillis?: number; maxQueueSize?: number; maxExportBatchSize?: number; exportTimeoutMillis?: number };
-  /** SVC_TRACE_SPAN_MIN_MS: a step shorter than this is an event, not a span (`recordStep`). */
+  /** SVC_TRACE_SPAN_MIN_MS: a step shorter than this is an event, not a span (`TraceSteps`). */
   spanMinMs: number;
 }
 

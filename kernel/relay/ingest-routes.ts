@@ -5,7 +5,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { NO_TRACING, nowMs, recordStep, type TraceSpan, type Tracing } from '../../core/tracing/index.ts';
+import { NO_TRACING, nowMs, TraceSteps, type TraceSpan, type Tracing } from '../../core/tracing/index.ts';
 import type { RelaySource, WebhookAck, WebhookDeliver } from '../../schemas/wire/relay.ts';
 import type { SvcHttpServer } from '../services/http/index.ts';
 import { webhookFrontDoor, type DoorRefusal, type InboundWebhook, type LimitHit, type WebhookAnswer, type WebhookGate } from '../webhook/front-door.ts';
@@ -103,7 +103,7 @@ export function registerIngestRoutes(app: SvcHttpServer, options: IngestOptions)
   const tracing = options.tracing ?? NO_TRACING;
 
   /** The delivery's root span (the trace's first): front door, dedup, forward or buffer as children. */
-  function receiveSpan(webhook: InboundWebhook<RelaySource>, request: FastifyRequest): { root: TraceSpan; admitted: number } {
+  function receiveSpan(webhook: InboundWebhook<RelaySource>, request: FastifyRequest): { root: TraceSpan; steps: TraceSteps; admitted: number } {
     const root = tracing.start('webhook receive', {
       kind: 'server',
       root: true,
@@ -112,38 +112,41 @@ export function registerIngestRoutes(app: SvcHttpServer, options: IngestOptions)
     });
     // Body read, rate limits and routing happened before `handle`: one span from arrival to here.
     const admitted = nowMs();
-    recordStep(tracing, root, 'relay admission', webhook.arrival, admitted);
-    return { root, admitted };
+    const steps = new TraceSteps(tracing, root, 'relay');
+    steps.step('admission', webhook.arrival, admitted);
+    return { root, steps, admitted };
   }
 
   async function handle(webhook: InboundWebhook<RelaySource>, request: FastifyRequest): Promise<WebhookAnswer> {
     const traced = tracing.enabled ? receiveSpan(webhook, request) : undefined;
     const root = traced?.root;
+    const steps = traced?.steps;
     // Where the last step of the delivery ended: the answer is a step of its own from there.
     const marks = { last: traced?.admitted ?? 0 };
     try {
-      const answer = await handleTraced(webhook, request, root, marks);
+      const answer = await handleTraced(webhook, request, root, steps, marks);
       root?.setAttributes({ 'svc.relay.answer': 'status' in answer ? String((answer.body as { status?: string }).status) : answer.refusal });
       return answer;
     } finally {
-      if (root !== undefined) {
+      if (root !== undefined && steps !== undefined) {
         const end = nowMs();
-        recordStep(tracing, root, 'relay answer', marks.last, end);
+        steps.step('answer', marks.last, end);
+        steps.flush();
         root.end(end);
       }
     }
   }
 
   /** `marks.last`: where the previous step ended (each step starts where the last ended: the SDK's own time is inside one); kept up to date here. */
-  async function handleTraced(webhook: InboundWebhook<RelaySource>, request: FastifyRequest, root: TraceSpan | undefined, marks: { last: number }): Promise<WebhookAnswer> {
+  async function handleTraced(webhook: InboundWebhook<RelaySource>, request: FastifyRequest, root: TraceSpan | undefined, steps: TraceSteps | undefined, marks: { last: number }): Promise<WebhookAnswer> {
     const { orgId, routingKey, deliveryId, body } = webhook;
     const dedupStart = marks.last;
     const keys = [`body\0${orgId}\0${routingKey}\0${createHash('sha256').update(body).digest('base64')}`];
     if (webhook.deliveryIdFromProvider) keys.push(`id\0${orgId}\0${routingKey}\0${deliveryId}`);
     const claim = await dedup.claim(keys);
     const deduped = root === undefined ? 0 : nowMs();
-    if (root !== undefined) {
-      recordStep(tracing, root, 'relay dedup', dedupStart, deduped, { 'svc.dedup.result': claim.kind });
+    if (steps !== undefined) {
+      steps.step('dedup', dedupStart, deduped, { 'svc.dedup.result': claim.kind });
       marks.last = deduped;
     }
     if (claim.kind === 'duplicate') {
@@ -184,7 +187,7 @@ export function registerIngestRoutes(app: SvcHttpServer, options: IngestOptions)
         const bufferStart = marks.last;
         answer = await toBuffer(webhook, request, headers, receivedAt);
         marks.last = nowMs();
-        recordStep(tracing, root, 'relay buffer', bufferStart, marks.last);
+        steps?.step('buffer', bufferStart, marks.last);
       } else answer = ack === undefined ? await toBuffer(webhook, request, headers, receivedAt) : answerAck(webhook, ack);
       return answer;
     } finally {

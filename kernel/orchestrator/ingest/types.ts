@@ -2,7 +2,7 @@
 // independent mode, straight from HTTP), the pipeline's answer, and the per-delivery state the
 // steps fill in order.
 import type { Logger } from 'pino';
-import { nowMs, recordStep, type TraceSpan, type Tracing } from '../../../core/tracing/index.ts';
+import { nowMs, TraceSteps, type TraceSpan, type Tracing } from '../../../core/tracing/index.ts';
 import type { NormalizedEvent } from '../../../schemas/event.ts';
 import type { Lock } from '../../../schemas/lock.ts';
 import type { AckResult } from '../../../schemas/wire/relay.ts';
@@ -70,6 +70,7 @@ interface StepTrace {
   tracing: Tracing;
   /** The ingest span. */
   parent: TraceSpan;
+  steps: TraceSteps;
   last: number;
 }
 
@@ -91,17 +92,19 @@ export class StepLog {
     const entry: StepEntry = detail === undefined ? { step, outcome } : { step, outcome, detail: detail.slice(0, 2000).replaceAll('\0', '\uFFFD') };
     this.entries.push(entry);
     if (this.#debug) this.#logger().debug(entry, 'ingest step');
-    if (this.#trace !== undefined) this.#span(step, { 'svc.ingest.step': step, 'svc.ingest.outcome': outcome });
+    if (this.#trace !== undefined) this.#span(step, { 'svc.ingest.outcome': outcome });
   }
 
-  /** Each step from here on is a span or an event of `parent` (`recordStep`; docs/tracing.md, "Spans"). */
+  /** Each step from here on is a span or an event of `parent` (`TraceSteps`; docs/tracing.md, "Spans"). */
   trace(tracing: Tracing, parent: TraceSpan, start: number): void {
-    this.#trace = { tracing, parent, last: start };
+    this.#trace = { tracing, parent, steps: new TraceSteps(tracing, parent, 'ingest', 'svc.ingest.step'), last: start };
   }
 
-  /** The time since the last step (the runs' and record's write after the last `add`) as a span. */
+  /** The time since the last step (the runs' and record's write after the last `add`), the delivery's last step: its short steps go out before the span ends. */
   traceRest(name: string): void {
-    if (this.#trace !== undefined) this.#span(name, { 'svc.ingest.step': name });
+    if (this.#trace === undefined) return;
+    this.#span(name);
+    this.#trace.steps.flush();
   }
 
   /** A run's span, reserved under the ingest span: stored with the run (`runs.trace_context`, `trace_parent`). */
@@ -111,10 +114,10 @@ export class StepLog {
     return context === undefined || parent === undefined ? undefined : { context, parent };
   }
 
-  #span(step: string, attributes: Record<string, string>): void {
+  #span(step: string, attributes?: Record<string, string>): void {
     const trace = this.#trace!;
     const now = nowMs();
-    recordStep(trace.tracing, trace.parent, `ingest ${step}`, trace.last, now, attributes);
+    trace.steps.step(step, trace.last, now, attributes);
     trace.last = now;
   }
 }

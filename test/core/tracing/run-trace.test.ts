@@ -155,22 +155,27 @@ t.test('a push through the relay to a finished run is one trace covering the who
     const forward = one('relay forward');
     t.equal(parentOf(forward), 'webhook receive');
     // A step is a span under its parent when it took 1 ms or more (SVC_TRACE_SPAN_MIN_MS), else an
-    // event of the parent with its duration: either way once, and in the right place.
-    const step = (name: string, parent: ReceivedSpan): void => {
+    // event of the parent with its duration, or an entry of the parent's "<label> steps" event when
+    // short steps came back to back: either way once, and in the right place.
+    const step = (label: string, short: string, parent: ReceivedSpan): void => {
+      const name = `${label} ${short}`;
       const asSpans = spans.filter((s) => s.name === name);
       const asEvents = parent.events.filter((e) => e.name === name);
-      t.equal(asSpans.length + asEvents.length, 1, `"${name}" once (${asSpans.length} span, ${asEvents.length} event)`);
+      const entry = new RegExp(`(?:^|, )${short} (\\d+\\.\\d{3}) ms`);
+      const inRuns = parent.events.filter((e) => e.name === `${label} steps`).flatMap((e) => entry.exec(String(e.attributes['svc.steps']))?.[1] ?? []);
+      t.equal(asSpans.length + asEvents.length + inRuns.length, 1, `"${name}" once (${asSpans.length} span, ${asEvents.length} event, ${inRuns.length} in a run of steps)`);
       if (asSpans[0] !== undefined) t.equal(asSpans[0].parentSpanId, parent.spanId, `the "${name}" span is a child of "${parent.name}"`);
       if (asSpans[0] !== undefined) t.ok(asSpans[0].end - asSpans[0].start >= 1, `"${name}" is a span because it took 1 ms or more`);
       if (asEvents[0] !== undefined) t.ok(Number(asEvents[0].attributes['svc.duration_ms']) < 1, `"${name}" is an event because it took under 1 ms (svc.duration_ms)`);
+      if (inRuns[0] !== undefined) t.ok(Number(inRuns[0]) < 1, `"${name}" is in a run of short steps because it took under 1 ms (${inRuns[0]} ms)`);
     };
-    step('relay dedup', receive);
-    step('relay admission', receive);
-    step('relay answer', receive);
+    step('relay', 'dedup', receive);
+    step('relay', 'admission', receive);
+    step('relay', 'answer', receive);
     const ingest = one('orchestrator ingest', 'svc-orchestrator');
     t.equal(ingest.parentSpanId, forward.spanId, 'the orchestrator continues the relay forward span (webhook.deliver traceparent)');
     for (const name of ['admission', 'verify-signature', 'dedup', 'resolve-provider', 'normalize', 'repository', 'trust', 'lock-fetch', 'registrations', 'changed-files', 'match', 'requires', 'caches', 'dispatch', 'delivery-record', 'commit']) {
-      step(`ingest ${name}`, ingest);
+      step('ingest', name, ingest);
     }
     const stepSpans = spans.filter((s) => s.name.startsWith('ingest ')).length;
     t.comment(`ingest steps: ${stepSpans} spans, ${ingest.events.length} events`);

@@ -3,7 +3,7 @@
 // values refused with SVC_ERR_CONFIG_OTEL naming the variable; traceparent parsing; the no-op
 // tracing costs nothing and records nothing.
 import t from 'tap';
-import { NO_SPAN, NO_TRACING, nowMs, parseTraceparent, recordStep, startTracing, tracingSettings, type TraceAttributes, type TraceSpan, type Tracing } from '../../../core/tracing/index.ts';
+import { NO_SPAN, NO_TRACING, nowMs, parseTraceparent, TraceSteps, startTracing, tracingSettings, type TraceAttributes, type TraceSpan, type Tracing } from '../../../core/tracing/index.ts';
 
 t.test('off unless an endpoint or the otlp exporter is named', async (t) => {
   t.equal(tracingSettings({}, 'svc-relay'), null);
@@ -48,24 +48,40 @@ t.test('bad values are refused naming the variable', async (t) => {
   for (const [env, name] of bad) t.throws(() => tracingSettings(env, 's'), { code: 'SVC_ERR_CONFIG_OTEL', message: new RegExp(`^${name}=`) }, name);
 });
 
-t.test('a short step is an event of its parent, a longer one a span (SVC_TRACE_SPAN_MIN_MS)', async (t) => {
+t.test('a short step is an event of its parent, short steps back to back one event, a longer step a span (SVC_TRACE_SPAN_MIN_MS)', async (t) => {
   const on = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' };
   t.match(tracingSettings(on, 's'), { spanMinMs: 1 }, 'default: 1 ms');
   t.match(tracingSettings({ ...on, SVC_TRACE_SPAN_MIN_MS: '0' }, 's'), { spanMinMs: 0 }, '0: every step a span');
   t.match(tracingSettings({ ...on, SVC_TRACE_SPAN_MIN_MS: '2.5' }, 's'), { spanMinMs: 2.5 });
 
-  const recorded: Array<{ name: string; parent: string | undefined; start: number; end: number }> = [];
+  const recorded: Array<{ name: string; parent: string | undefined; start: number; end: number; attributes: TraceAttributes | undefined }> = [];
   const events: Array<{ name: string; time: number; attributes: TraceAttributes | undefined }> = [];
-  const tracing: Tracing = { ...NO_TRACING, enabled: true, spanMinMs: 1, record: (name, o) => void recorded.push({ name, parent: o.parent, start: o.start, end: o.end }) };
+  const tracing: Tracing = { ...NO_TRACING, enabled: true, spanMinMs: 1, record: (name, o) => void recorded.push({ name, parent: o.parent, start: o.start, end: o.end, attributes: o.attributes }) };
   const parent: TraceSpan = { ...NO_SPAN, traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', event: (name, time, attributes) => void events.push({ name, time, attributes }) };
-  recordStep(tracing, parent, 'ingest match', 1000, 1000.4, { 'svc.ingest.step': 'match' });
-  recordStep(tracing, parent, 'ingest lock-fetch', 1000.4, 1003.4);
-  t.same(recorded, [{ name: 'ingest lock-fetch', parent: parent.traceparent, start: 1000.4, end: 1003.4 }], '3 ms: a span under the parent');
-  t.same(events, [{ name: 'ingest match', time: 1000, attributes: { 'svc.ingest.step': 'match', 'svc.duration_ms': 0.4 } }], '0.4 ms: an event at its start with its duration');
-  recordStep({ ...tracing, spanMinMs: 0 }, parent, 'ingest trust', 1003.4, 1003.41);
-  t.equal(recorded.length, 2, 'threshold 0: even a 10 µs step is a span');
-  recordStep(tracing, NO_SPAN, 'ingest dedup', 0, 5);
-  t.equal(recorded.length + events.length, 3, 'an unsampled parent: nothing');
+  const steps = new TraceSteps(tracing, parent, 'ingest', 'svc.ingest.step');
+  steps.step('match', 1000, 1000.4, { 'svc.ingest.outcome': 'no_match' });
+  t.same(events, [], 'a short step waits: the next may join it');
+  steps.step('lock-fetch', 1000.4, 1003.4);
+  t.same(recorded, [{ name: 'ingest lock-fetch', parent: parent.traceparent, start: 1000.4, end: 1003.4, attributes: { 'svc.ingest.step': 'lock-fetch' } }], '3 ms: a span under the parent, its step named');
+  t.same(events, [{ name: 'ingest match', time: 1000, attributes: { 'svc.ingest.outcome': 'no_match', 'svc.duration_ms': 0.4 } }], 'a lone 0.4 ms step: an event at its start with its duration, out before the span');
+  events.length = 0;
+  steps.step('trust', 1003.4, 1003.45, { 'svc.ingest.outcome': 'trusted' });
+  steps.step('dedup', 1003.45, 1003.5);
+  steps.step('caches', 1003.5, 1004.2, { 'svc.ingest.outcome': 'none', other: undefined });
+  steps.step('requires', 1010, 1010.1);
+  t.same(events, [{ name: 'ingest steps', time: 1003.4, attributes: { 'svc.duration_ms': 0.8, 'svc.steps': 'trust 0.050 ms (trusted), dedup 0.050 ms, caches 0.700 ms (none)' } }], 'short steps back to back: one event with their total, each named; a gap ends the run');
+  steps.flush();
+  t.same(events[1], { name: 'ingest requires', time: 1010, attributes: { 'svc.duration_ms': 0.1 } }, 'flush: the last run out');
+  steps.flush();
+  t.equal(events.length, 2, 'a second flush: nothing more');
+  const every = new TraceSteps({ ...tracing, spanMinMs: 0 }, parent, 'relay');
+  every.step('dedup', 1003.4, 1003.41, { 'svc.dedup.result': 'new' });
+  t.same(recorded.at(-1), { name: 'relay dedup', parent: parent.traceparent, start: 1003.4, end: 1003.41, attributes: { 'svc.dedup.result': 'new' } }, 'threshold 0: even a 10 µs step is a span');
+  const none = new TraceSteps(tracing, NO_SPAN, 'ingest');
+  none.step('dedup', 0, 5);
+  none.step('match', 5, 5.1);
+  none.flush();
+  t.equal(recorded.length + events.length, 4, 'an unsampled parent: nothing');
 });
 
 t.test('traceparent', async (t) => {
