@@ -92,18 +92,6 @@ export const NO_TRACING: Tracing = {
   shutdown: async () => undefined,
 };
 
-/** What a run of short steps gathered before it becomes one event (`TraceSteps`). */
-interface ShortRun {
-  start: number;
-  end: number;
-  count: number;
-  /** The first step's name and attributes: a run of one step is an event named as its span would be. */
-  name: string;
-  attributes: TraceAttributes | undefined;
-  /** `<step> <ms> ms (<attribute values>)`, one per step, joined by ", ". */
-  text: string;
-}
-
 /**
  * The steps of one longer piece of work under `parent` (a delivery's ingest steps, the relay's
  * admission, dedup and answer), each named `<label> <step>`. A step that took
@@ -111,16 +99,24 @@ interface ShortRun {
  * span would (ids, an object, an OTLP record: docs/tracing.md, "Steps as spans or events"), so
  * short steps are events of `parent`, and short steps back to back (each starting where the last
  * ended) are ONE event, `<label> steps`, at the first one's start, with their total as
- * `svc.duration_ms` and each step's name, duration and attribute values in `svc.steps`. A run of
- * one short step is an event named as its span would be, with its attributes. Every step appears
- * exactly once and no time is hidden. Call `flush` before ending `parent`.
+ * `svc.duration_ms` and each step's name and duration in `svc.steps`
+ * (`admission 0.004, verify-signature 0.011, …`, ms). A run of one short step is an event named as
+ * its span would be, with its attributes. Every step appears exactly once and no time is hidden.
+ * Call `flush` before ending `parent`.
  */
 export class TraceSteps {
   readonly #tracing: Tracing;
   readonly #parent: TraceSpan;
   readonly #label: string;
   readonly #stepKey: string | undefined;
-  #run: ShortRun | undefined;
+  // The pending run of short steps (none while #count is 0): kept in fields, not an object per run.
+  #count = 0;
+  #start = 0;
+  #end = 0;
+  /** The first step's name and attributes: a run of one step is an event named as its span would be. */
+  #name = '';
+  #attributes: TraceAttributes | undefined;
+  #text = '';
 
   /** `stepKey`: the attribute a step's span carries its step name in (`svc.ingest.step`); events have it in their name. */
   constructor(tracing: Tracing, parent: TraceSpan, label: string, stepKey?: string) {
@@ -130,51 +126,42 @@ export class TraceSteps {
     this.#stepKey = stepKey;
   }
 
-  /** `attributes` is taken over (a lone step's event gets `svc.duration_ms` added). */
+  /** `attributes` is taken over (a lone step's event gets `svc.duration_ms` added); a step in a run of several keeps only its name and duration. */
   step(name: string, start: number, end: number, attributes?: TraceAttributes): void {
     const parent = this.#parent;
     if (parent.traceparent === undefined) return;
     const duration = end - start;
-    const run = this.#run;
     if (duration >= this.#tracing.spanMinMs) {
-      if (run !== undefined) this.flush();
+      this.flush();
       const spanAttributes: TraceAttributes = attributes ?? {};
       if (this.#stepKey !== undefined) spanAttributes[this.#stepKey] = name;
       this.#tracing.record(`${this.#label} ${name}`, { parent: parent.traceparent, tracestate: parent.tracestate, start, end, attributes: spanAttributes });
       return;
     }
-    if (run !== undefined && run.end !== start) this.flush();
-    const entry = `${name} ${duration.toFixed(3)} ms${attributes === undefined ? '' : valuesOf(attributes)}`;
-    if (this.#run === undefined) this.#run = { start, end, count: 1, name, attributes, text: entry };
-    else {
-      this.#run.end = end;
-      this.#run.count += 1;
-      this.#run.text += `, ${entry}`;
-    }
+    if (this.#count > 0 && this.#end !== start) this.flush();
+    const entry = `${name} ${duration.toFixed(3)}`;
+    if (this.#count === 0) {
+      this.#start = start;
+      this.#name = name;
+      this.#attributes = attributes;
+      this.#text = entry;
+    } else this.#text += `, ${entry}`;
+    this.#end = end;
+    this.#count += 1;
   }
 
   /** The pending short steps as their event. */
   flush(): void {
-    const run = this.#run;
-    if (run === undefined) return;
-    this.#run = undefined;
-    const duration = Math.round((run.end - run.start) * 1000) / 1000;
-    if (run.count === 1) {
-      const attributes: TraceAttributes = run.attributes ?? {};
+    if (this.#count === 0) return;
+    const duration = Math.round((this.#end - this.#start) * 1000) / 1000;
+    if (this.#count === 1) {
+      const attributes: TraceAttributes = this.#attributes ?? {};
       attributes['svc.duration_ms'] = duration;
-      this.#parent.event(`${this.#label} ${run.name}`, run.start, attributes);
-    } else this.#parent.event(`${this.#label} steps`, run.start, { 'svc.duration_ms': duration, 'svc.steps': run.text });
+      this.#parent.event(`${this.#label} ${this.#name}`, this.#start, attributes);
+    } else this.#parent.event(`${this.#label} steps`, this.#start, { 'svc.duration_ms': duration, 'svc.steps': this.#text });
+    this.#count = 0;
+    this.#attributes = undefined;
   }
-}
-
-/** ` (v1, v2)`: a step's attribute values in its `svc.steps` entry. */
-function valuesOf(attributes: TraceAttributes): string {
-  let out = '';
-  for (const key in attributes) {
-    const value = attributes[key];
-    if (value !== undefined) out += out === '' ? String(value) : `, ${String(value)}`;
-  }
-  return out === '' ? '' : ` (${out})`;
 }
 
 let anchorWall = Date.now();

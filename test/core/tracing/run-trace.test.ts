@@ -161,7 +161,7 @@ t.test('a push through the relay to a finished run is one trace covering the who
       const name = `${label} ${short}`;
       const asSpans = spans.filter((s) => s.name === name);
       const asEvents = parent.events.filter((e) => e.name === name);
-      const entry = new RegExp(`(?:^|, )${short} (\\d+\\.\\d{3}) ms`);
+      const entry = new RegExp(`(?:^|, )${short} (\\d+\\.\\d{3})(?:,|$)`);
       const inRuns = parent.events.filter((e) => e.name === `${label} steps`).flatMap((e) => entry.exec(String(e.attributes['svc.steps']))?.[1] ?? []);
       t.equal(asSpans.length + asEvents.length + inRuns.length, 1, `"${name}" once (${asSpans.length} span, ${asEvents.length} event, ${inRuns.length} in a run of steps)`);
       if (asSpans[0] !== undefined) t.equal(asSpans[0].parentSpanId, parent.spanId, `the "${name}" span is a child of "${parent.name}"`);
