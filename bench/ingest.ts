@@ -7,12 +7,12 @@
 // exactly 25 and 50 ms) gives the share answered within each bound; the sender's round trip and
 // the records' queued_at − received_at (which stops at the transaction's start) are printed
 // beside it. Bounded, loopback only, stops by itself:
-//   node bench/ingest.ts [--requests N] [--concurrency C] [--rate R] [--steady-seconds S] [--busy] [--profile DIR] [--sample-db] [--keep-data] [--tracing [--rounds N] [--decode-every K]]
+//   node bench/ingest.ts [--requests N] [--concurrency C] [--rate R] [--steady-seconds S] [--busy] [--profile DIR] [--sample-db] [--keep-data] [--tracing [--rounds N] [--burst-seconds S] [--decode-every K] [--control]]
 // --tracing: two stacks side by side in one run, tracing off and on (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
 // at a local OTLP/HTTP receiver in this process that reads every export and decodes one in
-// --decode-every, 25 by default, 1 for all), and --rounds rounds of one burst of --requests to
-// each, alternating which goes first; the median ratio of the throughputs is the figure (target:
-// tracing on within 10 % of off); then one steady phase each.
+// --decode-every, 25 by default, 1 for all), and --rounds rounds in which both stacks take
+// no-match webhooks together for --burst-seconds; the median ratio of the throughputs is the
+// figure (target: tracing on within 10 % of off); then one steady phase each.
 // --busy: a background CPU load (stress-ng --cpu 1 --cpu-load 50) during the whole measurement.
 // --sample-db: during the steady phase, what the database's backends wait for (lib/db-sampler.ts).
 // The steady phase also prints each hop at p50/p99 (relay receive → send, send → ack, and in the
@@ -52,11 +52,14 @@ const { values } = parseArgs({
     // Leave the data directory (its path is printed): see keepOrRemove in lib/machine.ts.
     'keep-data': { type: 'boolean', default: false },
     tracing: { type: 'boolean', default: false },
-    // --tracing: rounds of a burst to each stack, off-on, on-off, off-on, … (each pair cancels
-    // what a burst's position costs it); the ratios' median is the figure.
-    rounds: { type: 'string', default: '6' },
+    // --tracing: rounds of both stacks loaded together; the ratios' median is the figure.
+    rounds: { type: 'string', default: '10' },
     // --tracing: the receiver decodes the first export request and one in this many after it.
     'decode-every': { type: 'string', default: '25' },
+    // --tracing: how long each round loads both stacks together.
+    'burst-seconds': { type: 'string', default: '5' },
+    // --tracing --control: the "on" stack runs with tracing off too (an A/A run: the method's own spread).
+    control: { type: 'boolean', default: false },
   },
 });
 const REQUESTS = Math.min(100_000, Number(values.requests));
@@ -202,6 +205,14 @@ async function burst(stack: Stack, requests: number, quiet = false): Promise<Bur
     console.log(`  CPU per webhook: relay ${figures.relayCpuMs.toFixed(3)} ms, orchestrator ${figures.orchCpuMs.toFixed(3)} ms, the webhook sender ${figures.senderCpuMs.toFixed(3)} ms`);
   }
   if (statuses['200'] !== requests) throw new Error(`not every webhook was answered 200: ${JSON.stringify(statuses)}`);
+  const drain = await drained(orchPool);
+  const cpu2 = cpuSeconds(orch.child);
+  if (!quiet) console.log(`  event-log objects confirmed ${drain.seconds.toFixed(1)} s after the last ack (unconfirmed left: ${drain.backlog}); orchestrator CPU per webhook with that drain ${((1000 * (cpu2 - cpu0[1]!)) / requests).toFixed(3)} ms`);
+  return figures;
+}
+
+/** Waits (up to 60 s) until the event-log payload objects of the deliveries so far are written. */
+async function drained(orchPool: Stack['orchPool']): Promise<{ seconds: number; backlog: number }> {
   const drainStart = performance.now();
   let backlog = -1;
   while (performance.now() - drainStart < 60_000) {
@@ -210,9 +221,27 @@ async function burst(stack: Stack, requests: number, quiet = false): Promise<Bur
     if (backlog === 0) break;
     await new Promise((r) => setTimeout(r, 100));
   }
-  const cpu2 = cpuSeconds(orch.child);
-  if (!quiet) console.log(`  event-log objects confirmed ${((performance.now() - drainStart) / 1000).toFixed(1)} s after the last ack (unconfirmed left: ${backlog}); orchestrator CPU per webhook with that drain ${((1000 * (cpu2 - cpu0[1]!)) / requests).toFixed(3)} ms`);
-  return figures;
+  return { seconds: (performance.now() - drainStart) / 1000, backlog };
+}
+
+/**
+ * Both stacks loaded over the same `seconds`, each from a sender of its own with --concurrency
+ * connections, started together: whatever the machine does meanwhile (these VMs' speed wanders by
+ * tens of per cent within seconds) it does to both. Then both event-log backlogs are awaited.
+ */
+async function burstTogether(stacks: readonly [Stack, Stack], seconds: number): Promise<[Burst, Burst]> {
+  type BurstAnswer = { statuses: Record<string, number>; seconds: number; cpuMs: number };
+  const senders = await Promise.all(stacks.map((stack) => warmSender<BurstAnswer>({ kind: 'burst', url: `${stack.relayUrl}/webhook/bench/generic/bench`, requests: 0, seconds, concurrency: CONCURRENCY }, children)));
+  const cpu = (stack: Stack) => [cpuSeconds(stack.relay.child), cpuSeconds(stack.orch.child)];
+  const cpu0 = stacks.map(cpu);
+  const answers = await Promise.all(senders.map(async (sender, i) => ({ answer: await sender.go(), cpu1: cpu(stacks[i]!) })));
+  const figures = answers.map(({ answer, cpu1 }, i): Burst => {
+    const done = Object.values(answer.statuses).reduce((a, b) => a + b, 0);
+    if ((answer.statuses['200'] ?? 0) !== done) throw new Error(`not every webhook was answered 200: ${JSON.stringify(answer.statuses)}`);
+    return { throughput: done / answer.seconds, relayCpuMs: (1000 * (cpu1[0]! - cpu0[i]![0]!)) / done, orchCpuMs: (1000 * (cpu1[1]! - cpu0[i]![1]!)) / done, senderCpuMs: answer.cpuMs / done };
+  });
+  for (const stack of stacks) await drained(stack.orchPool);
+  return figures as [Burst, Burst];
 }
 
 async function stopStack(stack: Stack): Promise<void> {
@@ -350,13 +379,15 @@ async function steady(stack: Stack): Promise<{ p50: number; p99: number }> {
 
 /**
  * --tracing: two stacks side by side, tracing off and on, each warmed by a burst that is not
- * counted; then --rounds rounds, each a burst to one stack and a burst to the other (off first in
- * odd rounds, on first in even ones), the event-log backlog of each awaited before the next, so
- * neighbouring bursts meet the same machine (these VMs' speed wanders by tens of per cent over
- * tens of seconds); then one steady phase each. The median of the rounds' ratios is the figure.
+ * counted; then --rounds rounds in which both take no-match webhooks over the same --burst-seconds
+ * (burstTogether); then one steady phase each. The median of the rounds' throughput ratios is the
+ * figure. One after the other, two bursts of the same stack a few seconds apart differed by up to
+ * 30 % on these VMs (an A/A run, both "off", read 0.77 to 1.34 over eight rounds): loaded together,
+ * both meet the same machine.
  */
 async function compareTracing(): Promise<void> {
-  const rounds = Math.max(1, Math.min(20, Math.floor(Number(values.rounds)) || 1));
+  const rounds = Math.max(1, Math.min(40, Math.floor(Number(values.rounds)) || 1));
+  const burstSeconds = Math.max(1, Math.min(60, Number(values['burst-seconds']) || 5));
   // Decoding every request costs protobufjs ~30 µs of CPU per span (0.09 ms per delivery) on
   // the same two cores as the servers: a collector's cost, not svc's, so only a sample is decoded.
   const decodeEvery = Math.max(1, Math.floor(Number(values['decode-every'])) || 25);
@@ -365,21 +396,16 @@ async function compareTracing(): Promise<void> {
   try {
     const off = await startStack('_off', { OTEL_SDK_DISABLED: 'true' });
     stacks.push(off);
-    const on = await startStack('_on', { OTEL_SDK_DISABLED: 'false', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: '' });
+    const on = await startStack('_on', values.control ? { OTEL_SDK_DISABLED: 'true' } : { OTEL_SDK_DISABLED: 'false', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: '' });
     stacks.push(on);
-    const warm = Math.min(REQUESTS, 3000);
-    await burst(off, warm, true);
-    await burst(on, warm, true);
+    await burstTogether([off, on], Math.min(burstSeconds, 2));
     const receiver0 = { requests: receiver.requests, bytes: receiver.bytes };
     const benchCpu0 = process.cpuUsage();
     const pairs: Array<{ off: Burst; on: Burst }> = [];
     for (let round = 0; round < rounds; round++) {
-      const order: Array<'off' | 'on'> = round % 2 === 0 ? ['off', 'on'] : ['on', 'off'];
-      const pair: Partial<Record<'off' | 'on', Burst>> = {};
-      for (const which of order) pair[which] = await burst(which === 'off' ? off : on, REQUESTS, true);
-      const { off: a, on: b } = pair as { off: Burst; on: Burst };
+      const [a, b] = await burstTogether([off, on], burstSeconds);
       pairs.push({ off: a, on: b });
-      console.log(`round ${round + 1} (${order.join(' then ')}): no-match throughput off ${a.throughput.toFixed(0)}/s, on ${b.throughput.toFixed(0)}/s, on/off ${(b.throughput / a.throughput).toFixed(3)}; CPU per webhook off/on: relay ${a.relayCpuMs.toFixed(3)}/${b.relayCpuMs.toFixed(3)} ms, orchestrator ${a.orchCpuMs.toFixed(3)}/${b.orchCpuMs.toFixed(3)} ms, the sender ${a.senderCpuMs.toFixed(3)}/${b.senderCpuMs.toFixed(3)} ms`);
+      console.log(`round ${round + 1}: no-match throughput off ${a.throughput.toFixed(0)}/s, on ${b.throughput.toFixed(0)}/s, on/off ${(b.throughput / a.throughput).toFixed(3)}; CPU per webhook off/on: relay ${a.relayCpuMs.toFixed(3)}/${b.relayCpuMs.toFixed(3)} ms, orchestrator ${a.orchCpuMs.toFixed(3)}/${b.orchCpuMs.toFixed(3)} ms, the sender ${a.senderCpuMs.toFixed(3)}/${b.senderCpuMs.toFixed(3)} ms`);
     }
     const benchCpu = process.cpuUsage(benchCpu0);
     const exported = { requests: receiver.requests - receiver0.requests, bytes: receiver.bytes - receiver0.bytes };
@@ -388,8 +414,9 @@ async function compareTracing(): Promise<void> {
     console.log(`== steady phase, tracing on ==`);
     const steadyOn = await steady(on);
 
+    if (values.control) console.log('--control: both stacks run with tracing OFF; "on" below names the second stack');
     const sampler = process.env['OTEL_TRACES_SAMPLER'] ? `${process.env['OTEL_TRACES_SAMPLER']}${process.env['OTEL_TRACES_SAMPLER_ARG'] ? ` ${process.env['OTEL_TRACES_SAMPLER_ARG']}` : ''}` : 'parentbased_always_on (every delivery traced)';
-    console.log(`tracing off vs on (two stacks side by side, ${rounds} round${rounds === 1 ? '' : 's'} of ${REQUESTS} no-match webhooks to each, off first in odd rounds; sampler ${sampler}; SVC_TRACE_SPAN_MIN_MS ${process.env['SVC_TRACE_SPAN_MIN_MS'] || '1 (default)'}):`);
+    console.log(`tracing off vs on (two stacks side by side, ${rounds} round${rounds === 1 ? '' : 's'} of ${burstSeconds} s with both loaded together, ${CONCURRENCY} connections each; sampler ${sampler}; SVC_TRACE_SPAN_MIN_MS ${process.env['SVC_TRACE_SPAN_MIN_MS'] || '1 (default)'}):`);
     const median = (xs: number[]) => {
       const sorted = [...xs].sort((a, b) => a - b);
       const mid = sorted.length / 2;
@@ -402,9 +429,9 @@ async function compareTracing(): Promise<void> {
     console.log(`  no-match throughput (median): off ${m((p) => p.throughput, 'off').toFixed(0)}/s, on ${m((p) => p.throughput, 'on').toFixed(0)}/s, on/off ${ratio.toFixed(3)} (min ${Math.min(...ratios).toFixed(3)}, max ${Math.max(...ratios).toFixed(3)}; target >= 0.90: ${ratio >= 0.9 ? 'OK' : 'MISS'})`);
     console.log(`  CPU per no-match webhook (median): relay off ${m((p) => p.relayCpuMs, 'off').toFixed(3)} ms, on ${m((p) => p.relayCpuMs, 'on').toFixed(3)} ms; orchestrator off ${m((p) => p.orchCpuMs, 'off').toFixed(3)} ms, on ${m((p) => p.orchCpuMs, 'on').toFixed(3)} ms; the sender off ${m((p) => p.senderCpuMs, 'off').toFixed(3)} ms, on ${m((p) => p.senderCpuMs, 'on').toFixed(3)} ms`);
     console.log(`  steady ${RATE}/s round trip: p50 off ${steadyOff.p50.toFixed(2)} ms, on ${steadyOn.p50.toFixed(2)} ms; p99 off ${steadyOff.p99.toFixed(2)} ms, on ${steadyOn.p99.toFixed(2)} ms`);
-    const deliveries = rounds * REQUESTS;
+    const onDeliveries = pairs.reduce((sum, pair) => sum + pair.on.throughput * burstSeconds, 0);
     const spansPerRequest = receiver.decoded === 0 ? 0 : receiver.decodedSpans / receiver.decoded;
-    console.log(`  during the rounds the receiver read ${exported.requests} OTLP export requests, ${(exported.bytes / 1048576).toFixed(1)} MiB (${(exported.bytes / deliveries) | 0} bytes per delivery; about ${((spansPerRequest * exported.requests) / deliveries).toFixed(2)} spans per delivery, from the ${receiver.decoded} requests decoded in the whole run, one in ${decodeEvery}); this process's CPU (receiver and bench) ${((benchCpu.user + benchCpu.system) / 1e6).toFixed(1)} s`);
+    console.log(`  during the rounds the receiver read ${exported.requests} OTLP export requests, ${(exported.bytes / 1048576).toFixed(1)} MiB (${(exported.bytes / onDeliveries) | 0} bytes per traced delivery; about ${((spansPerRequest * exported.requests) / onDeliveries).toFixed(2)} spans per delivery, from the ${receiver.decoded} requests decoded in the whole run, one in ${decodeEvery}); this process's CPU (receiver and bench) ${((benchCpu.user + benchCpu.system) / 1e6).toFixed(1)} s`);
   } finally {
     for (const stack of stacks) await stopStack(stack).catch(() => undefined);
     await receiver.close();

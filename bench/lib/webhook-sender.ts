@@ -6,8 +6,10 @@
 // phase and answers, then exits:
 // - the steady phase, { url, rate, seconds, warmSeconds }: answers { results: [sentAtMs,
 //   roundTripMs, status][], cpuMs };
-// - the throughput phase, { kind: 'burst', url, requests, concurrency }: no-match webhooks from
-//   `concurrency` connections, each sending its next as soon as the last is answered; answers
+// - the throughput phase, { kind: 'burst', url, requests, concurrency, seconds? }: no-match webhooks
+//   from `concurrency` connections, each sending its next as soon as the last is answered, until
+//   `requests` were sent or, with `seconds`, until that long has passed (two senders started
+//   together then load two stacks over the same stretch of time); answers
 //   { statuses: { [status]: count }, seconds, cpuMs }.
 // cpuMs: this process's CPU over the measured phase.
 //
@@ -33,6 +35,8 @@ interface BurstJob {
   url: string;
   requests: number;
   concurrency: number;
+  /** Send for this long instead of `requests` requests. */
+  seconds?: number;
 }
 
 type Result = [sentAtMs: number, roundTripMs: number, status: number];
@@ -121,9 +125,11 @@ async function burst(job: BurstJob): Promise<{ statuses: Record<string, number>;
   let next = 0;
   const before = process.cpuUsage();
   const began = performance.now();
+  const until = job.seconds === undefined ? Infinity : began + job.seconds * 1000;
+  const more = job.seconds === undefined ? () => next < job.requests : () => performance.now() < until;
   await Promise.all(
     Array.from({ length: job.concurrency }, async () => {
-      while (next < job.requests) {
+      while (more()) {
         next += 1;
         const status = await post(job.url, 'nomatch').catch(() => 0);
         statuses[status] = (statuses[status] ?? 0) + 1;
