@@ -34,6 +34,13 @@ export interface TraceSpan {
   /** This span's `traceparent` (children and the next hop use it); undefined when not recording. */
   readonly traceparent: string | undefined;
   readonly tracestate: string | undefined;
+  /**
+   * What to hand the next process (a wire message's `traceparent`): this span's `traceparent`
+   * when it is recorded; when the sampler declined the trace, the same ids with the sampled flag
+   * off, so the next process declines it too instead of starting a trace of its own; undefined
+   * when not tracing.
+   */
+  readonly propagate: string | undefined;
   setAttributes(attributes: TraceAttributes): void;
   /** Marks the span failed (status ERROR with this message). */
   fail(message: string): void;
@@ -76,6 +83,7 @@ export interface Tracing {
 export const NO_SPAN: TraceSpan = {
   traceparent: undefined,
   tracestate: undefined,
+  propagate: undefined,
   setAttributes: () => undefined,
   fail: () => undefined,
   event: () => undefined,
@@ -191,23 +199,32 @@ export interface ParsedTraceparent {
   sampled: boolean;
 }
 
-let lastTraceparent: string | undefined;
-let lastParsed: ParsedTraceparent | null = null;
+/** Recent answers by header: a delivery's spans and steps parse their parent's header again and again. */
+const parsedHeaders = new Map<string, ParsedTraceparent | null>();
 
-/**
- * A W3C traceparent (version 00), or null when malformed or all-zero ids. The last answer is kept:
- * a delivery's steps and children parse their parent's header one after another. The result is
- * shared: read it, do not change it.
- */
-export function parseTraceparent(value: string | undefined): ParsedTraceparent | null {
-  if (value !== undefined && value === lastTraceparent) return lastParsed;
-  lastTraceparent = value;
-  lastParsed = parseTraceparentOnce(value);
-  return lastParsed;
+/** Keeps `parsed` as the answer for `value` (a span made here knows its own ids: no parse). */
+export function rememberTraceparent(value: string, parsed: ParsedTraceparent | null): void {
+  // Bounded: a few hundred deliveries in flight at most; the oldest go all at once.
+  if (parsedHeaders.size >= 1024) parsedHeaders.clear();
+  parsedHeaders.set(value, parsed);
 }
 
-function parseTraceparentOnce(value: string | undefined): ParsedTraceparent | null {
-  const match = value === undefined ? null : TRACEPARENT.exec(value.trim());
+/**
+ * A W3C traceparent (version 00), or null when malformed or all-zero ids. Answers are kept (a
+ * span's children parse its header one after another, often with other deliveries' work between);
+ * the result is shared: read it, do not change it.
+ */
+export function parseTraceparent(value: string | undefined): ParsedTraceparent | null {
+  if (value === undefined) return null;
+  const known = parsedHeaders.get(value);
+  if (known !== undefined) return known;
+  const parsed = parseTraceparentOnce(value);
+  rememberTraceparent(value, parsed);
+  return parsed;
+}
+
+function parseTraceparentOnce(value: string): ParsedTraceparent | null {
+  const match = TRACEPARENT.exec(value.trim());
   if (match === null) return null;
   const [, traceId, spanId, flags] = match as unknown as [string, string, string, string];
   if (/^0+$/.test(traceId) || /^0+$/.test(spanId)) return null;

@@ -19,7 +19,7 @@ import {
   type IdGenerator,
   type Sampler,
 } from '@opentelemetry/sdk-trace';
-import { NO_SPAN, nowMs, parseTraceparent, type ParsedTraceparent, type RecordOptions, type SpanOptions, type TraceAttributes, type TraceSpan, type Tracing, type TracingSettings } from './api.ts';
+import { NO_SPAN, nowMs, parseTraceparent, rememberTraceparent, type ParsedTraceparent, type RecordOptions, type SpanOptions, type TraceAttributes, type TraceSpan, type Tracing, type TracingSettings } from './api.ts';
 import { packageVersion } from '../package-info.ts';
 
 const KINDS = { internal: SpanKind.INTERNAL, server: SpanKind.SERVER, client: SpanKind.CLIENT, producer: SpanKind.PRODUCER, consumer: SpanKind.CONSUMER } as const;
@@ -86,13 +86,16 @@ class LiveSpan implements TraceSpan {
   readonly #span: Span;
   readonly traceparent: string | undefined;
   readonly tracestate: string | undefined;
+  readonly propagate: string;
 
   constructor(span: Span) {
     this.#span = span;
     const context = span.spanContext();
     const sampled = (context.traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED;
-    // A span the sampler dropped passes no parent on: its children are not recorded either.
-    this.traceparent = sampled ? `00-${context.traceId}-${context.spanId}-01` : undefined;
+    // A span the sampler dropped is no parent here (its children are not recorded either), and
+    // the next process hears "not sampled".
+    this.propagate = `00-${context.traceId}-${context.spanId}-${sampled ? '01' : '00'}`;
+    this.traceparent = sampled ? this.propagate : undefined;
     this.tracestate = context.traceState?.serialize() || undefined;
   }
 
@@ -152,6 +155,7 @@ const ZERO: HrTime = [0, 0];
  */
 class DirectSpan implements TraceSpan, ReadableSpan {
   readonly traceparent: string;
+  readonly propagate: string;
   readonly tracestate: string | undefined;
   readonly name: string;
   readonly kind: SpanKind;
@@ -186,6 +190,9 @@ class DirectSpan implements TraceSpan, ReadableSpan {
     this.parentSpanContext = parent.spanId === undefined ? undefined : { traceId: parent.traceId, spanId: parent.spanId, traceFlags: TraceFlags.SAMPLED, isRemote: true, ...(traceState ? { traceState } : {}) };
     this.#context = { traceId: parent.traceId, spanId, traceFlags: TraceFlags.SAMPLED, ...(traceState ? { traceState } : {}) };
     this.traceparent = `00-${parent.traceId}-${spanId}-01`;
+    this.propagate = this.traceparent;
+    // Its children parse this header next: they find the answer ready.
+    rememberTraceparent(this.traceparent, { traceId: parent.traceId, spanId, sampled: true });
     this.tracestate = traceState === undefined ? undefined : options.tracestate;
   }
 

@@ -176,7 +176,10 @@ export function registerIngestRoutes(app: SvcHttpServer, options: IngestOptions)
       metrics.forwardSeconds.observe((Date.now() - webhook.arrival) / 1000);
       // The orchestrator's ingest span is a child of this one (the message's traceparent).
       const forward = root === undefined ? undefined : tracing.start('relay forward', { kind: 'producer', parent: root.traceparent, start: deduped });
-      if (forward?.traceparent !== undefined) message.traceparent = forward.traceparent;
+      // A delivery the sampler declined still says so (the sampled flag off): the orchestrator then
+      // records nothing of it rather than starting a trace of its own.
+      const traceparent = forward?.traceparent ?? root?.propagate;
+      if (traceparent !== undefined) message.traceparent = traceparent;
       const ack = await pool.deliver(orgId, message, options.ackTimeoutMs, webhook.arrival + options.totalBudgetMs);
       forward?.setAttributes({ 'svc.ack.result': ack?.result ?? 'none' });
       if (forward !== undefined) {

@@ -84,6 +84,23 @@ t.test('a short step is an event of its parent, short steps back to back one eve
   t.equal(recorded.length + events.length, 4, 'an unsampled parent: nothing');
 });
 
+t.test('a trace the root sampler declined stays declined in the next process (the sampled flag off)', async (t) => {
+  // Nothing here is ended, so nothing is exported to the unreachable endpoint.
+  const env = { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://127.0.0.1:9/v1/traces' };
+  const relay = await startTracing({ ...env, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' }, 'svc-relay');
+  const orchestrator = await startTracing(env, 'svc-orchestrator');
+  t.teardown(() => Promise.all([relay.shutdown(), orchestrator.shutdown()]));
+  const declined = relay.start('webhook receive', { root: true });
+  t.equal(declined.traceparent, undefined, 'not recorded: no parent for spans here');
+  t.match(declined.propagate, /^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/, 'but the next process hears "not sampled"');
+  t.equal(orchestrator.start('orchestrator ingest', { parent: declined.propagate, root: false }).traceparent, undefined, 'the orchestrator follows the decision');
+  const own = orchestrator.start('orchestrator ingest', { parent: undefined, root: true });
+  t.match(own.traceparent, /-01$/, 'without any context it starts a trace of its own');
+  t.equal(own.propagate, own.traceparent, 'a recorded span hands on its own header');
+  t.same(parseTraceparent(own.traceparent), { traceId: own.traceparent!.slice(3, 35), spanId: own.traceparent!.slice(36, 52), sampled: true }, "a span's own header is known without parsing it");
+  t.equal(NO_SPAN.propagate, undefined, 'not tracing: nothing to hand on');
+});
+
 t.test('traceparent', async (t) => {
   t.same(parseTraceparent('00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'), { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7', sampled: true });
   t.match(parseTraceparent('00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00'), { sampled: false });
