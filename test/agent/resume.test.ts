@@ -119,7 +119,14 @@ t.test('an agent killed mid-job: the job resumes after its last finished step', 
     });
     const started: StartedProgram[] = [];
     t.teardown(async () => {
-      for (const agent of started) await agent.stop('SIGKILL');
+      // SIGTERM: an agent stops its runners (its spare one too) before it exits; a SIGKILLed agent
+      // left them writing into its work directory while the directory was removed (ENOTEMPTY).
+      for (const agent of started) {
+        const stopped = agent.stop('SIGTERM');
+        const late = setTimeout(() => void agent.stop('SIGKILL'), 15_000);
+        await stopped;
+        clearTimeout(late);
+      }
     });
     const start = async (name: string) => {
       const agent = await startProgram(join(REPO_ROOT, 'bin/svc-agent.ts'), 'svc-agent', { env: agentEnv(name), readyTimeoutMs: MIN_PROGRAM_TIMEOUT_MS });
