@@ -30,6 +30,9 @@ t.test('endpoints, names, sampler and batch settings', async (t) => {
     'svc-relay',
   );
   t.match(s, { serviceName: 'relay-eu', resourceAttributes: { 'deployment.environment': 'prod', team: 'ci ops' }, headers: { 'api-key': 'a=b' }, sampler: { name: 'parentbased_traceidratio', ratio: 0.25 }, batch: { scheduledDelayMillis: 100 } });
+  t.same(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' }, 's')?.batch, { maxQueueSize: 8192, maxExportBatchSize: 2048 }, "svc's batch defaults: 2,048 spans per export from a queue of 8,192");
+  t.same(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_BSP_MAX_QUEUE_SIZE: '4096', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '512' }, 's')?.batch, { maxQueueSize: 4096, maxExportBatchSize: 512 }, 'the environment wins');
+  t.same(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_BSP_MAX_QUEUE_SIZE: '1000' }, 's')?.batch, { maxQueueSize: 1000, maxExportBatchSize: 1000 }, 'a queue smaller than the default batch: batches of the whole queue');
 });
 
 t.test('bad values are refused naming the variable', async (t) => {
@@ -41,6 +44,7 @@ t.test('bad values are refused naming the variable', async (t) => {
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'not a url' }, 'OTEL_EXPORTER_OTLP_ENDPOINT'],
     [{ ...on, OTEL_TRACES_EXPORTER: 'zipkin' }, 'OTEL_TRACES_EXPORTER'],
     [{ ...on, OTEL_BSP_SCHEDULE_DELAY: '-1' }, 'OTEL_BSP_SCHEDULE_DELAY'],
+    [{ ...on, OTEL_BSP_MAX_QUEUE_SIZE: '1000', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '1001' }, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE'],
     [{ ...on, OTEL_RESOURCE_ATTRIBUTES: 'novalue' }, 'OTEL_RESOURCE_ATTRIBUTES'],
     [{ ...on, SVC_TRACE_SPAN_MIN_MS: 'soon' }, 'SVC_TRACE_SPAN_MIN_MS'],
     [{ ...on, SVC_TRACE_SPAN_MIN_MS: '-1' }, 'SVC_TRACE_SPAN_MIN_MS'],
