@@ -430,8 +430,9 @@ async function compareTracing(): Promise<void> {
     console.log(`  CPU per no-match webhook (median): relay off ${m((p) => p.relayCpuMs, 'off').toFixed(3)} ms, on ${m((p) => p.relayCpuMs, 'on').toFixed(3)} ms; orchestrator off ${m((p) => p.orchCpuMs, 'off').toFixed(3)} ms, on ${m((p) => p.orchCpuMs, 'on').toFixed(3)} ms; the sender off ${m((p) => p.senderCpuMs, 'off').toFixed(3)} ms, on ${m((p) => p.senderCpuMs, 'on').toFixed(3)} ms`);
     console.log(`  steady ${RATE}/s round trip: p50 off ${steadyOff.p50.toFixed(2)} ms, on ${steadyOn.p50.toFixed(2)} ms; p99 off ${steadyOff.p99.toFixed(2)} ms, on ${steadyOn.p99.toFixed(2)} ms`);
     const onDeliveries = pairs.reduce((sum, pair) => sum + pair.on.throughput * burstSeconds, 0);
-    const spansPerRequest = receiver.decoded === 0 ? 0 : receiver.decodedSpans / receiver.decoded;
-    console.log(`  during the rounds the receiver read ${exported.requests} OTLP export requests, ${(exported.bytes / 1048576).toFixed(1)} MiB (${(exported.bytes / onDeliveries) | 0} bytes per traced delivery; about ${((spansPerRequest * exported.requests) / onDeliveries).toFixed(2)} spans per delivery, from the ${receiver.decoded} requests decoded in the whole run, one in ${decodeEvery}); this process's CPU (receiver and bench) ${((benchCpu.user + benchCpu.system) / 1e6).toFixed(1)} s`);
+    // Export requests differ in size (a full batch, or what the timer found): spans by bytes.
+    const spansPerByte = receiver.decodedBytes === 0 ? 0 : receiver.decodedSpans / receiver.decodedBytes;
+    console.log(`  during the rounds the receiver read ${exported.requests} OTLP export requests, ${(exported.bytes / 1048576).toFixed(1)} MiB (${(exported.bytes / onDeliveries) | 0} bytes per traced delivery; about ${((spansPerByte * exported.bytes) / onDeliveries).toFixed(2)} spans per delivery, from the ${receiver.decoded} requests decoded in the whole run, one in ${decodeEvery}); this process's CPU (receiver and bench) ${((benchCpu.user + benchCpu.system) / 1e6).toFixed(1)} s`);
   } finally {
     for (const stack of stacks) await stopStack(stack).catch(() => undefined);
     await receiver.close();
