@@ -302,7 +302,7 @@ export function tracingSettings(env: NodeJS.ProcessEnv, defaultServiceName: stri
   // costs the server a fixed share besides its spans, and four times fewer of them took a fifth
   // of tracing's cost off the ingest bench (docs/benchmarks.md "Ingest with tracing"); such a
   // request is about 0.7 MB, far below a collector's limit (20 MiB by default).
-  const batch: TracingSettings['batch'] = { maxQueueSize: 8192, maxExportBatchSize: 2048 };
+  const batch: TracingSettings['batch'] = { maxQueueSize: 8192 };
   const delay = positiveInt(env, 'OTEL_BSP_SCHEDULE_DELAY');
   if (delay !== undefined) batch.scheduledDelayMillis = delay;
   const queue = positiveInt(env, 'OTEL_BSP_MAX_QUEUE_SIZE');
