@@ -32,6 +32,7 @@ export const UNIT: readonly string[] = [
   'test/core/plugins/verify.test.ts',
   'test/core/plugins/version.test.ts',
   'test/core/remote-run-box.test.ts',
+  'test/core/tracing/otlp-encode.test.ts',
   'test/core/tracing/settings.test.ts',
   'test/core/wiring/wiring.test.ts',
   'test/deploy/kubernetes-manifests.test.ts',

@@ -199,25 +199,32 @@ export interface ParsedTraceparent {
   sampled: boolean;
 }
 
-/** Recent answers by header: a delivery's spans and steps parse their parent's header again and again. */
-const parsedHeaders = new Map<string, ParsedTraceparent | null>();
+// Recent answers by header, newest last: a delivery's spans and steps parse their parent's header
+// again and again, usually the very string object a span just made. A small ring compared with
+// `===` (no hashing of a fresh string, nothing to clear) finds it in a few steps.
+const RECENT = 16;
+const recentValues: Array<string | undefined> = new Array<string | undefined>(RECENT).fill(undefined);
+const recentParsed: Array<ParsedTraceparent | null> = new Array<ParsedTraceparent | null>(RECENT).fill(null);
+let recentNext = 0;
 
 /** Keeps `parsed` as the answer for `value` (a span made here knows its own ids: no parse). */
 export function rememberTraceparent(value: string, parsed: ParsedTraceparent | null): void {
-  // Bounded: a few hundred deliveries in flight at most; the oldest go all at once.
-  if (parsedHeaders.size >= 1024) parsedHeaders.clear();
-  parsedHeaders.set(value, parsed);
+  recentValues[recentNext] = value;
+  recentParsed[recentNext] = parsed;
+  recentNext = (recentNext + 1) % RECENT;
 }
 
 /**
- * A W3C traceparent (version 00), or null when malformed or all-zero ids. Answers are kept (a
- * span's children parse its header one after another, often with other deliveries' work between);
- * the result is shared: read it, do not change it.
+ * A W3C traceparent (version 00), or null when malformed or all-zero ids. Recent answers are kept
+ * (a span's children parse its header one after another); the result is shared: read it, do not
+ * change it.
  */
 export function parseTraceparent(value: string | undefined): ParsedTraceparent | null {
   if (value === undefined) return null;
-  const known = parsedHeaders.get(value);
-  if (known !== undefined) return known;
+  for (let i = 1; i <= RECENT; i++) {
+    const at = (recentNext - i + RECENT) % RECENT;
+    if (recentValues[at] === value) return recentParsed[at] ?? null;
+  }
   const parsed = parseTraceparentOnce(value);
   rememberTraceparent(value, parsed);
   return parsed;

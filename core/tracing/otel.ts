@@ -1,25 +1,17 @@
 // The Tracing interface (core/tracing/index.ts) on the official OpenTelemetry SDK: one
-// TracerProvider per role, a batch processor, the OTLP/HTTP protobuf exporter. Loaded only when
+// TracerProvider per role, svc's batch processor (otlp-batch.ts: spans encoded as they end) and
+// the SDK's OTLP/HTTP export (transport, retries, timeouts) with protobuf bodies. Loaded only when
 // tracing is on. Parents are explicit (a `traceparent` string turned into a remote span context),
 // so no context manager is registered and nothing global changes.
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type Attributes, type Context, type HrTime, type Span, type SpanContext, type SpanStatus } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
 import { TraceState } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-import { resourceFromAttributes, type Resource } from '@opentelemetry/resources';
-import {
-  AlwaysOffSampler,
-  AlwaysOnSampler,
-  BatchSpanProcessor,
-  type ReadableSpan,
-  type TimedEvent,
-  ParentBasedSampler,
-  RandomIdGenerator,
-  TraceIdRatioBasedSampler,
-  TracerProvider,
-  type IdGenerator,
-  type Sampler,
-} from '@opentelemetry/sdk-trace';
+import { convertLegacyHttpOptions, createOtlpHttpExportDelegate } from '@opentelemetry/otlp-exporter-base/node-http';
+import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { AlwaysOffSampler, AlwaysOnSampler, ParentBasedSampler, RandomIdGenerator, TraceIdRatioBasedSampler, TracerProvider, type IdGenerator, type Sampler } from '@opentelemetry/sdk-trace';
 import { NO_SPAN, nowMs, parseTraceparent, rememberTraceparent, type ParsedTraceparent, type RecordOptions, type SpanOptions, type TraceAttributes, type TraceSpan, type Tracing, type TracingSettings } from './api.ts';
+import { OtlpBatchProcessor, spanFlags, type BatchExporter, type EncodedBatch } from './otlp-batch.ts';
+import { encodeResource, encodeScope, type OtlpEvent, type OtlpLink, type OtlpSpan } from './otlp-encode.ts';
 import { packageVersion } from '../package-info.ts';
 
 const KINDS = { internal: SpanKind.INTERNAL, server: SpanKind.SERVER, client: SpanKind.CLIENT, producer: SpanKind.PRODUCER, consumer: SpanKind.CONSUMER } as const;
@@ -82,6 +74,13 @@ function parentContext(traceparent: string | undefined, tracestate: string | und
   });
 }
 
+/** Epoch milliseconds (fractions kept to the microsecond) as OpenTelemetry's [seconds, nanoseconds]. */
+function hrTime(ms: number): [number, number] {
+  const micros = Math.round(ms * 1000);
+  const seconds = Math.floor(micros / 1e6);
+  return [seconds, (micros - seconds * 1e6) * 1e3];
+}
+
 class LiveSpan implements TraceSpan {
   readonly #span: Span;
   readonly traceparent: string | undefined;
@@ -117,122 +116,108 @@ class LiveSpan implements TraceSpan {
   }
 }
 
-/** Epoch milliseconds (fractions kept to the microsecond) as OpenTelemetry's [seconds, nanoseconds]. */
-function hrTime(ms: number): HrTime {
-  const micros = Math.round(ms * 1000);
-  const seconds = Math.floor(micros / 1e6);
-  return [seconds, (micros - seconds * 1e6) * 1e3];
-}
-
-function hrDuration(start: HrTime, end: HrTime): HrTime {
-  let seconds = end[0] - start[0];
-  let nanos = end[1] - start[1];
-  if (nanos < 0) {
-    seconds -= 1;
-    nanos += 1e9;
-  }
-  return seconds < 0 ? [0, 0] : [seconds, nanos];
-}
-
-/** What every child span of one provider shares. */
-interface DirectSpanSink {
-  processor: BatchSpanProcessor;
-  resource: Resource;
-  scope: { name: string; version: string };
-}
-
-const NO_LINKS: ReadableSpan['links'] = [];
-const UNSET: SpanStatus = { code: SpanStatusCode.UNSET };
-const ZERO: HrTime = [0, 0];
+const SAMPLED_CHILD_FLAGS = spanFlags(TraceFlags.SAMPLED, true);
+const SAMPLED_ROOT_FLAGS = spanFlags(TraceFlags.SAMPLED, undefined);
 
 /**
  * A span made without the SDK's tracer: a child of a sampled parent under a parent-based sampler,
  * or a root under a sampler that takes every root. Such a span is always sampled, so the tracer's
  * context lookups, sampler call and span object (about two thirds of the CPU a span cost on the
- * ingest bench) decide nothing. Ended, the object itself goes to the same batch processor and
- * OTLP exporter as the tracer's spans, in the SDK's shape (`ReadableSpan`): one object per span
- * waits for the export, not two.
+ * ingest bench) decide nothing. It is its own OTLP record (`OtlpSpan`): ended, it is encoded into
+ * the processor's open batch at once and nothing of it is kept.
  */
-class DirectSpan implements TraceSpan, ReadableSpan {
+class DirectSpan implements TraceSpan, OtlpSpan {
   readonly traceparent: string;
   readonly propagate: string;
   readonly tracestate: string | undefined;
+  readonly traceId: string;
+  readonly spanId: string;
+  readonly parentSpanId: string | undefined;
+  readonly traceState: string | undefined;
   readonly name: string;
-  readonly kind: SpanKind;
-  readonly parentSpanContext: SpanContext | undefined;
-  startTime: HrTime = ZERO;
-  endTime: HrTime = ZERO;
-  duration: HrTime = ZERO;
-  status: SpanStatus = UNSET;
-  attributes: Attributes;
-  readonly links = NO_LINKS;
-  readonly events: TimedEvent[] = [];
-  ended = false;
-  readonly resource: Resource;
-  readonly instrumentationScope: DirectSpanSink['scope'];
+  readonly kind: number;
+  readonly startMs: number;
+  endMs = 0;
+  attributes: Attributes | undefined;
   readonly droppedAttributesCount = 0;
+  events: OtlpEvent[] | undefined = undefined;
   readonly droppedEventsCount = 0;
+  readonly links: readonly OtlpLink[] | undefined = undefined;
   readonly droppedLinksCount = 0;
-  readonly #processor: BatchSpanProcessor;
-  readonly #start: number;
-  readonly #context: SpanContext;
+  statusCode = 0;
+  statusMessage: string | undefined = undefined;
+  readonly flags: number;
+  #processor: OtlpBatchProcessor | undefined;
+  #ownAttributes = false;
 
-  /** `parent` without a span id: a root (made so only where the sampler takes every root). */
-  constructor(sink: DirectSpanSink, name: string, parent: ParsedTraceparent | { traceId: string; spanId?: undefined }, spanId: string, options: SpanOptions) {
-    this.#processor = sink.processor;
-    this.resource = sink.resource;
-    this.instrumentationScope = sink.scope;
+  /** `parent` without a span id: a root (made so only where the sampler takes every root). `options.attributes` is taken over. */
+  constructor(processor: OtlpBatchProcessor, name: string, parent: ParsedTraceparent | { traceId: string; spanId?: undefined }, spanId: string, options: SpanOptions) {
+    this.traceId = parent.traceId;
+    this.spanId = spanId;
+    this.parentSpanId = parent.spanId;
+    const traceState = options.tracestate && parent.spanId !== undefined ? options.tracestate : undefined;
+    this.tracestate = traceState;
+    this.traceState = traceState;
     this.name = name;
-    this.kind = KINDS[options.kind ?? 'internal'];
-    this.#start = options.start ?? nowMs();
-    this.attributes = attributesOf(options.attributes);
-    const traceState = options.tracestate && parent.spanId !== undefined ? new TraceState(options.tracestate) : undefined;
-    this.parentSpanContext = parent.spanId === undefined ? undefined : { traceId: parent.traceId, spanId: parent.spanId, traceFlags: TraceFlags.SAMPLED, isRemote: true, ...(traceState ? { traceState } : {}) };
-    this.#context = { traceId: parent.traceId, spanId, traceFlags: TraceFlags.SAMPLED, ...(traceState ? { traceState } : {}) };
+    this.kind = KINDS[options.kind ?? 'internal'] + 1;
+    this.startMs = options.start ?? nowMs();
+    this.attributes = options.attributes;
+    this.flags = parent.spanId === undefined ? SAMPLED_ROOT_FLAGS : SAMPLED_CHILD_FLAGS;
+    this.#processor = processor;
     this.traceparent = `00-${parent.traceId}-${spanId}-01`;
     this.propagate = this.traceparent;
     // Its children parse this header next: they find the answer ready.
     rememberTraceparent(this.traceparent, { traceId: parent.traceId, spanId, sampled: true });
-    this.tracestate = traceState === undefined ? undefined : options.tracestate;
-  }
-
-  spanContext(): SpanContext {
-    return this.#context;
   }
 
   event(name: string, time: number, attributes?: TraceAttributes): void {
-    if (!this.ended) this.events.push({ name, time: hrTime(time), attributes: attributesOf(attributes), droppedAttributesCount: 0 });
+    if (this.#processor === undefined) return;
+    const event: OtlpEvent = { name, timeMs: time, attributes };
+    if (this.events === undefined) this.events = [event];
+    else this.events.push(event);
   }
 
   setAttributes(attributes: TraceAttributes): void {
+    // The attributes given at the start may be the caller's (shared by several spans): copied before the first change.
+    if (!this.#ownAttributes) {
+      this.attributes = { ...this.attributes };
+      this.#ownAttributes = true;
+    }
+    const own = this.attributes!;
     for (const key in attributes) {
       const value = attributes[key];
-      if (value !== undefined) this.attributes[key] = value;
+      if (value !== undefined) own[key] = value;
     }
   }
 
   fail(message: string): void {
-    this.status = { code: SpanStatusCode.ERROR, message };
+    this.statusCode = SpanStatusCode.ERROR;
+    this.statusMessage = message;
   }
 
   end(time?: number): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.startTime = hrTime(this.#start);
-    this.endTime = hrTime(Math.max(time ?? nowMs(), this.#start));
-    this.duration = hrDuration(this.startTime, this.endTime);
-    this.#processor.onEnd(this);
+    const processor = this.#processor;
+    if (processor === undefined) return;
+    this.#processor = undefined;
+    this.endMs = Math.max(time ?? nowMs(), this.startMs);
+    processor.add(this);
   }
+}
+
+/** The SDK's OTLP/HTTP export (transport, retries, timeout, OTEL_EXPORTER_OTLP_* headers) for encoded batches. */
+function otlpHttpExporter(settings: TracingSettings): BatchExporter {
+  const options = convertLegacyHttpOptions({ url: settings.url, headers: settings.headers, ...(settings.batch.exportTimeoutMillis === undefined ? {} : { timeoutMillis: settings.batch.exportTimeoutMillis }) }, 'TRACES', 'v1/traces', { 'Content-Type': 'application/x-protobuf' });
+  const serializer = { serializeRequest: (batch: EncodedBatch) => batch.bytes, deserializeResponse: (data: Uint8Array) => ProtobufTraceSerializer.deserializeResponse(data) };
+  return createOtlpHttpExportDelegate(options, serializer, 'otlp_http_span_exporter', { name: 'span', countItems: (batch: EncodedBatch) => batch.count }, undefined);
 }
 
 export function createOtelTracing(settings: TracingSettings): Tracing {
   const ids = new ReservableIds();
-  const exporter = new OTLPTraceExporter({ url: settings.url, headers: settings.headers });
-  const processor = new BatchSpanProcessor({ exporter, ...settings.batch });
-  const resource = resourceFromAttributes({ ...settings.resourceAttributes, 'service.name': settings.serviceName, 'service.version': packageVersion() });
+  const resourceAttributes = { ...settings.resourceAttributes, 'service.name': settings.serviceName, 'service.version': packageVersion() };
+  const resource = resourceFromAttributes(resourceAttributes);
+  const processor = new OtlpBatchProcessor(otlpHttpExporter(settings), encodeResource(resourceAttributes), encodeScope('svc', packageVersion()), settings.batch);
   const provider = new TracerProvider({ resource, sampler: samplerOf(settings.sampler), idGenerator: ids, spanProcessors: [processor] });
   const tracer = provider.getTracer('svc', packageVersion());
-  const sink: DirectSpanSink = { processor, resource, scope: { name: 'svc', version: packageVersion() } };
   // Under a parent-based sampler (the default) a child follows its parent's sampled flag, so the
   // SDK's sampler has nothing to decide for it: children take the short path (DirectSpan).
   const parentBased = settings.sampler.name.startsWith('parentbased_');
@@ -250,7 +235,7 @@ export function createOtelTracing(settings: TracingSettings): Tracing {
   const child = (name: string, parent: ParsedTraceparent, options: SpanOptions, spanId?: string): TraceSpan | null => {
     if (!parentBased) return null;
     if (!parent.sampled) return NO_SPAN;
-    return new DirectSpan(sink, name, parent, spanId ?? ids.generateSpanId(), options);
+    return new DirectSpan(processor, name, parent, spanId ?? ids.generateSpanId(), options);
   };
 
   return {
@@ -260,7 +245,7 @@ export function createOtelTracing(settings: TracingSettings): Tracing {
       const parent = parseTraceparent(options.parent);
       if (parent === null) {
         if (options.root !== true) return NO_SPAN;
-        if (everyRoot) return new DirectSpan(sink, name, { traceId: ids.generateTraceId() }, ids.generateSpanId(), options);
+        if (everyRoot) return new DirectSpan(processor, name, { traceId: ids.generateTraceId() }, ids.generateSpanId(), options);
         return new LiveSpan(startSpan(name, options));
       }
       return child(name, parent, options) ?? new LiveSpan(startSpan(name, options));
