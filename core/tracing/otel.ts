@@ -138,7 +138,8 @@ class DirectSpan implements TraceSpan, OtlpSpan {
   readonly kind: number;
   readonly startMs: number;
   endMs = 0;
-  attributes: Attributes | undefined;
+  readonly attributes: Attributes | undefined;
+  laterAttributes: Attributes | undefined = undefined;
   readonly droppedAttributesCount = 0;
   events: OtlpEvent[] | undefined = undefined;
   readonly droppedEventsCount = 0;
@@ -148,7 +149,6 @@ class DirectSpan implements TraceSpan, OtlpSpan {
   statusMessage: string | undefined = undefined;
   readonly flags: number;
   #processor: OtlpBatchProcessor | undefined;
-  #ownAttributes = false;
 
   /** `parent` without a span id: a root (made so only where the sampler takes every root). `options.attributes` is taken over. */
   constructor(processor: OtlpBatchProcessor, name: string, parent: ParsedTraceparent | { traceId: string; spanId?: undefined }, spanId: string, options: SpanOptions) {
@@ -178,15 +178,12 @@ class DirectSpan implements TraceSpan, OtlpSpan {
   }
 
   setAttributes(attributes: TraceAttributes): void {
-    // The attributes given at the start may be the caller's (shared by several spans): copied before the first change.
-    if (!this.#ownAttributes) {
-      this.attributes = { ...this.attributes };
-      this.#ownAttributes = true;
-    }
-    const own = this.attributes!;
+    // Kept apart from the start's attributes (which may be the caller's, shared by several spans):
+    // the encoder writes both, a key in both once with this value.
+    const later = (this.laterAttributes ??= {});
     for (const key in attributes) {
       const value = attributes[key];
-      if (value !== undefined) own[key] = value;
+      if (value !== undefined) later[key] = value;
     }
   }
 

@@ -49,6 +49,7 @@ export function otlpSpanOf(span: ReadableSpan): OtlpSpan {
     startMs: hrMs(span.startTime),
     endMs: hrMs(span.endTime),
     attributes: span.attributes,
+    laterAttributes: undefined,
     droppedAttributesCount: span.droppedAttributesCount,
     events: span.events.map((event) => ({ name: event.name, timeMs: hrMs(event.time), attributes: event.attributes, droppedAttributesCount: event.droppedAttributesCount ?? 0 })),
     droppedEventsCount: span.droppedEventsCount,

@@ -32,6 +32,8 @@ export interface OtlpSpan {
   startMs: number;
   endMs: number;
   attributes: Attributes | undefined;
+  /** Attributes set after the start (they win over `attributes`' values of the same key). */
+  laterAttributes: Attributes | undefined;
   droppedAttributesCount: number;
   events: readonly OtlpEvent[] | undefined;
   droppedEventsCount: number;
@@ -68,10 +70,10 @@ function varintSize(value: number): number {
   return 5;
 }
 
-function hexValue(code: number): number {
-  // 0-9, a-f, A-F (ids come lower-case from the generators and the W3C header)
-  return code <= 57 ? code - 48 : (code | 0x20) - 87;
-}
+/** A hex digit's value by its character code (0-9, a-f, A-F). */
+const HEX = new Uint8Array(128);
+for (let i = 0; i < 10; i++) HEX[48 + i] = i;
+for (let i = 0; i < 6; i++) HEX[97 + i] = HEX[65 + i] = 10 + i;
 
 /** A protobuf writer over one growing buffer; messages are framed with `begin`/`end`. */
 export class ProtoWriter {
@@ -89,7 +91,7 @@ export class ProtoWriter {
     let size = this.buf.length * 2;
     while (size < needed) size *= 2;
     const next = Buffer.allocUnsafe(size);
-    this.buf.copy(next, 0, 0, this.pos);
+    next.set(this.buf.subarray(0, this.pos));
     this.buf = next;
   }
 
@@ -139,16 +141,23 @@ export class ProtoWriter {
 
   fixed32(value: number): void {
     this.ensure(4);
-    this.buf.writeUInt32LE(value >>> 0, this.pos);
-    this.pos += 4;
+    this.#word(value);
   }
 
   /** A fixed64 from its two 32-bit halves. */
   fixed64(low: number, high: number): void {
     this.ensure(8);
-    this.buf.writeUInt32LE(low >>> 0, this.pos);
-    this.buf.writeUInt32LE(high >>> 0, this.pos + 4);
-    this.pos += 8;
+    this.#word(low);
+    this.#word(high);
+  }
+
+  /** Four bytes, little-endian (room ensured). */
+  #word(value: number): void {
+    const buf = this.buf;
+    buf[this.pos++] = value & 255;
+    buf[this.pos++] = (value >>> 8) & 255;
+    buf[this.pos++] = (value >>> 16) & 255;
+    buf[this.pos++] = (value >>> 24) & 255;
   }
 
   /** Nanoseconds since the epoch as fixed64, from whole seconds and the nanoseconds past them (exact). */
@@ -212,7 +221,9 @@ export class ProtoWriter {
     this.ensure(length + 1);
     const buf = this.buf;
     buf[this.pos++] = length;
-    for (let i = 0; i < length; i++) buf[this.pos++] = (hexValue(hex.charCodeAt(2 * i)) << 4) | hexValue(hex.charCodeAt(2 * i + 1));
+    let at = this.pos;
+    for (let i = 0; i < hex.length; i += 2) buf[at++] = (HEX[hex.charCodeAt(i) & 127]! << 4) | HEX[hex.charCodeAt(i + 1) & 127]!;
+    this.pos = at;
   }
 
   bytes(value: Uint8Array): void {
@@ -239,7 +250,7 @@ export class ProtoWriter {
     const size = varintSize(length);
     if (size !== reserve) {
       this.ensure(size - reserve);
-      this.buf.copy(this.buf, mark + size, mark + reserve, this.pos);
+      this.buf.copyWithin(mark + size, mark + reserve, this.pos);
       this.pos += size - reserve;
     }
     const buf = this.buf;
@@ -286,27 +297,45 @@ function writeAnyValue(w: ProtoWriter, value: AttributeValue | null | undefined 
   // null and undefined: an empty AnyValue, as the SDK's encoder writes them.
 }
 
-/** `attributes` as repeated KeyValue in `field`; undefined values are left out. */
-export function writeAttributes(w: ProtoWriter, field: number, attributes: Attributes | undefined): void {
-  if (attributes === undefined) return;
-  for (const key in attributes) {
-    const value = attributes[key];
-    if (value === undefined) continue;
-    w.tag(field, LEN);
-    const keyValue = w.begin(1);
-    w.tag(1, LEN);
-    w.string(key);
-    w.tag(2, LEN);
-    const any = w.begin(1);
-    writeAnyValue(w, value);
-    w.end(any, 1);
-    w.end(keyValue, 1);
+function writeKeyValue(w: ProtoWriter, field: number, key: string, value: AttributeValue): void {
+  w.tag(field, LEN);
+  // Most pairs are short; a long string value gets two bytes of length at once instead of a move.
+  const long = typeof value === 'string' && value.length > 100 ? 2 : 1;
+  const keyValue = w.begin(long);
+  w.tag(1, LEN);
+  w.string(key);
+  w.tag(2, LEN);
+  const any = w.begin(long);
+  writeAnyValue(w, value);
+  w.end(any, long);
+  w.end(keyValue, long);
+}
+
+/**
+ * `attributes` as repeated KeyValue in `field`; undefined values are left out. `later` (set after
+ * the start) is written after them, and a key in both is written once, with `later`'s value.
+ */
+export function writeAttributes(w: ProtoWriter, field: number, attributes: Attributes | undefined, later?: Attributes): void {
+  if (attributes !== undefined) {
+    for (const key in attributes) {
+      const value = attributes[key];
+      if (value === undefined || (later !== undefined && later[key] !== undefined)) continue;
+      writeKeyValue(w, field, key, value);
+    }
+  }
+  if (later !== undefined) {
+    for (const key in later) {
+      const value = later[key];
+      if (value !== undefined) writeKeyValue(w, field, key, value);
+    }
   }
 }
 
 function writeEvent(w: ProtoWriter, event: OtlpEvent): void {
   w.tag(11, LEN);
-  const mark = w.begin(1);
+  // An event with attributes (a run of steps names each) is usually past 127 bytes.
+  const reserve = event.attributes === undefined ? 1 : 2;
+  const mark = w.begin(reserve);
   w.tag(1, FIXED64);
   w.timeMs(event.timeMs);
   w.tag(2, LEN);
@@ -316,7 +345,7 @@ function writeEvent(w: ProtoWriter, event: OtlpEvent): void {
     w.tag(4, VARINT);
     w.uint(event.droppedAttributesCount);
   }
-  w.end(mark, 1);
+  w.end(mark, reserve);
 }
 
 function writeLink(w: ProtoWriter, link: OtlpLink): void {
@@ -365,7 +394,7 @@ export function writeSpan(w: ProtoWriter, span: OtlpSpan): void {
   w.timeMs(span.startMs);
   w.tag(8, FIXED64);
   w.timeMs(span.endMs);
-  writeAttributes(w, 9, span.attributes);
+  writeAttributes(w, 9, span.attributes, span.laterAttributes);
   if (span.droppedAttributesCount) {
     w.tag(10, VARINT);
     w.uint(span.droppedAttributesCount);

@@ -181,6 +181,7 @@ const one: OtlpSpan = {
   startMs: 1,
   endMs: 2,
   attributes: undefined,
+  laterAttributes: undefined,
   droppedAttributesCount: 0,
   events: undefined,
   droppedEventsCount: 0,
@@ -222,6 +223,17 @@ t.test('the batch processor keeps the queue rules: batch size, queue limit, one 
   t.equal(shutdowns(), 1);
   processor.add(one);
   t.equal(batches.length, 3, 'nothing after shutdown');
+});
+
+t.test('attributes set after the start: written after the first ones, a key in both once with the later value', async (t) => {
+  const { processor, batches } = captured({ maxExportBatchSize: 1 });
+  processor.add({ ...one, attributes: { a: 'start', b: 1, gone: undefined }, laterAttributes: { b: 2, c: true, skipped: undefined } });
+  const request = decoded(batches[0]!.bytes) as { resourceSpans: Array<{ scopeSpans: Array<{ spans: Array<{ attributes: unknown }> }> }> };
+  t.same(request.resourceSpans[0]!.scopeSpans[0]!.spans[0]!.attributes, [
+    { key: 'a', value: { stringValue: 'start' } },
+    { key: 'b', value: { intValue: '2' } },
+    { key: 'c', value: { boolValue: true } },
+  ]);
 });
 
 t.test('a batch not full goes after the schedule delay', async (t) => {

@@ -3,7 +3,7 @@
 // values refused with SVC_ERR_CONFIG_OTEL naming the variable; traceparent parsing; the no-op
 // tracing costs nothing and records nothing.
 import t from 'tap';
-import { NO_SPAN, NO_TRACING, nowMs, parseTraceparent, TraceSteps, startTracing, tracingSettings, type TraceAttributes, type TraceSpan, type Tracing } from '../../../core/tracing/index.ts';
+import { millisText, NO_SPAN, NO_TRACING, nowMs, parseTraceparent, TraceSteps, startTracing, tracingSettings, type TraceAttributes, type TraceSpan, type Tracing } from '../../../core/tracing/index.ts';
 
 t.test('off unless an endpoint or the otlp exporter is named', async (t) => {
   t.equal(tracingSettings({}, 'svc-relay'), null);
@@ -113,6 +113,21 @@ t.test('traceparent', async (t) => {
   }
 });
 
+t.test('step durations as text: milliseconds with three decimals, rounded to the microsecond', async (t) => {
+  for (const [ms, text] of [
+    [0, '0.000'],
+    [0.0004, '0.000'],
+    [0.0045, '0.005'],
+    [0.011, '0.011'],
+    [0.7, '0.700'],
+    [12.5, '12.500'],
+    [1234.5678, '1234.568'],
+    [-1, '-1.000'],
+  ] as const) {
+    t.equal(millisText(ms), text, String(ms));
+  }
+});
+
 t.test('the no-op and the clock', async (t) => {
   const span = NO_TRACING.start('x', { parent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' });
   t.equal(span.traceparent, undefined);
@@ -121,4 +136,13 @@ t.test('the no-op and the clock', async (t) => {
   const a = nowMs();
   t.ok(Math.abs(a - Date.now()) <= 2, 'the trace clock keeps to the wall clock');
   t.ok(nowMs() >= a - 1.5, 'and does not go back by more than its re-anchoring bound');
+  let last = nowMs();
+  let backwards = 0;
+  for (let i = 0; i < 100_000; i++) {
+    const now = nowMs();
+    if (now < last) backwards += 1;
+    last = now;
+  }
+  t.equal(backwards, 0, 'read back to back it never goes back (the wall clock is compared once a millisecond)');
+  t.ok(Math.abs(nowMs() - Date.now()) <= 2);
 });
