@@ -97,7 +97,7 @@ export class JobTrace {
     const end = nowMs();
     this.#tracing.record(`step ${name}`, {
       reserved: started.traceparent,
-      parent: this.#span.traceparent,
+      parent: this.#span,
       start: started.start,
       end,
       error: status === 'failed' ? (reason ?? 'failed') : undefined,
@@ -122,7 +122,7 @@ export class JobTrace {
   }
 
   #phase(name: string, start: number, end: number): void {
-    this.#tracing.record(name, { parent: this.#span.traceparent, start, end });
+    this.#tracing.record(name, { parent: this.#span, start, end });
     this.#last = Math.max(this.#last, end);
   }
 }

@@ -15,9 +15,13 @@ import { InputError } from '../errors.ts';
 export type TraceAttributes = Record<string, string | number | boolean | undefined>;
 
 export interface SpanOptions {
-  /** The parent's `traceparent`; absent or malformed: the span starts a new trace. */
-  parent?: string | undefined;
-  /** W3C `tracestate` that travels with `parent`. */
+  /**
+   * The parent: its `traceparent` (from another process, the database), or the span itself when
+   * it is one of this process (its ids are taken as they are, nothing parsed). Absent or
+   * malformed: the span starts a new trace.
+   */
+  parent?: string | TraceSpan | undefined;
+  /** W3C `tracestate` that travels with `parent` (a span parent's own when not given). */
   tracestate?: string | undefined;
   attributes?: TraceAttributes;
   /** Epoch milliseconds (fractions allowed); default now. */
@@ -143,7 +147,7 @@ export class TraceSteps {
       this.flush();
       const spanAttributes: TraceAttributes = attributes ?? {};
       if (this.#stepKey !== undefined) spanAttributes[this.#stepKey] = name;
-      this.#tracing.record(`${this.#label} ${name}`, { parent: parent.traceparent, tracestate: parent.tracestate, start, end, attributes: spanAttributes });
+      this.#tracing.record(`${this.#label} ${name}`, { parent, start, end, attributes: spanAttributes });
       return;
     }
     if (this.#count > 0 && this.#end !== start) this.flush();
@@ -216,16 +220,15 @@ export interface ParsedTraceparent {
   sampled: boolean;
 }
 
-// Recent answers by header, newest last: a delivery's spans and steps parse their parent's header
-// again and again, usually the very string object a span just made. A small ring compared with
-// `===` (no hashing of a fresh string, nothing to clear) finds it in a few steps.
-const RECENT = 16;
+// Recent answers by header, newest last: a run's spans recorded one after another (queue wait,
+// dispatch) parse the same stored header object. A small ring compared with `===` (no hashing of a
+// fresh string, nothing to clear). A span of this process is passed as itself (SpanOptions.parent).
+const RECENT = 4;
 const recentValues: Array<string | undefined> = new Array<string | undefined>(RECENT).fill(undefined);
 const recentParsed: Array<ParsedTraceparent | null> = new Array<ParsedTraceparent | null>(RECENT).fill(null);
 let recentNext = 0;
 
-/** Keeps `parsed` as the answer for `value` (a span made here knows its own ids: no parse). */
-export function rememberTraceparent(value: string, parsed: ParsedTraceparent | null): void {
+function rememberTraceparent(value: string, parsed: ParsedTraceparent | null): void {
   recentValues[recentNext] = value;
   recentParsed[recentNext] = parsed;
   recentNext = (recentNext + 1) % RECENT;

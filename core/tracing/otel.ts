@@ -8,27 +8,52 @@ import { TraceState } from '@opentelemetry/core';
 import { convertLegacyHttpOptions, createOtlpHttpExportDelegate } from '@opentelemetry/otlp-exporter-base/node-http';
 import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { AlwaysOffSampler, AlwaysOnSampler, ParentBasedSampler, RandomIdGenerator, TraceIdRatioBasedSampler, TracerProvider, type IdGenerator, type Sampler } from '@opentelemetry/sdk-trace';
-import { NO_SPAN, nowMs, parseTraceparent, rememberTraceparent, type ParsedTraceparent, type RecordOptions, type SpanOptions, type TraceAttributes, type TraceSpan, type Tracing, type TracingSettings } from './api.ts';
+import { randomBytes } from 'node:crypto';
+import { AlwaysOffSampler, AlwaysOnSampler, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider, type IdGenerator, type Sampler } from '@opentelemetry/sdk-trace';
+import { NO_SPAN, nowMs, parseTraceparent, type ParsedTraceparent, type RecordOptions, type SpanOptions, type TraceAttributes, type TraceSpan, type Tracing, type TracingSettings } from './api.ts';
 import { OtlpBatchProcessor, spanFlags, type BatchExporter, type EncodedBatch } from './otlp-batch.ts';
 import { encodeResource, encodeScope, type OtlpEvent, type OtlpLink, type OtlpSpan } from './otlp-encode.ts';
 import { packageVersion } from '../package-info.ts';
 
 const KINDS = { internal: SpanKind.INTERNAL, server: SpanKind.SERVER, client: SpanKind.CLIENT, producer: SpanKind.PRODUCER, consumer: SpanKind.CONSUMER } as const;
 
-/** Random ids, except the one span id `record` hands over for a reserved span (set and used synchronously). */
+const ZERO_TRACE_ID = '0'.repeat(32);
+const ZERO_SPAN_ID = '0'.repeat(16);
+
+/**
+ * Random ids from the system's generator, hex-encoded 4 KiB at a time (an id is a slice of that
+ * text: no call per id), except the one span id `record` hands over for a reserved span (set and
+ * used synchronously). An all-zero id is invalid (W3C) and never given.
+ */
 class ReservableIds implements IdGenerator {
-  readonly #random = new RandomIdGenerator();
+  #hex = '';
+  #at = 0;
   next: string | undefined;
 
+  #take(chars: number): string {
+    if (this.#at + chars > this.#hex.length) {
+      this.#hex = randomBytes(4096).toString('hex');
+      this.#at = 0;
+    }
+    const id = this.#hex.slice(this.#at, this.#at + chars);
+    this.#at += chars;
+    return id;
+  }
+
   generateTraceId(): string {
-    return this.#random.generateTraceId();
+    let id = this.#take(32);
+    while (id === ZERO_TRACE_ID) id = this.#take(32);
+    return id;
   }
 
   generateSpanId(): string {
-    const id = this.next;
-    if (id === undefined) return this.#random.generateSpanId();
-    this.next = undefined;
+    const reserved = this.next;
+    if (reserved !== undefined) {
+      this.next = undefined;
+      return reserved;
+    }
+    let id = this.#take(16);
+    while (id === ZERO_SPAN_ID) id = this.#take(16);
     return id;
   }
 }
@@ -62,8 +87,20 @@ function attributesOf(attributes: TraceAttributes | undefined): Attributes {
   return out;
 }
 
-function parentContext(traceparent: string | undefined, tracestate: string | undefined): Context {
-  const parsed = parseTraceparent(traceparent);
+/** The parent's ids: a span of this process as it is, a header parsed. */
+function parentOf(parent: SpanOptions['parent']): ParsedTraceparent | null {
+  if (parent instanceof DirectSpan) return parent;
+  return parseTraceparent(typeof parent === 'string' ? parent : parent?.traceparent);
+}
+
+/** The `tracestate` going with the parent: the one given, else a span parent's own. */
+function tracestateOf(options: SpanOptions): string | undefined {
+  if (options.tracestate !== undefined) return options.tracestate;
+  return typeof options.parent === 'object' ? options.parent.tracestate : undefined;
+}
+
+function parentContext(parent: SpanOptions['parent'], tracestate: string | undefined): Context {
+  const parsed = parentOf(parent);
   if (parsed === null) return ROOT_CONTEXT;
   return trace.setSpanContext(ROOT_CONTEXT, {
     traceId: parsed.traceId,
@@ -126,7 +163,8 @@ const SAMPLED_ROOT_FLAGS = spanFlags(TraceFlags.SAMPLED, undefined);
  * ingest bench) decide nothing. It is its own OTLP record (`OtlpSpan`): ended, it is encoded into
  * the processor's open batch at once and nothing of it is kept.
  */
-class DirectSpan implements TraceSpan, OtlpSpan {
+class DirectSpan implements TraceSpan, OtlpSpan, ParsedTraceparent {
+  readonly sampled = true;
   readonly traceparent: string;
   readonly propagate: string;
   readonly tracestate: string | undefined;
@@ -155,7 +193,8 @@ class DirectSpan implements TraceSpan, OtlpSpan {
     this.traceId = parent.traceId;
     this.spanId = spanId;
     this.parentSpanId = parent.spanId;
-    const traceState = options.tracestate && parent.spanId !== undefined ? options.tracestate : undefined;
+    const given = tracestateOf(options);
+    const traceState = given && parent.spanId !== undefined ? given : undefined;
     this.tracestate = traceState;
     this.traceState = traceState;
     this.name = name;
@@ -166,8 +205,6 @@ class DirectSpan implements TraceSpan, OtlpSpan {
     this.#processor = processor;
     this.traceparent = `00-${parent.traceId}-${spanId}-01`;
     this.propagate = this.traceparent;
-    // Its children parse this header next: they find the answer ready.
-    rememberTraceparent(this.traceparent, { traceId: parent.traceId, spanId, sampled: true });
   }
 
   event(name: string, time: number, attributes?: TraceAttributes): void {
@@ -225,7 +262,7 @@ export function createOtelTracing(settings: TracingSettings): Tracing {
     tracer.startSpan(
       name,
       { kind: KINDS[options.kind ?? 'internal'], attributes: attributesOf(options.attributes), startTime: options.start ?? nowMs() },
-      parentContext(options.parent, options.tracestate),
+      parentContext(options.parent, tracestateOf(options)),
     );
 
   /** A span under `parent`, or the tracer's span when the sampler must decide; null: not recorded. */
@@ -239,7 +276,7 @@ export function createOtelTracing(settings: TracingSettings): Tracing {
     enabled: true,
     spanMinMs: settings.spanMinMs,
     start(name, options = {}) {
-      const parent = parseTraceparent(options.parent);
+      const parent = parentOf(options.parent);
       if (parent === null) {
         if (options.root !== true) return NO_SPAN;
         if (everyRoot) return new DirectSpan(processor, name, { traceId: ids.generateTraceId() }, ids.generateSpanId(), options);
@@ -248,7 +285,7 @@ export function createOtelTracing(settings: TracingSettings): Tracing {
       return child(name, parent, options) ?? new LiveSpan(startSpan(name, options));
     },
     record(name, options: RecordOptions) {
-      const parent = parseTraceparent(options.parent);
+      const parent = parentOf(options.parent);
       // An unsampled (or absent) parent: its children are not recorded either.
       if (parent === null) return;
       const reserved = parseTraceparent(options.reserved);

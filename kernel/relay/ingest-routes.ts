@@ -175,7 +175,7 @@ export function registerIngestRoutes(app: SvcHttpServer, options: IngestOptions)
       };
       metrics.forwardSeconds.observe((Date.now() - webhook.arrival) / 1000);
       // The orchestrator's ingest span is a child of this one (the message's traceparent).
-      const forward = root === undefined ? undefined : tracing.start('relay forward', { kind: 'producer', parent: root.traceparent, start: deduped });
+      const forward = root === undefined ? undefined : tracing.start('relay forward', { kind: 'producer', parent: root, start: deduped });
       // A delivery the sampler declined still says so (the sampled flag off): the orchestrator then
       // records nothing of it rather than starting a trace of its own.
       const traceparent = forward?.traceparent ?? root?.propagate;

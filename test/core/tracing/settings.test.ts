@@ -60,7 +60,7 @@ t.test('a short step is an event of its parent, short steps back to back one eve
 
   const recorded: Array<{ name: string; parent: string | undefined; start: number; end: number; attributes: TraceAttributes | undefined }> = [];
   const events: Array<{ name: string; time: number; attributes: TraceAttributes | undefined }> = [];
-  const tracing: Tracing = { ...NO_TRACING, enabled: true, spanMinMs: 1, record: (name, o) => void recorded.push({ name, parent: o.parent, start: o.start, end: o.end, attributes: o.attributes }) };
+  const tracing: Tracing = { ...NO_TRACING, enabled: true, spanMinMs: 1, record: (name, o) => void recorded.push({ name, parent: typeof o.parent === 'object' ? o.parent.traceparent : o.parent, start: o.start, end: o.end, attributes: o.attributes }) };
   const parent: TraceSpan = { ...NO_SPAN, traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', event: (name, time, attributes) => void events.push({ name, time, attributes }) };
   const steps = new TraceSteps(tracing, parent, 'ingest', 'svc.ingest.step');
   steps.step('match', 1000, 1000.4, { 'svc.ingest.outcome': 'no_match' });
@@ -101,7 +101,11 @@ t.test('a trace the root sampler declined stays declined in the next process (th
   const own = orchestrator.start('orchestrator ingest', { parent: undefined, root: true });
   t.match(own.traceparent, /-01$/, 'without any context it starts a trace of its own');
   t.equal(own.propagate, own.traceparent, 'a recorded span hands on its own header');
-  t.same(parseTraceparent(own.traceparent), { traceId: own.traceparent!.slice(3, 35), spanId: own.traceparent!.slice(36, 52), sampled: true }, "a span's own header is known without parsing it");
+  t.same(parseTraceparent(own.traceparent), { traceId: own.traceparent!.slice(3, 35), spanId: own.traceparent!.slice(36, 52), sampled: true }, "a span's own header parses to its ids");
+  const child = orchestrator.start('ingest commit', { parent: own });
+  t.equal(child.traceparent?.slice(0, 35), own.traceparent!.slice(0, 35), 'a span of this process given as the parent: same trace');
+  t.not(child.traceparent, own.traceparent);
+  t.equal(orchestrator.start('x', { parent: NO_SPAN }).traceparent, undefined, 'a span not recorded as the parent: nothing');
   t.equal(NO_SPAN.propagate, undefined, 'not tracing: nothing to hand on');
 });
 
