@@ -100,6 +100,11 @@ export class OtlpBatchProcessor implements SpanProcessor {
   #closed = false;
   #sealedSeq = 0;
   #exportedSeq = 0;
+  /**
+   * Buffers of exported batches, written again: a new one costs its pages' first-touch faults
+   * (a batch is about 0.7 MB) and its memory counts toward the next garbage collection.
+   */
+  readonly #spare: ProtoWriter[] = [];
   /** forceFlush callers, each waiting for the batches sealed when it was called. */
   #waiting: Waiter[] = [];
 
@@ -184,8 +189,13 @@ export class OtlpBatchProcessor implements SpanProcessor {
     if (this.#openCount === 0) return;
     this.#sealedSeq += 1;
     this.#sealed.push({ writer: this.#open, count: this.#openCount, seq: this.#sealedSeq });
-    // The next batch starts at the size this one reached: no growing on the way.
-    this.#open = new ProtoWriter(this.#open.pos, this.#room);
+    // A buffer an export has finished with, else a new one the size this batch reached.
+    const spare = this.#spare.pop();
+    if (spare === undefined) this.#open = new ProtoWriter(this.#open.pos, this.#room);
+    else {
+      spare.pos = this.#room;
+      this.#open = spare;
+    }
     this.#openCount = 0;
   }
 
@@ -209,6 +219,11 @@ export class OtlpBatchProcessor implements SpanProcessor {
       this.#queued -= count;
       this.#exporting = false;
       this.#exportedSeq = seq;
+      // A collector answers success after reading the whole body: the transport (and its gzip
+      // stream, when compressing) is done with the bytes. After a failure or a timeout a stream may
+      // still be reading them: that buffer is left to the garbage collector. Two spares are plenty
+      // with one export at a time.
+      if (result.code === ExportResultCode.SUCCESS && this.#spare.length < 2) this.#spare.push(writer);
       this.#wake();
       if (result.code !== ExportResultCode.SUCCESS) globalErrorHandler(result.error ?? new Error('svc tracing: span export failed'));
       this.#pump();

@@ -298,6 +298,7 @@ function writeAnyValue(w: ProtoWriter, value: AttributeValue | null | undefined 
 }
 
 function writeKeyValue(w: ProtoWriter, field: number, key: string, value: AttributeValue): void {
+  if (typeof value === 'string' && key.length + value.length < 122 && field < 16 && writeShortPair(w, field, key, value)) return;
   w.tag(field, LEN);
   // Most pairs are short; a long string value gets two bytes of length at once instead of a move.
   const long = typeof value === 'string' && value.length > 100 ? 2 : 1;
@@ -309,6 +310,41 @@ function writeKeyValue(w: ProtoWriter, field: number, key: string, value: Attrib
   writeAnyValue(w, value);
   w.end(any, long);
   w.end(keyValue, long);
+}
+
+/**
+ * The common pair, an ASCII key and a short ASCII string (KeyValue{key, AnyValue{string_value}},
+ * every length under 128), in one pass without framing; false, and nothing written, when either
+ * holds a character past ASCII.
+ */
+function writeShortPair(w: ProtoWriter, field: number, key: string, value: string): boolean {
+  const keyLength = key.length;
+  const valueLength = value.length;
+  w.ensure(keyLength + valueLength + 8);
+  const buf = w.buf;
+  let at = w.pos;
+  buf[at++] = (field << 3) | LEN;
+  buf[at++] = keyLength + valueLength + 6;
+  buf[at++] = (1 << 3) | LEN;
+  buf[at++] = keyLength;
+  let seen = 0;
+  for (let i = 0; i < keyLength; i++) {
+    const code = key.charCodeAt(i);
+    seen |= code;
+    buf[at++] = code;
+  }
+  buf[at++] = (2 << 3) | LEN;
+  buf[at++] = valueLength + 2;
+  buf[at++] = (1 << 3) | LEN;
+  buf[at++] = valueLength;
+  for (let i = 0; i < valueLength; i++) {
+    const code = value.charCodeAt(i);
+    seen |= code;
+    buf[at++] = code;
+  }
+  if (seen > 127) return false;
+  w.pos = at;
+  return true;
 }
 
 /**

@@ -227,12 +227,13 @@ t.test('the batch processor keeps the queue rules: batch size, queue limit, one 
 
 t.test('attributes set after the start: written after the first ones, a key in both once with the later value', async (t) => {
   const { processor, batches } = captured({ maxExportBatchSize: 1 });
-  processor.add({ ...one, attributes: { a: 'start', b: 1, gone: undefined }, laterAttributes: { b: 2, c: true, skipped: undefined } });
+  processor.add({ ...one, attributes: { a: 'start', b: 1, gone: undefined }, laterAttributes: { b: 2, c: true, skipped: undefined, 'é': 'café ☕' } });
   const request = decoded(batches[0]!.bytes) as { resourceSpans: Array<{ scopeSpans: Array<{ spans: Array<{ attributes: unknown }> }> }> };
   t.same(request.resourceSpans[0]!.scopeSpans[0]!.spans[0]!.attributes, [
     { key: 'a', value: { stringValue: 'start' } },
     { key: 'b', value: { intValue: '2' } },
     { key: 'c', value: { boolValue: true } },
+    { key: 'é', value: { stringValue: 'café ☕' } },
   ]);
 });
 
