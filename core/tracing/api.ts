@@ -128,7 +128,8 @@ export class TraceSteps {
   /** The first step's name and attributes: a run of one step is an event named as its span would be. */
   #name = '';
   #attributes: TraceAttributes | undefined;
-  #text = '';
+  /** The run's `svc.steps` text in pieces (`name`, ' ', duration, ', ', …), joined once at the flush. */
+  readonly #parts: string[] = [];
 
   /** `stepKey`: the attribute a step's span carries its step name in (`svc.ingest.step`); events have it in their name. */
   constructor(tracing: Tracing, parent: TraceSpan, label: string, stepKey?: string) {
@@ -151,13 +152,14 @@ export class TraceSteps {
       return;
     }
     if (this.#count > 0 && this.#end !== start) this.flush();
-    const entry = `${name} ${millisText(duration)}`;
+    const parts = this.#parts;
     if (this.#count === 0) {
       this.#start = start;
       this.#name = name;
       this.#attributes = attributes;
-      this.#text = entry;
-    } else this.#text += `, ${entry}`;
+      parts.length = 0;
+    } else parts.push(', ');
+    parts.push(name, ' ', millisText(duration));
     this.#end = end;
     this.#count += 1;
   }
@@ -170,15 +172,19 @@ export class TraceSteps {
       const attributes: TraceAttributes = this.#attributes ?? {};
       attributes['svc.duration_ms'] = duration;
       this.#parent.event(`${this.#label} ${this.#name}`, this.#start, attributes);
-    } else this.#parent.event(`${this.#label} steps`, this.#start, { 'svc.duration_ms': duration, 'svc.steps': this.#text });
+    } else this.#parent.event(`${this.#label} steps`, this.#start, { 'svc.duration_ms': duration, 'svc.steps': this.#parts.join('') });
     this.#count = 0;
     this.#attributes = undefined;
   }
 }
 
-/** Milliseconds with three decimals (`0.004`, `12.500`): `toFixed(3)` without its cost (a step's entry in `svc.steps`). */
+/** `0.000` … `0.999`: a short step's duration (under a millisecond) is one of these. */
+const SUB_MS_TEXT: readonly string[] = Array.from({ length: 1000 }, (_, micros) => `0.${String(micros).padStart(3, '0')}`);
+
+/** Milliseconds with three decimals (`0.004`, `12.500`), rounded to the microsecond: a step's entry in `svc.steps`. */
 export function millisText(ms: number): string {
   const micros = Math.round(ms * 1000);
+  if (micros >= 0 && micros < 1000) return SUB_MS_TEXT[micros]!;
   if (!(micros >= 0 && micros < 1e15)) return ms.toFixed(3);
   const whole = Math.floor(micros / 1000);
   const part = micros - whole * 1000;
