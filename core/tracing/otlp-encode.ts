@@ -377,29 +377,35 @@ function writeEvent(w: ProtoWriter, event: OtlpEvent): void {
   w.tag(2, LEN);
   w.string(event.name);
   writeAttributes(w, 3, event.attributes);
-  if (event.droppedAttributesCount) {
-    w.tag(4, VARINT);
-    w.uint(event.droppedAttributesCount);
-  }
+  writeCount(w, 4, event.droppedAttributesCount);
   w.end(mark, reserve);
+}
+
+/** Fields 1-3 of a Span and of a Link alike: trace id, span id, trace state. */
+function writeIds(w: ProtoWriter, traceId: string, spanId: string, traceState: string | undefined): void {
+  w.tag(1, LEN);
+  w.hexBytes(traceId);
+  w.tag(2, LEN);
+  w.hexBytes(spanId);
+  if (traceState) {
+    w.tag(3, LEN);
+    w.string(traceState);
+  }
+}
+
+/** A count field, left out when zero (proto3's default). */
+function writeCount(w: ProtoWriter, field: number, count: number | undefined): void {
+  if (!count) return;
+  w.tag(field, VARINT);
+  w.uint(count);
 }
 
 function writeLink(w: ProtoWriter, link: OtlpLink): void {
   w.tag(13, LEN);
   const mark = w.begin(1);
-  w.tag(1, LEN);
-  w.hexBytes(link.traceId);
-  w.tag(2, LEN);
-  w.hexBytes(link.spanId);
-  if (link.traceState) {
-    w.tag(3, LEN);
-    w.string(link.traceState);
-  }
+  writeIds(w, link.traceId, link.spanId, link.traceState);
   writeAttributes(w, 4, link.attributes);
-  if (link.droppedAttributesCount) {
-    w.tag(5, VARINT);
-    w.uint(link.droppedAttributesCount);
-  }
+  writeCount(w, 5, link.droppedAttributesCount);
   w.tag(6, FIXED32);
   w.fixed32(link.flags);
   w.end(mark, 1);
@@ -410,14 +416,7 @@ export function writeSpan(w: ProtoWriter, span: OtlpSpan): void {
   w.tag(2, LEN);
   // A traced delivery's spans are 100-500 bytes: two bytes of length.
   const mark = w.begin(2);
-  w.tag(1, LEN);
-  w.hexBytes(span.traceId);
-  w.tag(2, LEN);
-  w.hexBytes(span.spanId);
-  if (span.traceState) {
-    w.tag(3, LEN);
-    w.string(span.traceState);
-  }
+  writeIds(w, span.traceId, span.spanId, span.traceState);
   if (span.parentSpanId !== undefined) {
     w.tag(4, LEN);
     w.hexBytes(span.parentSpanId);
@@ -431,20 +430,11 @@ export function writeSpan(w: ProtoWriter, span: OtlpSpan): void {
   w.tag(8, FIXED64);
   w.timeMs(span.endMs);
   writeAttributes(w, 9, span.attributes, span.laterAttributes);
-  if (span.droppedAttributesCount) {
-    w.tag(10, VARINT);
-    w.uint(span.droppedAttributesCount);
-  }
+  writeCount(w, 10, span.droppedAttributesCount);
   if (span.events !== undefined) for (const event of span.events) writeEvent(w, event);
-  if (span.droppedEventsCount) {
-    w.tag(12, VARINT);
-    w.uint(span.droppedEventsCount);
-  }
+  writeCount(w, 12, span.droppedEventsCount);
   if (span.links !== undefined) for (const link of span.links) writeLink(w, link);
-  if (span.droppedLinksCount) {
-    w.tag(14, VARINT);
-    w.uint(span.droppedLinksCount);
-  }
+  writeCount(w, 14, span.droppedLinksCount);
   if (span.statusCode !== 0 || span.statusMessage) {
     w.tag(15, LEN);
     const status = w.begin(1);
