@@ -68,7 +68,7 @@ export function otlpSpanOf(span: ReadableSpan): OtlpSpan {
   };
 }
 
-interface Sealed {
+interface ReadyBatch {
   writer: ProtoWriter;
   count: number;
   /** 1, 2, …: batches are exported in this order. */
@@ -91,21 +91,21 @@ export class OtlpBatchProcessor implements SpanProcessor {
   readonly #maxBatch: number;
   #open: ProtoWriter;
   #openCount = 0;
-  readonly #sealed: Sealed[] = [];
-  /** Spans encoded and not yet exported (open and sealed batches, and the one being exported). */
+  readonly #ready: ReadyBatch[] = [];
+  /** Spans encoded and not yet exported (open and closed batches, and the one being exported). */
   #queued = 0;
   #dropped = 0;
   #exporting = false;
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
-  #sealedSeq = 0;
+  #closedSeq = 0;
   #exportedSeq = 0;
   /**
    * Buffers of exported batches, written again: a new one costs its pages' first-touch faults
    * (a batch is about 0.7 MB) and its memory counts toward the next garbage collection.
    */
   readonly #spare: ProtoWriter[] = [];
-  /** forceFlush callers, each waiting for the batches sealed when it was called. */
+  /** forceFlush callers, each waiting for the batches closed when it was called. */
   #waiting: Waiter[] = [];
 
   /** `resource` and `scope`: encodeResource and encodeScope of the one resource and scope all spans share. */
@@ -140,7 +140,7 @@ export class OtlpBatchProcessor implements SpanProcessor {
     this.#openCount += 1;
     this.#queued += 1;
     if (this.#openCount >= this.#maxBatch) {
-      this.#seal();
+      this.#closeBatch();
       this.#pump();
     } else if (this.#timer === undefined && !this.#exporting) this.#startTimer();
   }
@@ -154,8 +154,8 @@ export class OtlpBatchProcessor implements SpanProcessor {
 
   /** Exports everything encoded so far; resolves when the exporter has answered for all of it. */
   forceFlush(): Promise<void> {
-    this.#seal();
-    const seq = this.#sealedSeq;
+    this.#closeBatch();
+    const seq = this.#closedSeq;
     if (this.#exportedSeq >= seq) return Promise.resolve();
     const flushed = new Promise<void>((resolve) => this.#waiting.push({ seq, resolve }));
     this.#pump();
@@ -173,7 +173,7 @@ export class OtlpBatchProcessor implements SpanProcessor {
   #startTimer(): void {
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
-      this.#seal();
+      this.#closeBatch();
       this.#pump();
     }, this.#delay);
     this.#timer.unref();
@@ -185,10 +185,10 @@ export class OtlpBatchProcessor implements SpanProcessor {
     this.#timer = undefined;
   }
 
-  #seal(): void {
+  #closeBatch(): void {
     if (this.#openCount === 0) return;
-    this.#sealedSeq += 1;
-    this.#sealed.push({ writer: this.#open, count: this.#openCount, seq: this.#sealedSeq });
+    this.#closedSeq += 1;
+    this.#ready.push({ writer: this.#open, count: this.#openCount, seq: this.#closedSeq });
     // A buffer an export has finished with, else a new one the size this batch reached.
     const spare = this.#spare.pop();
     if (spare === undefined) this.#open = new ProtoWriter(this.#open.pos, this.#room);
@@ -201,7 +201,7 @@ export class OtlpBatchProcessor implements SpanProcessor {
 
   #pump(): void {
     if (this.#exporting) return;
-    const batch = this.#sealed.shift();
+    const batch = this.#ready.shift();
     if (batch === undefined) {
       if (this.#openCount > 0 && this.#timer === undefined) this.#startTimer();
       return;
