@@ -71,12 +71,16 @@ t.test('release at dispatch', async (t) => {
       await db.pool.query(sql.unsafe`UPDATE runs SET lock_entry = lock_entry || '{"contexts":["common"]}'::jsonb WHERE id = ${run.runId}`);
       const agent = await TestAgent.online({ url: node.url, agentId: 'ok-agent', labels: ['hold'] });
       t.teardown(() => agent.close());
-      const d = await agent.waitFor('job.dispatch', (m) => m.jobId === run.jobs['deploy']!.id);
-      t.same(d.jobConfig.secrets, { 'common:SHARED': 'shared-from-common', 'deploy:SHARED': 'shared-from-deploy', 'deploy:TOKEN': 'tok-value-123456', TOKEN: 'tok-value-123456' });
-      agent.jobStatus(d.jobId, 'completed');
-      const p = await agent.waitFor('job.dispatch', (m) => m.jobId === run.jobs['plain']!.id);
-      t.same(p.jobConfig.secrets, { 'common:SHARED': 'shared-from-common', SHARED: 'shared-from-common' }, 'workflow-level context only');
-      agent.jobStatus(p.jobId, 'completed');
+      // Both jobs are ready at once: the dispatcher may hand either over first.
+      const ids = [run.jobs['deploy']!.id, run.jobs['plain']!.id];
+      const dispatched = new Map<string, Awaited<ReturnType<typeof agent.waitFor<'job.dispatch'>>>>();
+      for (let i = 0; i < 2; i++) {
+        const m = await agent.waitFor('job.dispatch', (m) => ids.includes(m.jobId) && !dispatched.has(m.jobId));
+        dispatched.set(m.jobId, m);
+        agent.jobStatus(m.jobId, 'completed');
+      }
+      t.same(dispatched.get(ids[0]!)!.jobConfig.secrets, { 'common:SHARED': 'shared-from-common', 'deploy:SHARED': 'shared-from-deploy', 'deploy:TOKEN': 'tok-value-123456', TOKEN: 'tok-value-123456' });
+      t.same(dispatched.get(ids[1]!)!.jobConfig.secrets, { 'common:SHARED': 'shared-from-common', SHARED: 'shared-from-common' }, 'workflow-level context only');
     });
 
     const refused = async (t: Test, lock: Record<string, unknown>, reason: RegExp, runOver: Record<string, unknown> = {}) => {
