@@ -159,8 +159,7 @@ const SAMPLED_ROOT_FLAGS = spanFlags(TraceFlags.SAMPLED, undefined);
 /**
  * A span made without the SDK's tracer: a child of a sampled parent under a parent-based sampler,
  * or a root under a sampler that takes every root. Such a span is always sampled, so the tracer's
- * context lookups, sampler call and span object (about two thirds of the CPU a span cost on the
- * ingest bench) decide nothing. It is its own OTLP record (`OtlpSpan`): ended, it is encoded into
+ * context lookups, sampler call and span object decide nothing. It is its own OTLP record (`OtlpSpan`): ended, it is encoded into
  * the processor's open batch at once and nothing of it is kept.
  */
 class DirectSpan implements TraceSpan, OtlpSpan, ParsedTraceparent {
@@ -171,7 +170,6 @@ class DirectSpan implements TraceSpan, OtlpSpan, ParsedTraceparent {
   readonly traceId: string;
   readonly spanId: string;
   readonly parentSpanId: string | undefined;
-  readonly traceState: string | undefined;
   readonly name: string;
   readonly kind: number;
   readonly startMs: number;
@@ -196,7 +194,6 @@ class DirectSpan implements TraceSpan, OtlpSpan, ParsedTraceparent {
     const given = tracestateOf(options);
     const traceState = given && parent.spanId !== undefined ? given : undefined;
     this.tracestate = traceState;
-    this.traceState = traceState;
     this.name = name;
     this.kind = KINDS[options.kind ?? 'internal'] + 1;
     this.startMs = options.start ?? nowMs();

@@ -43,7 +43,7 @@ export function otlpSpanOf(span: ReadableSpan): OtlpSpan {
     traceId: context.traceId,
     spanId: context.spanId,
     parentSpanId: span.parentSpanContext?.spanId,
-    traceState: context.traceState?.serialize() || undefined,
+    tracestate: context.traceState?.serialize() || undefined,
     name: span.name,
     kind: span.kind + 1,
     startMs: hrMs(span.startTime),
@@ -56,7 +56,7 @@ export function otlpSpanOf(span: ReadableSpan): OtlpSpan {
     links: span.links.map((link) => ({
       traceId: link.context.traceId,
       spanId: link.context.spanId,
-      traceState: link.context.traceState?.serialize() || undefined,
+      tracestate: link.context.traceState?.serialize() || undefined,
       attributes: link.attributes,
       droppedAttributesCount: link.droppedAttributesCount ?? 0,
       flags: spanFlags(link.context.traceFlags, link.context.isRemote),
@@ -97,7 +97,7 @@ export class OtlpBatchProcessor implements SpanProcessor {
   #dropped = 0;
   #exporting = false;
   #timer: NodeJS.Timeout | undefined;
-  #closed = false;
+  #shutDown = false;
   #closedSeq = 0;
   #exportedSeq = 0;
   /**
@@ -127,7 +127,7 @@ export class OtlpBatchProcessor implements SpanProcessor {
 
   /** A span that ended: encoded into the open batch now. */
   add(span: OtlpSpan): void {
-    if (this.#closed) return;
+    if (this.#shutDown) return;
     if (this.#queued >= this.#maxQueue) {
       this.#dropped += 1;
       return;
@@ -163,9 +163,9 @@ export class OtlpBatchProcessor implements SpanProcessor {
   }
 
   async shutdown(): Promise<void> {
-    if (this.#closed) return;
+    if (this.#shutDown) return;
     await this.forceFlush();
-    this.#closed = true;
+    this.#shutDown = true;
     this.#clearTimer();
     await this.#exporter.shutdown();
   }

@@ -25,7 +25,7 @@ export interface OtlpSpan {
   traceId: string;
   spanId: string;
   parentSpanId: string | undefined;
-  traceState: string | undefined;
+  tracestate: string | undefined;
   name: string;
   /** OTLP's SpanKind: the API's SpanKind + 1 (1 internal … 5 consumer). */
   kind: number;
@@ -56,7 +56,7 @@ export interface OtlpEvent {
 export interface OtlpLink {
   traceId: string;
   spanId: string;
-  traceState: string | undefined;
+  tracestate: string | undefined;
   attributes: Attributes | undefined;
   droppedAttributesCount: number;
   flags: number;
@@ -403,7 +403,7 @@ function writeCount(w: ProtoWriter, field: number, count: number | undefined): v
 function writeLink(w: ProtoWriter, link: OtlpLink): void {
   w.tag(13, LEN);
   const mark = w.begin(1);
-  writeIds(w, link.traceId, link.spanId, link.traceState);
+  writeIds(w, link.traceId, link.spanId, link.tracestate);
   writeAttributes(w, 4, link.attributes);
   writeCount(w, 5, link.droppedAttributesCount);
   w.tag(6, FIXED32);
@@ -416,7 +416,7 @@ export function writeSpan(w: ProtoWriter, span: OtlpSpan): void {
   w.tag(2, LEN);
   // A traced delivery's spans are 100-500 bytes: two bytes of length.
   const mark = w.begin(2);
-  writeIds(w, span.traceId, span.spanId, span.traceState);
+  writeIds(w, span.traceId, span.spanId, span.tracestate);
   if (span.parentSpanId !== undefined) {
     w.tag(4, LEN);
     w.hexBytes(span.parentSpanId);

@@ -175,7 +175,7 @@ const one: OtlpSpan = {
   traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
   spanId: '00f067aa0ba902b7',
   parentSpanId: undefined,
-  traceState: undefined,
+  tracestate: undefined,
   name: 'x',
   kind: 1,
   startMs: 1,
